@@ -1,0 +1,164 @@
+//! What a run tells the application: [`AgentEvent`]s as it goes, an
+//! [`AgentResult`] at the end.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{Message, ToolOutputPart};
+use crate::model::ModelError;
+use crate::usage::{FinishReason, Usage};
+
+/// How a run ended.
+///
+/// ```
+/// assert_eq!(serde_json::to_string(&agent_core::ExitReason::MaxSteps).unwrap(), "\"max_steps\"");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ExitReason {
+    /// The model answered without calling tools.
+    Completed,
+    /// The step limit was reached; the last step was asked to conclude
+    /// without tools, and its text (if any) is the run's text.
+    MaxSteps,
+    /// The run was cancelled (or its event stream dropped).
+    Cancelled,
+    /// A model call failed.
+    ModelError,
+    /// The conversation no longer fits the model's context window.
+    TokenLimit,
+}
+
+/// One event of a run, serialisable as JSON tagged by `"type"`.
+///
+/// ```
+/// let e = agent_core::AgentEvent::TextDelta { text: "Hel".into() };
+/// assert_eq!(serde_json::to_value(&e).unwrap(), serde_json::json!({"type": "text_delta", "text": "Hel"}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// The run began.
+    RunStarted {
+        /// The model's provider.
+        provider: String,
+        /// The model's id.
+        model: String,
+        /// Exposed names of the tools available at the start.
+        tools: Vec<String>,
+    },
+    /// A model call began.
+    StepStarted {
+        /// 1-based step number.
+        step: u32,
+    },
+    /// Answer text from the model.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// Reasoning text from the model.
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model called a tool (sent before the call is validated and run).
+    ToolCall {
+        /// The call's id.
+        call_id: String,
+        /// The exposed name the model used.
+        tool: String,
+        /// The tool's source, when the name is known.
+        source: Option<String>,
+        /// The tool's own name, when the name is known.
+        original_name: Option<String>,
+        /// The arguments (a JSON string holding the raw text when they were
+        /// not valid JSON).
+        input: Value,
+    },
+    /// A running tool reported progress.
+    ToolProgress {
+        /// The call's id.
+        call_id: String,
+        /// Progress so far.
+        progress: f64,
+        /// Total, when known.
+        total: Option<f64>,
+        /// A note.
+        message: Option<String>,
+    },
+    /// A tool call ended (in completion order; the history keeps call order).
+    ToolResult {
+        /// The call's id.
+        call_id: String,
+        /// The exposed name.
+        tool: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// What the model will see.
+        output: Vec<ToolOutputPart>,
+        /// Wall time of the call (0 when it was never run).
+        duration_ms: u64,
+    },
+    /// A model call ended.
+    StepFinished {
+        /// 1-based step number.
+        step: u32,
+        /// Why it ended.
+        finish_reason: FinishReason,
+        /// Its usage.
+        usage: Usage,
+    },
+    /// Something the application should know that did not stop the run.
+    Warning {
+        /// What happened.
+        message: String,
+    },
+    /// The run is over; always the last event.
+    Finished {
+        /// How it ended.
+        exit: ExitReason,
+        /// The final answer text (the last step's text).
+        text: String,
+        /// Total usage.
+        usage: Usage,
+        /// Steps taken.
+        steps: u32,
+        /// The error, for `model_error`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// The outcome of a run.
+///
+/// ```
+/// # use agent_core::{AgentResult, ExitReason, Usage};
+/// # fn show(result: AgentResult) {
+/// if result.exit == ExitReason::Completed {
+///     println!("{}", result.text);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AgentResult {
+    /// The messages this run added (assistant and tool messages), ready to
+    /// persist and pass back, after the input, for the next turn. Every tool
+    /// call in them has exactly one result.
+    pub messages: Vec<Message>,
+    /// The final answer text.
+    pub text: String,
+    /// Total usage.
+    pub usage: Usage,
+    /// Usage of each step.
+    pub step_usage: Vec<Usage>,
+    /// Steps taken.
+    pub steps: u32,
+    /// How the run ended.
+    pub exit: ExitReason,
+    /// The model error, for [`ExitReason::ModelError`].
+    pub error: Option<ModelError>,
+}

@@ -1,0 +1,258 @@
+//! Running one step's tool calls: validation, bounded concurrency, timeouts,
+//! panics, cancellation and truncation.
+//!
+//! Invariant: every call passed in gets exactly one [`ToolResult`], returned
+//! in the order of the calls, whatever happens to the call or the run.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::emit::Emitter;
+use super::events::AgentEvent;
+use super::options::AgentOptions;
+use super::truncate::truncate_output;
+use crate::message::{ToolCall, ToolOutputPart, ToolResult};
+use crate::tool::{ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
+use crate::toolset::ToolCatalog;
+
+/// After a run is cancelled, how long running tools get to notice their
+/// cancellation token and return before their tasks are aborted.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// Unknown-tool errors list at most this many available names.
+const MAX_NAMES_LISTED: usize = 50;
+
+/// Calls a step asked for, and what to do with them.
+pub(crate) struct Batch<'a> {
+    pub calls: &'a [ToolCall],
+    /// Calls whose arguments were not JSON: (call id, parse error).
+    pub bad_json: &'a [(String, String)],
+    pub catalog: &'a Arc<ToolCatalog>,
+    pub options: &'a AgentOptions,
+    pub cancel: &'a CancellationToken,
+    pub emit: &'a Emitter,
+}
+
+/// How a finished call turned out, before truncation.
+struct Outcome {
+    output: ToolOutput,
+    duration: Duration,
+}
+
+fn error_outcome(message: impl Into<String>) -> Outcome {
+    Outcome {
+        output: ToolOutput::error(message),
+        duration: Duration::ZERO,
+    }
+}
+
+/// Run a step's calls and return one result per call, in call order. The
+/// `bool` is false when the event receiver went away (the run should stop).
+pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
+    let n = batch.calls.len();
+    let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+    let mut attached = true;
+    let bad_json: HashMap<&str, &str> =
+        batch.bad_json.iter().map(|(id, e)| (id.as_str(), e.as_str())).collect();
+
+    let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
+    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<ToolProgress>();
+    let mut tasks: JoinSet<Outcome> = JoinSet::new();
+    let mut task_index: HashMap<tokio::task::Id, usize> = HashMap::new();
+
+    for (i, call) in batch.calls.iter().enumerate() {
+        let exposed = batch.catalog.get(&call.name);
+        attached &= batch
+            .emit
+            .send(AgentEvent::ToolCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                source: exposed.map(|t| t.source.clone()),
+                original_name: exposed.map(|t| t.original_name.clone()),
+                input: call.input.clone(),
+            })
+            .await
+            .is_ok();
+        let Some(exposed) = exposed else {
+            outcomes[i] = Some(error_outcome(unknown_tool_message(&call.name, batch.catalog)));
+            continue;
+        };
+        if let Some(err) = bad_json.get(call.id.as_str()) {
+            outcomes[i] = Some(error_outcome(format!(
+                "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
+                 matching its input schema.",
+                call.name
+            )));
+            continue;
+        }
+        if let Err(message) = exposed.validate(&call.input) {
+            outcomes[i] = Some(error_outcome(format!(
+                "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
+                 it again.",
+                call.name
+            )));
+            continue;
+        }
+        let tool = exposed.tool.clone();
+        let input = call.input.clone();
+        let token = batch.cancel.child_token();
+        let timeout = batch.options.tool_timeout;
+        let progress = ProgressReporter::to_sender(call.id.clone(), progress_tx.clone());
+        let semaphore = semaphore.clone();
+        let call_id = call.id.clone();
+        let handle = tasks.spawn(async move {
+            // The semaphore is never closed, so acquiring fails only if it
+            // were; then the call simply runs unbounded.
+            let _permit = semaphore.acquire_owned().await.ok();
+            let started = Instant::now();
+            let deadline = started + timeout;
+            let ctx = ToolContext::new(call_id)
+                .with_cancellation(token.clone())
+                .with_deadline(deadline)
+                .with_progress(progress);
+            let output = tokio::select! {
+                result = tool.call(input, ctx) => match result {
+                    Ok(output) => output,
+                    Err(ToolError::Cancelled) => ToolOutput::error("The tool call was cancelled."),
+                    Err(e) => ToolOutput::error(format!("Tool error: {e}")),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    token.cancel();
+                    ToolOutput::error(format!("tool execution timed out after {}", format_duration(timeout)))
+                }
+            };
+            Outcome { output, duration: started.elapsed() }
+        });
+        task_index.insert(handle.id(), i);
+    }
+    drop(progress_tx);
+
+    // Results not run (unknown, bad JSON, invalid) are reported at once.
+    for (i, outcome) in outcomes.iter().enumerate() {
+        if let Some(outcome) = outcome {
+            attached &= report(&batch, i, outcome).await;
+        }
+    }
+
+    let mut cancelled_at: Option<Instant> = None;
+    while !tasks.is_empty() {
+        let grace_over = async {
+            match cancelled_at {
+                Some(at) => tokio::time::sleep_until(at + CANCEL_GRACE).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            joined = tasks.join_next_with_id() => {
+                let Some(joined) = joined else { break };
+                let (id, outcome) = match joined {
+                    Ok((id, outcome)) => (id, outcome),
+                    Err(e) => {
+                        let id = e.id();
+                        let message = if e.is_panic() {
+                            format!("The tool panicked: {}", panic_message(e.into_panic()))
+                        } else {
+                            "The tool call was cancelled.".to_owned()
+                        };
+                        (id, error_outcome(message))
+                    }
+                };
+                if let Some(&i) = task_index.get(&id) {
+                    attached &= report(&batch, i, &outcome).await;
+                    outcomes[i] = Some(outcome);
+                }
+            }
+            Some(p) = progress_rx.recv() => {
+                attached &= batch.emit.send(AgentEvent::ToolProgress {
+                    call_id: p.call_id, progress: p.progress, total: p.total, message: p.message,
+                }).await.is_ok();
+            }
+            _ = batch.cancel.cancelled(), if cancelled_at.is_none() => {
+                cancelled_at = Some(Instant::now());
+            }
+            _ = grace_over => tasks.abort_all(),
+        }
+    }
+
+    let results = batch
+        .calls
+        .iter()
+        .zip(outcomes)
+        .map(|(call, outcome)| {
+            let outcome = outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled."));
+            let output = truncate_output(outcome.output, batch.options.max_tool_output_bytes);
+            ToolResult {
+                call_id: call.id.clone(),
+                parts: output.parts,
+                is_error: output.is_error,
+            }
+        })
+        .collect();
+    (results, attached)
+}
+
+async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
+    let call = &batch.calls[i];
+    let output = truncate_output(outcome.output.clone(), batch.options.max_tool_output_bytes);
+    batch
+        .emit
+        .send(AgentEvent::ToolResult {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            is_error: output.is_error,
+            output: output.parts,
+            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+        })
+        .await
+        .is_ok()
+}
+
+fn unknown_tool_message(name: &str, catalog: &ToolCatalog) -> String {
+    let names = catalog.names();
+    if names.is_empty() {
+        return format!("Unknown tool {name}: no tools are available. Answer without tools.");
+    }
+    let mut listed = names.iter().take(MAX_NAMES_LISTED).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > MAX_NAMES_LISTED {
+        listed.push_str(&format!(" (and {} more)", names.len() - MAX_NAMES_LISTED));
+    }
+    format!("Unknown tool {name}. Available tools: {listed}.")
+}
+
+fn format_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}
+
+/// Error results for calls that are not run because the run ends (step limit
+/// or cancellation), so the history keeps its one-result-per-call invariant.
+pub(crate) fn not_run(calls: &[ToolCall], why: &str) -> Vec<ToolResult> {
+    calls
+        .iter()
+        .map(|call| ToolResult {
+            call_id: call.id.clone(),
+            parts: vec![ToolOutputPart::text(why)],
+            is_error: true,
+        })
+        .collect()
+}

@@ -1,0 +1,138 @@
+//! One model step: stream the model, forward deltas, assemble the assistant
+//! message.
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::emit::Emitter;
+use super::events::AgentEvent;
+use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
+use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest};
+use crate::usage::{FinishReason, Usage};
+
+/// A step whose stream completed.
+pub(crate) struct StepOutput {
+    pub parts: Vec<ContentPart>,
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    /// Calls whose arguments were not valid JSON: (call id, parse error).
+    pub bad_json: Vec<(String, String)>,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+}
+
+impl StepOutput {
+    pub fn message(&self) -> Option<Message> {
+        (!self.parts.is_empty()).then(|| Message::new(Role::Assistant, self.parts.clone()))
+    }
+}
+
+/// How a step ended when it did not complete.
+pub(crate) enum StepFailure {
+    Cancelled,
+    Model(ModelError),
+    /// The event receiver is gone.
+    Detached,
+}
+
+/// Run one model call to the end of its stream.
+pub(crate) async fn run_step(
+    model: &dyn LanguageModel,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+    emit: &Emitter,
+) -> Result<StepOutput, StepFailure> {
+    let mut stream = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
+        started = model.stream(request) => started.map_err(StepFailure::Model)?,
+    };
+    let mut out = StepOutput {
+        parts: Vec::new(),
+        text: String::new(),
+        calls: Vec::new(),
+        bad_json: Vec::new(),
+        finish_reason: FinishReason::Stop,
+        usage: Usage::default(),
+    };
+    // Index in `parts` of the reasoning block still receiving deltas.
+    let mut open_reasoning: Option<usize> = None;
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
+            next = stream.next() => next,
+        };
+        let event = match next {
+            None => {
+                return Err(StepFailure::Model(ModelError::InvalidResponse {
+                    message: "the model's stream ended before its finish event".into(),
+                    snippet: String::new(),
+                }));
+            }
+            Some(Err(e)) => return Err(StepFailure::Model(e)),
+            Some(Ok(event)) => event,
+        };
+        match event {
+            ModelEvent::TextDelta { text } => {
+                if text.is_empty() {
+                    continue;
+                }
+                out.text.push_str(&text);
+                match out.parts.last_mut() {
+                    Some(ContentPart::Text { text: last }) => last.push_str(&text),
+                    _ => out.parts.push(ContentPart::text(text.clone())),
+                }
+                emit.send(AgentEvent::TextDelta { text }).await.map_err(|_| StepFailure::Detached)?;
+            }
+            ModelEvent::ReasoningDelta { text } => {
+                let idx = *open_reasoning.get_or_insert_with(|| {
+                    out.parts.push(ContentPart::Reasoning(Reasoning::default()));
+                    out.parts.len() - 1
+                });
+                if let Some(ContentPart::Reasoning(r)) = out.parts.get_mut(idx) {
+                    r.text.push_str(&text);
+                }
+                emit.send(AgentEvent::ReasoningDelta { text }).await.map_err(|_| StepFailure::Detached)?;
+            }
+            ModelEvent::ReasoningDone { signature, provider_data } => {
+                let idx = open_reasoning.take().unwrap_or_else(|| {
+                    out.parts.push(ContentPart::Reasoning(Reasoning::default()));
+                    out.parts.len() - 1
+                });
+                if let Some(ContentPart::Reasoning(r)) = out.parts.get_mut(idx) {
+                    r.signature = signature;
+                    r.provider_data = provider_data;
+                }
+            }
+            ModelEvent::ToolCallComplete { id, name, input_json, provider_data } => {
+                let input = if input_json.trim().is_empty() {
+                    Value::Object(Default::default())
+                } else {
+                    match serde_json::from_str::<Value>(&input_json) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            out.bad_json.push((id.clone(), e.to_string()));
+                            Value::String(input_json)
+                        }
+                    }
+                };
+                let call = ToolCall { id, name, input, provider_data };
+                out.calls.push(call.clone());
+                out.parts.push(ContentPart::ToolCall(call));
+            }
+            ModelEvent::Usage { usage } => out.usage = usage,
+            ModelEvent::Finish { reason, usage } => {
+                out.finish_reason = reason;
+                if !usage.is_empty() {
+                    out.usage = usage;
+                }
+                return Ok(out);
+            }
+            // Start and argument deltas are for display; the complete event
+            // carries everything the loop needs.
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The [`LanguageModel`] trait: one streaming call to a model.
+//!
+//! A provider turns a [`ModelRequest`] into a stream of [`ModelEvent`]s. The
+//! stream's contract, relied on by the agent loop:
+//! - text and reasoning arrive as deltas, in order;
+//! - a tool call is usable only once [`ModelEvent::ToolCallComplete`] arrived
+//!   for it (start and input deltas are for display only);
+//! - the stream ends with exactly one [`ModelEvent::Finish`]; a stream that
+//!   ends without it, or yields an `Err`, did not complete its step.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::Message;
+use crate::tool::ToolDefinition;
+use crate::usage::{FinishReason, Usage};
+
+/// The stream a [`LanguageModel`] returns.
+pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
+
+/// A model that streams.
+///
+/// Object-safe: the agent holds an `Arc<dyn LanguageModel>`.
+///
+/// ```
+/// use agent_core::{LanguageModel, ModelError, ModelRequest, ModelStream, ModelEvent, FinishReason, Usage};
+/// use futures::StreamExt;
+///
+/// /// A model that always answers "hi".
+/// struct Hi;
+///
+/// #[async_trait::async_trait]
+/// impl LanguageModel for Hi {
+///     fn provider(&self) -> &str { "example" }
+///     fn model_id(&self) -> &str { "hi-1" }
+///     async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
+///         let events = vec![
+///             Ok(ModelEvent::TextDelta { text: "hi".into() }),
+///             Ok(ModelEvent::Finish { reason: FinishReason::Stop, usage: Usage::default() }),
+///         ];
+///         Ok(futures::stream::iter(events).boxed())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait LanguageModel: Send + Sync {
+    /// The provider's name, such as `openai` or `anthropic`.
+    fn provider(&self) -> &str;
+
+    /// The model's id at that provider, such as `gpt-4.1`.
+    fn model_id(&self) -> &str;
+
+    /// Start one model call. Errors before the first event (connection,
+    /// status, authentication) are returned here; later ones come through
+    /// the stream.
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
+}
+
+/// How the model may use tools.
+///
+/// ```
+/// use agent_core::ToolChoice;
+/// assert_eq!(ToolChoice::default(), ToolChoice::Auto);
+/// let named = ToolChoice::Tool { name: "search".into() };
+/// assert_eq!(serde_json::to_value(&named).unwrap()["name"], "search");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool must be called.
+    Tool {
+        /// The exposed tool name.
+        name: String,
+    },
+}
+
+/// Everything one model call needs.
+///
+/// Messages and tools are behind `Arc`s so that the loop hands the history to
+/// the provider without copying it every step.
+///
+/// ```
+/// use agent_core::{Message, ModelRequest};
+/// let request = ModelRequest::new(vec![Message::user("hi")]);
+/// assert_eq!(request.messages.len(), 1);
+/// assert!(request.tools.is_empty());
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ModelRequest {
+    /// The system prompt, if any (kept apart: several providers take it apart).
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Arc<Vec<Message>>,
+    /// The tools the model may call (exposed names).
+    pub tools: Arc<Vec<ToolDefinition>>,
+    /// How the model may use the tools.
+    pub tool_choice: ToolChoice,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Nucleus sampling.
+    pub top_p: Option<f32>,
+    /// Output token limit.
+    pub max_output_tokens: Option<u32>,
+    /// Whether the model may call several tools in one step; `None` leaves
+    /// the provider's default.
+    pub parallel_tool_calls: Option<bool>,
+    /// Cancelled when the caller no longer wants the answer; a provider aborts
+    /// its HTTP request.
+    pub cancellation: CancellationToken,
+    /// Free-form options keyed by provider name (`"openai"`, `"anthropic"`,
+    /// ...), merged into that provider's request body.
+    pub provider_options: BTreeMap<String, Value>,
+}
+
+impl ModelRequest {
+    /// A request with these messages and everything else default.
+    ///
+    /// ```
+    /// let r = agent_core::ModelRequest::new(vec![]);
+    /// assert!(r.system.is_none());
+    /// ```
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages: Arc::new(messages),
+            ..Self::default()
+        }
+    }
+
+    /// The options given for one provider, if any.
+    ///
+    /// ```
+    /// let mut r = agent_core::ModelRequest::new(vec![]);
+    /// r.provider_options.insert("openai".into(), serde_json::json!({"store": false}));
+    /// assert_eq!(r.options_for("openai").unwrap()["store"], false);
+    /// ```
+    pub fn options_for(&self, provider: &str) -> Option<&Value> {
+        self.provider_options.get(provider)
+    }
+}
+
+/// One event of a model's stream.
+///
+/// ```
+/// use agent_core::ModelEvent;
+/// let e = ModelEvent::ToolCallComplete { id: "c1".into(), name: "echo".into(), input_json: "{}".into(), provider_data: None };
+/// assert!(matches!(e, ModelEvent::ToolCallComplete { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ModelEvent {
+    /// Answer text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// Reasoning text.
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The reasoning block so far is complete; carries what the provider
+    /// needs to accept it back.
+    ReasoningDone {
+        /// The provider's signature over the block.
+        signature: Option<String>,
+        /// Other opaque data (for example redacted reasoning).
+        provider_data: Option<Value>,
+    },
+    /// A tool call began (display only).
+    ToolCallStart {
+        /// The call id.
+        id: String,
+        /// The exposed tool name.
+        name: String,
+    },
+    /// More of a tool call's JSON arguments (display only).
+    ToolCallDelta {
+        /// The call id.
+        id: String,
+        /// The new argument text.
+        delta: String,
+    },
+    /// A tool call is complete and may be run.
+    ToolCallComplete {
+        /// The call id.
+        id: String,
+        /// The exposed tool name.
+        name: String,
+        /// The arguments as JSON text (empty means `{}`).
+        input_json: String,
+        /// Provider data attached to the call, replayed verbatim.
+        provider_data: Option<Value>,
+    },
+    /// Usage so far (may come several times; the last one counts).
+    Usage {
+        /// The usage.
+        usage: Usage,
+    },
+    /// The step is over.
+    Finish {
+        /// Why.
+        reason: FinishReason,
+        /// Final usage of the step.
+        usage: Usage,
+    },
+}
+
+/// Why a model call failed. The kinds let a caller decide whether to retry,
+/// fall back to another model, or give up.
+///
+/// ```
+/// use agent_core::ModelError;
+/// let e = ModelError::RateLimited { retry_after: Some(std::time::Duration::from_secs(2)), message: "slow down".into() };
+/// assert!(e.is_retryable());
+/// assert!(!ModelError::Auth { message: "bad key".into() }.is_retryable());
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The credentials were refused (401/403).
+    #[error("authentication failed: {message}")]
+    Auth {
+        /// The provider's message.
+        message: String,
+    },
+    /// Too many requests (429).
+    #[error("rate limited{}: {message}", retry_after.map(|d| format!(" (retry after {} ms)", d.as_millis())).unwrap_or_default())]
+    RateLimited {
+        /// How long the provider asked to wait.
+        retry_after: Option<Duration>,
+        /// The provider's message.
+        message: String,
+    },
+    /// The account has no quota or credit left.
+    #[error("quota exhausted: {message}")]
+    Quota {
+        /// The provider's message.
+        message: String,
+    },
+    /// No answer (or no further chunk) in time.
+    #[error("model call timed out after {} ms", .0.as_millis())]
+    Timeout(Duration),
+    /// The connection failed or broke.
+    #[error("network error: {0}")]
+    Network(String),
+    /// The provider sent something that could not be understood.
+    #[error("invalid response from provider: {message} (near: {snippet:?})")]
+    InvalidResponse {
+        /// What was wrong.
+        message: String,
+        /// A short piece of what was received.
+        snippet: String,
+    },
+    /// The provider answered with an error status or an error event.
+    #[error("provider error (status {status}): {message}")]
+    Provider {
+        /// HTTP status, or 0 for an in-stream error event.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The call was cancelled.
+    #[error("model call cancelled")]
+    Cancelled,
+}
+
+impl ModelError {
+    /// Whether trying the same call again later may succeed (rate limits,
+    /// timeouts, network errors, invalid responses and 5xx statuses).
+    ///
+    /// ```
+    /// use agent_core::ModelError;
+    /// assert!(ModelError::Provider { status: 503, message: String::new() }.is_retryable());
+    /// assert!(!ModelError::Provider { status: 400, message: String::new() }.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::RateLimited { .. }
+            | Self::Timeout(_)
+            | Self::Network(_)
+            | Self::InvalidResponse { .. } => true,
+            Self::Provider { status, .. } => *status == 0 || *status >= 500,
+            Self::Auth { .. } | Self::Quota { .. } | Self::Cancelled => false,
+        }
+    }
+
+    /// A stable snake_case name for the kind, for logs and accounting.
+    ///
+    /// ```
+    /// assert_eq!(agent_core::ModelError::Cancelled.kind(), "cancelled");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Auth { .. } => "auth",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::Quota { .. } => "quota",
+            Self::Timeout(_) => "timeout",
+            Self::Network(_) => "network",
+            Self::InvalidResponse { .. } => "invalid_response",
+            Self::Provider { .. } => "provider",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}

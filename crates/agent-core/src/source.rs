@@ -1,0 +1,168 @@
+//! [`ToolSource`]: a named group of tools, such as one MCP server or the
+//! built-in coding tools.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::tool::Tool;
+
+/// Whether a source is the application's own (native) or comes from outside.
+///
+/// Native sources (the application's tools, the coding tools) come first in a
+/// [`ToolSet`](crate::ToolSet), win name clashes, and keep bare tool names by
+/// default; external ones (MCP servers) are namespaced `{source}__{tool}`.
+///
+/// ```
+/// assert_eq!(agent_core::SourceKind::default(), agent_core::SourceKind::External);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SourceKind {
+    /// The application's own tools.
+    Native,
+    /// Tools from outside, such as an MCP server.
+    #[default]
+    External,
+}
+
+/// Why a source could not list its tools.
+///
+/// ```
+/// let e = agent_core::ToolSourceError::new("fs", "server exited");
+/// assert_eq!(e.to_string(), "tool source fs: server exited");
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("tool source {source_name}: {message}")]
+pub struct ToolSourceError {
+    /// The source's name.
+    pub source_name: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl ToolSourceError {
+    /// An error for a source.
+    pub fn new(source_name: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            source_name: source_name.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A named group of tools.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agent_core::{tool_fn, StaticToolSource, ToolSource};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct NoArgs {}
+/// let source = StaticToolSource::native("app")
+///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok::<_, String>("pong") }));
+/// assert_eq!(source.name(), "app");
+/// ```
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// The source's name (an MCP server's configured name). Used in
+    /// namespaced tool names and in events.
+    fn name(&self) -> &str;
+
+    /// Native or external; decides default naming and priority.
+    fn kind(&self) -> SourceKind {
+        SourceKind::External
+    }
+
+    /// The tools the source offers now.
+    async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSourceError>;
+
+    /// Text the model should read about these tools (an MCP server's
+    /// `instructions`).
+    fn instructions(&self) -> Option<String> {
+        None
+    }
+
+    /// A receiver whose value changes whenever the tool list changed (MCP
+    /// `tools/list_changed`); `None` for a source whose list is fixed.
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+}
+
+/// A fixed list of tools.
+pub struct StaticToolSource {
+    name: String,
+    kind: SourceKind,
+    tools: Vec<Arc<dyn Tool>>,
+    instructions: Option<String>,
+}
+
+impl StaticToolSource {
+    /// An empty native source (bare names, wins clashes).
+    ///
+    /// ```
+    /// let s = agent_core::StaticToolSource::native("app");
+    /// assert_eq!(agent_core::ToolSource::kind(&s), agent_core::SourceKind::Native);
+    /// ```
+    pub fn native(name: impl Into<String>) -> Self {
+        Self::new(name, SourceKind::Native)
+    }
+
+    /// An empty source of the given kind.
+    ///
+    /// ```
+    /// let s = agent_core::StaticToolSource::new("other", agent_core::SourceKind::External);
+    /// assert_eq!(agent_core::ToolSource::name(&s), "other");
+    /// ```
+    pub fn new(name: impl Into<String>, kind: SourceKind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            tools: Vec::new(),
+            instructions: None,
+        }
+    }
+
+    /// Add a tool.
+    pub fn with_tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Add a shared tool.
+    pub fn with_shared_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Set the instructions text.
+    ///
+    /// ```
+    /// use agent_core::ToolSource;
+    /// let s = agent_core::StaticToolSource::native("app").with_instructions("Use ping first.");
+    /// assert_eq!(s.instructions().as_deref(), Some("Use ping first."));
+    /// ```
+    pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+}
+
+#[async_trait]
+impl ToolSource for StaticToolSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> SourceKind {
+        self.kind
+    }
+
+    async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSourceError> {
+        Ok(self.tools.clone())
+    }
+
+    fn instructions(&self) -> Option<String> {
+        self.instructions.clone()
+    }
+}

@@ -1,0 +1,152 @@
+//! A scripted [`LanguageModel`] for unit tests of the loop (enabled by the
+//! `testing` feature). It is a test double: it plays back steps written in
+//! the test and records the requests it got. It is never a default.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+
+use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use crate::usage::{FinishReason, Usage};
+
+/// One scripted step: the events (or errors) the stream yields in order.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedStep {
+    events: Vec<Result<ModelEvent, ModelError>>,
+    /// When set, the stream waits for cancellation after its events instead
+    /// of ending (to test cancellation of a model call).
+    hang: bool,
+}
+
+impl ScriptedStep {
+    /// A step that yields these events.
+    pub fn events(events: Vec<ModelEvent>) -> Self {
+        Self {
+            events: events.into_iter().map(Ok).collect(),
+            hang: false,
+        }
+    }
+
+    /// A step answering `text` and finishing with `stop`.
+    ///
+    /// ```
+    /// let step = agent_core::testing::ScriptedStep::text("hello");
+    /// # let _ = step;
+    /// ```
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::events(vec![
+            ModelEvent::TextDelta { text: text.into() },
+            ModelEvent::Finish {
+                reason: FinishReason::Stop,
+                usage: Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() },
+            },
+        ])
+    }
+
+    /// A step calling tools `(id, name, input JSON text)` and finishing with
+    /// `tool_calls`.
+    ///
+    /// ```
+    /// let step = agent_core::testing::ScriptedStep::tool_calls(&[("c1", "echo", r#"{"x":1}"#)]);
+    /// # let _ = step;
+    /// ```
+    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
+        let mut events = Vec::new();
+        for (id, name, input) in calls {
+            events.push(ModelEvent::ToolCallStart { id: (*id).into(), name: (*name).into() });
+            events.push(ModelEvent::ToolCallComplete {
+                id: (*id).into(),
+                name: (*name).into(),
+                input_json: (*input).into(),
+                provider_data: None,
+            });
+        }
+        events.push(ModelEvent::Finish {
+            reason: FinishReason::ToolCalls,
+            usage: Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() },
+        });
+        Self::events(events)
+    }
+
+    /// Append an error after the events (a stream failing mid-way).
+    pub fn then_error(mut self, error: ModelError) -> Self {
+        self.events.push(Err(error));
+        self
+    }
+
+    /// Drop the final event (a stream ending before its finish event).
+    pub fn without_finish(mut self) -> Self {
+        self.events.pop();
+        self
+    }
+
+    /// Keep the stream open after the events until the request is cancelled.
+    pub fn then_hang(mut self) -> Self {
+        self.hang = true;
+        self
+    }
+}
+
+/// A [`LanguageModel`] that plays back [`ScriptedStep`]s, one per call, and
+/// records every request. When the script runs out it fails with a provider
+/// error saying so.
+///
+/// ```
+/// use agent_core::testing::{ScriptedModel, ScriptedStep};
+/// let model = ScriptedModel::new(vec![ScriptedStep::text("hi")]);
+/// assert_eq!(model.requests().len(), 0);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedModel {
+    steps: Arc<Mutex<VecDeque<ScriptedStep>>>,
+    requests: Arc<Mutex<Vec<ModelRequest>>>,
+}
+
+impl ScriptedModel {
+    /// A model that plays these steps in order.
+    pub fn new(steps: Vec<ScriptedStep>) -> Self {
+        Self {
+            steps: Arc::new(Mutex::new(steps.into())),
+            requests: Arc::default(),
+        }
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl LanguageModel for ScriptedModel {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    fn model_id(&self) -> &str {
+        "scripted-test-model"
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let cancel = request.cancellation.clone();
+        if let Ok(mut r) = self.requests.lock() {
+            r.push(request);
+        }
+        let step = self.steps.lock().ok().and_then(|mut s| s.pop_front()).ok_or_else(|| ModelError::Provider {
+            status: 0,
+            message: "the scripted model has no more steps".into(),
+        })?;
+        let events = futures::stream::iter(step.events);
+        if step.hang {
+            let wait = futures::stream::once(async move {
+                cancel.cancelled().await;
+                Err(ModelError::Cancelled)
+            });
+            Ok(events.chain(wait).boxed())
+        } else {
+            Ok(events.boxed())
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! The [`Tool`] trait and what a tool receives and returns.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{ImageSource, ToolOutputPart};
+
+/// A tool the model can call.
+///
+/// Object-safe: tool sets hold `Arc<dyn Tool>`. For a typed tool in a few
+/// lines, see [`tool_fn`](crate::tool_fn).
+///
+/// ```
+/// use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+/// use serde_json::{json, Value};
+///
+/// struct Echo(ToolDefinition);
+///
+/// #[async_trait::async_trait]
+/// impl Tool for Echo {
+///     fn definition(&self) -> &ToolDefinition { &self.0 }
+///     async fn call(&self, input: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+///         Ok(ToolOutput::text(input.to_string()))
+///     }
+/// }
+///
+/// let echo = Echo(ToolDefinition::new("echo", "Echo the input.", json!({"type": "object"})));
+/// assert_eq!(echo.definition().name, "echo");
+/// ```
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Name, description and schemas. The name is the tool's original name;
+    /// the [`ToolSet`](crate::ToolSet) decides the name the model sees.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Run the tool. The input has already been validated against
+    /// `definition().input_schema` by the agent loop.
+    ///
+    /// A tool should return promptly once `ctx.cancellation` is cancelled.
+    async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// What a model is told about a tool.
+///
+/// ```
+/// use agent_core::ToolDefinition;
+/// let d = ToolDefinition::new("add", "Add two numbers.", serde_json::json!({"type": "object"}));
+/// assert!(d.output_schema.is_none());
+/// assert!(!d.annotations.read_only);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What the tool does, written for a model.
+    pub description: String,
+    /// JSON Schema of the input (an object schema).
+    pub input_schema: Value,
+    /// JSON Schema of structured output, when the tool declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Hints about the tool's behaviour (approval defaults use them).
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+}
+
+impl ToolDefinition {
+    /// A definition with no output schema and no annotations.
+    ///
+    /// ```
+    /// let d = agent_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}));
+    /// assert_eq!(d.description, "d");
+    /// ```
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+        }
+    }
+
+    /// The same definition with these annotations.
+    ///
+    /// ```
+    /// use agent_core::{ToolAnnotations, ToolDefinition};
+    /// let d = ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
+    ///     .with_annotations(ToolAnnotations { read_only: true, ..Default::default() });
+    /// assert!(d.annotations.read_only);
+    /// ```
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+}
+
+/// Hints about a tool's behaviour, as MCP defines them.
+///
+/// ```
+/// let a = agent_core::ToolAnnotations::default();
+/// assert!(!a.read_only && !a.destructive && !a.idempotent && !a.open_world);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    /// The tool does not change its environment.
+    #[serde(default)]
+    pub read_only: bool,
+    /// The tool may destroy or overwrite data.
+    #[serde(default)]
+    pub destructive: bool,
+    /// Calling it twice with the same input has no further effect.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// The tool reaches outside systems (the web, other services).
+    #[serde(default)]
+    pub open_world: bool,
+}
+
+/// What a running tool gets besides its input.
+///
+/// ```
+/// let ctx = agent_core::ToolContext::new("call_1");
+/// assert_eq!(ctx.call_id(), "call_1");
+/// assert!(!ctx.cancellation().is_cancelled());
+/// assert!(ctx.deadline().is_none());
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    call_id: String,
+    cancellation: CancellationToken,
+    deadline: Option<Instant>,
+    progress: ProgressReporter,
+}
+
+impl ToolContext {
+    /// A context with a fresh cancellation token, no deadline and a progress
+    /// reporter that discards reports (for calling a tool directly).
+    ///
+    /// ```
+    /// let ctx = agent_core::ToolContext::new("c");
+    /// ctx.progress().report(1.0, Some(2.0), None);
+    /// ```
+    pub fn new(call_id: impl Into<String>) -> Self {
+        let call_id = call_id.into();
+        Self {
+            progress: ProgressReporter::discard(call_id.clone()),
+            call_id,
+            cancellation: CancellationToken::new(),
+            deadline: None,
+        }
+    }
+
+    /// The same context with this cancellation token.
+    ///
+    /// ```
+    /// let token = tokio_util::sync::CancellationToken::new();
+    /// let ctx = agent_core::ToolContext::new("c").with_cancellation(token.clone());
+    /// token.cancel();
+    /// assert!(ctx.cancellation().is_cancelled());
+    /// ```
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = token;
+        self
+    }
+
+    /// The same context with this deadline.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let at = tokio::time::Instant::now();
+    /// let ctx = agent_core::ToolContext::new("c").with_deadline(at);
+    /// assert_eq!(ctx.deadline(), Some(at));
+    /// # }
+    /// ```
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The same context with this progress reporter.
+    ///
+    /// ```
+    /// let (reporter, _rx) = agent_core::ProgressReporter::channel("c");
+    /// let ctx = agent_core::ToolContext::new("c").with_progress(reporter);
+    /// ctx.progress().report(0.5, None, None);
+    /// ```
+    pub fn with_progress(mut self, progress: ProgressReporter) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// The id of the call being run.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Cancelled when the run is cancelled or the call timed out.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// When the call will be timed out, if it has a timeout.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Where to report progress; each report becomes a `tool_progress` event.
+    pub fn progress(&self) -> &ProgressReporter {
+        &self.progress
+    }
+}
+
+/// A progress report from a running tool.
+///
+/// ```
+/// let p = agent_core::ToolProgress { call_id: "c".into(), progress: 1.0, total: Some(4.0), message: None };
+/// assert_eq!(p.total, Some(4.0));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolProgress {
+    /// The call reporting.
+    pub call_id: String,
+    /// Progress so far (increasing).
+    pub progress: f64,
+    /// The total, when known.
+    pub total: Option<f64>,
+    /// A human-readable note.
+    pub message: Option<String>,
+}
+
+/// Sends a tool's progress reports to the agent loop. Reporting never blocks.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let (reporter, mut rx) = agent_core::ProgressReporter::channel("c1");
+/// reporter.report(1.0, Some(3.0), Some("one of three".into()));
+/// let p = rx.recv().await.unwrap();
+/// assert_eq!((p.call_id.as_str(), p.progress), ("c1", 1.0));
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProgressReporter {
+    call_id: String,
+    sink: Option<mpsc::UnboundedSender<ToolProgress>>,
+}
+
+impl ProgressReporter {
+    /// A reporter that discards reports.
+    ///
+    /// ```
+    /// agent_core::ProgressReporter::discard("c").report(1.0, None, None);
+    /// ```
+    pub fn discard(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            sink: None,
+        }
+    }
+
+    /// A reporter and the receiver of its reports.
+    ///
+    /// ```
+    /// let (_reporter, _rx) = agent_core::ProgressReporter::channel("c");
+    /// ```
+    pub fn channel(call_id: impl Into<String>) -> (Self, mpsc::UnboundedReceiver<ToolProgress>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self::to_sender(call_id, tx), rx)
+    }
+
+    /// A reporter that sends to an existing channel.
+    ///
+    /// ```
+    /// let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    /// let _reporter = agent_core::ProgressReporter::to_sender("c", tx);
+    /// ```
+    pub fn to_sender(call_id: impl Into<String>, tx: mpsc::UnboundedSender<ToolProgress>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            sink: Some(tx),
+        }
+    }
+
+    /// Report progress. Reports after the call ended are dropped.
+    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(sink) = &self.sink {
+            // A closed receiver means the call is over: the report is moot.
+            let _ = sink.send(ToolProgress {
+                call_id: self.call_id.clone(),
+                progress,
+                total,
+                message,
+            });
+        }
+    }
+}
+
+/// What a tool returns.
+///
+/// ```
+/// use agent_core::ToolOutput;
+/// let out = ToolOutput::text("42");
+/// assert!(!out.is_error);
+/// let err = ToolOutput::error("no such file");
+/// assert!(err.is_error);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The content.
+    pub parts: Vec<ToolOutputPart>,
+    /// Whether the tool reports failure (the model sees an error result).
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// One text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            parts: vec![ToolOutputPart::text(text)],
+            is_error: false,
+        }
+    }
+
+    /// One text part, flagged as an error.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            parts: vec![ToolOutputPart::text(text)],
+            is_error: true,
+        }
+    }
+
+    /// One JSON part.
+    ///
+    /// ```
+    /// let out = agent_core::ToolOutput::json(serde_json::json!({"ok": true}));
+    /// assert_eq!(out.as_text(), r#"{"ok":true}"#);
+    /// ```
+    pub fn json(value: Value) -> Self {
+        Self {
+            parts: vec![ToolOutputPart::Json { value }],
+            is_error: false,
+        }
+    }
+
+    /// One image part.
+    ///
+    /// ```
+    /// let out = agent_core::ToolOutput::image("image/png", "iVBORw0KGgo=");
+    /// assert_eq!(out.parts.len(), 1);
+    /// ```
+    pub fn image(media_type: impl Into<String>, base64_data: impl Into<String>) -> Self {
+        Self {
+            parts: vec![ToolOutputPart::Image {
+                image: ImageSource::Base64 {
+                    media_type: media_type.into(),
+                    data: base64_data.into(),
+                },
+            }],
+            is_error: false,
+        }
+    }
+
+    /// Text and JSON parts rendered as text, joined by newlines; images are
+    /// left out.
+    ///
+    /// ```
+    /// assert_eq!(agent_core::ToolOutput::text("a").as_text(), "a");
+    /// ```
+    pub fn as_text(&self) -> String {
+        render_parts_text(&self.parts)
+    }
+}
+
+/// Text and JSON parts as text, joined by newlines.
+pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        let piece = match part {
+            ToolOutputPart::Text { text } => text.clone(),
+            ToolOutputPart::Json { value } => value.to_string(),
+            ToolOutputPart::Image { .. } => continue,
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+/// Why a tool call failed. The agent loop turns it into an error result the
+/// model can read.
+///
+/// ```
+/// let e = agent_core::ToolError::invalid_input("path must be relative");
+/// assert_eq!(e.to_string(), "invalid input: path must be relative");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The input made no sense to the tool.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The tool ran and failed.
+    #[error("{0}")]
+    Execution(String),
+    /// The call was cancelled.
+    #[error("tool call cancelled")]
+    Cancelled,
+    /// Any other error.
+    #[error(transparent)]
+    Other(#[from] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ToolError {
+    /// An [`ToolError::InvalidInput`].
+    pub fn invalid_input(message: impl fmt::Display) -> Self {
+        Self::InvalidInput(message.to_string())
+    }
+
+    /// An [`ToolError::Execution`].
+    ///
+    /// ```
+    /// let e = agent_core::ToolError::execution("disk full");
+    /// assert_eq!(e.to_string(), "disk full");
+    /// ```
+    pub fn execution(message: impl fmt::Display) -> Self {
+        Self::Execution(message.to_string())
+    }
+}
+
+/// A shared tool.
+pub type SharedTool = Arc<dyn Tool>;

@@ -1,0 +1,381 @@
+//! [`ToolSet`]: tool sources merged into one catalog the model sees.
+//!
+//! Sources are merged by priority (native first); see [`naming`](self) for the
+//! naming invariant. A catalog is built once and rebuilt only when a source
+//! reports that its tool list changed; each tool's input validator is compiled
+//! when the catalog is built, never per call.
+
+mod filter;
+mod naming;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+pub use filter::{NameFilter, wildcard_match};
+pub use naming::{
+    MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, Naming, is_valid_tool_name, sanitize_tool_name,
+};
+use naming::{Candidate, Resolution, resolve};
+
+use crate::source::{SourceKind, ToolSource};
+use crate::tool::{Tool, ToolDefinition};
+
+/// Default priority of native sources: above every external one.
+pub const NATIVE_PRIORITY: i32 = 100;
+/// Default priority of external sources (MCP servers).
+pub const EXTERNAL_PRIORITY: i32 = 0;
+
+/// Heading of the system-prompt section that carries sources' instructions.
+pub const INSTRUCTIONS_HEADING: &str = "## TOOLS' INSTRUCTIONS";
+
+/// How one source joins a [`ToolSet`].
+///
+/// ```
+/// use agent_core::{Naming, NameFilter, SourceOptions};
+/// let opts = SourceOptions::default()
+///     .naming(Naming::Bare)
+///     .priority(50)
+///     .filter(NameFilter::default().deny("delete_*"));
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    naming: Option<Naming>,
+    priority: Option<i32>,
+    filter: NameFilter,
+}
+
+impl SourceOptions {
+    /// Naming policy (default: bare for native sources, prefixed otherwise).
+    pub fn naming(mut self, naming: Naming) -> Self {
+        self.naming = Some(naming);
+        self
+    }
+
+    /// Priority; higher wins bare-name clashes (default: [`NATIVE_PRIORITY`]
+    /// or [`EXTERNAL_PRIORITY`]).
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// Which of the source's tools (by original name) to keep.
+    pub fn filter(mut self, filter: NameFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+}
+
+struct SourceEntry {
+    source: Arc<dyn ToolSource>,
+    options: SourceOptions,
+    changes: Option<watch::Receiver<u64>>,
+}
+
+/// Tool sources merged into one catalog.
+///
+/// ```
+/// use agent_core::{tool_fn, StaticToolSource, ToolSet};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct NoArgs {}
+/// let app = StaticToolSource::native("app")
+///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok::<_, String>("pong") }));
+/// let tools = ToolSet::builder().source(app).build();
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// # let tools = tools;
+/// let catalog = tools.catalog().await;
+/// assert_eq!(catalog.get("ping").unwrap().source, "app");
+/// # }
+/// ```
+pub struct ToolSet {
+    entries: Vec<SourceEntry>,
+    filter: NameFilter,
+    cache: Mutex<Option<(Arc<ToolCatalog>, Vec<u64>)>>,
+}
+
+/// Builds a [`ToolSet`].
+#[derive(Default)]
+pub struct ToolSetBuilder {
+    entries: Vec<SourceEntry>,
+    filter: NameFilter,
+}
+
+impl ToolSetBuilder {
+    /// Add a source with default options.
+    pub fn source(self, source: impl ToolSource + 'static) -> Self {
+        self.shared_source(Arc::new(source), SourceOptions::default())
+    }
+
+    /// Add a source with options.
+    pub fn source_with(self, source: impl ToolSource + 'static, options: SourceOptions) -> Self {
+        self.shared_source(Arc::new(source), options)
+    }
+
+    /// Add a shared source with options.
+    pub fn shared_source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
+        let changes = source.changes();
+        self.entries.push(SourceEntry {
+            source,
+            options,
+            changes,
+        });
+        self
+    }
+
+    /// Filter over exposed names, applied to every source.
+    ///
+    /// ```
+    /// let set = agent_core::ToolSet::builder()
+    ///     .filter(agent_core::NameFilter::default().deny("*__delete_*"))
+    ///     .build();
+    /// # let _ = set;
+    /// ```
+    pub fn filter(mut self, filter: NameFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// The tool set.
+    pub fn build(self) -> ToolSet {
+        ToolSet {
+            entries: self.entries,
+            filter: self.filter,
+            cache: Mutex::new(None),
+        }
+    }
+}
+
+impl ToolSet {
+    /// A builder.
+    pub fn builder() -> ToolSetBuilder {
+        ToolSetBuilder::default()
+    }
+
+    /// A tool set with no tools.
+    ///
+    /// ```
+    /// let set = agent_core::ToolSet::empty();
+    /// # let _ = set;
+    /// ```
+    pub fn empty() -> Self {
+        Self::builder().build()
+    }
+
+    fn generations(&self) -> Vec<u64> {
+        self.entries
+            .iter()
+            .map(|e| e.changes.as_ref().map_or(0, |rx| *rx.borrow()))
+            .collect()
+    }
+
+    /// The current catalog: the cached one, or a new one when a source's tool
+    /// list changed since it was built.
+    pub async fn catalog(&self) -> Arc<ToolCatalog> {
+        let generations = self.generations();
+        if let Ok(cache) = self.cache.lock() {
+            if let Some((catalog, seen)) = cache.as_ref() {
+                if *seen == generations {
+                    return catalog.clone();
+                }
+            }
+        }
+        // Built outside the lock: listing tools awaits.
+        let catalog = Arc::new(self.build_catalog().await);
+        if let Ok(mut cache) = self.cache.lock() {
+            *cache = Some((catalog.clone(), generations));
+        }
+        catalog
+    }
+
+    async fn build_catalog(&self) -> ToolCatalog {
+        let listed = futures::future::join_all(self.entries.iter().map(|e| e.source.tools())).await;
+        let mut warnings = Vec::new();
+        let mut candidates = Vec::new();
+        let mut tools = Vec::new();
+        let mut instructions = Vec::new();
+        for (entry, result) in self.entries.iter().zip(listed) {
+            let source_name = entry.source.name().to_owned();
+            let kind = entry.source.kind();
+            let naming = entry.options.naming.clone().unwrap_or(match kind {
+                SourceKind::Native => Naming::Bare,
+                SourceKind::External => Naming::Prefixed,
+            });
+            let priority = entry.options.priority.unwrap_or(match kind {
+                SourceKind::Native => NATIVE_PRIORITY,
+                SourceKind::External => EXTERNAL_PRIORITY,
+            });
+            let listed = match result {
+                Ok(listed) => listed,
+                Err(e) => {
+                    warnings.push(format!("{e}; its tools are not available"));
+                    continue;
+                }
+            };
+            if let Some(text) = entry.source.instructions().filter(|t| !t.trim().is_empty()) {
+                instructions.push((source_name.clone(), text));
+            }
+            for tool in listed {
+                let original = tool.definition().name.clone();
+                let desired = naming.apply(&source_name, &original);
+                if !entry.options.filter.permits(&original) || !self.filter.permits(&desired) {
+                    continue;
+                }
+                candidates.push(Candidate {
+                    source: source_name.clone(),
+                    priority,
+                    original,
+                    bare: matches!(naming, Naming::Bare),
+                    desired,
+                });
+                tools.push(tool);
+            }
+        }
+        let resolutions = resolve(&candidates);
+        let mut exposed = Vec::with_capacity(tools.len());
+        for ((candidate, tool), resolution) in candidates.into_iter().zip(tools).zip(resolutions) {
+            match resolution {
+                Resolution::Named(name) => {
+                    let validator = match jsonschema::validator_for(&tool.definition().input_schema) {
+                        Ok(v) => Some(Arc::new(v)),
+                        Err(e) => {
+                            warnings.push(format!(
+                                "tool {name} ({} from {}): its input schema does not compile ({e}); \
+                                 calls are passed on unvalidated",
+                                candidate.original, candidate.source
+                            ));
+                            None
+                        }
+                    };
+                    exposed.push(ExposedTool {
+                        name,
+                        source: candidate.source,
+                        original_name: candidate.original,
+                        tool,
+                        validator,
+                    });
+                }
+                Resolution::Shadowed { by_source, by_original } => warnings.push(format!(
+                    "tool {} from {} is hidden: the name is taken by {by_original} from {by_source}",
+                    candidate.original, candidate.source
+                )),
+            }
+        }
+        exposed.sort_by(|a, b| a.name.cmp(&b.name));
+        ToolCatalog::new(exposed, warnings, &instructions)
+    }
+}
+
+/// A tool as the model sees it.
+#[derive(Clone)]
+pub struct ExposedTool {
+    /// The name the model sees.
+    pub name: String,
+    /// The source's name.
+    pub source: String,
+    /// The tool's own name (used on the wire to MCP servers).
+    pub original_name: String,
+    /// The tool.
+    pub tool: Arc<dyn Tool>,
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ExposedTool {
+    /// Check an input against the tool's schema. `Err` carries the
+    /// validator's messages with the place in the input each one is about.
+    pub fn validate(&self, input: &Value) -> Result<(), String> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        let messages: Vec<String> = validator
+            .iter_errors(input)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() { e.to_string() } else { format!("{e} (at {path})") }
+            })
+            .collect();
+        if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+    }
+}
+
+impl std::fmt::Debug for ExposedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExposedTool")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .field("original_name", &self.original_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The merged tools at one moment: exposed names, their definitions for the
+/// model, and what merging had to warn about.
+#[derive(Debug)]
+pub struct ToolCatalog {
+    tools: Vec<ExposedTool>,
+    by_name: HashMap<String, usize>,
+    definitions: Arc<Vec<ToolDefinition>>,
+    warnings: Vec<String>,
+    instructions: Option<String>,
+}
+
+impl ToolCatalog {
+    fn new(tools: Vec<ExposedTool>, warnings: Vec<String>, instructions: &[(String, String)]) -> Self {
+        let by_name = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+        let definitions = tools
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.name.clone(),
+                ..t.tool.definition().clone()
+            })
+            .collect();
+        let instructions = (!instructions.is_empty()).then(|| {
+            let mut text = String::from(INSTRUCTIONS_HEADING);
+            for (source, body) in instructions {
+                text.push_str(&format!("\n\n## TOOL {source} INSTRUCTIONS\n\n{}", body.trim()));
+            }
+            text
+        });
+        Self {
+            tools,
+            by_name,
+            definitions: Arc::new(definitions),
+            warnings,
+            instructions,
+        }
+    }
+
+    /// The tool exposed under `name`.
+    pub fn get(&self, name: &str) -> Option<&ExposedTool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Every exposed tool, sorted by exposed name.
+    pub fn tools(&self) -> &[ExposedTool] {
+        &self.tools
+    }
+
+    /// Definitions under exposed names, as sent to the model.
+    pub fn definitions(&self) -> &Arc<Vec<ToolDefinition>> {
+        &self.definitions
+    }
+
+    /// Exposed names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    /// Clashes, failed sources and schemas that did not compile.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The system-prompt section with the sources' instructions, headed
+    /// [`INSTRUCTIONS_HEADING`] with a `## TOOL {source} INSTRUCTIONS`
+    /// subsection per source that has any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+}

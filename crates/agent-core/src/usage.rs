@@ -1,0 +1,107 @@
+//! Token usage and why a model step ended.
+
+use std::ops::{Add, AddAssign};
+
+use serde::{Deserialize, Serialize};
+
+/// Tokens a model call used. A field is `None` when the provider did not say.
+///
+/// Usage is additive: adding two usages adds each field, and a field known on
+/// either side stays known.
+///
+/// ```
+/// use agent_core::Usage;
+/// let a = Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() };
+/// let b = Usage { input_tokens: Some(3), reasoning_tokens: Some(2), ..Usage::default() };
+/// let sum = a + b;
+/// assert_eq!(sum.input_tokens, Some(13));
+/// assert_eq!(sum.output_tokens, Some(5));
+/// assert_eq!(sum.reasoning_tokens, Some(2));
+/// assert_eq!(sum.cached_input_tokens, None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: Option<u64>,
+    /// Completion tokens, reasoning included.
+    pub output_tokens: Option<u64>,
+    /// Prompt tokens served from the provider's cache.
+    pub cached_input_tokens: Option<u64>,
+    /// Completion tokens spent on reasoning.
+    pub reasoning_tokens: Option<u64>,
+    /// Total as the provider reports it (or input + output).
+    pub total_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Whether no field is known.
+    ///
+    /// ```
+    /// assert!(agent_core::Usage::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `total_tokens` when the provider said it, else input + output when
+    /// either is known.
+    ///
+    /// ```
+    /// let u = agent_core::Usage { input_tokens: Some(2), output_tokens: Some(3), ..Default::default() };
+    /// assert_eq!(u.total(), Some(5));
+    /// ```
+    pub fn total(&self) -> Option<u64> {
+        self.total_tokens.or_else(|| add_opt(self.input_tokens, self.output_tokens))
+    }
+}
+
+fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+    }
+}
+
+impl Add for Usage {
+    type Output = Usage;
+
+    fn add(self, rhs: Usage) -> Usage {
+        Usage {
+            input_tokens: add_opt(self.input_tokens, rhs.input_tokens),
+            output_tokens: add_opt(self.output_tokens, rhs.output_tokens),
+            cached_input_tokens: add_opt(self.cached_input_tokens, rhs.cached_input_tokens),
+            reasoning_tokens: add_opt(self.reasoning_tokens, rhs.reasoning_tokens),
+            total_tokens: add_opt(self.total(), rhs.total()),
+        }
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        *self = *self + rhs;
+    }
+}
+
+/// Why a model step ended.
+///
+/// ```
+/// use agent_core::FinishReason;
+/// assert_eq!(serde_json::to_string(&FinishReason::ToolCalls).unwrap(), "\"tool_calls\"");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// The output token limit was reached.
+    Length,
+    /// The provider's content filter stopped the output.
+    ContentFilter,
+    /// The provider reported an error.
+    Error,
+    /// A reason this library does not know, as the provider named it.
+    Other(String),
+}
