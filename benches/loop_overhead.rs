@@ -1,1 +1,57 @@
-fn main() {}
+//! The agent loop's own cost per step: a scripted model (no network) and a
+//! no-op tool, with 1, 8 and 64 parallel calls per step.
+//!
+//! One iteration is a whole run of two steps: a step calling the tool N times,
+//! then a step answering with text. Run with `cargo bench --bench loop_overhead`.
+
+use std::sync::Arc;
+
+use agent_core::testing::{ScriptedModel, ScriptedStep};
+use agent_core::{Agent, StaticToolSource, ToolSet, tool_fn};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+fn bench_loop(c: &mut Criterion) {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let noop = tool_fn("noop", "Does nothing.", |_: NoArgs| async {
+        Ok::<_, String>("ok")
+    });
+    let tools = Arc::new(
+        ToolSet::builder()
+            .source(StaticToolSource::native("bench").with_tool(noop))
+            .build(),
+    );
+    let mut group = c.benchmark_group("loop_overhead");
+    for calls in [1usize, 8, 64] {
+        let ids: Vec<String> = (0..calls).map(|i| format!("call_{i}")).collect();
+        group.bench_with_input(BenchmarkId::new("two_step_run", calls), &calls, |b, _| {
+            b.to_async(&rt).iter(|| {
+                let script: Vec<(&str, &str, &str)> =
+                    ids.iter().map(|id| (id.as_str(), "noop", "{}")).collect();
+                let model = ScriptedModel::new(vec![
+                    ScriptedStep::tool_calls(&script),
+                    ScriptedStep::text("done"),
+                ]);
+                let agent = Agent::builder(Arc::new(model))
+                    .shared_tools(tools.clone())
+                    .build();
+                async move {
+                    let result = agent.prompt("go").into_result().await;
+                    std::hint::black_box(result.map(|r| r.steps).unwrap_or_default())
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_loop);
+criterion_main!(benches);

@@ -46,8 +46,8 @@ pub mod testing;
 
 pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, CANCEL_GRACE, CONCLUDE_INSTRUCTION,
-    DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT, ExitReason,
-    RunAborted, run_agent, truncate_output,
+    DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
+    ExitReason, RunAborted, run_agent, truncate_output,
 };
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
 pub use model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolChoice};
@@ -58,9 +58,9 @@ pub use tool::{
     ToolProgress,
 };
 pub use toolset::{
-    EXTERNAL_PRIORITY, ExposedTool, INSTRUCTIONS_HEADING, MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, NATIVE_PRIORITY,
-    NameFilter, Naming, SourceOptions, ToolCatalog, ToolSet, ToolSetBuilder, is_valid_tool_name,
-    sanitize_tool_name, wildcard_match,
+    EXTERNAL_PRIORITY, ExposedTool, INSTRUCTIONS_HEADING, MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR,
+    NATIVE_PRIORITY, NameFilter, NameFn, Naming, SourceOptions, ToolCatalog, ToolSet, ToolSetBuilder,
+    is_valid_tool_name, sanitize_tool_name, wildcard_match,
 };
 pub use typed::{FnTool, tool_fn};
 pub use usage::{FinishReason, Usage};

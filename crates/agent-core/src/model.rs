@@ -291,10 +291,9 @@ impl ModelError {
     /// ```
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::RateLimited { .. }
-            | Self::Timeout(_)
-            | Self::Network(_)
-            | Self::InvalidResponse { .. } => true,
+            Self::RateLimited { .. } | Self::Timeout(_) | Self::Network(_) | Self::InvalidResponse { .. } => {
+                true
+            }
             Self::Provider { status, .. } => *status == 0 || *status >= 500,
             Self::Auth { .. } | Self::Quota { .. } | Self::Cancelled => false,
         }

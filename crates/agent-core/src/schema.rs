@@ -111,8 +111,10 @@ pub fn input_schema_for<T: schemars::JsonSchema>() -> Value {
     let mut flat = flatten_schema(&schema);
     if let Value::Object(obj) = &mut flat {
         obj.remove("title");
-        obj.entry("type").or_insert_with(|| Value::String("object".into()));
-        obj.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        obj.entry("type")
+            .or_insert_with(|| Value::String("object".into()));
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
     }
     flat
 }

@@ -40,7 +40,11 @@ impl ScriptedStep {
             ModelEvent::TextDelta { text: text.into() },
             ModelEvent::Finish {
                 reason: FinishReason::Stop,
-                usage: Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() },
+                usage: Usage {
+                    input_tokens: Some(10),
+                    output_tokens: Some(5),
+                    ..Usage::default()
+                },
             },
         ])
     }
@@ -55,7 +59,10 @@ impl ScriptedStep {
     pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
         let mut events = Vec::new();
         for (id, name, input) in calls {
-            events.push(ModelEvent::ToolCallStart { id: (*id).into(), name: (*name).into() });
+            events.push(ModelEvent::ToolCallStart {
+                id: (*id).into(),
+                name: (*name).into(),
+            });
             events.push(ModelEvent::ToolCallComplete {
                 id: (*id).into(),
                 name: (*name).into(),
@@ -65,7 +72,11 @@ impl ScriptedStep {
         }
         events.push(ModelEvent::Finish {
             reason: FinishReason::ToolCalls,
-            usage: Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() },
+            usage: Usage {
+                input_tokens: Some(10),
+                output_tokens: Some(5),
+                ..Usage::default()
+            },
         });
         Self::events(events)
     }
@@ -134,10 +145,15 @@ impl LanguageModel for ScriptedModel {
         if let Ok(mut r) = self.requests.lock() {
             r.push(request);
         }
-        let step = self.steps.lock().ok().and_then(|mut s| s.pop_front()).ok_or_else(|| ModelError::Provider {
-            status: 0,
-            message: "the scripted model has no more steps".into(),
-        })?;
+        let step = self
+            .steps
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop_front())
+            .ok_or_else(|| ModelError::Provider {
+                status: 0,
+                message: "the scripted model has no more steps".into(),
+            })?;
         let events = futures::stream::iter(step.events);
         if step.hang {
             let wait = futures::stream::once(async move {

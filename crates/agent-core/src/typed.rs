@@ -54,11 +54,11 @@ impl<Args, F> FnTool<Args, F> {
 ///     b: i64,
 /// }
 ///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let add = tool_fn("add", "Add two integers.", |args: Add| async move {
 ///     Ok::<_, std::convert::Infallible>(args.a + args.b)
 /// });
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let out = add.call(serde_json::json!({"a": 2, "b": 3}), ToolContext::new("c1")).await.unwrap();
 /// assert_eq!(out.as_text(), "5");
 /// assert_eq!(add.definition().input_schema["required"], serde_json::json!(["a", "b"]));
@@ -102,7 +102,9 @@ where
             Ok(value) => match serde_json::to_value(value) {
                 Ok(Value::String(text)) => Ok(ToolOutput::text(text)),
                 Ok(value) => Ok(ToolOutput::json(value)),
-                Err(e) => Err(ToolError::execution(format!("could not serialise the tool's output: {e}"))),
+                Err(e) => Err(ToolError::execution(format!(
+                    "could not serialise the tool's output: {e}"
+                ))),
             },
             Err(e) => Err(ToolError::execution(e)),
         }

@@ -51,7 +51,8 @@ impl Usage {
     /// assert_eq!(u.total(), Some(5));
     /// ```
     pub fn total(&self) -> Option<u64> {
-        self.total_tokens.or_else(|| add_opt(self.input_tokens, self.output_tokens))
+        self.total_tokens
+            .or_else(|| add_opt(self.input_tokens, self.output_tokens))
     }
 }
 

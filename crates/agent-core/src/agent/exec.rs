@@ -58,8 +58,11 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
     let n = batch.calls.len();
     let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
     let mut attached = true;
-    let bad_json: HashMap<&str, &str> =
-        batch.bad_json.iter().map(|(id, e)| (id.as_str(), e.as_str())).collect();
+    let bad_json: HashMap<&str, &str> = batch
+        .bad_json
+        .iter()
+        .map(|(id, e)| (id.as_str(), e.as_str()))
+        .collect();
 
     let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
     let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<ToolProgress>();
@@ -127,7 +130,10 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
                     ToolOutput::error(format!("tool execution timed out after {}", format_duration(timeout)))
                 }
             };
-            Outcome { output, duration: started.elapsed() }
+            Outcome {
+                output,
+                duration: started.elapsed(),
+            }
         });
         task_index.insert(handle.id(), i);
     }
@@ -219,7 +225,12 @@ fn unknown_tool_message(name: &str, catalog: &ToolCatalog) -> String {
     if names.is_empty() {
         return format!("Unknown tool {name}: no tools are available. Answer without tools.");
     }
-    let mut listed = names.iter().take(MAX_NAMES_LISTED).copied().collect::<Vec<_>>().join(", ");
+    let mut listed = names
+        .iter()
+        .take(MAX_NAMES_LISTED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     if names.len() > MAX_NAMES_LISTED {
         listed.push_str(&format!(" (and {} more)", names.len() - MAX_NAMES_LISTED));
     }

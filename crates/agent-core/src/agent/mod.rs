@@ -142,7 +142,12 @@ impl Agent {
     /// Start a run on this conversation (usually ending with a user message).
     /// Must be called inside a tokio runtime: the run is a spawned task.
     pub fn run(&self, messages: Vec<Message>) -> AgentRun {
-        run_agent(self.model.clone(), self.tools.clone(), messages, self.options.clone())
+        run_agent(
+            self.model.clone(),
+            self.tools.clone(),
+            messages,
+            self.options.clone(),
+        )
     }
 
     /// Start a run on one user prompt.
@@ -302,10 +307,20 @@ impl Run {
                 progress.new_messages.push(message);
             }
             if output.calls.is_empty() {
-                break (if concluding { ExitReason::MaxSteps } else { ExitReason::Completed }, None);
+                break (
+                    if concluding {
+                        ExitReason::MaxSteps
+                    } else {
+                        ExitReason::Completed
+                    },
+                    None,
+                );
             }
             let results = if concluding {
-                not_run(&output.calls, "Not run: the step limit was reached and tools are no longer available.")
+                not_run(
+                    &output.calls,
+                    "Not run: the step limit was reached and tools are no longer available.",
+                )
             } else {
                 let (results, _attached) = execute(Batch {
                     calls: &output.calls,
@@ -318,7 +333,10 @@ impl Run {
                 .await;
                 results
             };
-            let message = Message::new(Role::Tool, results.into_iter().map(ContentPart::ToolResult).collect());
+            let message = Message::new(
+                Role::Tool,
+                results.into_iter().map(ContentPart::ToolResult).collect(),
+            );
             Arc::make_mut(&mut history).push(message.clone());
             progress.new_messages.push(message);
             if concluding {
@@ -354,16 +372,18 @@ impl Run {
             (None, Some(i)) => Some(i.to_owned()),
             (None, None) => None,
         };
-        let mut request = ModelRequest::default();
-        request.system = system;
-        request.temperature = self.options.temperature;
-        request.top_p = self.options.top_p;
-        request.max_output_tokens = self.options.max_output_tokens;
-        request.cancellation = self.cancel.child_token();
         // Tools stay declared on the concluding step (Anthropic rejects a
         // history holding tool calls without them); `ToolChoice::None`
         // withholds them.
-        request.tools = catalog.definitions().clone();
+        let mut request = ModelRequest {
+            system,
+            temperature: self.options.temperature,
+            top_p: self.options.top_p,
+            max_output_tokens: self.options.max_output_tokens,
+            cancellation: self.cancel.child_token(),
+            tools: catalog.definitions().clone(),
+            ..ModelRequest::default()
+        };
         if concluding {
             let mut messages = Vec::clone(history);
             messages.push(Message::user(options::CONCLUDE_INSTRUCTION));
@@ -380,7 +400,12 @@ impl Run {
     async fn warn_all(&self, warnings: &[String]) {
         for message in warnings {
             tracing::warn!(target: "agent_core", "{message}");
-            let _ = self.emit.send(AgentEvent::Warning { message: message.clone() }).await;
+            let _ = self
+                .emit
+                .send(AgentEvent::Warning {
+                    message: message.clone(),
+                })
+                .await;
         }
     }
 }

@@ -84,7 +84,9 @@ pub(crate) async fn run_step(
                     Some(ContentPart::Text { text: last }) => last.push_str(&text),
                     _ => out.parts.push(ContentPart::text(text.clone())),
                 }
-                emit.send(AgentEvent::TextDelta { text }).await.map_err(|_| StepFailure::Detached)?;
+                emit.send(AgentEvent::TextDelta { text })
+                    .await
+                    .map_err(|_| StepFailure::Detached)?;
             }
             ModelEvent::ReasoningDelta { text } => {
                 let idx = *open_reasoning.get_or_insert_with(|| {
@@ -94,9 +96,14 @@ pub(crate) async fn run_step(
                 if let Some(ContentPart::Reasoning(r)) = out.parts.get_mut(idx) {
                     r.text.push_str(&text);
                 }
-                emit.send(AgentEvent::ReasoningDelta { text }).await.map_err(|_| StepFailure::Detached)?;
+                emit.send(AgentEvent::ReasoningDelta { text })
+                    .await
+                    .map_err(|_| StepFailure::Detached)?;
             }
-            ModelEvent::ReasoningDone { signature, provider_data } => {
+            ModelEvent::ReasoningDone {
+                signature,
+                provider_data,
+            } => {
                 let idx = open_reasoning.take().unwrap_or_else(|| {
                     out.parts.push(ContentPart::Reasoning(Reasoning::default()));
                     out.parts.len() - 1
@@ -106,7 +113,12 @@ pub(crate) async fn run_step(
                     r.provider_data = provider_data;
                 }
             }
-            ModelEvent::ToolCallComplete { id, name, input_json, provider_data } => {
+            ModelEvent::ToolCallComplete {
+                id,
+                name,
+                input_json,
+                provider_data,
+            } => {
                 let input = if input_json.trim().is_empty() {
                     Value::Object(Default::default())
                 } else {
@@ -118,7 +130,12 @@ pub(crate) async fn run_step(
                         }
                     }
                 };
-                let call = ToolCall { id, name, input, provider_data };
+                let call = ToolCall {
+                    id,
+                    name,
+                    input,
+                    provider_data,
+                };
                 out.calls.push(call.clone());
                 out.parts.push(ContentPart::ToolCall(call));
             }

@@ -15,10 +15,10 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 pub use filter::{NameFilter, wildcard_match};
-pub use naming::{
-    MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, Naming, is_valid_tool_name, sanitize_tool_name,
-};
 use naming::{Candidate, Resolution, resolve};
+pub use naming::{
+    MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, NameFn, Naming, is_valid_tool_name, sanitize_tool_name,
+};
 
 use crate::source::{SourceKind, ToolSource};
 use crate::tool::{Tool, ToolDefinition};
@@ -81,11 +81,10 @@ struct SourceEntry {
 /// use agent_core::{tool_fn, StaticToolSource, ToolSet};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let app = StaticToolSource::native("app")
 ///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok::<_, String>("pong") }));
 /// let tools = ToolSet::builder().source(app).build();
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// # let tools = tools;
 /// let catalog = tools.catalog().await;
 /// assert_eq!(catalog.get("ping").unwrap().source, "app");
 /// # }
@@ -175,12 +174,11 @@ impl ToolSet {
     /// list changed since it was built.
     pub async fn catalog(&self) -> Arc<ToolCatalog> {
         let generations = self.generations();
-        if let Ok(cache) = self.cache.lock() {
-            if let Some((catalog, seen)) = cache.as_ref() {
-                if *seen == generations {
-                    return catalog.clone();
-                }
-            }
+        if let Ok(cache) = self.cache.lock()
+            && let Some((catalog, seen)) = cache.as_ref()
+            && *seen == generations
+        {
+            return catalog.clone();
         }
         // Built outside the lock: listing tools awaits.
         let catalog = Arc::new(self.build_catalog().await);
@@ -257,7 +255,10 @@ impl ToolSet {
                         validator,
                     });
                 }
-                Resolution::Shadowed { by_source, by_original } => warnings.push(format!(
+                Resolution::Shadowed {
+                    by_source,
+                    by_original,
+                } => warnings.push(format!(
                     "tool {} from {} is hidden: the name is taken by {by_original} from {by_source}",
                     candidate.original, candidate.source
                 )),
@@ -293,10 +294,18 @@ impl ExposedTool {
             .iter_errors(input)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                if path.is_empty() { e.to_string() } else { format!("{e} (at {path})") }
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{e} (at {path})")
+                }
             })
             .collect();
-        if messages.is_empty() { Ok(()) } else { Err(messages.join("; ")) }
+        if messages.is_empty() {
+            Ok(())
+        } else {
+            Err(messages.join("; "))
+        }
     }
 }
 
@@ -323,7 +332,11 @@ pub struct ToolCatalog {
 
 impl ToolCatalog {
     fn new(tools: Vec<ExposedTool>, warnings: Vec<String>, instructions: &[(String, String)]) -> Self {
-        let by_name = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
         let definitions = tools
             .iter()
             .map(|t| ToolDefinition {

@@ -20,6 +20,9 @@ pub const NAMESPACE_SEPARATOR: &str = "__";
 /// Hex digits of the hash suffix that makes a long or clashing name unique.
 const HASH_SUFFIX_LEN: usize = 8;
 
+/// A naming function of (source name, tool name).
+pub type NameFn = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
+
 /// How a source's tools are named for the model.
 ///
 /// ```
@@ -37,7 +40,7 @@ pub enum Naming {
     /// `{source}__{tool}`.
     Prefixed,
     /// A function of (source, tool).
-    Custom(Arc<dyn Fn(&str, &str) -> String + Send + Sync>),
+    Custom(NameFn),
 }
 
 impl Naming {
@@ -76,7 +79,9 @@ impl std::fmt::Debug for Naming {
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_TOOL_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Replace every character outside `[a-zA-Z0-9_-]` with `_` (an empty name
@@ -90,7 +95,13 @@ pub fn sanitize_tool_name(name: &str) -> String {
         return "_".to_owned();
     }
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -131,7 +142,10 @@ pub(crate) struct Candidate {
 pub(crate) enum Resolution {
     Named(String),
     /// Left out: a bare name already taken by (source, original).
-    Shadowed { by_source: String, by_original: String },
+    Shadowed {
+        by_source: String,
+        by_original: String,
+    },
 }
 
 /// Give every candidate a valid, unique name, or leave it out when its bare
@@ -166,14 +180,16 @@ pub(crate) fn resolve(candidates: &[Candidate]) -> Vec<Resolution> {
             out[i] = Resolution::Named(clean);
             continue;
         }
-        if c.bare && fits && clean == c.desired {
-            if let Some(&winner) = taken.get(&clean) {
-                out[i] = Resolution::Shadowed {
-                    by_source: candidates[winner].source.clone(),
-                    by_original: candidates[winner].original.clone(),
-                };
-                continue;
-            }
+        if c.bare
+            && fits
+            && clean == c.desired
+            && let Some(&winner) = taken.get(&clean)
+        {
+            out[i] = Resolution::Shadowed {
+                by_source: candidates[winner].source.clone(),
+                by_original: candidates[winner].original.clone(),
+            };
+            continue;
         }
         let key = format!("{}\u{0}{}", c.source, c.original);
         let mut attempt = 0;
@@ -212,7 +228,10 @@ mod tests {
         assert_eq!(r[1], Resolution::Named("Read".into()));
         assert_eq!(
             r[0],
-            Resolution::Shadowed { by_source: "coding".into(), by_original: "Read".into() }
+            Resolution::Shadowed {
+                by_source: "coding".into(),
+                by_original: "Read".into()
+            }
         );
     }
 
@@ -235,13 +254,22 @@ mod tests {
     fn long_names_are_cut_with_hash() {
         let long = "t".repeat(100);
         let r = resolve(&[cand("server", 0, &long, false)]);
-        let Resolution::Named(n) = &r[0] else { unreachable!() };
+        let Resolution::Named(n) = &r[0] else {
+            unreachable!()
+        };
         assert_eq!(n.len(), MAX_TOOL_NAME_LEN);
         assert!(is_valid_tool_name(n));
     }
 
     fn arb_candidates() -> impl Strategy<Value = Vec<Candidate>> {
-        let source = prop::sample::select(vec!["fs", "git", "a.b", "a_b", "ßrv", "x".repeat(70).leak() as &str]);
+        let source = prop::sample::select(vec![
+            "fs",
+            "git",
+            "a.b",
+            "a_b",
+            "ßrv",
+            "x".repeat(70).leak() as &str,
+        ]);
         let tool = "[a-zA-Z0-9_.\\- ]{0,80}";
         prop::collection::vec((source, 0..3i32, tool, any::<bool>()), 0..40).prop_map(|v| {
             v.into_iter()

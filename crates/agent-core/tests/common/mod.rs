@@ -1,0 +1,138 @@
+//! Helpers shared by the loop tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::testing::{ScriptedModel, ScriptedStep};
+use agent_core::{
+    Agent, AgentEvent, AgentOptions, AgentResult, ContentPart, Message, Role, StaticToolSource, Tool,
+    ToolContext, ToolDefinition, ToolError, ToolOutput, ToolSet,
+};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+/// Upper bound used only to detect a hang, never to measure speed.
+pub const HANG_GUARD: Duration = Duration::from_secs(20);
+
+type Handler =
+    Arc<dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+
+/// A tool whose behaviour is a closure.
+pub struct TestTool {
+    def: ToolDefinition,
+    handler: Handler,
+}
+
+impl TestTool {
+    pub fn new<F, Fut>(name: &str, schema: Value, f: F) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, ToolError>> + Send + 'static,
+    {
+        Self {
+            def: ToolDefinition::new(name, format!("test tool {name}"), schema),
+            handler: Arc::new(move |v, c| Box::pin(f(v, c))),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Tool for TestTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.def
+    }
+    async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        (self.handler)(input, ctx).await
+    }
+}
+
+pub fn object_schema() -> Value {
+    json!({"type": "object"})
+}
+
+pub fn tools(list: Vec<TestTool>) -> ToolSet {
+    let mut source = StaticToolSource::native("test");
+    for t in list {
+        source = source.with_tool(t);
+    }
+    ToolSet::builder().source(source).build()
+}
+
+/// Run to the end; returns the events, the result and the model (for its
+/// recorded requests).
+pub async fn run(
+    steps: Vec<ScriptedStep>,
+    toolset: ToolSet,
+    options: AgentOptions,
+) -> (Vec<AgentEvent>, AgentResult, ScriptedModel) {
+    let model = ScriptedModel::new(steps);
+    let agent = Agent::builder(Arc::new(model.clone()))
+        .tools(toolset)
+        .options(options)
+        .build();
+    let mut run = agent.prompt("do the task");
+    let events = tokio::time::timeout(HANG_GUARD, async {
+        let mut events = Vec::new();
+        while let Some(e) = run.next().await {
+            events.push(e);
+        }
+        events
+    })
+    .await
+    .expect("run hung");
+    let result = run.into_result().await.expect("result");
+    assert_history_invariant(&result.messages);
+    assert!(
+        matches!(events.last(), Some(AgentEvent::Finished { .. })),
+        "Finished must be last"
+    );
+    (events, result, model)
+}
+
+/// Every tool call has exactly one result, in the next message, in call order.
+pub fn assert_history_invariant(messages: &[Message]) {
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        let calls: Vec<&str> = m.tool_calls().map(|c| c.id.as_str()).collect();
+        if m.role == Role::Assistant && !calls.is_empty() {
+            let next = messages
+                .get(i + 1)
+                .expect("tool calls without a following tool message");
+            assert_eq!(next.role, Role::Tool);
+            let results: Vec<&str> = next
+                .content
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::ToolResult(r) => Some(r.call_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                results, calls,
+                "results must answer every call once, in call order"
+            );
+            i += 2;
+        } else {
+            assert_ne!(m.role, Role::Tool, "tool message without calls before it");
+            i += 1;
+        }
+    }
+}
+
+/// The tool results of the run, by call id.
+pub fn results_by_id(result: &AgentResult) -> HashMap<String, (bool, String)> {
+    let mut out = HashMap::new();
+    for m in &result.messages {
+        for p in &m.content {
+            if let ContentPart::ToolResult(r) = p {
+                out.insert(r.call_id.clone(), (r.is_error, r.text()));
+            }
+        }
+    }
+    out
+}
