@@ -1,0 +1,283 @@
+//! The shared HTTP transport: headers, redacted tracing, retries before the
+//! first byte, and the guarded body stream (inactivity timeout, cancellation).
+
+use std::time::Duration;
+
+use agent_core::{CancellationToken, ModelError};
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::error::{network, status_error};
+
+/// Retries after the first attempt (a transient 429/5xx or connection error
+/// usually clears within two tries; more belongs to a fallback layer).
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// First backoff wait, doubled each retry (short enough to be unnoticed in
+/// an interactive agent).
+pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest wait honoured from a `retry-after` header (beyond a minute the
+/// caller is better served by an error it can act on).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Longest silence between two chunks of a stream (reasoning models can
+/// think for a long time before the first token).
+pub const DEFAULT_INACTIVITY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest a TCP/TLS connect may take (a reachable server answers far sooner).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest error body read to build a message (error bodies are small; this
+/// bounds a misbehaving server).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Header names whose values never reach a log.
+pub const REDACTED_HEADERS: [&str; 5] = [
+    "authorization",
+    "x-api-key",
+    "x-goog-api-key",
+    "api-key",
+    "proxy-authorization",
+];
+
+/// Retry and timeout settings shared by every provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Retries after the first attempt, only before any byte of a response
+    /// body was consumed.
+    pub max_retries: u32,
+    /// First backoff wait, doubled on each retry.
+    pub initial_backoff: Duration,
+    /// Longest silence between chunks before the stream fails with a timeout.
+    pub inactivity_timeout: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            max_retries: DEFAULT_MAX_RETRIES,
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+            inactivity_timeout: DEFAULT_INACTIVITY_TIMEOUT,
+        }
+    }
+}
+
+/// A reqwest client with the default settings used by every provider.
+pub fn default_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(DEFAULT_CONNECT_TIMEOUT)
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// The header map rendered for logs, with secrets replaced.
+pub fn redacted(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let shown = if REDACTED_HEADERS.contains(&name.as_str()) {
+                "[redacted]".to_owned()
+            } else {
+                String::from_utf8_lossy(value.as_bytes()).into_owned()
+            };
+            (name.as_str().to_owned(), shown)
+        })
+        .collect()
+}
+
+/// Build a header map from name/value pairs, as an invalid-configuration
+/// error (a `Provider` error with status 0) when one is malformed.
+pub(crate) fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, ModelError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let bad = |what: &str| ModelError::Provider {
+            status: 0,
+            message: format!("invalid header {what}: {name}"),
+        };
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+        if REDACTED_HEADERS.contains(&name.as_str()) {
+            value.set_sensitive(true);
+        }
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// One provider's connection: client, headers and options.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    pub client: reqwest::Client,
+    pub headers: HeaderMap,
+    pub options: HttpOptions,
+}
+
+impl Transport {
+    /// POST `body` to `url`, retrying transient failures before any byte of
+    /// the response body is consumed. Returns a response with a 2xx status.
+    pub async fn post(
+        &self,
+        url: &str,
+        body: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ModelError> {
+        let payload = serde_json::to_vec(body).map_err(|e| ModelError::Provider {
+            status: 0,
+            message: e.to_string(),
+        })?;
+        tracing::debug!(target: "agent_providers::http", url, headers = ?redacted(&self.headers), "request");
+        tracing::trace!(target: "agent_providers::http", body = %String::from_utf8_lossy(&payload), "request body");
+        let mut attempt = 0u32;
+        loop {
+            let send = self
+                .client
+                .post(url)
+                .headers(self.headers.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(payload.clone())
+                .send();
+            let result = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+                r = send => r,
+            };
+            let error = match result {
+                Ok(response) if response.status().is_success() => {
+                    tracing::debug!(target: "agent_providers::http", status = response.status().as_u16(), headers = ?redacted(response.headers()), "response");
+                    return Ok(response);
+                }
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let headers = response.headers().clone();
+                    let body = read_limited(response, cancel).await?;
+                    tracing::debug!(target: "agent_providers::http", status, body = %crate::error::snippet(&body), "error response");
+                    status_error(status, &headers, &body)
+                }
+                Err(e) => network(&e),
+            };
+            if attempt >= self.options.max_retries || !should_retry(&error) {
+                return Err(error);
+            }
+            let wait = match &error {
+                ModelError::RateLimited {
+                    retry_after: Some(d), ..
+                } => (*d).min(MAX_RETRY_AFTER),
+                _ => self
+                    .options
+                    .initial_backoff
+                    .saturating_mul(2u32.saturating_pow(attempt)),
+            };
+            attempt += 1;
+            tracing::debug!(target: "agent_providers::http", attempt, wait_ms = wait.as_millis() as u64, error = %error, "retrying");
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// Errors worth another attempt before any byte was consumed.
+fn should_retry(error: &ModelError) -> bool {
+    match error {
+        ModelError::RateLimited { .. } | ModelError::Network(_) => true,
+        ModelError::Provider { status, .. } => *status >= 500 || *status == 408,
+        _ => false,
+    }
+}
+
+/// Read at most [`MAX_ERROR_BODY`] bytes of an error response as text.
+async fn read_limited(response: reqwest::Response, cancel: &CancellationToken) -> Result<String, ModelError> {
+    let mut stream = response.bytes_stream();
+    let mut buf = Vec::new();
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ModelError::Cancelled),
+            n = stream.next() => n,
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                buf.extend_from_slice(&chunk);
+                if buf.len() >= MAX_ERROR_BODY {
+                    buf.truncate(MAX_ERROR_BODY);
+                    break;
+                }
+            }
+            Some(Err(e)) => return Err(network(&e)),
+            None => break,
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The response body as a stream of chunks that fails with
+/// [`ModelError::Timeout`] after `inactivity` without a chunk and with
+/// [`ModelError::Cancelled`] when `cancel` fires; dropping it aborts the
+/// request.
+pub(crate) fn guarded_bytes(
+    response: reqwest::Response,
+    inactivity: Duration,
+    cancel: CancellationToken,
+) -> BoxStream<'static, Result<Bytes, ModelError>> {
+    let inner = response.bytes_stream().boxed();
+    futures::stream::unfold(Some((inner, cancel)), move |state| async move {
+        let (mut inner, cancel) = state?;
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Some((Err(ModelError::Cancelled), None)),
+            r = tokio::time::timeout(inactivity, inner.next()) => r,
+        };
+        match next {
+            Err(_) => Some((Err(ModelError::Timeout(inactivity)), None)),
+            Ok(None) => None,
+            Ok(Some(Ok(bytes))) => {
+                tracing::trace!(target: "agent_providers::http", chunk = %String::from_utf8_lossy(&bytes), "chunk");
+                Some((Ok(bytes), Some((inner, cancel))))
+            }
+            Ok(Some(Err(e))) => Some((Err(network(&e)), None)),
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted() {
+        let map = header_map(&[
+            ("Authorization".into(), "Bearer sk-secret".into()),
+            ("x-api-key".into(), "k".into()),
+            ("x-goog-api-key".into(), "g".into()),
+            ("api-key".into(), "a".into()),
+            ("X-Title".into(), "app".into()),
+        ])
+        .unwrap();
+        let shown = format!("{:?}", redacted(&map));
+        assert!(!shown.contains("sk-secret") && !shown.contains("\"k\"") && !shown.contains("\"g\""));
+        assert!(shown.contains("app"));
+        assert!(format!("{map:?}").contains("Sensitive"));
+    }
+
+    #[test]
+    fn retry_only_transient() {
+        assert!(should_retry(&ModelError::Provider {
+            status: 503,
+            message: String::new()
+        }));
+        assert!(!should_retry(&ModelError::Provider {
+            status: 400,
+            message: String::new()
+        }));
+        assert!(!should_retry(&ModelError::Auth {
+            message: String::new()
+        }));
+        assert!(should_retry(&ModelError::RateLimited {
+            retry_after: None,
+            message: String::new()
+        }));
+    }
+}

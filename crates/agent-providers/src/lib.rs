@@ -1,0 +1,32 @@
+//! # agent-providers
+//!
+//! [`agent_core::LanguageModel`] implementations over HTTP (reqwest with
+//! rustls), streaming text, reasoning and parallel tool calls:
+//!
+//! - [`OpenAiChatModel`]: OpenAI Chat Completions, OpenRouter and any
+//!   OpenAI-compatible server.
+//!
+//! Every provider shares the same transport: retries with backoff before the
+//! first byte ([`HttpOptions`]), an inactivity timeout reset by each chunk,
+//! cancellation through the request's token, errors mapped to
+//! [`agent_core::ModelError`] kinds, and debug/trace logging with secrets
+//! redacted.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agent_core::ModelError> {
+//! use agent_providers::OpenAiChatModel;
+//! let model = OpenAiChatModel::openai("gpt-4.1-mini").api_key("sk-...").build()?;
+//! # let _ = model; Ok(()) }
+//! ```
+
+mod driver;
+pub mod error;
+pub mod http;
+mod openai_chat;
+mod settings;
+pub mod sse;
+mod tools;
+
+pub use http::HttpOptions;
+pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
+pub use settings::ProviderSettings;

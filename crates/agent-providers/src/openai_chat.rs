@@ -1,0 +1,410 @@
+//! OpenAI Chat Completions, and every server speaking its wire format:
+//! OpenRouter (with attribution headers) and generic OpenAI-compatible
+//! servers (vLLM, llama.cpp, LM Studio, Groq, DeepSeek, xAI, Mistral, ...).
+
+use agent_core::{
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
+    ModelStream, Role, ToolChoice, Usage,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::driver::{Decoder, drive, truncated};
+use crate::error::{invalid, stream_error};
+use crate::http::{Transport, guarded_bytes};
+use crate::settings::{ProviderSettings, settings_methods};
+use crate::sse::{Frame, sse_frames};
+use crate::tools::{CallAssembler, finish_reason, merge_options, num, object_schema};
+
+/// OpenAI's API root.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// OpenRouter's API root.
+pub const OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
+
+/// Which server family a [`OpenAiChatModel`] talks to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatFlavor {
+    /// OpenAI itself (`max_completion_tokens`).
+    OpenAi,
+    /// OpenRouter (attribution headers, `reasoning` deltas).
+    OpenRouter,
+    /// Any other server with this wire format (`max_tokens`).
+    Compatible,
+}
+
+/// A model behind a Chat Completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatModel {
+    provider: String,
+    model: String,
+    flavor: ChatFlavor,
+    base: String,
+    transport: Transport,
+    supports_required: bool,
+}
+
+/// Builder for [`OpenAiChatModel`].
+#[derive(Debug, Clone)]
+pub struct OpenAiChatBuilder {
+    provider: String,
+    model: String,
+    flavor: ChatFlavor,
+    settings: ProviderSettings,
+    supports_required: bool,
+}
+
+impl OpenAiChatModel {
+    /// An OpenAI model (`gpt-4.1`, ...).
+    pub fn openai(model: impl Into<String>) -> OpenAiChatBuilder {
+        OpenAiChatBuilder::new("openai", model, ChatFlavor::OpenAi, OPENAI_BASE_URL)
+    }
+
+    /// An OpenRouter model (`anthropic/claude-sonnet-4`, ...).
+    pub fn openrouter(model: impl Into<String>) -> OpenAiChatBuilder {
+        OpenAiChatBuilder::new("openrouter", model, ChatFlavor::OpenRouter, OPENROUTER_BASE_URL)
+    }
+
+    /// A model on any OpenAI-compatible server, named `provider` in events
+    /// and errors.
+    pub fn compatible(
+        provider: impl Into<String>,
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+    ) -> OpenAiChatBuilder {
+        OpenAiChatBuilder::new(provider, model, ChatFlavor::Compatible, base_url)
+    }
+}
+
+impl OpenAiChatBuilder {
+    fn new(
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        flavor: ChatFlavor,
+        base: impl Into<String>,
+    ) -> Self {
+        Self {
+            provider: provider.into(),
+            model: model.into(),
+            flavor,
+            settings: ProviderSettings::new(base),
+            supports_required: true,
+        }
+    }
+
+    settings_methods!();
+
+    /// Whether the server accepts `tool_choice: "required"`; when not,
+    /// `Required` is sent as `auto` (some compatible servers reject it).
+    pub fn supports_required_tool_choice(mut self, yes: bool) -> Self {
+        self.supports_required = yes;
+        self
+    }
+
+    /// OpenRouter attribution: the app's URL (`HTTP-Referer`).
+    pub fn referer(self, url: impl Into<String>) -> Self {
+        self.header("HTTP-Referer", url)
+    }
+
+    /// OpenRouter attribution: the app's name (`X-Title`).
+    pub fn title(self, name: impl Into<String>) -> Self {
+        self.header("X-Title", name)
+    }
+
+    /// Build the model; fails on a malformed header.
+    pub fn build(self) -> Result<OpenAiChatModel, ModelError> {
+        let auth = match &self.settings.api_key {
+            Some(key) => vec![("authorization".to_owned(), format!("Bearer {key}"))],
+            None => Vec::new(),
+        };
+        Ok(OpenAiChatModel {
+            transport: self.settings.transport(auth)?,
+            base: self.settings.base().to_owned(),
+            provider: self.provider,
+            model: self.model,
+            flavor: self.flavor,
+            supports_required: self.supports_required,
+        })
+    }
+}
+
+impl OpenAiChatModel {
+    /// The JSON body for `request` (public for inspection and tests).
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &request.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for message in request.messages.iter() {
+            push_message(&mut messages, message);
+        }
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": object_schema(t)}})
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required if self.supports_required => json!("required"),
+                ToolChoice::Required => json!("auto"),
+                ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
+            };
+            if let Some(parallel) = request.parallel_tool_calls {
+                body["parallel_tool_calls"] = json!(parallel);
+            }
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = request.top_p {
+            body["top_p"] = json!(p);
+        }
+        if let Some(n) = request.max_output_tokens {
+            let key = if self.flavor == ChatFlavor::OpenAi {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            body[key] = json!(n);
+        }
+        merge_options(&mut body, request.options_for(&self.provider));
+        body
+    }
+}
+
+fn image_url(image: &ImageSource) -> String {
+    match image {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+        _ => String::new(),
+    }
+}
+
+fn push_message(out: &mut Vec<Value>, message: &Message) {
+    match message.role {
+        Role::System => out.push(json!({"role": "system", "content": message.text()})),
+        Role::User => {
+            let has_image = message
+                .content
+                .iter()
+                .any(|p| matches!(p, ContentPart::Image { .. }));
+            if has_image {
+                let parts: Vec<Value> = message
+                    .content
+                    .iter()
+                    .filter_map(|p| match p {
+                        ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
+                        ContentPart::Image { image } => {
+                            Some(json!({"type": "image_url", "image_url": {"url": image_url(image)}}))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                out.push(json!({"role": "user", "content": parts}));
+            } else {
+                out.push(json!({"role": "user", "content": message.text()}));
+            }
+        }
+        Role::Assistant => {
+            let text = message.text();
+            let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            let calls: Vec<Value> = message
+                .tool_calls()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": c.input.to_string()}})
+                })
+                .collect();
+            if !calls.is_empty() {
+                msg["tool_calls"] = Value::Array(calls);
+            }
+            out.push(msg);
+        }
+        Role::Tool => {
+            for part in &message.content {
+                if let ContentPart::ToolResult(result) = part {
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": result.call_id, "content": result.text()}),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LanguageModel for OpenAiChatModel {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = self.request_body(&request);
+        let url = format!("{}/chat/completions", self.base);
+        let response = self.transport.post(&url, &body, &request.cancellation).await?;
+        let bytes = guarded_bytes(
+            response,
+            self.transport.options.inactivity_timeout,
+            request.cancellation.clone(),
+        );
+        Ok(drive(sse_frames(bytes), ChatDecoder::default()))
+    }
+}
+
+/// Decoder of Chat Completions chunks.
+#[derive(Debug, Default)]
+pub(crate) struct ChatDecoder {
+    calls: CallAssembler,
+    any_calls: bool,
+    reasoning_open: bool,
+    finish: Option<FinishReason>,
+    usage: Usage,
+    done: bool,
+}
+
+impl ChatDecoder {
+    fn close_reasoning(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.reasoning_open {
+            self.reasoning_open = false;
+            out.push(ModelEvent::ReasoningDone {
+                signature: None,
+                provider_data: None,
+            });
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelEvent>) {
+        self.close_reasoning(out);
+        self.calls.complete_all(out);
+        let mut reason = self.finish.take().unwrap_or(FinishReason::Stop);
+        if self.any_calls && reason == FinishReason::Stop {
+            reason = FinishReason::ToolCalls;
+        }
+        out.push(ModelEvent::Finish {
+            reason,
+            usage: self.usage,
+        });
+        self.done = true;
+    }
+}
+
+/// Usage from an OpenAI-style `usage` object.
+pub(crate) fn chat_usage(u: &Value) -> Usage {
+    Usage {
+        input_tokens: num(u, "prompt_tokens"),
+        output_tokens: num(u, "completion_tokens"),
+        cached_input_tokens: u
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64),
+        reasoning_tokens: u
+            .pointer("/completion_tokens_details/reasoning_tokens")
+            .and_then(Value::as_u64),
+        total_tokens: num(u, "total_tokens"),
+    }
+}
+
+impl Decoder for ChatDecoder {
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = frame.data.trim();
+        if data == "[DONE]" {
+            self.finish(out);
+            return Ok(());
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| invalid(format!("unparseable chunk: {e}"), data))?;
+        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("stream error")
+                .to_owned();
+            let kind = err
+                .get("type")
+                .or_else(|| err.get("code"))
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            return Err(stream_error(&kind, message));
+        }
+        let usage = chunk
+            .get("usage")
+            .filter(|u| u.is_object())
+            .or_else(|| chunk.pointer("/x_groq/usage"));
+        if let Some(u) = usage {
+            self.usage = chat_usage(u);
+            out.push(ModelEvent::Usage { usage: self.usage });
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        if let Some(delta) = choice.get("delta") {
+            let reasoning = ["reasoning_content", "reasoning"]
+                .iter()
+                .find_map(|k| delta.get(*k).and_then(Value::as_str))
+                .filter(|s| !s.is_empty());
+            if let Some(text) = reasoning {
+                self.reasoning_open = true;
+                out.push(ModelEvent::ReasoningDelta {
+                    text: text.to_owned(),
+                });
+            }
+            if let Some(text) = delta
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                self.close_reasoning(out);
+                out.push(ModelEvent::TextDelta {
+                    text: text.to_owned(),
+                });
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                self.close_reasoning(out);
+                for call in calls {
+                    let pos = self.calls.route(
+                        call.get("index").and_then(Value::as_u64),
+                        call.get("id").and_then(Value::as_str),
+                    );
+                    self.any_calls = true;
+                    let function = call.get("function");
+                    let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+                    let args = function.and_then(|f| f.get("arguments")).and_then(Value::as_str);
+                    self.calls.update(pos, name, args, out);
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(finish_reason(reason));
+            self.close_reasoning(out);
+            self.calls.complete_all(out);
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        if self.finish.is_some() {
+            self.finish(out);
+            Ok(())
+        } else {
+            Err(truncated("[DONE] or a finish_reason"))
+        }
+    }
+}
