@@ -5,6 +5,7 @@
 //!
 //! - [`OpenAiChatModel`]: OpenAI Chat Completions, OpenRouter and any
 //!   OpenAI-compatible server.
+//! - [`AnthropicModel`]: Anthropic Messages, with thinking and signatures.
 //!
 //! Every provider shares the same transport: retries with backoff before the
 //! first byte ([`HttpOptions`]), an inactivity timeout reset by each chunk,
@@ -19,6 +20,7 @@
 //! # let _ = model; Ok(()) }
 //! ```
 
+mod anthropic;
 mod driver;
 pub mod error;
 pub mod http;
@@ -27,6 +29,9 @@ mod settings;
 pub mod sse;
 mod tools;
 
+pub use anthropic::{
+    ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, DEFAULT_MAX_TOKENS,
+};
 pub use http::HttpOptions;
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
 pub use settings::ProviderSettings;

@@ -1,0 +1,442 @@
+//! Anthropic Messages (`POST {base}/messages`, typed SSE events).
+
+use std::collections::HashMap;
+
+use agent_core::{
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
+    ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::driver::{Decoder, drive, truncated};
+use crate::error::{invalid, stream_error};
+use crate::http::{Transport, guarded_bytes};
+use crate::settings::{ProviderSettings, settings_methods};
+use crate::sse::{Frame, sse_frames};
+use crate::tools::{PendingCall, complete, finish_reason, merge_options, num, object_schema};
+
+/// Anthropic's API root.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
+/// The API version header value this implementation speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` sent when the request has none (the API requires one; large
+/// enough for a long answer on every current model).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// A Claude model.
+#[derive(Debug, Clone)]
+pub struct AnthropicModel {
+    model: String,
+    base: String,
+    transport: Transport,
+    default_max_tokens: u32,
+}
+
+/// Builder for [`AnthropicModel`].
+#[derive(Debug, Clone)]
+pub struct AnthropicBuilder {
+    model: String,
+    settings: ProviderSettings,
+    default_max_tokens: u32,
+}
+
+impl AnthropicModel {
+    /// A Claude model (`claude-sonnet-4-5`, ...).
+    pub fn builder(model: impl Into<String>) -> AnthropicBuilder {
+        AnthropicBuilder {
+            model: model.into(),
+            settings: ProviderSettings::new(ANTHROPIC_BASE_URL),
+            default_max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
+}
+
+impl AnthropicBuilder {
+    settings_methods!();
+
+    /// `max_tokens` used when a request sets no output limit.
+    pub fn default_max_tokens(mut self, n: u32) -> Self {
+        self.default_max_tokens = n;
+        self
+    }
+
+    /// Build the model; fails on a malformed header.
+    pub fn build(self) -> Result<AnthropicModel, ModelError> {
+        let mut auth = vec![("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned())];
+        if let Some(key) = &self.settings.api_key {
+            auth.push(("x-api-key".to_owned(), key.clone()));
+        }
+        Ok(AnthropicModel {
+            transport: self.settings.transport(auth)?,
+            base: self.settings.base().to_owned(),
+            model: self.model,
+            default_max_tokens: self.default_max_tokens,
+        })
+    }
+}
+
+fn image_block(image: &ImageSource) -> Value {
+    match image {
+        ImageSource::Base64 { media_type, data } => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+        }
+        ImageSource::Url { url } => json!({"type": "image", "source": {"type": "url", "url": url}}),
+        _ => json!({"type": "text", "text": "[unsupported image]"}),
+    }
+}
+
+fn blocks(message: &Message) -> Vec<Value> {
+    let mut out = Vec::new();
+    for part in &message.content {
+        match part {
+            ContentPart::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
+            ContentPart::Image { image } => out.push(image_block(image)),
+            ContentPart::Reasoning(r) => {
+                if let Some(data) = r.provider_data.as_ref().and_then(|d| d.get("redacted_thinking")) {
+                    out.push(json!({"type": "redacted_thinking", "data": data}));
+                } else if let Some(signature) = &r.signature {
+                    out.push(json!({"type": "thinking", "thinking": r.text, "signature": signature}));
+                }
+            }
+            ContentPart::ToolCall(c) => {
+                out.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}));
+            }
+            ContentPart::ToolResult(r) => {
+                let content: Vec<Value> = r
+                    .parts
+                    .iter()
+                    .map(|p| match p {
+                        ToolOutputPart::Text { text } => json!({"type": "text", "text": text}),
+                        ToolOutputPart::Image { image } => image_block(image),
+                        ToolOutputPart::Json { value } => json!({"type": "text", "text": value.to_string()}),
+                        _ => json!({"type": "text", "text": ""}),
+                    })
+                    .collect();
+                out.push(json!({"type": "tool_result", "tool_use_id": r.call_id, "content": content, "is_error": r.is_error}));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+impl AnthropicModel {
+    /// The JSON body for `request` (public for inspection and tests).
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut system: Vec<String> = request.system.iter().cloned().collect();
+        let mut messages: Vec<Value> = Vec::new();
+        for message in request.messages.iter() {
+            let role = match message.role {
+                Role::System => {
+                    system.push(message.text());
+                    continue;
+                }
+                Role::User | Role::Tool => "user",
+                Role::Assistant => "assistant",
+            };
+            let content = blocks(message);
+            if content.is_empty() {
+                continue;
+            }
+            // Consecutive turns of one role are merged (the API wants them alternating).
+            match messages.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(list) = last["content"].as_array_mut() {
+                        list.extend(content);
+                    }
+                }
+                _ => messages.push(json!({"role": role, "content": content})),
+            }
+        }
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": request.max_output_tokens.unwrap_or(self.default_max_tokens),
+            "stream": true,
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": object_schema(t)}))
+                .collect();
+            body["tools"] = Value::Array(tools);
+            let mut choice = match &request.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool { name } => json!({"type": "tool", "name": name}),
+            };
+            if request.parallel_tool_calls == Some(false) && request.tool_choice != ToolChoice::None {
+                choice["disable_parallel_tool_use"] = json!(true);
+            }
+            body["tool_choice"] = choice;
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = request.top_p {
+            body["top_p"] = json!(p);
+        }
+        merge_options(&mut body, request.options_for("anthropic"));
+        body
+    }
+}
+
+#[async_trait]
+impl LanguageModel for AnthropicModel {
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = self.request_body(&request);
+        let url = format!("{}/messages", self.base);
+        let response = self.transport.post(&url, &body, &request.cancellation).await?;
+        let bytes = guarded_bytes(
+            response,
+            self.transport.options.inactivity_timeout,
+            request.cancellation.clone(),
+        );
+        Ok(drive(sse_frames(bytes), AnthropicDecoder::default()))
+    }
+}
+
+/// An open content block.
+#[derive(Debug)]
+enum Block {
+    Text,
+    Thinking { signature: Option<String> },
+    Tool { call: PendingCall, initial: Value },
+    Other,
+}
+
+/// Decoder of Anthropic stream events.
+#[derive(Debug, Default)]
+pub(crate) struct AnthropicDecoder {
+    blocks: HashMap<u64, Block>,
+    usage: Usage,
+    stop: Option<FinishReason>,
+    done: bool,
+}
+
+impl AnthropicDecoder {
+    fn set_usage(&mut self, u: &Value, out: &mut Vec<ModelEvent>) {
+        let cache_read = num(u, "cache_read_input_tokens");
+        let cache_write = num(u, "cache_creation_input_tokens");
+        if let Some(input) = num(u, "input_tokens") {
+            let total_input = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
+            self.usage.input_tokens = Some(total_input);
+        }
+        if cache_read.is_some() {
+            self.usage.cached_input_tokens = cache_read;
+        }
+        if let Some(output) = num(u, "output_tokens") {
+            self.usage.output_tokens = Some(output);
+        }
+        out.push(ModelEvent::Usage { usage: self.usage });
+    }
+
+    fn block_start(&mut self, index: u64, block: &Value, out: &mut Vec<ModelEvent>) {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
+        let entry = match kind {
+            "text" => {
+                if let Some(text) = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    out.push(ModelEvent::TextDelta {
+                        text: text.to_owned(),
+                    });
+                }
+                Block::Text
+            }
+            "thinking" => Block::Thinking { signature: None },
+            "redacted_thinking" => {
+                let data = block.get("data").cloned().unwrap_or(Value::Null);
+                out.push(ModelEvent::ReasoningDone {
+                    signature: None,
+                    provider_data: Some(json!({"redacted_thinking": data})),
+                });
+                Block::Other
+            }
+            "tool_use" | "server_tool_use" => {
+                let call = PendingCall {
+                    id: block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    name: block
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    started: true,
+                    ..PendingCall::default()
+                };
+                out.push(ModelEvent::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                Block::Tool {
+                    call,
+                    initial: block.get("input").cloned().unwrap_or(Value::Null),
+                }
+            }
+            _ => Block::Other,
+        };
+        self.blocks.insert(index, entry);
+    }
+
+    fn block_delta(
+        &mut self,
+        index: u64,
+        delta: &Value,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let kind = delta.get("type").and_then(Value::as_str).unwrap_or_default();
+        let text = |k: &str| {
+            delta
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match (kind, self.blocks.get_mut(&index)) {
+            ("text_delta", _) => {
+                let t = text("text");
+                if !t.is_empty() {
+                    out.push(ModelEvent::TextDelta { text: t });
+                }
+            }
+            ("thinking_delta", _) => {
+                let t = text("thinking");
+                if !t.is_empty() {
+                    out.push(ModelEvent::ReasoningDelta { text: t });
+                }
+            }
+            ("signature_delta", Some(Block::Thinking { signature })) => {
+                signature
+                    .get_or_insert_with(String::new)
+                    .push_str(&text("signature"));
+            }
+            ("input_json_delta", Some(Block::Tool { call, .. })) => {
+                let t = text("partial_json");
+                if !t.is_empty() {
+                    call.args.push_str(&t);
+                    out.push(ModelEvent::ToolCallDelta {
+                        id: call.id.clone(),
+                        delta: t,
+                    });
+                }
+            }
+            ("input_json_delta" | "signature_delta", _) => {
+                return Err(invalid(
+                    format!("{kind} for unknown block {index}"),
+                    &delta.to_string(),
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn block_stop(&mut self, index: u64, out: &mut Vec<ModelEvent>) {
+        match self.blocks.remove(&index) {
+            Some(Block::Thinking { signature }) => out.push(ModelEvent::ReasoningDone {
+                signature,
+                provider_data: None,
+            }),
+            Some(Block::Tool { mut call, initial }) => {
+                if call.args.trim().is_empty() && initial.as_object().is_some_and(|o| !o.is_empty()) {
+                    call.args = initial.to_string();
+                }
+                out.push(complete(call));
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Decoder for AnthropicDecoder {
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = frame.data.trim();
+        let event: Value =
+            serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .or(frame.event.as_deref())
+            .unwrap_or_default();
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(u) = event.pointer("/message/usage") {
+                    self.set_usage(u, out);
+                }
+            }
+            "content_block_start" => {
+                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
+                self.block_start(index, &block, out);
+            }
+            "content_block_delta" => {
+                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
+                self.block_delta(index, &delta, out)?;
+            }
+            "content_block_stop" => self.block_stop(index, out),
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(match reason {
+                        "pause_turn" => FinishReason::Other(reason.to_owned()),
+                        other => finish_reason(other),
+                    });
+                }
+                if let Some(u) = event.get("usage") {
+                    self.set_usage(u, out);
+                }
+            }
+            "message_stop" => {
+                let ids: Vec<u64> = self.blocks.keys().copied().collect();
+                for i in ids {
+                    self.block_stop(i, out);
+                }
+                let reason = self.stop.take().unwrap_or(FinishReason::Stop);
+                out.push(ModelEvent::Finish {
+                    reason,
+                    usage: self.usage,
+                });
+                self.done = true;
+            }
+            "error" => {
+                let err = event.get("error").cloned().unwrap_or(Value::Null);
+                let message = err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("stream error")
+                    .to_owned();
+                let kind = err.get("type").and_then(Value::as_str).unwrap_or_default();
+                return Err(stream_error(kind, message));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        Err(truncated("message_stop"))
+    }
+}
