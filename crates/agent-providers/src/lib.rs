@@ -5,6 +5,7 @@
 //!
 //! - [`OpenAiChatModel`]: OpenAI Chat Completions, OpenRouter and any
 //!   OpenAI-compatible server.
+//! - [`GeminiModel`]: Google Gemini, with thought parts and signatures.
 //! - [`AnthropicModel`]: Anthropic Messages, with thinking and signatures.
 //!
 //! Every provider shares the same transport: retries with backoff before the
@@ -23,6 +24,8 @@
 mod anthropic;
 mod driver;
 pub mod error;
+mod gemini;
+mod gemini_schema;
 pub mod http;
 mod openai_chat;
 mod settings;
@@ -32,6 +35,7 @@ mod tools;
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, DEFAULT_MAX_TOKENS,
 };
+pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::HttpOptions;
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
 pub use settings::ProviderSettings;

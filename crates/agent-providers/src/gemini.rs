@@ -1,0 +1,503 @@
+//! Google Gemini (`POST {base}/models/{model}:streamGenerateContent?alt=sse`).
+
+use std::collections::HashMap;
+
+use agent_core::{
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
+    ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
+};
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use crate::driver::{Decoder, drive, truncated};
+use crate::error::{invalid, stream_error};
+use crate::gemini_schema::gemini_parameters;
+use crate::http::{Transport, guarded_bytes};
+use crate::settings::{ProviderSettings, settings_methods};
+use crate::sse::{Frame, sse_frames};
+use crate::tools::{PendingCall, complete, finish_reason, merge_options, num};
+
+/// Gemini API root.
+pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// A Gemini model.
+#[derive(Debug, Clone)]
+pub struct GeminiModel {
+    model: String,
+    base: String,
+    transport: Transport,
+}
+
+/// Builder for [`GeminiModel`].
+#[derive(Debug, Clone)]
+pub struct GeminiBuilder {
+    model: String,
+    settings: ProviderSettings,
+}
+
+impl GeminiModel {
+    /// A Gemini model (`gemini-2.5-flash`, ...).
+    pub fn builder(model: impl Into<String>) -> GeminiBuilder {
+        GeminiBuilder {
+            model: model.into(),
+            settings: ProviderSettings::new(GEMINI_BASE_URL),
+        }
+    }
+}
+
+impl GeminiBuilder {
+    settings_methods!();
+
+    /// Build the model; fails on a malformed header.
+    pub fn build(self) -> Result<GeminiModel, ModelError> {
+        let auth = match &self.settings.api_key {
+            Some(key) => vec![("x-goog-api-key".to_owned(), key.clone())],
+            None => Vec::new(),
+        };
+        let model = self.model.trim_start_matches("models/").to_owned();
+        Ok(GeminiModel {
+            transport: self.settings.transport(auth)?,
+            base: self.settings.base().to_owned(),
+            model,
+        })
+    }
+}
+
+fn image_part(image: &ImageSource) -> Value {
+    match image {
+        ImageSource::Base64 { media_type, data } => {
+            json!({"inlineData": {"mimeType": media_type, "data": data}})
+        }
+        ImageSource::Url { url } => json!({"fileData": {"fileUri": url}}),
+        _ => json!({"text": "[unsupported image]"}),
+    }
+}
+
+fn sig(data: Option<&Value>, key: &str) -> Option<Value> {
+    data.and_then(|d| d.get(key)).cloned()
+}
+
+fn parts(message: &Message, names: &HashMap<String, String>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for part in &message.content {
+        match part {
+            ContentPart::Text { text } if !text.is_empty() => out.push(json!({"text": text})),
+            ContentPart::Image { image } => out.push(image_part(image)),
+            ContentPart::Reasoning(r) => {
+                // Only Gemini's own reasoning (it carries a signature) is sent back.
+                match (&r.signature, out.last_mut()) {
+                    // A signature that came on an answer part goes back on that part.
+                    (Some(signature), Some(last))
+                        if r.text.is_empty() && last.get("thoughtSignature").is_none() =>
+                    {
+                        last["thoughtSignature"] = json!(signature);
+                    }
+                    (Some(signature), _) => {
+                        out.push(json!({"text": r.text, "thought": true, "thoughtSignature": signature}));
+                    }
+                    (None, _) => {}
+                }
+            }
+            ContentPart::ToolCall(c) => {
+                let mut call = json!({"name": c.name, "args": c.input});
+                if let Some(id) = sig(c.provider_data.as_ref(), "id") {
+                    call["id"] = id;
+                }
+                let mut p = json!({"functionCall": call});
+                if let Some(s) = sig(c.provider_data.as_ref(), "thoughtSignature") {
+                    p["thoughtSignature"] = s;
+                }
+                out.push(p);
+            }
+            ContentPart::ToolResult(r) => {
+                let name = names
+                    .get(&r.call_id)
+                    .cloned()
+                    .unwrap_or_else(|| r.call_id.clone());
+                let key = if r.is_error { "error" } else { "content" };
+                let value = match r.parts.as_slice() {
+                    [ToolOutputPart::Json { value }] => value.clone(),
+                    _ => json!(r.text()),
+                };
+                let mut response = json!({"name": name, "response": {key: value}});
+                if let Some(id) = names.get(&format!("id:{}", r.call_id)) {
+                    response["id"] = json!(id);
+                }
+                out.push(json!({"functionResponse": response}));
+                for p in &r.parts {
+                    if let ToolOutputPart::Image { image } = p {
+                        out.push(image_part(image));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+impl GeminiModel {
+    /// The JSON body for `request` (public for inspection and tests).
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        // Tool names (and Gemini's own call ids) by call id, for functionResponse.
+        let mut names = HashMap::new();
+        for m in request.messages.iter() {
+            for c in m.tool_calls() {
+                names.insert(c.id.clone(), c.name.clone());
+                if let Some(Value::String(id)) = sig(c.provider_data.as_ref(), "id") {
+                    names.insert(format!("id:{}", c.id), id);
+                }
+            }
+        }
+        let mut system: Vec<String> = request.system.iter().cloned().collect();
+        let mut contents: Vec<Value> = Vec::new();
+        for message in request.messages.iter() {
+            let role = match message.role {
+                Role::System => {
+                    system.push(message.text());
+                    continue;
+                }
+                Role::User | Role::Tool => "user",
+                Role::Assistant => "model",
+            };
+            let p = parts(message, &names);
+            if p.is_empty() {
+                continue;
+            }
+            match contents.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(list) = last["parts"].as_array_mut() {
+                        list.extend(p);
+                    }
+                }
+                _ => contents.push(json!({"role": role, "parts": p})),
+            }
+        }
+        let mut body = json!({"contents": contents});
+        if !system.is_empty() {
+            body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
+        }
+        if !request.tools.is_empty() {
+            let decls: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    let mut d = json!({"name": t.name, "description": t.description});
+                    if let Some(p) = gemini_parameters(&t.input_schema) {
+                        d["parameters"] = p;
+                    }
+                    d
+                })
+                .collect();
+            body["tools"] = json!([{"functionDeclarations": decls}]);
+            let config = match &request.tool_choice {
+                ToolChoice::Auto => json!({"mode": "AUTO"}),
+                ToolChoice::None => json!({"mode": "NONE"}),
+                ToolChoice::Required => json!({"mode": "ANY"}),
+                ToolChoice::Tool { name } => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+            };
+            body["toolConfig"] = json!({"functionCallingConfig": config});
+        }
+        let mut generation = Map::new();
+        if let Some(t) = request.temperature {
+            generation.insert("temperature".into(), json!(t));
+        }
+        if let Some(p) = request.top_p {
+            generation.insert("topP".into(), json!(p));
+        }
+        if let Some(n) = request.max_output_tokens {
+            generation.insert("maxOutputTokens".into(), json!(n));
+        }
+        if !generation.is_empty() {
+            body["generationConfig"] = Value::Object(generation);
+        }
+        merge_options(&mut body, request.options_for("google"));
+        body
+    }
+}
+
+#[async_trait]
+impl LanguageModel for GeminiModel {
+    fn provider(&self) -> &str {
+        "google"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = self.request_body(&request);
+        let url = format!(
+            "{}/models/{}:streamGenerateContent?alt=sse",
+            self.base, self.model
+        );
+        let response = self.transport.post(&url, &body, &request.cancellation).await?;
+        let bytes = guarded_bytes(
+            response,
+            self.transport.options.inactivity_timeout,
+            request.cancellation.clone(),
+        );
+        Ok(drive(sse_frames(bytes), GeminiDecoder::default()))
+    }
+}
+
+/// Decoder of Gemini `GenerateContentResponse` chunks.
+#[derive(Debug, Default)]
+pub(crate) struct GeminiDecoder {
+    reasoning_open: bool,
+    /// A call streamed with `partialArgs`, and its arguments so far.
+    streaming: Option<(PendingCall, Value)>,
+    calls_seen: usize,
+    response_id: Option<String>,
+    finish: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl GeminiDecoder {
+    fn close_reasoning(&mut self, signature: Option<String>, out: &mut Vec<ModelEvent>) {
+        if self.reasoning_open || signature.is_some() {
+            self.reasoning_open = false;
+            out.push(ModelEvent::ReasoningDone {
+                signature,
+                provider_data: None,
+            });
+        }
+    }
+
+    fn new_call(&mut self, call: &Value, signature: Option<&str>) -> PendingCall {
+        let given = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
+        let id = match given {
+            Some(id) => id.to_owned(),
+            None => format!(
+                "{}_{}",
+                self.response_id.as_deref().unwrap_or("gemini_call"),
+                self.calls_seen
+            ),
+        };
+        self.calls_seen += 1;
+        let mut data = Map::new();
+        if let Some(s) = signature {
+            data.insert("thoughtSignature".into(), json!(s));
+        }
+        if let Some(g) = given {
+            data.insert("id".into(), json!(g));
+        }
+        PendingCall {
+            id,
+            name: call
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            started: true,
+            provider_data: if data.is_empty() {
+                None
+            } else {
+                Some(Value::Object(data))
+            },
+            ..PendingCall::default()
+        }
+    }
+
+    fn finish_streaming(&mut self, out: &mut Vec<ModelEvent>) {
+        if let Some((mut call, args)) = self.streaming.take() {
+            call.args = args.to_string();
+            out.push(complete(call));
+        }
+    }
+
+    fn function_call(&mut self, call: &Value, signature: Option<&str>, out: &mut Vec<ModelEvent>) {
+        let has_name = call
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let will_continue = call.get("willContinue").and_then(Value::as_bool).unwrap_or(false);
+        if has_name {
+            self.finish_streaming(out);
+            let mut pending = self.new_call(call, signature);
+            out.push(ModelEvent::ToolCallStart {
+                id: pending.id.clone(),
+                name: pending.name.clone(),
+            });
+            if will_continue {
+                let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+                self.streaming = Some((pending, args));
+            } else {
+                pending.args = call.get("args").map(Value::to_string).unwrap_or_default();
+                if !pending.args.is_empty() {
+                    out.push(ModelEvent::ToolCallDelta {
+                        id: pending.id.clone(),
+                        delta: pending.args.clone(),
+                    });
+                }
+                out.push(complete(pending));
+            }
+            return;
+        }
+        if let Some((_, args)) = self.streaming.as_mut() {
+            for partial in call
+                .get("partialArgs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                apply_partial(args, partial);
+            }
+        }
+        if !will_continue {
+            self.finish_streaming(out);
+        }
+    }
+}
+
+/// Apply one `partialArgs` entry (`jsonPath` `$.a.b`, a typed value;
+/// string values are appended to what the path already holds).
+fn apply_partial(args: &mut Value, partial: &Value) {
+    let Some(path) = partial.get("jsonPath").and_then(Value::as_str) else {
+        return;
+    };
+    let keys: Vec<&str> = path
+        .trim_start_matches('$')
+        .split('.')
+        .filter(|k| !k.is_empty())
+        .collect();
+    let Some((last, parents)) = keys.split_last() else {
+        return;
+    };
+    let mut target = args;
+    for key in parents {
+        if !target.is_object() {
+            *target = json!({});
+        }
+        target = &mut target[*key];
+    }
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let slot = &mut target[*last];
+    if let Some(s) = partial.get("stringValue").and_then(Value::as_str) {
+        match slot {
+            Value::String(existing) => existing.push_str(s),
+            _ => *slot = json!(s),
+        }
+    } else if let Some(v) = partial.get("numberValue").or_else(|| partial.get("boolValue")) {
+        *slot = v.clone();
+    } else if partial.get("nullValue").is_some() {
+        *slot = Value::Null;
+    }
+}
+
+impl Decoder for GeminiDecoder {
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = frame.data.trim();
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| invalid(format!("unparseable chunk: {e}"), data))?;
+        if let Some(err) = chunk.get("error") {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("stream error")
+                .to_owned();
+            let status = err.get("status").and_then(Value::as_str).unwrap_or_default();
+            return Err(match status {
+                "RESOURCE_EXHAUSTED" => ModelError::RateLimited {
+                    retry_after: None,
+                    message,
+                },
+                "UNAUTHENTICATED" | "PERMISSION_DENIED" => ModelError::Auth { message },
+                other => stream_error(other, message),
+            });
+        }
+        if self.response_id.is_none() {
+            self.response_id = chunk.get("responseId").and_then(Value::as_str).map(str::to_owned);
+        }
+        if let Some(u) = chunk
+            .get("usageMetadata")
+            .filter(|u| u.get("promptTokenCount").is_some())
+        {
+            let thoughts = num(u, "thoughtsTokenCount");
+            let candidates = num(u, "candidatesTokenCount");
+            self.usage = Usage {
+                input_tokens: num(u, "promptTokenCount"),
+                output_tokens: match (candidates, thoughts) {
+                    (None, None) => None,
+                    (c, t) => Some(c.unwrap_or(0) + t.unwrap_or(0)),
+                },
+                cached_input_tokens: num(u, "cachedContentTokenCount"),
+                reasoning_tokens: thoughts,
+                total_tokens: num(u, "totalTokenCount"),
+            };
+            out.push(ModelEvent::Usage { usage: self.usage });
+        }
+        if let Some(reason) = chunk
+            .pointer("/promptFeedback/blockReason")
+            .and_then(Value::as_str)
+        {
+            self.finish = Some(finish_reason(reason));
+        }
+        let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        for part in candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let signature = part.get("thoughtSignature").and_then(Value::as_str);
+            if let Some(call) = part.get("functionCall") {
+                self.close_reasoning(None, out);
+                self.function_call(call, signature, out);
+                continue;
+            }
+            let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
+            if part.get("thought").and_then(Value::as_bool) == Some(true) {
+                if !text.is_empty() {
+                    self.reasoning_open = true;
+                    out.push(ModelEvent::ReasoningDelta {
+                        text: text.to_owned(),
+                    });
+                }
+                if let Some(s) = signature {
+                    self.close_reasoning(Some(s.to_owned()), out);
+                }
+                continue;
+            }
+            if !text.is_empty() {
+                self.close_reasoning(None, out);
+                out.push(ModelEvent::TextDelta {
+                    text: text.to_owned(),
+                });
+            }
+            if let Some(s) = signature {
+                // A signature on an answer part: kept as an (empty) reasoning block to replay.
+                self.close_reasoning(Some(s.to_owned()), out);
+            }
+        }
+        if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
+            self.finish = Some(finish_reason(reason));
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        false
+    }
+
+    fn end(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let Some(mut reason) = self.finish.take() else {
+            return Err(truncated("a candidate's finishReason"));
+        };
+        self.close_reasoning(None, out);
+        self.finish_streaming(out);
+        if self.calls_seen > 0 && reason == FinishReason::Stop {
+            reason = FinishReason::ToolCalls;
+        }
+        out.push(ModelEvent::Finish {
+            reason,
+            usage: self.usage,
+        });
+        Ok(())
+    }
+}
