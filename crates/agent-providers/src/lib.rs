@@ -5,6 +5,8 @@
 //!
 //! - [`OpenAiChatModel`]: OpenAI Chat Completions, OpenRouter and any
 //!   OpenAI-compatible server.
+//! - [`OpenAiResponsesModel`]: OpenAI Responses, stateless with encrypted
+//!   reasoning replayed.
 //! - [`GeminiModel`]: Google Gemini, with thought parts and signatures.
 //! - [`AnthropicModel`]: Anthropic Messages, with thinking and signatures.
 //!
@@ -28,6 +30,7 @@ mod gemini;
 mod gemini_schema;
 pub mod http;
 mod openai_chat;
+mod openai_responses;
 mod settings;
 pub mod sse;
 mod tools;
@@ -38,4 +41,5 @@ pub use anthropic::{
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::HttpOptions;
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
+pub use openai_responses::{OpenAiResponsesBuilder, OpenAiResponsesModel};
 pub use settings::ProviderSettings;

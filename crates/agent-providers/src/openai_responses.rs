@@ -1,0 +1,409 @@
+//! OpenAI Responses (`POST {base}/responses`, typed SSE events), stateless:
+//! `store: false` with encrypted reasoning returned and replayed.
+
+use std::collections::HashMap;
+
+use agent_core::{
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
+    ModelStream, Role, ToolChoice, Usage,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::driver::{Decoder, drive, truncated};
+use crate::error::{invalid, stream_error};
+use crate::http::{Transport, guarded_bytes};
+use crate::openai_chat::OPENAI_BASE_URL;
+use crate::settings::{ProviderSettings, settings_methods};
+use crate::sse::{Frame, sse_frames};
+use crate::tools::{PendingCall, complete, merge_options, num, object_schema};
+
+/// A model behind the OpenAI Responses API.
+#[derive(Debug, Clone)]
+pub struct OpenAiResponsesModel {
+    model: String,
+    base: String,
+    transport: Transport,
+}
+
+/// Builder for [`OpenAiResponsesModel`].
+#[derive(Debug, Clone)]
+pub struct OpenAiResponsesBuilder {
+    model: String,
+    settings: ProviderSettings,
+}
+
+impl OpenAiResponsesModel {
+    /// A model (`gpt-5`, `o4-mini`, ...) on the Responses API.
+    pub fn builder(model: impl Into<String>) -> OpenAiResponsesBuilder {
+        OpenAiResponsesBuilder {
+            model: model.into(),
+            settings: ProviderSettings::new(OPENAI_BASE_URL),
+        }
+    }
+}
+
+impl OpenAiResponsesBuilder {
+    settings_methods!();
+
+    /// Build the model; fails on a malformed header.
+    pub fn build(self) -> Result<OpenAiResponsesModel, ModelError> {
+        let auth = match &self.settings.api_key {
+            Some(key) => vec![("authorization".to_owned(), format!("Bearer {key}"))],
+            None => Vec::new(),
+        };
+        Ok(OpenAiResponsesModel {
+            transport: self.settings.transport(auth)?,
+            base: self.settings.base().to_owned(),
+            model: self.model,
+        })
+    }
+}
+
+fn image_url(image: &ImageSource) -> String {
+    match image {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+        _ => String::new(),
+    }
+}
+
+fn push_items(out: &mut Vec<Value>, message: &Message) {
+    match message.role {
+        Role::System => out.push(json!({"role": "system", "content": message.text()})),
+        Role::User => {
+            let content: Vec<Value> = message
+                .content
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
+                    ContentPart::Image { image } => {
+                        Some(json!({"type": "input_image", "image_url": image_url(image)}))
+                    }
+                    _ => None,
+                })
+                .collect();
+            out.push(json!({"role": "user", "content": content}));
+        }
+        Role::Assistant => {
+            for part in &message.content {
+                match part {
+                    ContentPart::Reasoning(r) => {
+                        // Only OpenAI's own reasoning (encrypted content) can go back.
+                        let data = r.provider_data.as_ref();
+                        if let Some(encrypted) = data.and_then(|d| d.get("encrypted_content")) {
+                            let mut item = json!({"type": "reasoning", "encrypted_content": encrypted,
+                                "summary": if r.text.is_empty() { json!([]) } else { json!([{"type": "summary_text", "text": r.text}]) }});
+                            if let Some(id) = data.and_then(|d| d.get("id")) {
+                                item["id"] = id.clone();
+                            }
+                            out.push(item);
+                        }
+                    }
+                    ContentPart::Text { text } if !text.is_empty() => {
+                        out.push(
+                            json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}),
+                        );
+                    }
+                    ContentPart::ToolCall(c) => out.push(json!({"type": "function_call", "call_id": c.id,
+                        "name": c.name, "arguments": c.input.to_string()})),
+                    _ => {}
+                }
+            }
+        }
+        Role::Tool => {
+            for part in &message.content {
+                if let ContentPart::ToolResult(r) = part {
+                    out.push(
+                        json!({"type": "function_call_output", "call_id": r.call_id, "output": r.text()}),
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl OpenAiResponsesModel {
+    /// The JSON body for `request` (public for inspection and tests).
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut input = Vec::new();
+        for message in request.messages.iter() {
+            push_items(&mut input, message);
+        }
+        let mut body = json!({
+            "model": self.model,
+            "input": input,
+            "stream": true,
+            "store": false,
+            "include": ["reasoning.encrypted_content"],
+        });
+        if let Some(system) = &request.system {
+            body["instructions"] = json!(system);
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "name": t.name, "description": t.description,
+                        "parameters": object_schema(t), "strict": false})
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool { name } => json!({"type": "function", "name": name}),
+            };
+            if let Some(parallel) = request.parallel_tool_calls {
+                body["parallel_tool_calls"] = json!(parallel);
+            }
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = request.top_p {
+            body["top_p"] = json!(p);
+        }
+        if let Some(n) = request.max_output_tokens {
+            body["max_output_tokens"] = json!(n);
+        }
+        merge_options(&mut body, request.options_for("openai"));
+        body
+    }
+}
+
+#[async_trait]
+impl LanguageModel for OpenAiResponsesModel {
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = self.request_body(&request);
+        let url = format!("{}/responses", self.base);
+        let response = self.transport.post(&url, &body, &request.cancellation).await?;
+        let bytes = guarded_bytes(
+            response,
+            self.transport.options.inactivity_timeout,
+            request.cancellation.clone(),
+        );
+        Ok(drive(sse_frames(bytes), ResponsesDecoder::default()))
+    }
+}
+
+/// Decoder of Responses stream events.
+#[derive(Debug, Default)]
+pub(crate) struct ResponsesDecoder {
+    /// Function calls by output item id.
+    calls: HashMap<String, PendingCall>,
+    any_calls: bool,
+    done: bool,
+}
+
+/// The error for a failed response or an error event.
+fn response_error(err: &Value) -> ModelError {
+    let message = err
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("response failed")
+        .to_owned();
+    let code = err
+        .get("code")
+        .or_else(|| err.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match code {
+        "insufficient_quota" => ModelError::Quota { message },
+        "rate_limit_exceeded" => ModelError::RateLimited {
+            retry_after: None,
+            message,
+        },
+        other => stream_error(other, message),
+    }
+}
+
+fn responses_usage(u: &Value) -> Usage {
+    Usage {
+        input_tokens: num(u, "input_tokens"),
+        output_tokens: num(u, "output_tokens"),
+        cached_input_tokens: u
+            .pointer("/input_tokens_details/cached_tokens")
+            .and_then(Value::as_u64),
+        reasoning_tokens: u
+            .pointer("/output_tokens_details/reasoning_tokens")
+            .and_then(Value::as_u64),
+        total_tokens: num(u, "total_tokens"),
+    }
+}
+
+impl ResponsesDecoder {
+    fn item_added(&mut self, item: &Value, out: &mut Vec<ModelEvent>) {
+        if item.get("type").and_then(Value::as_str) != Some("function_call") {
+            return;
+        }
+        let key = item
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let call = PendingCall {
+            id: item
+                .get("call_id")
+                .and_then(Value::as_str)
+                .unwrap_or(&key)
+                .to_owned(),
+            name: item
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            args: item
+                .get("arguments")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            started: true,
+            ..PendingCall::default()
+        };
+        out.push(ModelEvent::ToolCallStart {
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        self.any_calls = true;
+        self.calls.insert(key, call);
+    }
+
+    fn item_done(&mut self, item: &Value, out: &mut Vec<ModelEvent>) {
+        let key = item.get("id").and_then(Value::as_str).unwrap_or_default();
+        match item.get("type").and_then(Value::as_str) {
+            Some("function_call") => {
+                if !self.calls.contains_key(key) {
+                    self.item_added(item, out);
+                }
+                if let Some(mut call) = self.calls.remove(key) {
+                    if let Some(args) = item
+                        .get("arguments")
+                        .and_then(Value::as_str)
+                        .filter(|a| !a.is_empty())
+                    {
+                        call.args = args.to_owned();
+                    }
+                    out.push(complete(call));
+                }
+            }
+            Some("reasoning") => {
+                let mut data = json!({"id": key});
+                if let Some(e) = item.get("encrypted_content").filter(|e| !e.is_null()) {
+                    data["encrypted_content"] = e.clone();
+                }
+                out.push(ModelEvent::ReasoningDone {
+                    signature: None,
+                    provider_data: Some(data),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, response: &Value, out: &mut Vec<ModelEvent>) {
+        let usage = response.get("usage").map(responses_usage).unwrap_or_default();
+        if !usage.is_empty() {
+            out.push(ModelEvent::Usage { usage });
+        }
+        let reason = match response
+            .pointer("/incomplete_details/reason")
+            .and_then(Value::as_str)
+        {
+            Some("max_output_tokens") => FinishReason::Length,
+            Some("content_filter") => FinishReason::ContentFilter,
+            Some(other) => FinishReason::Other(other.to_owned()),
+            None if self.any_calls => FinishReason::ToolCalls,
+            None => FinishReason::Stop,
+        };
+        out.push(ModelEvent::Finish { reason, usage });
+        self.done = true;
+    }
+}
+
+impl Decoder for ResponsesDecoder {
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = frame.data.trim();
+        let event: Value =
+            serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .or(frame.event.as_deref())
+            .unwrap_or_default();
+        let delta = || {
+            event
+                .get("delta")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match kind {
+            "response.output_item.added" => self.item_added(event.get("item").unwrap_or(&Value::Null), out),
+            "response.output_item.done" => self.item_done(event.get("item").unwrap_or(&Value::Null), out),
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let text = delta();
+                if !text.is_empty() {
+                    out.push(ModelEvent::TextDelta { text });
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let text = delta();
+                if !text.is_empty() {
+                    out.push(ModelEvent::ReasoningDelta { text });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let key = event.get("item_id").and_then(Value::as_str).unwrap_or_default();
+                let text = delta();
+                if let Some(call) = self.calls.get_mut(key) {
+                    call.args.push_str(&text);
+                    out.push(ModelEvent::ToolCallDelta {
+                        id: call.id.clone(),
+                        delta: text,
+                    });
+                } else {
+                    return Err(invalid("arguments for an unknown function call", data));
+                }
+            }
+            "response.function_call_arguments.done" => {
+                let key = event.get("item_id").and_then(Value::as_str).unwrap_or_default();
+                if let (Some(call), Some(args)) = (
+                    self.calls.get_mut(key),
+                    event.get("arguments").and_then(Value::as_str),
+                ) {
+                    call.args = args.to_owned();
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                self.finish(event.get("response").unwrap_or(&Value::Null), out);
+            }
+            "response.failed" => {
+                return Err(response_error(
+                    event.pointer("/response/error").unwrap_or(&Value::Null),
+                ));
+            }
+            "error" => return Err(response_error(event.get("error").unwrap_or(&event))),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        Err(truncated("response.completed"))
+    }
+}
