@@ -8,6 +8,7 @@
 //! - [`OpenAiResponsesModel`]: OpenAI Responses, stateless with encrypted
 //!   reasoning replayed.
 //! - [`GeminiModel`]: Google Gemini, with thought parts and signatures.
+//! - [`OllamaModel`]: Ollama's native chat API (NDJSON).
 //! - [`AnthropicModel`]: Anthropic Messages, with thinking and signatures.
 //!
 //! Every provider shares the same transport: retries with backoff before the
@@ -29,6 +30,7 @@ pub mod error;
 mod gemini;
 mod gemini_schema;
 pub mod http;
+mod ollama;
 mod openai_chat;
 mod openai_responses;
 mod settings;
@@ -40,6 +42,7 @@ pub use anthropic::{
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::HttpOptions;
+pub use ollama::{OLLAMA_BASE_URL, OllamaBuilder, OllamaModel, ollama_api_root};
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
 pub use openai_responses::{OpenAiResponsesBuilder, OpenAiResponsesModel};
 pub use settings::ProviderSettings;

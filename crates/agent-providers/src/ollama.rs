@@ -1,0 +1,347 @@
+//! Ollama's native chat API (`POST {root}/api/chat`, newline-delimited JSON).
+
+use std::collections::HashMap;
+
+use agent_core::{
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
+    ModelStream, Role, ToolChoice, Usage,
+};
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use crate::driver::{Decoder, drive, truncated};
+use crate::error::invalid;
+use crate::http::{Transport, guarded_bytes};
+use crate::settings::{ProviderSettings, settings_methods};
+use crate::sse::{Frame, ndjson_frames};
+use crate::tools::{PendingCall, complete, finish_reason, merge_options, num, object_schema};
+
+/// Ollama's default address.
+pub const OLLAMA_BASE_URL: &str = "http://localhost:11434";
+
+/// A model served by Ollama.
+#[derive(Debug, Clone)]
+pub struct OllamaModel {
+    model: String,
+    api: String,
+    transport: Transport,
+}
+
+/// Builder for [`OllamaModel`].
+#[derive(Debug, Clone)]
+pub struct OllamaBuilder {
+    model: String,
+    settings: ProviderSettings,
+}
+
+impl OllamaModel {
+    /// A model (`llama3.2`, `qwen3:8b`, ...).
+    pub fn builder(model: impl Into<String>) -> OllamaBuilder {
+        OllamaBuilder {
+            model: model.into(),
+            settings: ProviderSettings::new(OLLAMA_BASE_URL),
+        }
+    }
+}
+
+/// The native API root for a configured base URL: a scheme is added when
+/// missing (`OLLAMA_HOST=127.0.0.1:11434`), a trailing `/v1` (the
+/// OpenAI-compatible path) is dropped and `/api` appended when absent.
+///
+/// ```
+/// use agent_providers::ollama_api_root;
+/// assert_eq!(ollama_api_root("http://h:11434/v1/"), "http://h:11434/api");
+/// assert_eq!(ollama_api_root("127.0.0.1:11434"), "http://127.0.0.1:11434/api");
+/// assert_eq!(ollama_api_root("https://x/ollama/api"), "https://x/ollama/api");
+/// ```
+pub fn ollama_api_root(base: &str) -> String {
+    let mut root = base.trim().trim_end_matches('/').to_owned();
+    if !root.contains("://") {
+        root = format!("http://{root}");
+    }
+    if let Some(stripped) = root.strip_suffix("/v1") {
+        root = stripped.to_owned();
+    }
+    if !root.ends_with("/api") {
+        root.push_str("/api");
+    }
+    root
+}
+
+impl OllamaBuilder {
+    settings_methods!();
+
+    /// Build the model; fails on a malformed header.
+    pub fn build(self) -> Result<OllamaModel, ModelError> {
+        let auth = match &self.settings.api_key {
+            Some(key) => vec![("authorization".to_owned(), format!("Bearer {key}"))],
+            None => Vec::new(),
+        };
+        Ok(OllamaModel {
+            transport: self.settings.transport(auth)?,
+            api: ollama_api_root(&self.settings.base_url),
+            model: self.model,
+        })
+    }
+}
+
+fn push_message(out: &mut Vec<Value>, message: &Message, names: &HashMap<&str, &str>) {
+    match message.role {
+        Role::System => out.push(json!({"role": "system", "content": message.text()})),
+        Role::User | Role::Assistant => {
+            let role = if message.role == Role::User {
+                "user"
+            } else {
+                "assistant"
+            };
+            let mut msg = json!({"role": role, "content": message.text()});
+            let images: Vec<&str> = message
+                .content
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Image {
+                        image: ImageSource::Base64 { data, .. },
+                    } => Some(data.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !images.is_empty() {
+                msg["images"] = json!(images);
+            }
+            let thinking: String = message
+                .content
+                .iter()
+                .filter_map(|p| {
+                    if let ContentPart::Reasoning(r) = p {
+                        Some(r.text.as_str())
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if !thinking.is_empty() {
+                msg["thinking"] = json!(thinking);
+            }
+            let calls: Vec<Value> = message
+                .tool_calls()
+                .map(|c| json!({"function": {"name": c.name, "arguments": c.input}}))
+                .collect();
+            if !calls.is_empty() {
+                msg["tool_calls"] = Value::Array(calls);
+            }
+            out.push(msg);
+        }
+        Role::Tool => {
+            for part in &message.content {
+                if let ContentPart::ToolResult(r) = part {
+                    let mut msg = json!({"role": "tool", "content": r.text()});
+                    if let Some(name) = names.get(r.call_id.as_str()) {
+                        msg["tool_name"] = json!(name);
+                    }
+                    out.push(msg);
+                }
+            }
+        }
+    }
+}
+
+impl OllamaModel {
+    /// The JSON body for `request` (public for inspection and tests).
+    /// Ollama has no tool choice: `None` sends no tools; `Required` and a
+    /// named tool are sent as the plain tool list.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let names: HashMap<&str, &str> = request
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_calls())
+            .map(|c| (c.id.as_str(), c.name.as_str()))
+            .collect();
+        let mut messages = Vec::new();
+        if let Some(system) = &request.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for message in request.messages.iter() {
+            push_message(&mut messages, message, &names);
+        }
+        let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if !request.tools.is_empty() && request.tool_choice != ToolChoice::None {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": object_schema(t)}})
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+        }
+        let mut options = Map::new();
+        if let Some(t) = request.temperature {
+            options.insert("temperature".into(), json!(t));
+        }
+        if let Some(p) = request.top_p {
+            options.insert("top_p".into(), json!(p));
+        }
+        if let Some(n) = request.max_output_tokens {
+            options.insert("num_predict".into(), json!(n));
+        }
+        if !options.is_empty() {
+            body["options"] = Value::Object(options);
+        }
+        merge_options(&mut body, request.options_for("ollama"));
+        body
+    }
+}
+
+#[async_trait]
+impl LanguageModel for OllamaModel {
+    fn provider(&self) -> &str {
+        "ollama"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = self.request_body(&request);
+        let url = format!("{}/chat", self.api);
+        let response = self.transport.post(&url, &body, &request.cancellation).await?;
+        let bytes = guarded_bytes(
+            response,
+            self.transport.options.inactivity_timeout,
+            request.cancellation.clone(),
+        );
+        Ok(drive(ndjson_frames(bytes), OllamaDecoder::default()))
+    }
+}
+
+/// Decoder of Ollama chat lines.
+#[derive(Debug, Default)]
+pub(crate) struct OllamaDecoder {
+    reasoning_open: bool,
+    calls: Vec<PendingCall>,
+    calls_seen: usize,
+    done: bool,
+}
+
+impl OllamaDecoder {
+    fn close_reasoning(&mut self, out: &mut Vec<ModelEvent>) {
+        if self.reasoning_open {
+            self.reasoning_open = false;
+            out.push(ModelEvent::ReasoningDone {
+                signature: None,
+                provider_data: None,
+            });
+        }
+    }
+}
+
+impl Decoder for OllamaDecoder {
+    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        let data = frame.data.trim();
+        let line: Value =
+            serde_json::from_str(data).map_err(|e| invalid(format!("unparseable line: {e}"), data))?;
+        if let Some(err) = line.get("error") {
+            let message = err.as_str().map(str::to_owned).unwrap_or_else(|| err.to_string());
+            return Err(ModelError::Provider { status: 0, message });
+        }
+        if let Some(message) = line.get("message") {
+            if let Some(t) = message
+                .get("thinking")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                self.reasoning_open = true;
+                out.push(ModelEvent::ReasoningDelta { text: t.to_owned() });
+            }
+            if let Some(t) = message
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                self.close_reasoning(out);
+                out.push(ModelEvent::TextDelta { text: t.to_owned() });
+            }
+            // Every entry is a whole call, even when Ollama reuses index 0.
+            for call in message
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                self.close_reasoning(out);
+                let function = call.get("function").unwrap_or(&Value::Null);
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("ollama_call_{}", self.calls_seen));
+                self.calls_seen += 1;
+                let args = match function.get("arguments") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Null) | None => String::new(),
+                    Some(v) => v.to_string(),
+                };
+                let name = function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                out.push(ModelEvent::ToolCallStart {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                if !args.is_empty() {
+                    out.push(ModelEvent::ToolCallDelta {
+                        id: id.clone(),
+                        delta: args.clone(),
+                    });
+                }
+                self.calls.push(PendingCall {
+                    id,
+                    name,
+                    args,
+                    started: true,
+                    ..PendingCall::default()
+                });
+            }
+        }
+        if line.get("done").and_then(Value::as_bool) == Some(true) {
+            self.close_reasoning(out);
+            let any_calls = !self.calls.is_empty();
+            for call in self.calls.drain(..) {
+                out.push(complete(call));
+            }
+            let input = num(&line, "prompt_eval_count");
+            let output = num(&line, "eval_count");
+            let usage = Usage {
+                input_tokens: input,
+                output_tokens: output,
+                ..Usage::default()
+            };
+            if !usage.is_empty() {
+                out.push(ModelEvent::Usage { usage });
+            }
+            let mut reason = line
+                .get("done_reason")
+                .and_then(Value::as_str)
+                .map_or(FinishReason::Stop, finish_reason);
+            if any_calls && reason == FinishReason::Stop {
+                reason = FinishReason::ToolCalls;
+            }
+            out.push(ModelEvent::Finish { reason, usage });
+            self.done = true;
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
+        Err(truncated("done: true"))
+    }
+}
