@@ -25,6 +25,7 @@
 //! ```
 
 mod anthropic;
+mod config;
 mod driver;
 pub mod error;
 mod gemini;
@@ -39,6 +40,9 @@ mod tools;
 
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, DEFAULT_MAX_TOKENS,
+};
+pub use config::{
+    ConfigError, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig, expand_vars,
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::HttpOptions;

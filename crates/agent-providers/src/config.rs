@@ -1,0 +1,428 @@
+//! Construction from configuration and the environment, and `provider/model`
+//! selectors.
+//!
+//! ```
+//! use agent_providers::{Providers, ProvidersConfig};
+//! let config: ProvidersConfig = serde_json::from_value(serde_json::json!({
+//!     "providers": {
+//!         "local": {"type": "openai-compatible", "baseUrl": "http://localhost:8000/v1",
+//!                   "models": {"qwen": {"contextWindow": 32768}}},
+//!         "anthropic": {"apiKey": "${MY_KEY}"}
+//!     }
+//! })).unwrap();
+//! let env = |name: &str| (name == "MY_KEY").then(|| "sk-ant".to_owned());
+//! let providers = Providers::with_env(config, env).unwrap();
+//! let model = providers.model("local/qwen").unwrap();
+//! assert_eq!((model.provider(), model.model_id()), ("local", "qwen"));
+//! assert_eq!(providers.model_config("local/qwen").unwrap().context_window, Some(32768));
+//! assert_eq!(providers.model("anthropic/claude-sonnet-4-5").unwrap().provider(), "anthropic");
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use agent_core::{LanguageModel, ModelError};
+use serde::{Deserialize, Serialize};
+
+use crate::settings::ProviderSettings;
+use crate::{
+    ANTHROPIC_BASE_URL, AnthropicModel, GEMINI_BASE_URL, GeminiModel, OLLAMA_BASE_URL, OPENAI_BASE_URL,
+    OPENROUTER_BASE_URL, OllamaModel, OpenAiChatModel, OpenAiResponsesModel,
+};
+
+/// The wire format a configured provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions.
+    Openai,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini.
+    Google,
+    /// OpenRouter (Chat Completions with attribution headers).
+    Openrouter,
+    /// Ollama's native API.
+    Ollama,
+    /// Any OpenAI-compatible server.
+    OpenaiCompatible,
+}
+
+impl ProviderKind {
+    /// The environment variables holding this kind's API key, in order.
+    pub fn key_vars(self) -> &'static [&'static str] {
+        match self {
+            Self::Openai | Self::OpenaiResponses => &["OPENAI_API_KEY"],
+            Self::Anthropic => &["ANTHROPIC_API_KEY"],
+            Self::Google => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            Self::Openrouter => &["OPENROUTER_API_KEY"],
+            Self::Ollama | Self::OpenaiCompatible => &[],
+        }
+    }
+
+    /// The default base URL, if this kind has one.
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            Self::Openai | Self::OpenaiResponses => Some(OPENAI_BASE_URL),
+            Self::Anthropic => Some(ANTHROPIC_BASE_URL),
+            Self::Google => Some(GEMINI_BASE_URL),
+            Self::Openrouter => Some(OPENROUTER_BASE_URL),
+            Self::Ollama => Some(OLLAMA_BASE_URL),
+            Self::OpenaiCompatible => None,
+        }
+    }
+}
+
+/// Well-known provider names: the kind inferred when `type` is absent, and
+/// a base URL for OpenAI-compatible services.
+const WELL_KNOWN: [(&str, ProviderKind, Option<&str>); 12] = [
+    ("openai", ProviderKind::Openai, None),
+    ("openai-responses", ProviderKind::OpenaiResponses, None),
+    ("anthropic", ProviderKind::Anthropic, None),
+    ("google", ProviderKind::Google, None),
+    ("gemini", ProviderKind::Google, None),
+    ("openrouter", ProviderKind::Openrouter, None),
+    ("ollama", ProviderKind::Ollama, None),
+    (
+        "groq",
+        ProviderKind::OpenaiCompatible,
+        Some("https://api.groq.com/openai/v1"),
+    ),
+    (
+        "deepseek",
+        ProviderKind::OpenaiCompatible,
+        Some("https://api.deepseek.com/v1"),
+    ),
+    ("xai", ProviderKind::OpenaiCompatible, Some("https://api.x.ai/v1")),
+    (
+        "mistral",
+        ProviderKind::OpenaiCompatible,
+        Some("https://api.mistral.ai/v1"),
+    ),
+    (
+        "together",
+        ProviderKind::OpenaiCompatible,
+        Some("https://api.together.xyz/v1"),
+    ),
+];
+
+fn well_known(name: &str) -> Option<(ProviderKind, Option<&'static str>)> {
+    WELL_KNOWN
+        .iter()
+        .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, k, u)| (*k, *u))
+}
+
+/// What is known about one model of a provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelConfig {
+    /// Context window in tokens.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    /// Tokenizer name, for token counting.
+    #[serde(default)]
+    pub tokenizer: Option<String>,
+}
+
+/// One configured provider (`providers.<name>`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderConfig {
+    /// The wire format; inferred from a well-known name when absent.
+    #[serde(default, rename = "type")]
+    pub kind: Option<ProviderKind>,
+    /// API key; `${VAR}` is expanded. Defaults to the kind's environment variable.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// Base URL with the version segment; `${VAR}` is expanded.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Extra headers; `${VAR}` in values is expanded.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Known models.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+    /// Whether the server accepts `tool_choice: "required"` (OpenAI family).
+    #[serde(default)]
+    pub supports_required_tool_choice: Option<bool>,
+}
+
+/// The `providers` section of a configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProvidersConfig {
+    /// Providers by name.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+/// Why a provider or model could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A provider without `type` whose name is not well known.
+    #[error("provider {0:?} has no type and its name is not a known provider")]
+    UnknownType(String),
+    /// A selector naming no configured or built-in provider.
+    #[error("no provider named {0:?}")]
+    UnknownProvider(String),
+    /// A selector not of the form `provider/model`.
+    #[error("model selector {0:?} is not of the form provider/model")]
+    InvalidSelector(String),
+    /// `${VAR}` named an unset variable.
+    #[error("environment variable {var} (used by provider {provider:?}) is not set")]
+    MissingVar {
+        /// The provider.
+        provider: String,
+        /// The variable.
+        var: String,
+    },
+    /// No API key configured nor in the environment.
+    #[error("provider {provider:?} needs an API key: set apiKey or {vars}")]
+    MissingApiKey {
+        /// The provider.
+        provider: String,
+        /// The environment variables looked at.
+        vars: String,
+    },
+    /// An OpenAI-compatible provider without a base URL.
+    #[error("provider {0:?} needs a baseUrl")]
+    MissingBaseUrl(String),
+    /// Building the model failed (a malformed header).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// Expand every `${VAR}` in `text` with `env`.
+pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let var = &after[..end];
+        out.push_str(&env(var).ok_or_else(|| var.to_owned())?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A provider ready to build models: kind and resolved settings.
+#[derive(Debug, Clone)]
+struct Resolved {
+    kind: ProviderKind,
+    settings: ProviderSettings,
+    models: BTreeMap<String, ModelConfig>,
+    supports_required: Option<bool>,
+}
+
+/// Configured and built-in providers, building models from `provider/model`
+/// selectors.
+#[derive(Debug, Clone, Default)]
+pub struct Providers {
+    resolved: BTreeMap<String, Resolved>,
+}
+
+impl Providers {
+    /// Providers from `config`, with `${VAR}` and default keys read from the
+    /// process environment; built-in providers are available under their
+    /// names (`openai`, `anthropic`, `google`, `openrouter`, `ollama`, ...).
+    pub fn from_config(config: ProvidersConfig) -> Result<Self, ConfigError> {
+        Self::with_env(config, |name| std::env::var(name).ok())
+    }
+
+    /// Only the built-in providers, keys from the environment
+    /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY` /
+    /// `GOOGLE_API_KEY`, `OPENROUTER_API_KEY`, `OLLAMA_HOST`).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_config(ProvidersConfig::default())
+    }
+
+    /// As [`Providers::from_config`], reading variables through `env`.
+    pub fn with_env(
+        config: ProvidersConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let env: &dyn Fn(&str) -> Option<String> = &env;
+        let mut resolved = BTreeMap::new();
+        // Built-ins first, so that a configured entry of the same name replaces them.
+        for (name, kind, url) in WELL_KNOWN {
+            if kind == ProviderKind::OpenaiCompatible {
+                continue;
+            }
+            let mut settings = ProviderSettings::new(url.or(kind.default_base_url()).unwrap_or_default());
+            if kind == ProviderKind::Ollama
+                && let Some(host) = env("OLLAMA_HOST").filter(|h| !h.is_empty())
+            {
+                settings.base_url = host;
+            }
+            settings.api_key = kind
+                .key_vars()
+                .iter()
+                .find_map(|v| env(v))
+                .filter(|k| !k.is_empty());
+            resolved.insert(
+                name.to_owned(),
+                Resolved {
+                    kind,
+                    settings,
+                    models: BTreeMap::new(),
+                    supports_required: None,
+                },
+            );
+        }
+        for (name, cfg) in config.providers {
+            resolved.insert(name.clone(), resolve(&name, cfg, env)?);
+        }
+        Ok(Self { resolved })
+    }
+
+    /// The provider names known.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.resolved.keys().map(String::as_str)
+    }
+
+    /// What the configuration says about the model a selector names.
+    pub fn model_config(&self, selector: &str) -> Option<&ModelConfig> {
+        let (provider, model) = split_selector(selector).ok()?;
+        self.resolved.get(provider)?.models.get(model)
+    }
+
+    /// Build the model a `provider/model` selector names (the model part may
+    /// itself contain `/`, as OpenRouter ids do).
+    pub fn model(&self, selector: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
+        let (provider, model) = split_selector(selector)?;
+        let r = self
+            .resolved
+            .get(provider)
+            .ok_or_else(|| ConfigError::UnknownProvider(provider.to_owned()))?;
+        let needs_key = !r.kind.key_vars().is_empty();
+        if needs_key && r.settings.api_key.is_none() {
+            return Err(ConfigError::MissingApiKey {
+                provider: provider.to_owned(),
+                vars: r.kind.key_vars().join(" or "),
+            });
+        }
+        if r.settings.base_url.is_empty() {
+            return Err(ConfigError::MissingBaseUrl(provider.to_owned()));
+        }
+        let s = r.settings.clone();
+        let required = r.supports_required.unwrap_or(true);
+        Ok(match r.kind {
+            ProviderKind::Openai => Arc::new(
+                OpenAiChatModel::openai(model)
+                    .settings(s)
+                    .supports_required_tool_choice(required)
+                    .build()?,
+            ),
+            ProviderKind::OpenaiResponses => {
+                Arc::new(OpenAiResponsesModel::builder(model).settings(s).build()?)
+            }
+            ProviderKind::Anthropic => Arc::new(AnthropicModel::builder(model).settings(s).build()?),
+            ProviderKind::Google => Arc::new(GeminiModel::builder(model).settings(s).build()?),
+            ProviderKind::Openrouter => Arc::new(
+                OpenAiChatModel::openrouter(model)
+                    .settings(s)
+                    .supports_required_tool_choice(required)
+                    .build()?,
+            ),
+            ProviderKind::Ollama => Arc::new(OllamaModel::builder(model).settings(s).build()?),
+            ProviderKind::OpenaiCompatible => Arc::new(
+                OpenAiChatModel::compatible(provider, s.base_url.clone(), model)
+                    .settings(s)
+                    .supports_required_tool_choice(required)
+                    .build()?,
+            ),
+        })
+    }
+}
+
+fn split_selector(selector: &str) -> Result<(&str, &str), ConfigError> {
+    match selector.split_once('/') {
+        Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
+        _ => Err(ConfigError::InvalidSelector(selector.to_owned())),
+    }
+}
+
+fn resolve(
+    name: &str,
+    cfg: ProviderConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolved, ConfigError> {
+    let known = well_known(name);
+    let kind = match (cfg.kind, known) {
+        (Some(kind), _) => kind,
+        (None, Some((kind, _))) => {
+            tracing::warn!(target: "agent_providers::config", provider = name, ?kind, "provider has no type; inferred from its name");
+            kind
+        }
+        (None, None) => return Err(ConfigError::UnknownType(name.to_owned())),
+    };
+    let expand = |text: &str| {
+        expand_vars(text, env).map_err(|var| ConfigError::MissingVar {
+            provider: name.to_owned(),
+            var,
+        })
+    };
+    let base_url = match &cfg.base_url {
+        Some(url) => expand(url)?,
+        None => known
+            .and_then(|(k, url)| if k == kind { url } else { None })
+            .or(kind.default_base_url())
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let api_key = match &cfg.api_key {
+        Some(key) => Some(expand(key)?),
+        None => kind.key_vars().iter().find_map(|v| env(v)),
+    }
+    .filter(|k| !k.is_empty());
+    let mut headers = Vec::new();
+    for (k, v) in &cfg.headers {
+        headers.push((k.clone(), expand(v)?));
+    }
+    let settings = ProviderSettings {
+        base_url,
+        api_key,
+        headers,
+        ..ProviderSettings::default()
+    };
+    Ok(Resolved {
+        kind,
+        settings,
+        models: cfg.models,
+        supports_required: cfg.supports_required_tool_choice,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_variables() {
+        let env = |v: &str| (v == "A").then(|| "x".to_owned());
+        assert_eq!(expand_vars("k-${A}-${A}", &env).unwrap(), "k-x-x");
+        assert_eq!(expand_vars("plain", &env).unwrap(), "plain");
+        assert_eq!(expand_vars("${B}", &env).unwrap_err(), "B");
+    }
+
+    #[test]
+    fn selectors() {
+        assert_eq!(
+            split_selector("openrouter/anthropic/claude").unwrap(),
+            ("openrouter", "anthropic/claude")
+        );
+        assert!(split_selector("gpt-4").is_err());
+        assert!(split_selector("/m").is_err());
+    }
+}
