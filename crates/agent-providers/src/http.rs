@@ -114,6 +114,7 @@ pub(crate) struct Transport {
 impl Transport {
     /// POST `body` to `url`, retrying transient failures before any byte of
     /// the response body is consumed. Returns a response with a 2xx status.
+    /// Waiting for the response head counts against the inactivity timeout.
     pub async fn post(
         &self,
         url: &str,
@@ -135,10 +136,11 @@ impl Transport {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(payload.clone())
                 .send();
+            let inactivity = self.options.inactivity_timeout;
             let result = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(ModelError::Cancelled),
-                r = send => r,
+                r = tokio::time::timeout(inactivity, send) => r.map_err(|_| ModelError::Timeout(inactivity))?,
             };
             let error = match result {
                 Ok(response) if response.status().is_success() => {
