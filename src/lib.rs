@@ -9,3 +9,8 @@ pub use agent_core as core;
 
 #[cfg(feature = "core")]
 pub use agent_core::*;
+
+/// HTTP providers (feature `providers`): OpenAI, Anthropic, Gemini,
+/// OpenRouter, Ollama and any OpenAI-compatible server.
+#[cfg(feature = "providers")]
+pub use agent_providers as providers;
