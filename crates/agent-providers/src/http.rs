@@ -159,15 +159,7 @@ impl Transport {
             if attempt >= self.options.max_retries || !should_retry(&error) {
                 return Err(error);
             }
-            let wait = match &error {
-                ModelError::RateLimited {
-                    retry_after: Some(d), ..
-                } => (*d).min(MAX_RETRY_AFTER),
-                _ => self
-                    .options
-                    .initial_backoff
-                    .saturating_mul(2u32.saturating_pow(attempt)),
-            };
+            let wait = backoff(&error, attempt, self.options.initial_backoff);
             attempt += 1;
             tracing::debug!(target: "agent_providers::http", attempt, wait_ms = wait.as_millis() as u64, error = %error, "retrying");
             tokio::select! {
@@ -176,6 +168,19 @@ impl Transport {
                 () = tokio::time::sleep(wait) => {}
             }
         }
+    }
+}
+
+/// The wait before retry number `attempt + 1`: the provider's
+/// `retry-after` (capped at [`MAX_RETRY_AFTER`]), else `initial * 2^attempt`.
+fn backoff(error: &ModelError, attempt: u32, initial: Duration) -> Duration {
+    match error {
+        ModelError::RateLimited {
+            retry_after: Some(d), ..
+        } => (*d).min(MAX_RETRY_AFTER),
+        _ => initial
+            .saturating_mul(2u32.saturating_pow(attempt))
+            .min(MAX_RETRY_AFTER),
     }
 }
 
@@ -262,6 +267,29 @@ mod tests {
         assert!(!shown.contains("sk-secret") && !shown.contains("\"k\"") && !shown.contains("\"g\""));
         assert!(shown.contains("app"));
         assert!(format!("{map:?}").contains("Sensitive"));
+    }
+
+    #[test]
+    fn backoff_doubles_and_honours_retry_after_up_to_a_minute() {
+        let net = ModelError::Network(String::new());
+        let ms = Duration::from_millis;
+        assert_eq!(backoff(&net, 0, ms(500)), ms(500));
+        assert_eq!(backoff(&net, 1, ms(500)), ms(1000));
+        assert_eq!(backoff(&net, 2, ms(500)), ms(2000));
+        let limited = |d| ModelError::RateLimited {
+            retry_after: Some(d),
+            message: String::new(),
+        };
+        assert_eq!(backoff(&limited(ms(250)), 1, ms(500)), ms(250));
+        assert_eq!(
+            backoff(&limited(Duration::from_secs(3600)), 0, ms(500)),
+            MAX_RETRY_AFTER
+        );
+        let no_hint = ModelError::RateLimited {
+            retry_after: None,
+            message: String::new(),
+        };
+        assert_eq!(backoff(&no_hint, 1, ms(500)), ms(1000));
     }
 
     #[test]

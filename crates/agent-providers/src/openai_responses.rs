@@ -105,8 +105,16 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
                             json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}),
                         );
                     }
-                    ContentPart::ToolCall(c) => out.push(json!({"type": "function_call", "call_id": c.id,
-                        "name": c.name, "arguments": c.input.to_string()})),
+                    ContentPart::ToolCall(c) => {
+                        let mut item = json!({"type": "function_call", "call_id": c.id,
+                            "name": c.name, "arguments": c.input.to_string()});
+                        // The item id keeps a replayed reasoning item paired with its call.
+                        let id = c.provider_data.as_ref().and_then(|d| d.get("id"));
+                        if let Some(id) = id.filter(|v| v.is_string()) {
+                            item["id"] = id.clone();
+                        }
+                        out.push(item);
+                    }
                     _ => {}
                 }
             }
@@ -269,6 +277,7 @@ impl ResponsesDecoder {
                 .unwrap_or_default()
                 .to_owned(),
             started: true,
+            provider_data: (!key.is_empty()).then(|| json!({"id": key})),
             ..PendingCall::default()
         };
         out.push(ModelEvent::ToolCallStart {

@@ -537,3 +537,40 @@ async fn agent_loop_end_to_end() {
     );
     assert_eq!(second_body["tools"][0]["function"]["name"], "weather");
 }
+
+#[tokio::test]
+async fn connection_refused_is_a_network_error_after_retries() {
+    // Bind then drop, so that nothing listens on the port.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let m = OpenAiChatModel::openai("m")
+        .base_url(url)
+        .http_options(agent_providers::HttpOptions {
+            initial_backoff: Duration::from_millis(1),
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let err = tokio::time::timeout(HANG_GUARD, m.stream(ModelRequest::new(vec![])))
+        .await
+        .unwrap()
+        .err();
+    assert!(matches!(err, Some(ModelError::Network(_))), "{err:?}");
+}
+
+#[tokio::test]
+async fn provider_options_are_merged_into_the_body() {
+    let m = OpenAiChatModel::openai("gpt-test").build().unwrap();
+    let mut r = ModelRequest::new(vec![Message::user("x")]);
+    r.provider_options.insert(
+        "openai".into(),
+        json!({"reasoning_effort": "low", "store": false}),
+    );
+    r.provider_options
+        .insert("anthropic".into(), json!({"ignored": true}));
+    let body = m.request_body(&r);
+    assert_eq!(body["reasoning_effort"], "low");
+    assert_eq!(body["store"], false);
+    assert!(body.get("ignored").is_none());
+}

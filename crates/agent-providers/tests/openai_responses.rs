@@ -251,6 +251,10 @@ async fn agent_loop_end_to_end_three_calls() {
     assert_eq!(input[2]["type"], "function_call");
     assert_eq!(input[2]["call_id"], "call_AB6AaRZ1FYZB2RwS6A5vbdqn");
     assert_eq!(
+        input[2]["id"],
+        "fc_01830d662ab3856501693c32151234819091cfca267e98cc5f"
+    );
+    assert_eq!(
         input[3],
         json!({"type": "function_call_output", "call_id": "call_AB6AaRZ1FYZB2RwS6A5vbdqn", "output": "19"})
     );
