@@ -135,7 +135,7 @@ impl OpenAiChatModel {
             messages.push(json!({"role": "system", "content": system}));
         }
         for message in request.messages.iter() {
-            push_message(&mut messages, message);
+            push_message(&mut messages, message, self.flavor == ChatFlavor::OpenRouter);
         }
         let mut body = json!({
             "model": self.model,
@@ -191,7 +191,21 @@ fn image_url(image: &ImageSource) -> String {
     }
 }
 
-fn push_message(out: &mut Vec<Value>, message: &Message) {
+/// OpenRouter's `reasoning_details` kept in a message's reasoning parts.
+fn reasoning_details(message: &Message) -> Vec<Value> {
+    message
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Reasoning(r) => r.provider_data.as_ref()?.get("reasoning_details")?.as_array(),
+            _ => None,
+        })
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+fn push_message(out: &mut Vec<Value>, message: &Message, replay_details: bool) {
     match message.role {
         Role::System => out.push(json!({"role": "system", "content": message.text()})),
         Role::User => {
@@ -228,6 +242,14 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
                 .collect();
             if !calls.is_empty() {
                 msg["tool_calls"] = Value::Array(calls);
+            }
+            let details = if replay_details {
+                reasoning_details(message)
+            } else {
+                Vec::new()
+            };
+            if !details.is_empty() {
+                msg["reasoning_details"] = Value::Array(details);
             }
             out.push(msg);
         }
@@ -272,6 +294,8 @@ pub(crate) struct ChatDecoder {
     calls: CallAssembler,
     any_calls: bool,
     reasoning_open: bool,
+    /// OpenRouter `reasoning_details` of the open reasoning block.
+    details: Vec<Value>,
     finish: Option<FinishReason>,
     usage: Usage,
     done: bool,
@@ -281,9 +305,16 @@ impl ChatDecoder {
     fn close_reasoning(&mut self, out: &mut Vec<ModelEvent>) {
         if self.reasoning_open {
             self.reasoning_open = false;
+            let details = std::mem::take(&mut self.details);
+            let signature = details
+                .iter()
+                .rev()
+                .find_map(|d| d.get("signature").and_then(Value::as_str))
+                .map(str::to_owned);
+            let provider_data = (!details.is_empty()).then(|| json!({"reasoning_details": details}));
             out.push(ModelEvent::ReasoningDone {
-                signature: None,
-                provider_data: None,
+                signature,
+                provider_data,
             });
         }
     }
@@ -300,6 +331,34 @@ impl ChatDecoder {
             usage: self.usage,
         });
         self.done = true;
+    }
+}
+
+/// Add a streamed `reasoning_details` fragment: one with the index and type
+/// of an earlier entry extends its text fields, any other is a new entry.
+fn merge_detail(details: &mut Vec<Value>, fragment: &Value) {
+    let same = |d: &&mut Value| {
+        fragment.get("index").is_some()
+            && d.get("index") == fragment.get("index")
+            && d.get("type") == fragment.get("type")
+    };
+    let Some(existing) = details.iter_mut().find(|d| same(d)) else {
+        details.push(fragment.clone());
+        return;
+    };
+    let Some(fields) = fragment.as_object() else {
+        return;
+    };
+    for (key, value) in fields {
+        match (existing.get_mut(key), value) {
+            (Some(Value::String(old)), Value::String(new))
+                if matches!(key.as_str(), "text" | "summary" | "data") =>
+            {
+                old.push_str(new);
+            }
+            (_, Value::Null) => {}
+            _ => existing[key] = value.clone(),
+        }
     }
 }
 
@@ -356,6 +415,15 @@ impl Decoder for ChatDecoder {
                 .iter()
                 .find_map(|k| delta.get(*k).and_then(Value::as_str))
                 .filter(|s| !s.is_empty());
+            for detail in delta
+                .get("reasoning_details")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                merge_detail(&mut self.details, detail);
+                self.reasoning_open = true;
+            }
             if let Some(text) = reasoning {
                 self.reasoning_open = true;
                 out.push(ModelEvent::ReasoningDelta {

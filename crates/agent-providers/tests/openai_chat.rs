@@ -574,3 +574,60 @@ async fn provider_options_are_merged_into_the_body() {
     assert_eq!(body["store"], false);
     assert!(body.get("ignored").is_none());
 }
+
+#[tokio::test]
+async fn openrouter_reasoning_details_are_kept_and_replayed() {
+    let detail = |text: &str, sig: Option<&str>| json!({"type": "reasoning.text", "index": 0, "format": "anthropic-claude-v1", "text": text, "signature": sig});
+    let lines = vec![
+        chunk(
+            json!({"reasoning": "Let me ", "reasoning_details": [detail("Let me ", None)]}),
+            None,
+        ),
+        chunk(
+            json!({"reasoning": "think.", "reasoning_details": [detail("think.", Some("SIG"))]}),
+            None,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "weather", "arguments": "{\"location\":\"Oslo\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ];
+    let mut first = sse(&lines, false, "\n");
+    first.push(Bytes::from("data: [DONE]\n\n"));
+    let mut second = sse(&[chunk(json!({"content": "Cold."}), Some("stop"))], false, "\n");
+    second.push(Bytes::from("data: [DONE]\n\n"));
+    let server = Server::start(vec![Reply::ok(first), Reply::ok(second)]).await;
+    let m = OpenAiChatModel::openrouter("anthropic/claude-sonnet-4")
+        .base_url(format!("{}/api/v1", server.url))
+        .api_key("k")
+        .build()
+        .unwrap();
+    let agent = Agent::builder(Arc::new(m)).tools(weather_tools()).build();
+    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("Oslo?").into_result())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(result.error.is_none(), "{:?}", result.error);
+    assert_eq!(result.text, "Cold.");
+    let reasoning = result.messages[0]
+        .content
+        .iter()
+        .find_map(|p| {
+            if let ContentPart::Reasoning(r) = p {
+                Some(r.clone())
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(reasoning.text, "Let me think.");
+    assert_eq!(reasoning.signature.as_deref(), Some("SIG"));
+    let body = &server.received()[1].body;
+    let assistant = &body["messages"][1];
+    assert_eq!(
+        assistant["reasoning_details"],
+        json!([{"type": "reasoning.text", "index": 0, "format": "anthropic-claude-v1", "text": "Let me think.", "signature": "SIG"}])
+    );
+    assert_eq!(assistant["tool_calls"][0]["id"], "t1");
+}
