@@ -269,7 +269,7 @@ impl AnthropicDecoder {
                 });
                 Block::Other
             }
-            "tool_use" | "server_tool_use" => {
+            "tool_use" => {
                 let call = PendingCall {
                     id: block
                         .get("id")
@@ -340,7 +340,7 @@ impl AnthropicDecoder {
                     });
                 }
             }
-            ("input_json_delta" | "signature_delta", _) => {
+            ("input_json_delta" | "signature_delta", None) => {
                 return Err(invalid(
                     format!("{kind} for unknown block {index}"),
                     &delta.to_string(),

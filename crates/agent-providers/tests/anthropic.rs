@@ -313,3 +313,36 @@ async fn agent_loop_end_to_end_with_thinking_replayed() {
             .contains("Sunny in Paris")
     );
 }
+
+#[tokio::test]
+async fn redacted_thinking_and_server_tools_are_not_client_calls() {
+    let lines: Vec<String> = [
+        json!({"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}),
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"OPAQUE"}}),
+        json!({"type":"content_block_stop","index":0}),
+        json!({"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srv_1","name":"web_search","input":{}}}),
+        json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"x\"}"}}),
+        json!({"type":"content_block_stop","index":1}),
+        json!({"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}),
+        json!({"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"found"}}),
+        json!({"type":"content_block_stop","index":2}),
+        json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}),
+        json!({"type":"message_stop"}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(
+        events[1],
+        ModelEvent::ReasoningDone {
+            signature: None,
+            provider_data: Some(json!({"redacted_thinking": "OPAQUE"}))
+        }
+    );
+    assert!(calls(&events).is_empty());
+    assert_eq!(text(&events), "found");
+    assert_eq!(finish(&events).0, FinishReason::Stop);
+}
