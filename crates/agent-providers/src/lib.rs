@@ -17,6 +17,12 @@
 //! [`agent_core::ModelError`] kinds, and debug/trace logging with secrets
 //! redacted.
 //!
+//! [`Providers`] builds models from configuration and the environment and
+//! resolves `provider/model` selectors. `ModelRequest::provider_options` are
+//! merged into the request body under the provider's name: `openai`,
+//! `openrouter` or the configured name for Chat Completions, `openai` for
+//! Responses, `anthropic`, `google` and `ollama`.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_core::ModelError> {
 //! use agent_providers::OpenAiChatModel;
