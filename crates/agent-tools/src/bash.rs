@@ -33,14 +33,20 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Bytes read from a pipe at a time.
 const READ_CHUNK: usize = 8192;
 
-const DESCRIPTION: &str = "Run a shell command with `sh -c` and return its exit code, stdout and \
+fn description() -> String {
+    format!(
+        "Run a shell command with `sh -c` and return its exit code, stdout and \
 stderr. The working directory is the workspace root unless `cwd` is given (it must be inside the \
-workspace). Default timeout 120000 ms (2 minutes), maximum 600000 ms; on timeout the command and \
+workspace). Default timeout {} ms, maximum {} ms; on timeout the command and \
 every process it started are killed. Processes left running in the background are killed when the \
 command ends, so do not start servers meant to outlive the call. stdin is empty: do not run \
 interactive programs. Long output is cut in the middle (the start and end are kept), so filter \
 with grep/head/tail when you expect a lot. Prefer Read, Edit, Write, Glob and Grep over cat, sed, \
-echo >, find and grep.";
+echo >, find and grep.",
+        DEFAULT_BASH_TIMEOUT.as_millis(),
+        MAX_BASH_TIMEOUT.as_millis()
+    )
+}
 
 /// Input of [`BashTool`].
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -57,6 +63,16 @@ pub struct BashInput {
 
 /// The `Bash` tool.
 ///
+/// The command runs through `sh -c` in its own process group; on timeout, on
+/// cancellation, when the call's future is dropped and when the command ends,
+/// the whole group is killed with `SIGKILL`, so background children do not
+/// outlive the call (a process that starts its own session with `setsid`
+/// leaves the group and is not reached).
+///
+/// In [`WorkspaceMode::Limited`](crate::WorkspaceMode::Limited) only the
+/// working directory is checked: the shell itself can reach anything the
+/// process can. Confine it with approvals or an OS sandbox.
+///
 /// ```
 /// use agent_core::Tool;
 /// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
@@ -71,7 +87,7 @@ pub struct BashTool {
 impl BashTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
-        let definition = ToolDefinition::new("Bash", DESCRIPTION, input_schema_for::<BashInput>())
+        let definition = ToolDefinition::new("Bash", description(), input_schema_for::<BashInput>())
             .with_annotations(ToolAnnotations {
                 destructive: true,
                 open_world: true,

@@ -20,11 +20,15 @@ use crate::workspace::Workspace;
 /// pattern).
 pub const MAX_GLOB_RESULTS: usize = 200;
 
-const DESCRIPTION: &str = "Find files whose path matches a glob pattern, such as `**/*.rs` or \
+fn description() -> String {
+    format!(
+        "Find files whose path matches a glob pattern, such as `**/*.rs` or \
 `src/**/test_*.py`. The pattern is matched against paths relative to `path` (default: the \
-workspace root); `*` does not cross `/`, `**` matches any number of directories, `{a,b}` \
+workspace root); `*` does not cross `/`, `**` matches any number of directories, `{{a,b}}` \
 alternatives are allowed. Files ignored by .gitignore are skipped. Returns matching file paths, \
-most recently modified first, at most 200 (with a note of how many more matched).";
+most recently modified first, at most {MAX_GLOB_RESULTS} (with a note of how many more matched)."
+    )
+}
 
 /// Input of [`GlobTool`].
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -52,7 +56,7 @@ pub struct GlobTool {
 impl GlobTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
-        let definition = ToolDefinition::new("Glob", DESCRIPTION, input_schema_for::<GlobInput>())
+        let definition = ToolDefinition::new("Glob", description(), input_schema_for::<GlobInput>())
             .with_annotations(ToolAnnotations {
                 read_only: true,
                 idempotent: true,

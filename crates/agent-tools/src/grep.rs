@@ -27,13 +27,18 @@ pub const MAX_GREP_LINE_CHARS: usize = 500;
 /// Context lines allowed around a match (more is a Read, not a Grep).
 pub const MAX_GREP_CONTEXT: usize = 20;
 
-const DESCRIPTION: &str = "Search file contents with a regular expression (ripgrep syntax, e.g. \
+fn description() -> String {
+    format!(
+        "Search file contents with a regular expression (ripgrep syntax, e.g. \
 `fn\\s+main` or `TODO|FIXME`). Searches `path` (a file or directory; default the workspace root), \
 skipping files ignored by .gitignore and binary files. `glob` limits the files searched (e.g. \
 `*.rs` or `src/**/*.ts`). `output_mode`: `files_with_matches` (default) lists matching files; \
 `content` shows matching lines as `path:line:text` (context lines as `path-line-text`, with \
-`context` lines around each match); `count` shows `path:count`. Results are capped (500 lines or \
-200 files) with a note of how many were left out; narrow the search when you see it.";
+`context` lines around each match, at most {MAX_GREP_CONTEXT}); `count` shows `path:count`. Results \
+are capped ({MAX_GREP_LINES} lines or {MAX_GREP_FILES} files) with a note of how many were left out; \
+narrow the search when you see it."
+    )
+}
 
 /// What Grep returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -86,7 +91,7 @@ pub struct GrepTool {
 impl GrepTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
-        let definition = ToolDefinition::new("Grep", DESCRIPTION, input_schema_for::<GrepInput>())
+        let definition = ToolDefinition::new("Grep", description(), input_schema_for::<GrepInput>())
             .with_annotations(ToolAnnotations {
                 read_only: true,
                 idempotent: true,

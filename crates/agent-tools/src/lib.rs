@@ -4,7 +4,8 @@
 //! `Grep` — confined to a [`Workspace`]. In [`WorkspaceMode::Limited`] every
 //! path, after resolving `..` and every symlink, must lie inside the
 //! workspace root; a path outside is an error result naming the path and
-//! the root.
+//! the root. The sandbox covers the paths the tools take; `Bash` runs a real
+//! shell, whose commands are not confined (only its working directory is).
 //!
 //! [`coding_tools`] returns the six as one native
 //! [`ToolSource`](agent_core::ToolSource) for a [`ToolSet`](agent_core::ToolSet).

@@ -28,11 +28,16 @@ pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes inspected to decide whether a file is binary (as git and grep do).
 const BINARY_SNIFF_BYTES: usize = 8192;
 
-const DESCRIPTION: &str = "Read a file from the workspace. Returns the lines numbered like `cat -n` \
-(line number, a tab, then the line). By default returns up to 2000 lines from the start; use `offset` \
-(1-based line number to start at) and `limit` (number of lines) to read other parts of long files. \
-Lines longer than 2000 characters are cut. Images (png, jpeg, gif, webp) are returned as images. \
-Binary files are refused. Use Glob or Grep to find files, and Bash `ls` to list a directory.";
+fn description() -> String {
+    format!(
+        "Read a file from the workspace. Returns the lines numbered like `cat -n` \
+(line number, a tab, then the line). By default returns up to {DEFAULT_READ_LIMIT} lines from the \
+start; use `offset` (1-based line number to start at) and `limit` (number of lines) to read other \
+parts of long files. Lines longer than {MAX_LINE_CHARS} characters are cut. Images (png, jpeg, gif, \
+webp) are returned as images. Binary files are refused. Use Glob or Grep to find files, and Bash \
+`ls` to list a directory."
+    )
+}
 
 /// Input of [`ReadTool`].
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -42,7 +47,7 @@ pub struct ReadInput {
     /// 1-based line number to start reading at (default 1).
     #[serde(default)]
     pub offset: Option<usize>,
-    /// Number of lines to read (default 2000).
+    /// Number of lines to read (default 2000, see `DEFAULT_READ_LIMIT`).
     #[serde(default)]
     pub limit: Option<usize>,
 }
@@ -65,7 +70,7 @@ pub struct ReadTool {
 impl ReadTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
-        let definition = ToolDefinition::new("Read", DESCRIPTION, input_schema_for::<ReadInput>())
+        let definition = ToolDefinition::new("Read", description(), input_schema_for::<ReadInput>())
             .with_annotations(ToolAnnotations {
                 read_only: true,
                 idempotent: true,
