@@ -22,6 +22,9 @@ use crate::workspace::Workspace;
 pub const MAX_GREP_LINES: usize = 500;
 /// Files listed at most in `files_with_matches` and `count` modes.
 pub const MAX_GREP_FILES: usize = 200;
+/// Bytes of output lines returned at most: under the agent loop's default
+/// output cap, so the note on what was left out is never cut off.
+pub const MAX_GREP_OUTPUT_BYTES: usize = agent_core::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Characters kept of one matching line (minified files have huge lines).
 pub const MAX_GREP_LINE_CHARS: usize = 500;
 /// Context lines allowed around a match (more is a Read, not a Grep).
@@ -158,6 +161,8 @@ struct Search<'a> {
 #[derive(Default)]
 struct Found {
     lines: Vec<String>,
+    /// Bytes in `lines`.
+    bytes: usize,
     /// Lines (content mode) or files left out by the cap.
     left_out: usize,
     files: usize,
@@ -221,7 +226,8 @@ impl Search<'_> {
             OutputMode::FilesWithMatches => shown.to_owned(),
             OutputMode::Count => format!("{shown}:{matches}"),
         };
-        if found.lines.len() < MAX_GREP_FILES {
+        if found.lines.len() < MAX_GREP_FILES && found.bytes + entry.len() < MAX_GREP_OUTPUT_BYTES {
+            found.bytes += entry.len() + 1;
             found.lines.push(entry);
         } else {
             found.left_out += 1;
@@ -265,9 +271,13 @@ impl FileSink<'_> {
         let text = text.trim_end_matches(['\n', '\r']);
         let text = cut_line(text, MAX_GREP_LINE_CHARS);
         let number = line_number.map_or_else(String::new, |n| n.to_string());
-        self.found
-            .lines
-            .push(format!("{}{separator}{number}{separator}{text}", self.shown));
+        let line = format!("{}{separator}{number}{separator}{text}", self.shown);
+        if self.found.bytes + line.len() >= MAX_GREP_OUTPUT_BYTES {
+            self.found.left_out += 1;
+            return;
+        }
+        self.found.bytes += line.len() + 1;
+        self.found.lines.push(line);
     }
 }
 
@@ -293,7 +303,8 @@ impl Sink for FileSink<'_> {
     }
 
     fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, Self::Error> {
-        if self.found.lines.len() < MAX_GREP_LINES {
+        if self.found.lines.len() < MAX_GREP_LINES && self.found.bytes + 3 < MAX_GREP_OUTPUT_BYTES {
+            self.found.bytes += 3;
             self.found.lines.push("--".to_owned());
         }
         Ok(true)

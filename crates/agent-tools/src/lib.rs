@@ -38,7 +38,8 @@ pub use caps::HeadTail;
 pub use edit::{DIFF_CAP_BYTES, DIFF_CONTEXT_LINES, EditInput, EditTool};
 pub use glob::{GlobInput, GlobTool, MAX_GLOB_RESULTS};
 pub use grep::{
-    GrepInput, GrepTool, MAX_GREP_CONTEXT, MAX_GREP_FILES, MAX_GREP_LINE_CHARS, MAX_GREP_LINES, OutputMode,
+    GrepInput, GrepTool, MAX_GREP_CONTEXT, MAX_GREP_FILES, MAX_GREP_LINE_CHARS, MAX_GREP_LINES,
+    MAX_GREP_OUTPUT_BYTES, OutputMode,
 };
 pub use read::{
     DEFAULT_READ_LIMIT, MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_READ_OUTPUT_BYTES, ReadInput, ReadTool,

@@ -21,8 +21,10 @@ use crate::workspace::Workspace;
 pub const DEFAULT_READ_LIMIT: usize = 2000;
 /// Characters kept of one line (minified files have megabyte lines).
 pub const MAX_LINE_CHARS: usize = 2000;
-/// Bytes of numbered text one call returns at most, whatever the limit.
-pub const MAX_READ_OUTPUT_BYTES: usize = 256 * 1024;
+/// Bytes of numbered text one call returns at most, whatever the limit: just
+/// under the agent loop's default output cap, so the note saying where to
+/// read on is never cut off.
+pub const MAX_READ_OUTPUT_BYTES: usize = agent_core::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Largest image returned (providers reject larger inline images).
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes inspected to decide whether a file is binary (as git and grep do).

@@ -3,7 +3,7 @@
 
 mod common;
 
-use agent_tools::{DEFAULT_READ_LIMIT, MAX_LINE_CHARS};
+use agent_tools::{DEFAULT_READ_LIMIT, MAX_LINE_CHARS, MAX_READ_OUTPUT_BYTES};
 use base64::Engine as _;
 use common::{Tools, call, err, image_of, ok};
 use serde_json::json;
@@ -56,6 +56,33 @@ async fn read_defaults_to_2000_lines_and_cuts_long_lines() {
     );
     assert!(first.len() < MAX_LINE_CHARS + 100);
     assert!(text.contains("     2\tshort"));
+}
+
+#[tokio::test]
+async fn read_output_stays_under_its_byte_cap() {
+    let (tmp, t) = setup();
+    let body: String = (1..=2000)
+        .map(|i| format!("{i:04} {}\n", "y".repeat(200)))
+        .collect();
+    std::fs::write(tmp.path().join("fat.txt"), body).unwrap();
+    let text = ok(&t.read, json!({"file_path": "fat.txt"})).await;
+    assert!(text.len() <= MAX_READ_OUTPUT_BYTES + 200, "{}", text.len());
+    let note = text.lines().last().unwrap();
+    assert!(note.contains("(output size cap reached); use offset="), "{note}");
+    // Reading on from the note's offset continues where the output stopped.
+    let last_shown: usize = text
+        .lines()
+        .rev()
+        .nth(1)
+        .unwrap()
+        .trim_start()
+        .split('\t')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(note.contains(&format!("use offset={}", last_shown + 1)), "{note}");
+    assert!(last_shown < 2000);
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ mod common;
 use std::fs::File;
 use std::time::{Duration, SystemTime};
 
-use agent_tools::{MAX_GLOB_RESULTS, MAX_GREP_FILES, MAX_GREP_LINES};
+use agent_tools::{MAX_GLOB_RESULTS, MAX_GREP_FILES, MAX_GREP_LINES, MAX_GREP_OUTPUT_BYTES};
 use common::{Tools, err, ok};
 use serde_json::json;
 
@@ -115,6 +115,7 @@ async fn grep_content_is_capped_in_lines() {
     let text = ok(&t.grep, json!({"pattern": "needle", "output_mode": "content"})).await;
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), MAX_GREP_LINES + 1);
+    assert!(text.len() <= MAX_GREP_OUTPUT_BYTES + 200, "{}", text.len());
     let left_out = 10_000 + TOTAL - MAX_GREP_LINES;
     assert!(
         lines
