@@ -1,6 +1,6 @@
 //! The `Glob` tool: find files by name pattern, newest first.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -81,7 +81,12 @@ impl Tool for GlobTool {
             Ok(p) => p,
             Err(e) => return Ok(ToolOutput::error(e.to_string())),
         };
-        let matcher = match GlobBuilder::new(&input.pattern).literal_separator(true).build() {
+        // An absolute pattern under the base is taken relative to it.
+        let pattern = match Path::new(&input.pattern).strip_prefix(&base) {
+            Ok(rel) if Path::new(&input.pattern).is_absolute() => rel.to_string_lossy().into_owned(),
+            _ => input.pattern.clone(),
+        };
+        let matcher = match GlobBuilder::new(&pattern).literal_separator(true).build() {
             Ok(g) => g.compile_matcher(),
             Err(e) => return Ok(ToolOutput::error(format!("invalid glob pattern: {e}"))),
         };

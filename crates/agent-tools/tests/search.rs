@@ -205,4 +205,7 @@ async fn glob_lists_newest_first() {
         ok(&t.glob, json!({"pattern": "*.rs"})).await,
         "new.rs\nmid.rs\nold.rs"
     );
+    // An absolute pattern under the root works too.
+    let absolute = t.ws.root().join("n*.rs");
+    assert_eq!(ok(&t.glob, json!({"pattern": absolute})).await, "new.rs");
 }
