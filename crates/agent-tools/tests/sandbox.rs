@@ -232,3 +232,25 @@ async fn full_mode_allows_paths_outside() {
     let text = ok(&tools.read, json!({"file_path": "../outside/secret.txt"})).await;
     assert!(text.contains("top secret"));
 }
+
+#[tokio::test]
+async fn relative_and_chained_symlinks_are_followed() {
+    let l = layout();
+    // `ws/sub/rel -> ../../outside` (relative to the link's directory).
+    symlink("../../outside", l.ws.join("sub/rel")).unwrap();
+    assert_denied(
+        &err(&l.tools.read, json!({"file_path": "sub/rel/secret.txt"})).await,
+        &l.ws,
+    );
+    // A chain: ws/one -> ws/two -> outside/secret.txt.
+    symlink(l.ws.join("two"), l.ws.join("one")).unwrap();
+    symlink(l.outside.join("secret.txt"), l.ws.join("two")).unwrap();
+    assert_denied(&err(&l.tools.read, json!({"file_path": "one"})).await, &l.ws);
+    // A relative link that stays inside is fine.
+    symlink("../inside.txt", l.ws.join("sub/back")).unwrap();
+    assert!(
+        ok(&l.tools.read, json!({"file_path": "sub/back"}))
+            .await
+            .contains("hello")
+    );
+}
