@@ -121,6 +121,9 @@ impl Tool for BashTool {
                 Err(e) => return Ok(ToolOutput::error(e.to_string())),
             },
         };
+        if ctx.cancellation().is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
         let timeout = input
             .timeout_ms
             .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)

@@ -201,6 +201,7 @@ impl Search<'_> {
                 mode: self.mode,
                 found: &mut found,
                 matches: 0,
+                cancelled: &cancelled,
             };
             // An unreadable file is skipped, as ripgrep does.
             let _ = searcher.search_path(&self.matcher, entry.path(), &mut sink);
@@ -259,6 +260,8 @@ struct FileSink<'a> {
     mode: OutputMode,
     found: &'a mut Found,
     matches: usize,
+    /// Checked at each match, so one huge file does not outlive a cancel.
+    cancelled: &'a dyn Fn() -> bool,
 }
 
 impl FileSink<'_> {
@@ -286,6 +289,9 @@ impl Sink for FileSink<'_> {
 
     fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.matches += 1;
+        if (self.cancelled)() {
+            return Ok(false);
+        }
         match self.mode {
             // One match is enough to list the file.
             OutputMode::FilesWithMatches => Ok(false),

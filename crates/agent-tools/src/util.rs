@@ -15,6 +15,9 @@ pub(crate) async fn blocking<F>(ctx: &ToolContext, work: F) -> Result<ToolOutput
 where
     F: FnOnce() -> ToolOutput + Send + 'static,
 {
+    if ctx.cancellation().is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
     let task = tokio::task::spawn_blocking(work);
     tokio::select! {
         joined = task => joined.map_err(|e| ToolError::execution(format!("tool task failed: {e}"))),
