@@ -139,14 +139,14 @@ impl Tool for BashTool {
         });
         command.wrap(ProcessGroup::leader());
         let mut group = match command.spawn() {
-            Ok(child) => GroupGuard(child),
+            Ok(child) => GroupGuard { child, armed: true },
             Err(e) => return Ok(ToolOutput::error(format!("cannot start `sh`: {e}"))),
         };
-        let stdout = group.0.stdout().take().map(collect);
-        let stderr = group.0.stderr().take().map(collect);
+        let stdout = group.child.stdout().take().map(collect);
+        let stderr = group.child.stderr().take().map(collect);
 
         let ending = tokio::select! {
-            status = group.0.wait() => Ending::Exited(status),
+            status = group.child.wait() => Ending::Exited(status),
             () = tokio::time::sleep(timeout) => Ending::TimedOut,
             () = ctx.cancellation().cancelled() => Ending::Cancelled,
         };
@@ -154,8 +154,9 @@ impl Tool for BashTool {
         group.kill();
         if !matches!(ending, Ending::Exited(_)) {
             // Reap the leader; the kill makes this prompt.
-            let _ = tokio::time::timeout(DRAIN_GRACE, group.0.wait()).await;
+            let _ = tokio::time::timeout(DRAIN_GRACE, group.child.wait()).await;
         }
+        group.armed = false;
         let stdout = finish(stdout).await;
         let stderr = finish(stderr).await;
         if matches!(ending, Ending::Cancelled) {
@@ -173,18 +174,24 @@ enum Ending {
 
 /// Kills the whole process group when dropped (the call's future was
 /// dropped) or when asked.
-struct GroupGuard(Box<dyn ChildWrapper>);
+struct GroupGuard {
+    child: Box<dyn ChildWrapper>,
+    /// Cleared once the group was killed and the leader reaped.
+    armed: bool,
+}
 
 impl GroupGuard {
     fn kill(&mut self) {
         // The group may already be gone: nothing left to kill.
-        let _ = self.0.start_kill();
+        let _ = self.child.start_kill();
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        self.kill();
+        if self.armed {
+            self.kill();
+        }
     }
 }
 

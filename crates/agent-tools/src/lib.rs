@@ -19,6 +19,8 @@
 //! # let _ = tools;
 //! ```
 
+// Process groups are a Unix notion: Bash is Unix-only for now.
+#[cfg(unix)]
 mod bash;
 mod caps;
 mod edit;
@@ -31,6 +33,7 @@ mod walk;
 mod workspace;
 mod write;
 
+#[cfg(unix)]
 pub use bash::{
     BASH_HEAD_BYTES, BASH_TAIL_BYTES, BashInput, BashTool, DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT,
 };

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use agent_core::{SourceKind, Tool, ToolSource, ToolSourceError};
 use async_trait::async_trait;
 
-use crate::{BashTool, EditTool, GlobTool, GrepTool, ReadTool, Workspace, WriteTool};
+#[cfg(unix)]
+use crate::BashTool;
+use crate::{EditTool, GlobTool, GrepTool, ReadTool, Workspace, WriteTool};
 
 /// The name of the coding tools' source.
 pub const CODING_TOOLS_SOURCE: &str = "coding";
@@ -13,7 +15,7 @@ pub const CODING_TOOLS_SOURCE: &str = "coding";
 const INSTRUCTIONS: &str = "Coding tools work inside the workspace directory; relative paths are \
 taken from its root. Prefer Read, Edit, Write, Glob and Grep over shell equivalents in Bash.";
 
-/// Read, Write, Edit, Bash, Glob and Grep working in one [`Workspace`]: a
+/// Read, Write, Edit, Bash (on Unix), Glob and Grep working in one [`Workspace`]: a
 /// native source (bare names, priority over MCP tools of the same name).
 ///
 /// ```
@@ -44,14 +46,15 @@ impl CodingTools {
     /// assert_eq!(tools.workspace().mode(), agent_tools::WorkspaceMode::Limited);
     /// ```
     pub fn new(workspace: Arc<Workspace>) -> Self {
-        let tools: Vec<Arc<dyn Tool>> = vec![
+        let mut tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(ReadTool::new(workspace.clone())),
             Arc::new(WriteTool::new(workspace.clone())),
             Arc::new(EditTool::new(workspace.clone())),
-            Arc::new(BashTool::new(workspace.clone())),
-            Arc::new(GlobTool::new(workspace.clone())),
-            Arc::new(GrepTool::new(workspace.clone())),
         ];
+        #[cfg(unix)]
+        tools.push(Arc::new(BashTool::new(workspace.clone())));
+        tools.push(Arc::new(GlobTool::new(workspace.clone())));
+        tools.push(Arc::new(GrepTool::new(workspace.clone())));
         Self { workspace, tools }
     }
 

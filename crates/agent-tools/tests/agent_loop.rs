@@ -1,5 +1,6 @@
 //! An end-to-end run of agent-core's loop with a scripted model: Read, then
 //! Edit, then Bash on a temporary repository.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;

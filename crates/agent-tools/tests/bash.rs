@@ -1,5 +1,6 @@
 //! The Bash tool with real processes: exit codes, cwd, caps, timeouts,
 //! cancellation and dropping all leave no process behind.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,4 +1,5 @@
 //! Every tool honours a cancelled context.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

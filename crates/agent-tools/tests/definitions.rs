@@ -1,4 +1,5 @@
 //! What the model is told: names, annotations, schemas and descriptions.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agent_core::{SourceKind, ToolSource};

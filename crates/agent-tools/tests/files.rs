@@ -1,4 +1,5 @@
 //! Read, Write and Edit on real files.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -1,4 +1,5 @@
 //! Sandbox escape attempts in `Limited` mode, and what stays allowed.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

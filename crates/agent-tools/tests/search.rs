@@ -1,5 +1,6 @@
 //! Glob, Grep and Read on a generated tree of 10,000 files: caps and
 //! `.gitignore` (without a git repository) are honoured.
+#![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
