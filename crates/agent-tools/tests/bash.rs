@@ -205,3 +205,17 @@ async fn timeout_is_capped_and_has_a_default() {
     let text = ok(&t.bash, json!({"command": "echo fine", "timeout_ms": 10_000_000})).await;
     assert!(text.contains("fine"));
 }
+
+#[tokio::test]
+async fn stdin_is_empty_so_reading_programs_do_not_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Tools::limited(tmp.path());
+    let out = tokio::time::timeout(
+        HANG,
+        call(&t.bash, json!({"command": "cat; read x; echo \"got:[$x]\""})),
+    )
+    .await
+    .expect("a program reading stdin hung")
+    .unwrap();
+    assert_eq!(out.as_text(), "exit code: 0\nstdout:\ngot:[]\n\nstderr:\n");
+}
