@@ -108,18 +108,30 @@ fn apply_edit(before: &str, input: &EditInput, shown: &str) -> Result<String, St
     if input.old_string == input.new_string {
         return Err("old_string and new_string are the same; there is nothing to change".into());
     }
-    let count = before.matches(input.old_string.as_str()).count();
+    let (old, new) = line_endings_of(before, &input.old_string, &input.new_string);
+    let count = before.matches(old.as_str()).count();
     match count {
         0 => Err(format!(
             "old_string was not found in `{shown}`; it must match the file exactly, including \
              whitespace (Read the file again to check)"
         )),
-        1 => Ok(before.replacen(input.old_string.as_str(), &input.new_string, 1)),
-        _ if input.replace_all => Ok(before.replace(input.old_string.as_str(), &input.new_string)),
+        1 => Ok(before.replacen(old.as_str(), &new, 1)),
+        _ if input.replace_all => Ok(before.replace(old.as_str(), &new)),
         n => Err(format!(
             "old_string occurs {n} times in `{shown}`; add surrounding context to make it unique, \
              or set replace_all to true to replace all {n}"
         )),
+    }
+}
+
+/// The strings to use on this file: a model writes `\n`, so in a file with
+/// CRLF line endings where `old` only matches as CRLF, both get CRLF.
+fn line_endings_of(file: &str, old: &str, new: &str) -> (String, String) {
+    let crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
+    if old.contains('\n') && !old.contains('\r') && !file.contains(old) && file.contains(&crlf(old)) {
+        (crlf(old), crlf(new))
+    } else {
+        (old.to_owned(), new.to_owned())
     }
 }
 

@@ -212,3 +212,13 @@ async fn edit_replace_all_replaces_every_occurrence() {
         SOURCE.replace(" = 1;", " = 2;")
     );
 }
+
+#[tokio::test]
+async fn edit_keeps_crlf_line_endings() {
+    let (tmp, t) = setup();
+    let path = tmp.path().join("win.txt");
+    std::fs::write(&path, "one\r\ntwo\r\nthree\r\n").unwrap();
+    let input = json!({"file_path": "win.txt", "old_string": "one\ntwo", "new_string": "uno\ndos"});
+    ok(&t.edit, input).await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "uno\r\ndos\r\nthree\r\n");
+}
