@@ -106,6 +106,12 @@ impl Tool for BashTool {
         &self.definition
     }
 
+    /// Bash enforces its own timeout (`timeout_ms`, default 120 s, at most
+    /// 600 s), so the loop waits for it rather than for its shorter default.
+    fn timeout_for(&self, input: &Value) -> Option<Duration> {
+        Some(bash_timeout(input.get("timeout_ms").and_then(Value::as_u64)))
+    }
+
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let input: BashInput = parse_input(input)?;
         let cwd = match &input.cwd {
@@ -124,10 +130,7 @@ impl Tool for BashTool {
         if ctx.cancellation().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let timeout = input
-            .timeout_ms
-            .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)
-            .min(MAX_BASH_TIMEOUT);
+        let timeout = bash_timeout(input.timeout_ms);
 
         let mut command = CommandWrap::with_new("sh", |c| {
             c.arg("-c")
@@ -221,6 +224,14 @@ async fn finish(task: Option<JoinHandle<HeadTail>>) -> HeadTail {
             empty()
         }
     }
+}
+
+/// The timeout of one command: the model's `timeout_ms`, else the default,
+/// never more than the maximum.
+fn bash_timeout(timeout_ms: Option<u64>) -> Duration {
+    timeout_ms
+        .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)
+        .min(MAX_BASH_TIMEOUT)
 }
 
 fn report(ending: &Ending, timeout: Duration, stdout: &HeadTail, stderr: &HeadTail) -> ToolOutput {
