@@ -14,3 +14,7 @@ pub use agent_core::*;
 /// OpenRouter, Ollama and any OpenAI-compatible server.
 #[cfg(feature = "providers")]
 pub use agent_providers as providers;
+
+/// The coding tools and their workspace sandbox (feature `tools`).
+#[cfg(feature = "tools")]
+pub use agent_tools as tools;
