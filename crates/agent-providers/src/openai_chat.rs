@@ -450,8 +450,13 @@ impl Decoder for ChatDecoder {
                     self.any_calls = true;
                     let function = call.get("function");
                     let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-                    let args = function.and_then(|f| f.get("arguments")).and_then(Value::as_str);
-                    self.calls.update(pos, name, args, out);
+                    // Some servers send the arguments as a JSON object rather than text.
+                    let args = match function.and_then(|f| f.get("arguments")) {
+                        Some(Value::String(s)) => Some(s.clone()),
+                        Some(Value::Null) | None => None,
+                        Some(other) => Some(other.to_string()),
+                    };
+                    self.calls.update(pos, name, args.as_deref(), out);
                 }
             }
         }

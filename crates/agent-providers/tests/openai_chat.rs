@@ -631,3 +631,28 @@ async fn openrouter_reasoning_details_are_kept_and_replayed() {
     );
     assert_eq!(assistant["tool_calls"][0]["id"], "t1");
 }
+
+#[tokio::test]
+async fn arguments_sent_as_an_object_are_accepted() {
+    let lines = vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "o1", "function": {"name": "add", "arguments": {"x": 3}}}]}),
+            None,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 1, "id": "o2", "function": {"name": "now", "arguments": null}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+    ];
+    let server = Server::start(vec![Reply::ok(sse(&lines, false, "\n"))]).await;
+    let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(
+        calls(&events),
+        vec![
+            ("o1".into(), "add".into(), json!({"x": 3})),
+            ("o2".into(), "now".into(), json!({}))
+        ]
+    );
+}
