@@ -132,6 +132,7 @@ pub(crate) fn finish_reason(text: &str) -> FinishReason {
         "content_filter" | "SAFETY" | "RECITATION" | "refusal" | "PROHIBITED_CONTENT" | "BLOCKLIST" => {
             FinishReason::ContentFilter
         }
+        "error" => FinishReason::Error,
         other => FinishReason::Other(other.to_owned()),
     }
 }
@@ -147,5 +148,51 @@ pub(crate) fn merge_options(body: &mut Value, options: Option<&Value>) {
         for (k, v) in extra {
             target.insert(k.clone(), v.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_reasons_of_every_provider() {
+        assert_eq!(finish_reason("stop"), FinishReason::Stop);
+        assert_eq!(finish_reason("end_turn"), FinishReason::Stop);
+        assert_eq!(finish_reason("STOP"), FinishReason::Stop);
+        assert_eq!(finish_reason("tool_use"), FinishReason::ToolCalls);
+        assert_eq!(finish_reason("MAX_TOKENS"), FinishReason::Length);
+        assert_eq!(finish_reason("SAFETY"), FinishReason::ContentFilter);
+        assert_eq!(finish_reason("error"), FinishReason::Error);
+        assert_eq!(
+            finish_reason("pause_turn"),
+            FinishReason::Other("pause_turn".into())
+        );
+    }
+
+    #[test]
+    fn calls_route_by_index_then_id() {
+        let mut a = CallAssembler::default();
+        let mut out = Vec::new();
+        let first = a.route(Some(0), Some("a"));
+        a.update(first, Some("f"), Some("{"), &mut out);
+        assert_eq!(a.route(Some(0), None), first);
+        assert_eq!(a.route(None, Some("a")), first);
+        assert_eq!(a.route(None, None), first);
+        let second = a.route(Some(0), Some("b"));
+        assert_ne!(second, first);
+        a.update(second, Some("g"), None, &mut out);
+        a.update(first, None, Some("}"), &mut out);
+        a.complete_all(&mut out);
+        let done: Vec<_> = out
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::ToolCallComplete { id, input_json, .. } => {
+                    Some((id.as_str(), input_json.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(done, vec![("a", "{}"), ("b", "{}")]);
     }
 }
