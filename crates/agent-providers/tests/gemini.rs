@@ -299,3 +299,19 @@ async fn agent_loop_end_to_end() {
             .contains("Sunny in San Francisco")
     );
 }
+
+#[tokio::test]
+async fn error_chunk_mid_stream() {
+    let lines = vec![
+        fixture("gemini/google-text.chunks.txt")[0].clone(),
+        json!({"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}})
+            .to_string(),
+    ];
+    let server = Server::start(vec![Reply::ok(sse(&lines, false, "\r\n"))]).await;
+    let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
+    assert_eq!(text(&events), "There are **3**");
+    assert!(
+        matches!(err, Some(ModelError::RateLimited { ref message, .. }) if message == "Resource exhausted"),
+        "{err:?}"
+    );
+}

@@ -261,3 +261,23 @@ async fn agent_loop_end_to_end_three_calls() {
     let last = received[3].body["input"].as_array().unwrap().clone();
     assert_eq!(last.last().unwrap()["output"], "570");
 }
+
+#[tokio::test]
+async fn incomplete_response_is_length() {
+    let lines: Vec<String> = [
+        json!({"type": "response.output_text.delta", "delta": "cut"}),
+        json!({"type": "response.incomplete", "response": {"status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "usage": {"input_tokens": 3, "output_tokens": 16, "total_tokens": 19}}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(text(&events), "cut");
+    let (reason, usage) = finish(&events);
+    assert_eq!(reason, FinishReason::Length);
+    assert_eq!(usage.output_tokens, Some(16));
+}
