@@ -343,7 +343,34 @@ impl Providers {
             ),
         })
     }
+
+    /// The selector of the first built-in provider, in the order of
+    /// [`DEFAULT_MODELS`], whose API key is set, with that provider's default
+    /// model; `None` when no key is set.
+    ///
+    /// ```
+    /// use agent_providers::{Providers, ProvidersConfig};
+    /// let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_string());
+    /// let providers = Providers::with_env(ProvidersConfig::default(), env).unwrap();
+    /// assert_eq!(providers.default_selector().as_deref(), Some("anthropic/claude-sonnet-4-5"));
+    /// ```
+    pub fn default_selector(&self) -> Option<String> {
+        DEFAULT_MODELS.iter().find_map(|(provider, model)| {
+            let r = self.resolved.get(*provider)?;
+            r.settings.api_key.as_ref()?;
+            Some(format!("{provider}/{model}"))
+        })
+    }
 }
+
+/// Providers tried for a default model, in order, with the model used when
+/// only a key is given: capable, tool-using and not the most expensive.
+pub const DEFAULT_MODELS: [(&str, &str); 4] = [
+    ("anthropic", "claude-sonnet-4-5"),
+    ("openai", "gpt-4.1-mini"),
+    ("google", "gemini-2.5-flash"),
+    ("openrouter", "openai/gpt-4.1-mini"),
+];
 
 fn split_selector(selector: &str) -> Result<(&str, &str), ConfigError> {
     match selector.split_once('/') {

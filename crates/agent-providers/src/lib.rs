@@ -48,7 +48,8 @@ pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, DEFAULT_MAX_TOKENS,
 };
 pub use config::{
-    ConfigError, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig, expand_vars,
+    ConfigError, DEFAULT_MODELS, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig,
+    expand_vars,
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::HttpOptions;

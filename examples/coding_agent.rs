@@ -1,0 +1,149 @@
+//! A coding agent: a real model with the six coding tools (Read, Write, Edit,
+//! Bash, Glob, Grep) sandboxed to one directory.
+//!
+//! ```sh
+//! export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY
+//! cargo run --release --example coding_agent -- "Add a test for add() and run it"
+//! cargo run --release --example coding_agent -- --dir path/to/project "Explain this project"
+//! ```
+//!
+//! Without `--dir` it works on a fresh temporary directory holding a tiny
+//! Python project. The model is `AGENT_MODEL` (`provider/model`, such as
+//! `ollama/qwen3` for a local Ollama server), else the first provider whose
+//! key is set. With neither, it says what to set and exits with status 2.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_sdk::providers::Providers;
+use agent_sdk::tools::{Workspace, coding_tools};
+use agent_sdk::{Agent, AgentEvent, ExitReason, ToolSet};
+use futures::StreamExt;
+
+const SYSTEM: &str = "You are a careful coding agent working in a sandboxed directory. Look before you change \
+anything: use Glob, Grep and Read to find your way, Edit for small changes, Write for new files, and Bash to run \
+tests. Keep going until the task is done, then say briefly what you changed and how you checked it.";
+
+/// Commands such as test runs can take a while; the Bash tool sets its own.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[tokio::main]
+async fn main() {
+    std::process::exit(run().await);
+}
+
+async fn run() -> i32 {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = match args.iter().position(|a| a == "--dir") {
+        Some(i) if i + 1 < args.len() => {
+            let dir = PathBuf::from(args.remove(i + 1));
+            args.remove(i);
+            Some(dir)
+        }
+        Some(_) => return usage("--dir needs a directory"),
+        None => None,
+    };
+    let prompt = args.join(" ");
+    if prompt.trim().is_empty() {
+        return usage("give a task as the argument");
+    }
+
+    let providers = match Providers::from_env() {
+        Ok(p) => p,
+        Err(e) => return fail(&format!("provider configuration: {e}")),
+    };
+    let selector = std::env::var("AGENT_MODEL")
+        .ok()
+        .or_else(|| providers.default_selector());
+    let Some(selector) = selector else {
+        eprintln!(
+            "No model. Set one provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or \
+             OPENROUTER_API_KEY), or AGENT_MODEL=provider/model (for example AGENT_MODEL=ollama/qwen3 with a \
+             local Ollama server)."
+        );
+        return 2;
+    };
+    let model = match providers.model(&selector) {
+        Ok(m) => m,
+        Err(e) => return fail(&format!("model {selector}: {e}")),
+    };
+
+    // Keep the temporary directory alive for the whole run.
+    let (_temp, root) = match dir {
+        Some(dir) => (None, dir),
+        None => match sample_project() {
+            Ok((temp, root)) => (Some(temp), root),
+            Err(e) => return fail(&format!("could not create the sample project: {e}")),
+        },
+    };
+    let workspace = match Workspace::limited(&root) {
+        Ok(ws) => ws,
+        Err(e) => return fail(&format!("workspace {}: {e}", root.display())),
+    };
+    eprintln!("model {selector}, workspace {}", root.display());
+
+    let tools = ToolSet::builder().source(coding_tools(workspace)).build();
+    let agent = Agent::builder(model)
+        .tools(tools)
+        .system(SYSTEM)
+        .tool_timeout(TOOL_TIMEOUT)
+        .build();
+    let mut run = agent.prompt(prompt);
+    while let Some(event) = run.next().await {
+        match event {
+            AgentEvent::TextDelta { text } => {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+            }
+            AgentEvent::ToolCall { tool, input, .. } => eprintln!("\n-> {tool} {input}"),
+            AgentEvent::ToolResult {
+                tool,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                eprintln!(
+                    "<- {tool} {} in {duration_ms} ms",
+                    if is_error { "failed" } else { "ok" }
+                );
+            }
+            AgentEvent::Warning { message } => eprintln!("warning: {message}"),
+            _ => {}
+        }
+    }
+    println!();
+    match run.into_result().await {
+        Ok(result) if result.exit == ExitReason::Completed => 0,
+        Ok(result) => {
+            let why = result.error.map(|e| e.to_string()).unwrap_or_default();
+            fail(&format!("run ended: {:?} {why}", result.exit))
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+/// A tiny Python project to work on.
+fn sample_project() -> std::io::Result<(tempfile::TempDir, PathBuf)> {
+    let temp = tempfile::tempdir()?;
+    let root = temp.path().to_path_buf();
+    std::fs::write(
+        root.join("calc.py"),
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b\n",
+    )?;
+    std::fs::write(
+        root.join("README.md"),
+        "# calc\n\nTiny arithmetic helpers. Run tests with `python3 -m unittest`.\n",
+    )?;
+    Ok((temp, root))
+}
+
+fn usage(problem: &str) -> i32 {
+    eprintln!("{problem}\nusage: coding_agent [--dir DIR] TASK...");
+    2
+}
+
+fn fail(message: &str) -> i32 {
+    eprintln!("error: {message}");
+    1
+}

@@ -1,0 +1,112 @@
+//! Runs the built `coding_agent` example as a real process against a local
+//! Ollama-protocol HTTP server: the model reads a file of the temporary
+//! project through the Read tool, gets its content back, and answers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+fn example_binary() -> PathBuf {
+    // target/debug/deps/<this test> -> target/debug/examples/coding_agent
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    dir.join("examples").join("coding_agent")
+}
+
+fn line(message: Value, done: bool) -> String {
+    let mut l =
+        json!({"model": "test", "created_at": "2026-01-01T00:00:00Z", "message": message, "done": done});
+    if done {
+        l["done_reason"] = json!("stop");
+        l["prompt_eval_count"] = json!(20);
+        l["eval_count"] = json!(5);
+    }
+    format!("{l}\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coding_agent_example_reads_a_file_and_answers() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let (c, b) = (calls.clone(), bodies.clone());
+    let app = axum::Router::new().route(
+        "/api/chat",
+        axum::routing::post(move |body: axum::Json<Value>| {
+            let (c, b) = (c.clone(), b.clone());
+            async move {
+                b.lock().unwrap().push(body.0);
+                let text = if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let call = json!({"role": "assistant", "content": "", "tool_calls": [
+                        {"function": {"name": "Read", "arguments": {"file_path": "calc.py"}}}]});
+                    line(call, false) + &line(json!({"role": "assistant", "content": ""}), true)
+                } else {
+                    line(
+                        json!({"role": "assistant", "content": "sub() adds instead of subtracting."}),
+                        false,
+                    ) + &line(json!({"role": "assistant", "content": ""}), true)
+                };
+                ([("content-type", "application/x-ndjson")], text)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let child = tokio::process::Command::new(example_binary())
+        .arg("Find the bug in calc.py")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", format!("http://{addr}"))
+        .env("AGENT_MODEL", "ollama/test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example is built by `cargo test`");
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("sub() adds instead of subtracting."), "{stdout}");
+    assert!(stderr.contains("-> Read"), "{stderr}");
+    assert!(stderr.contains("<- Read ok"), "{stderr}");
+    // The second request carried the file's content back as the tool result.
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 2);
+    let sent = bodies[1]["messages"].to_string();
+    assert!(sent.contains("def sub(a, b):"), "{sent}");
+    // The six coding tools were offered under their bare names.
+    let names: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Bash", "Edit", "Glob", "Grep", "Read", "Write"]);
+}
+
+#[test]
+fn without_a_model_the_example_says_what_to_set() {
+    let out = std::process::Command::new(example_binary())
+        .arg("anything")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("AGENT_MODEL"),
+        "{stderr}"
+    );
+}
