@@ -32,6 +32,7 @@
 //! ```
 
 mod agent;
+mod approval;
 mod message;
 mod model;
 mod schema;
@@ -48,6 +49,10 @@ pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, CANCEL_GRACE, CONCLUDE_INSTRUCTION,
     DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
     ExitReason, RunAborted, run_agent, truncate_output,
+};
+pub use approval::{
+    ApprovalChannel, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession,
+    ApprovalTier, Approvals, Approver, DEFAULT_APPROVAL_TIMEOUT,
 };
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
 pub use model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolChoice};

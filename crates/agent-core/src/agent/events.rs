@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approval::ApprovalResponder;
 use crate::message::{Message, ToolOutputPart};
 use crate::model::ModelError;
 use crate::usage::{FinishReason, Usage};
@@ -77,6 +78,30 @@ pub enum AgentEvent {
         /// The arguments (a JSON string holding the raw text when they were
         /// not valid JSON).
         input: Value,
+    },
+    /// A call waits for approval; answer through `responder` (or the
+    /// installed approver answers). No answer within the approval timeout
+    /// denies it.
+    ApprovalRequested {
+        /// The call's id.
+        call_id: String,
+        /// The exposed tool name.
+        tool: String,
+        /// The call's arguments.
+        input: Value,
+        /// Where the answer goes (not serialised).
+        #[serde(skip)]
+        responder: ApprovalResponder,
+    },
+    /// A call's approval was decided.
+    ApprovalResolved {
+        /// The call's id.
+        call_id: String,
+        /// Whether it may run.
+        approved: bool,
+        /// Why it was denied.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A running tool reported progress.
     ToolProgress {

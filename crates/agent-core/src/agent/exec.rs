@@ -15,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
 use super::events::AgentEvent;
+use super::gate;
 use super::options::AgentOptions;
 use super::truncate::truncate_output;
+use crate::approval::ApprovalRequest;
 use crate::message::{ToolCall, ToolOutputPart, ToolResult};
 use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
 use crate::toolset::ToolCatalog;
@@ -111,7 +113,30 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
         let progress = ProgressReporter::to_sender(call.id.clone(), progress_tx.clone());
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
+        let approval = batch.options.approvals.clone().map(|approvals| {
+            let request = ApprovalRequest {
+                call_id: call.id.clone(),
+                tool: exposed.name.clone(),
+                source: exposed.source.clone(),
+                original_name: exposed.original_name.clone(),
+                input: call.input.clone(),
+                tier: approvals
+                    .policy
+                    .tier_for(&exposed.name, &exposed.tool.definition().annotations),
+            };
+            (approvals, request, batch.emit.clone())
+        });
         let handle = tasks.spawn(async move {
+            // Waiting for approval holds no concurrency slot and does not
+            // count against the tool's timeout.
+            if let Some((approvals, request, emit)) = approval
+                && let Err(denied) = gate::pass(&approvals, &emit, request, &token).await
+            {
+                return Outcome {
+                    output: ToolOutput::error(denied),
+                    duration: Duration::ZERO,
+                };
+            }
             // The semaphore is never closed, so acquiring fails only if it
             // were; then the call simply runs unbounded.
             let _permit = semaphore.acquire_owned().await.ok();

@@ -15,6 +15,7 @@
 mod emit;
 mod events;
 mod exec;
+mod gate;
 mod options;
 mod step;
 mod truncate;

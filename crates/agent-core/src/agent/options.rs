@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::approval::Approvals;
 use crate::model::ToolChoice;
 
 /// Model calls per run before the run is made to conclude: enough for real
@@ -55,6 +56,8 @@ pub struct AgentOptions {
     pub tool_choice: ToolChoice,
     /// Whether the model may call several tools per step.
     pub parallel_tool_calls: bool,
+    /// Approval of tool calls; `None` runs every call without asking.
+    pub approvals: Option<Approvals>,
 }
 
 impl Default for AgentOptions {
@@ -70,6 +73,7 @@ impl Default for AgentOptions {
             max_output_tokens: None,
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: true,
+            approvals: None,
         }
     }
 }
@@ -126,6 +130,17 @@ impl AgentOptions {
     /// Set the tool choice (applies to every step but the concluding one).
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = choice;
+        self
+    }
+
+    /// Ask before running tool calls, as these settings say.
+    ///
+    /// ```
+    /// let opts = agent_core::AgentOptions::default().approvals(agent_core::Approvals::via_events());
+    /// assert!(opts.approvals.is_some());
+    /// ```
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
         self
     }
 

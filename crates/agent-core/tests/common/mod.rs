@@ -38,6 +38,10 @@ impl TestTool {
             handler: Arc::new(move |v, c| Box::pin(f(v, c))),
         }
     }
+
+    pub fn set_annotations(&mut self, annotations: agent_core::ToolAnnotations) {
+        self.def.annotations = annotations;
+    }
 }
 
 #[async_trait::async_trait]

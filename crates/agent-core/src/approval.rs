@@ -1,0 +1,331 @@
+//! Human-in-the-loop approval of tool calls.
+//!
+//! Each exposed tool has a tier: [`ApprovalTier::Auto`] runs at once,
+//! [`ApprovalTier::Session`] asks once and is then remembered in an
+//! [`ApprovalSession`], [`ApprovalTier::Always`] asks every time. The default
+//! tier comes from the tool's annotations (read-only: auto; destructive:
+//! always; anything else: session) and can be overridden per exposed name with
+//! `*` wildcards.
+//!
+//! Invariants: with no [`Approvals`] installed every tier behaves as auto; a
+//! call waiting for approval holds up no other call; no answer within the
+//! timeout is a denial; a denied call is never executed and its result tells
+//! the model it was denied and why.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::tool::ToolAnnotations;
+use crate::toolset::wildcard_match;
+
+/// How long a call waits for an answer before it counts as denied: long
+/// enough for a person to read the call, short enough not to stall a run.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// When a tool call needs approval.
+///
+/// ```
+/// use agent_core::{ApprovalTier, ToolAnnotations};
+/// let read_only = ToolAnnotations { read_only: true, ..Default::default() };
+/// assert_eq!(ApprovalTier::from_annotations(&read_only), ApprovalTier::Auto);
+/// let destructive = ToolAnnotations { destructive: true, ..Default::default() };
+/// assert_eq!(ApprovalTier::from_annotations(&destructive), ApprovalTier::Always);
+/// assert_eq!(ApprovalTier::from_annotations(&ToolAnnotations::default()), ApprovalTier::Session);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalTier {
+    /// Run without asking.
+    Auto,
+    /// Ask once; a "for the session" answer is remembered.
+    Session,
+    /// Ask every time.
+    Always,
+}
+
+impl ApprovalTier {
+    /// The default tier for a tool with these annotations.
+    pub fn from_annotations(annotations: &ToolAnnotations) -> Self {
+        if annotations.destructive {
+            Self::Always
+        } else if annotations.read_only {
+            Self::Auto
+        } else {
+            Self::Session
+        }
+    }
+}
+
+/// Tiers per tool: overrides by exposed name (`*` wildcards, first match
+/// wins), else a default tier, else the tier the tool's annotations give.
+///
+/// ```
+/// use agent_core::{ApprovalPolicy, ApprovalTier, ToolAnnotations};
+/// let policy = ApprovalPolicy::default()
+///     .tier("git__*", ApprovalTier::Always)
+///     .tier("Read", ApprovalTier::Auto);
+/// assert_eq!(policy.tier_for("git__push", &ToolAnnotations::default()), ApprovalTier::Always);
+/// assert_eq!(policy.tier_for("other", &ToolAnnotations::default()), ApprovalTier::Session);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalPolicy {
+    default: Option<ApprovalTier>,
+    overrides: Vec<(String, ApprovalTier)>,
+}
+
+impl ApprovalPolicy {
+    /// Use this tier for tools no override names, instead of the annotations.
+    pub fn default_tier(mut self, tier: ApprovalTier) -> Self {
+        self.default = Some(tier);
+        self
+    }
+
+    /// Use this tier for exposed names matching `pattern`.
+    pub fn tier(mut self, pattern: impl Into<String>, tier: ApprovalTier) -> Self {
+        self.overrides.push((pattern.into(), tier));
+        self
+    }
+
+    /// The tier of one tool.
+    pub fn tier_for(&self, exposed_name: &str, annotations: &ToolAnnotations) -> ApprovalTier {
+        self.overrides
+            .iter()
+            .find(|(pattern, _)| wildcard_match(pattern, exposed_name))
+            .map(|(_, tier)| *tier)
+            .or(self.default)
+            .unwrap_or_else(|| ApprovalTier::from_annotations(annotations))
+    }
+}
+
+/// A call waiting for a decision.
+///
+/// ```
+/// let r = agent_core::ApprovalRequest {
+///     call_id: "c1".into(), tool: "Bash".into(), source: "coding".into(),
+///     original_name: "Bash".into(), input: serde_json::json!({"command": "ls"}),
+///     tier: agent_core::ApprovalTier::Always,
+/// };
+/// assert_eq!(r.tool, "Bash");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The call's id.
+    pub call_id: String,
+    /// The exposed tool name.
+    pub tool: String,
+    /// The tool's source.
+    pub source: String,
+    /// The tool's own name.
+    pub original_name: String,
+    /// The call's (validated) arguments.
+    pub input: Value,
+    /// Why approval is asked.
+    pub tier: ApprovalTier,
+}
+
+/// The answer to an [`ApprovalRequest`].
+///
+/// ```
+/// let d = agent_core::ApprovalDecision::Deny { reason: "not on main".into() };
+/// assert!(!d.approved());
+/// assert!(agent_core::ApprovalDecision::ApproveForSession.approved());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call.
+    Approve,
+    /// Run this call and every later call of the same tool in the session.
+    ApproveForSession,
+    /// Do not run it.
+    Deny {
+        /// Told to the model.
+        reason: String,
+    },
+}
+
+impl ApprovalDecision {
+    /// Whether the call may run.
+    pub fn approved(&self) -> bool {
+        !matches!(self, Self::Deny { .. })
+    }
+}
+
+/// Decides approval requests in code (a UI, a rule engine, a chat message).
+///
+/// ```
+/// use agent_core::{ApprovalDecision, ApprovalRequest, Approver};
+/// struct NoBash;
+/// #[async_trait::async_trait]
+/// impl Approver for NoBash {
+///     async fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision {
+///         if request.tool == "Bash" {
+///             ApprovalDecision::Deny { reason: "no shell here".into() }
+///         } else {
+///             ApprovalDecision::Approve
+///         }
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Decide one request. Taking longer than the approval timeout denies it.
+    async fn decide(&self, request: &ApprovalRequest) -> ApprovalDecision;
+}
+
+/// Tools approved for the session. Clone it to share it between runs: the
+/// application keeps it as long as its session lasts.
+///
+/// ```
+/// let session = agent_core::ApprovalSession::default();
+/// session.approve("Write");
+/// assert!(session.is_approved("Write"));
+/// assert!(!session.is_approved("Bash"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalSession {
+    approved: Arc<Mutex<HashSet<String>>>,
+}
+
+impl ApprovalSession {
+    /// Remember `tool` (exposed name) as approved.
+    pub fn approve(&self, tool: &str) {
+        if let Ok(mut set) = self.approved.lock() {
+            set.insert(tool.to_owned());
+        }
+    }
+
+    /// Whether `tool` was approved for the session.
+    pub fn is_approved(&self, tool: &str) -> bool {
+        self.approved
+            .lock()
+            .map(|set| set.contains(tool))
+            .unwrap_or(false)
+    }
+}
+
+/// Answers one `approval_requested` event. Cloning shares the same answer
+/// slot: the first answer counts, later ones are ignored.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let (responder, rx) = agent_core::ApprovalResponder::new();
+/// responder.respond(agent_core::ApprovalDecision::Approve);
+/// assert_eq!(rx.await.unwrap(), agent_core::ApprovalDecision::Approve);
+/// # }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalResponder {
+    slot: Arc<Mutex<Option<oneshot::Sender<ApprovalDecision>>>>,
+}
+
+impl ApprovalResponder {
+    /// A responder and the receiver of its answer.
+    pub fn new() -> (Self, oneshot::Receiver<ApprovalDecision>) {
+        let (tx, rx) = oneshot::channel();
+        (
+            Self {
+                slot: Arc::new(Mutex::new(Some(tx))),
+            },
+            rx,
+        )
+    }
+
+    /// Answer. Returns false when already answered (or the call is gone).
+    pub fn respond(&self, decision: ApprovalDecision) -> bool {
+        let sender = self.slot.lock().ok().and_then(|mut slot| slot.take());
+        sender.is_some_and(|tx| tx.send(decision).is_ok())
+    }
+}
+
+impl PartialEq for ApprovalResponder {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.slot, &other.slot)
+    }
+}
+
+/// Where approval requests go.
+#[derive(Clone)]
+pub enum ApprovalChannel {
+    /// To an [`Approver`].
+    Approver(Arc<dyn Approver>),
+    /// To the application through `approval_requested` events, each carrying
+    /// an [`ApprovalResponder`].
+    Events,
+}
+
+/// Approval settings for a run. Installing them turns approval on.
+///
+/// ```
+/// use agent_core::{Approvals, ApprovalPolicy, ApprovalTier};
+/// let approvals = Approvals::via_events()
+///     .policy(ApprovalPolicy::default().tier("Read", ApprovalTier::Auto))
+///     .timeout(std::time::Duration::from_secs(30));
+/// # let _ = approvals;
+/// ```
+#[derive(Clone)]
+pub struct Approvals {
+    pub(crate) channel: ApprovalChannel,
+    pub(crate) policy: ApprovalPolicy,
+    pub(crate) timeout: Duration,
+    pub(crate) session: ApprovalSession,
+}
+
+impl Approvals {
+    /// Ask an [`Approver`].
+    pub fn with_approver(approver: impl Approver + 'static) -> Self {
+        Self::new(ApprovalChannel::Approver(Arc::new(approver)))
+    }
+
+    /// Ask through `approval_requested` events.
+    pub fn via_events() -> Self {
+        Self::new(ApprovalChannel::Events)
+    }
+
+    fn new(channel: ApprovalChannel) -> Self {
+        Self {
+            channel,
+            policy: ApprovalPolicy::default(),
+            timeout: DEFAULT_APPROVAL_TIMEOUT,
+            session: ApprovalSession::default(),
+        }
+    }
+
+    /// Set the policy.
+    pub fn policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Set how long to wait for an answer.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Share an application-owned session (remembered across runs).
+    pub fn session(mut self, session: ApprovalSession) -> Self {
+        self.session = session;
+        self
+    }
+}
+
+impl std::fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let channel = match self.channel {
+            ApprovalChannel::Approver(_) => "approver",
+            ApprovalChannel::Events => "events",
+        };
+        f.debug_struct("Approvals")
+            .field("channel", &channel)
+            .field("policy", &self.policy)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
