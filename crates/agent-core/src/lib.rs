@@ -31,8 +31,10 @@
 //! # let _ = tools;
 //! ```
 
+mod accounting;
 mod agent;
 mod approval;
+mod fallback;
 mod message;
 mod model;
 mod schema;
@@ -45,6 +47,9 @@ mod usage;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use accounting::{
+    AccountingEntry, AccountingSink, EntryStatus, EntryTokens, JsonlSink, LlmEntry, ToolEntry, rfc3339_now,
+};
 pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, CANCEL_GRACE, CONCLUDE_INSTRUCTION,
     DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
@@ -54,6 +59,7 @@ pub use approval::{
     ApprovalChannel, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession,
     ApprovalTier, Approvals, Approver, DEFAULT_APPROVAL_TIMEOUT,
 };
+pub use fallback::{DEFAULT_FALLBACK_RETRIES, FallbackModel, MAX_RATE_LIMIT_WAIT, MIN_RATE_LIMIT_WAIT};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
 pub use model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use schema::{MAX_REF_DEPTH, flatten_schema, input_schema_for};

@@ -212,6 +212,19 @@ pub enum ModelEvent {
         /// The usage.
         usage: Usage,
     },
+    /// The attempt so far failed and the same request now goes to another
+    /// model ([`FallbackModel`](crate::FallbackModel)): discard this step's
+    /// output so far; the next model's events follow.
+    Fallback {
+        /// `provider/model` that failed.
+        from: String,
+        /// `provider/model` tried next.
+        to: String,
+        /// Why the attempt failed.
+        error: String,
+        /// How long the failed attempt took.
+        latency_ms: u64,
+    },
     /// The step is over.
     Finish {
         /// Why.

@@ -18,6 +18,8 @@ pub struct ScriptedStep {
     /// When set, the stream waits for cancellation after its events instead
     /// of ending (to test cancellation of a model call).
     hang: bool,
+    /// When set, `stream()` itself fails with this error.
+    fail: Option<ModelError>,
 }
 
 impl ScriptedStep {
@@ -26,6 +28,7 @@ impl ScriptedStep {
         Self {
             events: events.into_iter().map(Ok).collect(),
             hang: false,
+            fail: None,
         }
     }
 
@@ -79,6 +82,19 @@ impl ScriptedStep {
             },
         });
         Self::events(events)
+    }
+
+    /// A call that fails before any event (as an HTTP error status would).
+    ///
+    /// ```
+    /// let step = agent_core::testing::ScriptedStep::fail(agent_core::ModelError::Auth { message: "bad key".into() });
+    /// # let _ = step;
+    /// ```
+    pub fn fail(error: ModelError) -> Self {
+        Self {
+            fail: Some(error),
+            ..Self::default()
+        }
     }
 
     /// Append an error after the events (a stream failing mid-way).
@@ -154,6 +170,9 @@ impl LanguageModel for ScriptedModel {
                 status: 0,
                 message: "the scripted model has no more steps".into(),
             })?;
+        if let Some(error) = step.fail {
+            return Err(error);
+        }
         let events = futures::stream::iter(step.events);
         if step.hang {
             let wait = futures::stream::once(async move {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::accounting::AccountingEntry;
 use crate::approval::ApprovalResponder;
 use crate::message::{Message, ToolOutputPart};
 use crate::model::ModelError;
@@ -135,6 +136,21 @@ pub enum AgentEvent {
         finish_reason: FinishReason,
         /// Its usage.
         usage: Usage,
+    },
+    /// A model attempt failed and the step starts over on the next model;
+    /// the partial output of the failed attempt is not in the history.
+    ModelFallback {
+        /// `provider/model` that failed.
+        from: String,
+        /// `provider/model` tried next.
+        to: String,
+        /// Why.
+        error: String,
+    },
+    /// An accounting entry (one per model attempt and per tool call).
+    Accounting {
+        /// The entry.
+        entry: AccountingEntry,
     },
     /// Something the application should know that did not stop the run.
     Warning {

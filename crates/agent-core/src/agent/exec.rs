@@ -13,11 +13,13 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::account::{Accountant, millis};
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use super::gate;
 use super::options::AgentOptions;
 use super::truncate::truncate_output;
+use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry, rfc3339_now};
 use crate::approval::ApprovalRequest;
 use crate::message::{ToolCall, ToolOutputPart, ToolResult};
 use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
@@ -26,6 +28,9 @@ use crate::toolset::ToolCatalog;
 /// After a run is cancelled, how long running tools get to notice their
 /// cancellation token and return before their tasks are aborted.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// Characters of a failed call's output kept in its accounting entry.
+const MAX_ERROR_CHARS: usize = 500;
 
 /// Unknown-tool errors list at most this many available names.
 const MAX_NAMES_LISTED: usize = 50;
@@ -39,18 +44,22 @@ pub(crate) struct Batch<'a> {
     pub options: &'a AgentOptions,
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
+    pub accountant: &'a Accountant,
 }
 
 /// How a finished call turned out, before truncation.
 struct Outcome {
     output: ToolOutput,
     duration: Duration,
+    /// Why it failed or did not run, for accounting.
+    details: Option<&'static str>,
 }
 
-fn error_outcome(message: impl Into<String>) -> Outcome {
+fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
     Outcome {
         output: ToolOutput::error(message),
         duration: Duration::ZERO,
+        details: Some(details),
     }
 }
 
@@ -85,23 +94,32 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
             .await
             .is_ok();
         let Some(exposed) = exposed else {
-            outcomes[i] = Some(error_outcome(unknown_tool_message(&call.name, batch.catalog)));
+            outcomes[i] = Some(error_outcome(
+                unknown_tool_message(&call.name, batch.catalog),
+                "unknown_tool",
+            ));
             continue;
         };
         if let Some(err) = bad_json.get(call.id.as_str()) {
-            outcomes[i] = Some(error_outcome(format!(
-                "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
+            outcomes[i] = Some(error_outcome(
+                format!(
+                    "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
                  matching its input schema.",
-                call.name
-            )));
+                    call.name
+                ),
+                "invalid_input",
+            ));
             continue;
         }
         if let Err(message) = exposed.validate(&call.input) {
-            outcomes[i] = Some(error_outcome(format!(
-                "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
+            outcomes[i] = Some(error_outcome(
+                format!(
+                    "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
                  it again.",
-                call.name
-            )));
+                    call.name
+                ),
+                "invalid_input",
+            ));
             continue;
         }
         let tool = exposed.tool.clone();
@@ -132,10 +150,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
             if let Some((approvals, request, emit)) = approval
                 && let Err(denied) = gate::pass(&approvals, &emit, request, &token).await
             {
-                return Outcome {
-                    output: ToolOutput::error(denied),
-                    duration: Duration::ZERO,
-                };
+                return error_outcome(denied, "denied");
             }
             // The semaphore is never closed, so acquiring fails only if it
             // were; then the call simply runs unbounded.
@@ -146,20 +161,22 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
                 .with_cancellation(token.clone())
                 .with_deadline(deadline)
                 .with_progress(progress);
-            let output = tokio::select! {
+            let (output, details) = tokio::select! {
                 result = tool.call(input, ctx) => match result {
-                    Ok(output) => output,
-                    Err(ToolError::Cancelled) => ToolOutput::error("The tool call was cancelled."),
-                    Err(e) => ToolOutput::error(format!("Tool error: {e}")),
+                    Ok(output) => (output, None),
+                    Err(ToolError::Cancelled) => (ToolOutput::error("The tool call was cancelled."), Some("cancelled")),
+                    Err(e) => (ToolOutput::error(format!("Tool error: {e}")), None),
                 },
                 _ = tokio::time::sleep_until(deadline) => {
                     token.cancel();
-                    ToolOutput::error(format!("tool execution timed out after {}", format_duration(timeout)))
+                    let message = format!("tool execution timed out after {}", format_duration(timeout));
+                    (ToolOutput::error(message), Some("timeout"))
                 }
             };
             Outcome {
                 output,
                 duration: started.elapsed(),
+                details,
             }
         });
         task_index.insert(handle.id(), i);
@@ -189,12 +206,12 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
                     Ok((id, outcome)) => (id, outcome),
                     Err(e) => {
                         let id = e.id();
-                        let message = if e.is_panic() {
-                            format!("The tool panicked: {}", panic_message(e.into_panic()))
+                        let outcome = if e.is_panic() {
+                            error_outcome(format!("The tool panicked: {}", panic_message(e.into_panic())), "panic")
                         } else {
-                            "The tool call was cancelled.".to_owned()
+                            error_outcome("The tool call was cancelled.", "cancelled")
                         };
-                        (id, error_outcome(message))
+                        (id, outcome)
                     }
                 };
                 if let Some(&i) = task_index.get(&id) {
@@ -219,7 +236,8 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
         .iter()
         .zip(outcomes)
         .map(|(call, outcome)| {
-            let outcome = outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled."));
+            let outcome =
+                outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled.", "cancelled"));
             let output = truncate_output(outcome.output, batch.options.max_tool_output_bytes);
             ToolResult {
                 call_id: call.id.clone(),
@@ -234,6 +252,30 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
 async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
     let call = &batch.calls[i];
     let output = truncate_output(outcome.output.clone(), batch.options.max_tool_output_bytes);
+    let text = output.as_text();
+    let exposed = batch.catalog.get(&call.name);
+    let status = match (output.is_error, outcome.details) {
+        (_, Some("cancelled")) => EntryStatus::Cancelled,
+        (true, _) => EntryStatus::Error,
+        (false, _) => EntryStatus::Ok,
+    };
+    batch
+        .accountant
+        .record(AccountingEntry::Tool(ToolEntry {
+            timestamp: rfc3339_now(),
+            status,
+            tool: call.name.clone(),
+            source: exposed.map(|t| t.source.clone()).unwrap_or_default(),
+            original_name: exposed.map_or_else(|| call.name.clone(), |t| t.original_name.clone()),
+            latency_ms: millis(outcome.duration),
+            characters_in: call.input.to_string().chars().count() as u64,
+            characters_out: text.chars().count() as u64,
+            error: output
+                .is_error
+                .then(|| text.chars().take(MAX_ERROR_CHARS).collect()),
+            details: outcome.details.map(str::to_owned),
+        }))
+        .await;
     batch
         .emit
         .send(AgentEvent::ToolResult {
@@ -241,7 +283,7 @@ async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
             tool: call.name.clone(),
             is_error: output.is_error,
             output: output.parts,
-            duration_ms: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            duration_ms: millis(outcome.duration),
         })
         .await
         .is_ok()

@@ -12,6 +12,7 @@
 //!   model request and every running tool; [`AgentEvent::Finished`] is
 //!   always the last event.
 
+mod account;
 mod emit;
 mod events;
 mod exec;
@@ -36,9 +37,14 @@ pub use options::{
 };
 pub use truncate::truncate_output;
 
+use account::{Accountant, LlmAttempt};
 use emit::Emitter;
 use exec::{Batch, execute, not_run};
-use step::{StepFailure, run_step};
+use step::{AttemptInfo, StepFailure, StepIo, run_step};
+use tokio::time::Instant;
+
+use crate::accounting::EntryStatus;
+use crate::fallback::model_label;
 
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{LanguageModel, ModelError, ModelRequest, ToolChoice};
@@ -169,12 +175,14 @@ pub fn run_agent(
     let cancel = CancellationToken::new();
     let (emit, events) = Emitter::new();
     let (result_tx, result_rx) = oneshot::channel();
+    let accountant = Accountant::new(emit.clone(), options.accounting.clone());
     let run = Run {
         model,
         tools,
         options,
         cancel: cancel.clone(),
         emit,
+        accountant,
     };
     tokio::spawn(async move {
         let result = run.drive(messages).await;
@@ -238,6 +246,7 @@ struct Run {
     options: AgentOptions,
     cancel: CancellationToken,
     emit: Emitter,
+    accountant: Accountant,
 }
 
 /// What the loop has gathered so far.
@@ -286,7 +295,32 @@ impl Run {
             let concluding = step >= self.options.max_steps;
             let request = self.request(&history, &catalog, concluding);
             let _ = self.emit.send(AgentEvent::StepStarted { step }).await;
-            let output = match run_step(self.model.as_ref(), request, &self.cancel, &self.emit).await {
+            let mut attempt = AttemptInfo {
+                label: model_label(self.model.as_ref()),
+                started: Instant::now(),
+            };
+            let io = StepIo {
+                cancel: &self.cancel,
+                emit: &self.emit,
+                accountant: &self.accountant,
+            };
+            let outcome = run_step(self.model.as_ref(), request, &mut attempt, io).await;
+            let (status, error) = match &outcome {
+                Ok(_) => (EntryStatus::Ok, None),
+                Err(StepFailure::Model(e)) => (EntryStatus::Error, Some(e.to_string())),
+                Err(StepFailure::Cancelled | StepFailure::Detached) => (EntryStatus::Cancelled, None),
+            };
+            self.accountant
+                .llm(LlmAttempt {
+                    label: &attempt.label,
+                    status,
+                    latency: attempt.started.elapsed(),
+                    usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
+                    stop_reason: outcome.as_ref().ok().map(|o| &o.finish_reason),
+                    error,
+                })
+                .await;
+            let output = match outcome {
                 Ok(output) => output,
                 Err(StepFailure::Cancelled | StepFailure::Detached) => break (ExitReason::Cancelled, None),
                 Err(StepFailure::Model(e)) => break (ExitReason::ModelError, Some(e)),
@@ -330,6 +364,7 @@ impl Run {
                     options: &self.options,
                     cancel: &self.cancel,
                     emit: &self.emit,
+                    accountant: &self.accountant,
                 })
                 .await;
                 results

@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
 use crate::model::ToolChoice;
 
@@ -58,6 +61,8 @@ pub struct AgentOptions {
     pub parallel_tool_calls: bool,
     /// Approval of tool calls; `None` runs every call without asking.
     pub approvals: Option<Approvals>,
+    /// Where accounting entries go besides `accounting` events.
+    pub accounting: Option<Arc<dyn AccountingSink>>,
 }
 
 impl Default for AgentOptions {
@@ -74,6 +79,7 @@ impl Default for AgentOptions {
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: true,
             approvals: None,
+            accounting: None,
         }
     }
 }
@@ -141,6 +147,13 @@ impl AgentOptions {
     /// ```
     pub fn approvals(mut self, approvals: Approvals) -> Self {
         self.approvals = Some(approvals);
+        self
+    }
+
+    /// Also write accounting entries to this sink (such as a
+    /// [`JsonlSink`](crate::JsonlSink)).
+    pub fn accounting(mut self, sink: Arc<dyn AccountingSink>) -> Self {
+        self.accounting = Some(sink);
         self
     }
 

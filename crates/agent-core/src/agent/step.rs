@@ -5,8 +5,12 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use tokio::time::Instant;
+
+use super::account::{Accountant, LlmAttempt};
 use super::emit::Emitter;
 use super::events::AgentEvent;
+use crate::accounting::EntryStatus;
 use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
 use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest};
 use crate::usage::{FinishReason, Usage};
@@ -36,26 +40,51 @@ pub(crate) enum StepFailure {
     Detached,
 }
 
+/// The model attempt in progress (a fallback starts another).
+pub(crate) struct AttemptInfo {
+    /// `provider/model`.
+    pub label: String,
+    pub started: Instant,
+}
+
+/// Where a step reports to.
+pub(crate) struct StepIo<'a> {
+    pub cancel: &'a CancellationToken,
+    pub emit: &'a Emitter,
+    pub accountant: &'a Accountant,
+}
+
+impl StepOutput {
+    fn empty() -> Self {
+        Self {
+            parts: Vec::new(),
+            text: String::new(),
+            calls: Vec::new(),
+            bad_json: Vec::new(),
+            finish_reason: FinishReason::Stop,
+            usage: Usage::default(),
+        }
+    }
+}
+
 /// Run one model call to the end of its stream.
 pub(crate) async fn run_step(
     model: &dyn LanguageModel,
     request: ModelRequest,
-    cancel: &CancellationToken,
-    emit: &Emitter,
+    attempt: &mut AttemptInfo,
+    io: StepIo<'_>,
 ) -> Result<StepOutput, StepFailure> {
+    let StepIo {
+        cancel,
+        emit,
+        accountant,
+    } = io;
     let mut stream = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
         started = model.stream(request) => started.map_err(StepFailure::Model)?,
     };
-    let mut out = StepOutput {
-        parts: Vec::new(),
-        text: String::new(),
-        calls: Vec::new(),
-        bad_json: Vec::new(),
-        finish_reason: FinishReason::Stop,
-        usage: Usage::default(),
-    };
+    let mut out = StepOutput::empty();
     // Index in `parts` of the reasoning block still receiving deltas.
     let mut open_reasoning: Option<usize> = None;
     loop {
@@ -140,6 +169,31 @@ pub(crate) async fn run_step(
                 out.parts.push(ContentPart::ToolCall(call));
             }
             ModelEvent::Usage { usage } => out.usage = usage,
+            ModelEvent::Fallback {
+                from,
+                to,
+                error,
+                latency_ms,
+            } => {
+                accountant
+                    .llm(LlmAttempt {
+                        label: &from,
+                        status: EntryStatus::Error,
+                        latency: std::time::Duration::from_millis(latency_ms),
+                        usage: out.usage,
+                        stop_reason: None,
+                        error: Some(error.clone()),
+                    })
+                    .await;
+                // The failed attempt's partial output is dropped.
+                out = StepOutput::empty();
+                open_reasoning = None;
+                attempt.label.clone_from(&to);
+                attempt.started = Instant::now();
+                emit.send(AgentEvent::ModelFallback { from, to, error })
+                    .await
+                    .map_err(|_| StepFailure::Detached)?;
+            }
             ModelEvent::Finish { reason, usage } => {
                 out.finish_reason = reason;
                 if !usage.is_empty() {

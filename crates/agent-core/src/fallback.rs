@@ -1,0 +1,205 @@
+//! [`FallbackModel`]: an ordered list of models that behaves as one.
+//!
+//! Invariants: every attempt gets exactly the same request; an attempt that
+//! fails after streaming some output is announced with
+//! [`ModelEvent::Fallback`] before the next model's events, so the agent loop
+//! discards the partial output (tools run only after a step's stream
+//! completed, so none runs twice); authentication and quota errors skip a
+//! model for the rest of the call; when every model of a cycle was rate
+//! limited, the next cycle waits for the largest `retry-after` seen.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+
+/// Extra cycles through the whole list after the first: enough to ride out a
+/// short rate-limit window, few enough to fail in bounded time.
+pub const DEFAULT_FALLBACK_RETRIES: u32 = 2;
+/// Shortest wait before a cycle after one where every model was rate limited.
+pub const MIN_RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+/// Longest such wait, whatever a provider's `retry-after` says.
+pub const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// Events buffered between an attempt and the caller.
+const FORWARD_BUFFER: usize = 64;
+
+/// Several models tried in order as one [`LanguageModel`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use agent_core::{FallbackModel, LanguageModel};
+/// # use agent_core::testing::ScriptedModel;
+/// # let (first, second) = (ScriptedModel::new(vec![]), ScriptedModel::new(vec![]));
+/// let model = FallbackModel::new(vec![Arc::new(first), Arc::new(second)]).retries(1);
+/// assert_eq!(model.provider(), "scripted");
+/// ```
+#[derive(Clone)]
+pub struct FallbackModel {
+    models: Vec<Arc<dyn LanguageModel>>,
+    retries: u32,
+}
+
+impl FallbackModel {
+    /// Try these models in this order.
+    pub fn new(models: Vec<Arc<dyn LanguageModel>>) -> Self {
+        Self {
+            models,
+            retries: DEFAULT_FALLBACK_RETRIES,
+        }
+    }
+
+    /// Cycles through the list after the first one.
+    pub fn retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+}
+
+/// `provider/model` of a model, as fallback events name it.
+pub(crate) fn model_label(model: &dyn LanguageModel) -> String {
+    format!("{}/{}", model.provider(), model.model_id())
+}
+
+#[async_trait]
+impl LanguageModel for FallbackModel {
+    /// The first model's provider.
+    fn provider(&self) -> &str {
+        self.models.first().map_or("none", |m| m.provider())
+    }
+
+    /// The first model's id.
+    fn model_id(&self) -> &str {
+        self.models.first().map_or("none", |m| m.model_id())
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        if self.models.is_empty() {
+            return Err(ModelError::Provider {
+                status: 0,
+                message: "the fallback list has no models".into(),
+            });
+        }
+        let (tx, rx) = mpsc::channel(FORWARD_BUFFER);
+        let models = self.models.clone();
+        let retries = self.retries;
+        tokio::spawn(drive(models, retries, request, tx));
+        Ok(
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+                .boxed(),
+        )
+    }
+}
+
+type Tx = mpsc::Sender<Result<ModelEvent, ModelError>>;
+
+/// How one attempt ended.
+enum Attempt {
+    Done,
+    /// The caller went away.
+    Gone,
+    Failed(ModelError),
+}
+
+async fn run_attempt(model: &dyn LanguageModel, request: ModelRequest, tx: &Tx) -> Attempt {
+    let mut stream = match model.stream(request).await {
+        Ok(s) => s,
+        Err(e) => return Attempt::Failed(e),
+    };
+    loop {
+        match stream.next().await {
+            Some(Ok(event)) => {
+                let last = matches!(event, ModelEvent::Finish { .. });
+                if tx.send(Ok(event)).await.is_err() {
+                    return Attempt::Gone;
+                }
+                if last {
+                    return Attempt::Done;
+                }
+            }
+            Some(Err(e)) => return Attempt::Failed(e),
+            None => {
+                return Attempt::Failed(ModelError::InvalidResponse {
+                    message: "the model's stream ended before its finish event".into(),
+                    snippet: String::new(),
+                });
+            }
+        }
+    }
+}
+
+async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: ModelRequest, tx: Tx) {
+    let mut skipped = vec![false; models.len()];
+    let mut last_error = None;
+    let mut previous: Option<(String, Instant, ModelError)> = None;
+    for cycle in 0..=retries {
+        let mut all_rate_limited = true;
+        let mut longest_wait = Duration::ZERO;
+        for (i, model) in models.iter().enumerate() {
+            if skipped[i] {
+                continue;
+            }
+            if request.cancellation.is_cancelled() {
+                let _ = tx.send(Err(ModelError::Cancelled)).await;
+                return;
+            }
+            let label = model_label(model.as_ref());
+            if let Some((from, started, error)) = previous.take() {
+                let event = ModelEvent::Fallback {
+                    from,
+                    to: label.clone(),
+                    error: error.to_string(),
+                    latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                };
+                if tx.send(Ok(event)).await.is_err() {
+                    return;
+                }
+            }
+            let started = Instant::now();
+            let error = match run_attempt(model.as_ref(), request.clone(), &tx).await {
+                Attempt::Done | Attempt::Gone => return,
+                Attempt::Failed(ModelError::Cancelled) => {
+                    let _ = tx.send(Err(ModelError::Cancelled)).await;
+                    return;
+                }
+                Attempt::Failed(e) => e,
+            };
+            tracing::warn!(target: "agent_core::fallback", model = %label, cycle, error = %error, "model attempt failed");
+            match &error {
+                ModelError::Auth { .. } | ModelError::Quota { .. } => skipped[i] = true,
+                ModelError::RateLimited { retry_after, .. } => {
+                    longest_wait = longest_wait.max(retry_after.unwrap_or(MIN_RATE_LIMIT_WAIT));
+                }
+                ModelError::Provider { status, .. } if (400..500).contains(status) => {
+                    // The request itself was refused; another model may accept it.
+                    all_rate_limited = false;
+                }
+                _ => all_rate_limited = false,
+            }
+            previous = Some((label, started, error.clone()));
+            last_error = Some(error);
+        }
+        if skipped.iter().all(|s| *s) {
+            break;
+        }
+        if all_rate_limited && cycle < retries {
+            let wait = longest_wait.clamp(MIN_RATE_LIMIT_WAIT, MAX_RATE_LIMIT_WAIT);
+            tokio::select! {
+                _ = request.cancellation.cancelled() => {
+                    let _ = tx.send(Err(ModelError::Cancelled)).await;
+                    return;
+                }
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+    let error = last_error.unwrap_or(ModelError::Provider {
+        status: 0,
+        message: "every model of the fallback list failed".into(),
+    });
+    let _ = tx.send(Err(error)).await;
+}
