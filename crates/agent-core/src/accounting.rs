@@ -70,7 +70,7 @@ impl From<Usage> for EntryTokens {
 /// let e = AccountingEntry::Tool(ToolEntry {
 ///     timestamp: "2026-01-01T00:00:00.000Z".into(), status: EntryStatus::Ok, tool: "Read".into(),
 ///     source: "coding".into(), original_name: "Read".into(), latency_ms: 3,
-///     characters_in: 20, characters_out: 400, error: None, details: None,
+///     characters_in: 20, characters_out: 400, error: None, details: None, budget: None,
 /// });
 /// assert_eq!(serde_json::to_value(&e).unwrap()["type"], "tool");
 /// ```
@@ -131,6 +131,10 @@ pub struct ToolEntry {
     /// `denied`, `timeout`, `cancelled`, `budget_exceeded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
+    /// Projected, limit and remaining tokens, when the context budget
+    /// replaced the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::BudgetFigures>,
 }
 
 /// Where accounting entries are kept besides the event stream.

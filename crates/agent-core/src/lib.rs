@@ -34,6 +34,7 @@
 mod accounting;
 mod agent;
 mod approval;
+mod budget;
 mod fallback;
 mod message;
 mod model;
@@ -58,6 +59,10 @@ pub use agent::{
 pub use approval::{
     ApprovalChannel, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession,
     ApprovalTier, Approvals, Approver, DEFAULT_APPROVAL_TIMEOUT,
+};
+pub use budget::{
+    BUDGET_EXCEEDED_RESULT, BudgetFigures, CharEstimate, ContextBudget, DEFAULT_BUFFER_TOKENS,
+    DEFAULT_CONTEXT_WINDOW, MESSAGE_OVERHEAD_TOKENS, TokenCounter,
 };
 pub use fallback::{DEFAULT_FALLBACK_RETRIES, FallbackModel, MAX_RATE_LIMIT_WAIT, MIN_RATE_LIMIT_WAIT};
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};

@@ -30,6 +30,7 @@ impl Accountant {
     }
 
     pub async fn record(&self, entry: AccountingEntry) {
+        record_metrics(&entry);
         if let Some(sink) = &self.sink
             && let Err(e) = sink.record(&entry)
         {
@@ -56,6 +57,45 @@ impl Accountant {
             error: attempt.error,
         }))
         .await;
+    }
+}
+
+/// Metric names (the `metrics` facade; the application picks an exporter).
+pub(crate) const MODEL_CALLS_METRIC: &str = "agent_model_calls_total";
+pub(crate) const MODEL_LATENCY_METRIC: &str = "agent_model_latency_seconds";
+pub(crate) const TOKENS_METRIC: &str = "agent_tokens_total";
+pub(crate) const TOOL_CALLS_METRIC: &str = "agent_tool_calls_total";
+pub(crate) const TOOL_LATENCY_METRIC: &str = "agent_tool_latency_seconds";
+
+fn status_label(status: EntryStatus) -> &'static str {
+    match status {
+        EntryStatus::Ok => "ok",
+        EntryStatus::Error => "error",
+        EntryStatus::Cancelled => "cancelled",
+    }
+}
+
+fn record_metrics(entry: &AccountingEntry) {
+    match entry {
+        AccountingEntry::Llm(e) => {
+            let (p, m) = (e.provider.clone(), e.model.clone());
+            metrics::counter!(MODEL_CALLS_METRIC, "provider" => p.clone(), "model" => m.clone(), "status" => status_label(e.status)).increment(1);
+            metrics::histogram!(MODEL_LATENCY_METRIC, "provider" => p.clone(), "model" => m.clone())
+                .record(e.latency_ms as f64 / 1000.0);
+            for (kind, n) in [
+                ("input", e.tokens.input),
+                ("output", e.tokens.output),
+                ("cached", e.tokens.cached),
+                ("reasoning", e.tokens.reasoning),
+            ] {
+                metrics::counter!(TOKENS_METRIC, "provider" => p.clone(), "model" => m.clone(), "kind" => kind).increment(n);
+            }
+        }
+        AccountingEntry::Tool(e) => {
+            metrics::counter!(TOOL_CALLS_METRIC, "tool" => e.tool.clone(), "source" => e.source.clone(), "status" => status_label(e.status)).increment(1);
+            metrics::histogram!(TOOL_LATENCY_METRIC, "tool" => e.tool.clone(), "source" => e.source.clone())
+                .record(e.latency_ms as f64 / 1000.0);
+        }
     }
 }
 

@@ -17,10 +17,12 @@ use super::account::{Accountant, millis};
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use super::gate;
+use super::guard::ResultsGate;
 use super::options::AgentOptions;
 use super::truncate::truncate_output;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry, rfc3339_now};
 use crate::approval::ApprovalRequest;
+use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::message::{ToolCall, ToolOutputPart, ToolResult};
 use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
 use crate::toolset::ToolCatalog;
@@ -45,6 +47,37 @@ pub(crate) struct Batch<'a> {
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
     pub accountant: &'a Accountant,
+    /// Admits results while the context window has room.
+    pub gate: Option<&'a ResultsGate>,
+}
+
+/// What a batch produced.
+pub(crate) struct Executed {
+    /// One per call, in call order.
+    pub results: Vec<ToolResult>,
+    /// False when the event receiver went away.
+    #[allow(dead_code)]
+    pub attached: bool,
+    /// A result was replaced because the context window would overflow.
+    pub over_budget: bool,
+}
+
+/// Replace the outcome by the budget-exceeded result when it does not fit;
+/// true when it was replaced.
+fn apply_budget(batch: &Batch<'_>, outcome: &mut Outcome) -> bool {
+    let Some(gate) = batch.gate else {
+        return false;
+    };
+    let cut = truncate_output(outcome.output.clone(), batch.options.max_tool_output_bytes);
+    match gate.admit(&cut.parts) {
+        Ok(()) => false,
+        Err(figures) => {
+            outcome.output = ToolOutput::error(BUDGET_EXCEEDED_RESULT);
+            outcome.details = Some("budget_exceeded");
+            outcome.budget = Some(figures);
+            true
+        }
+    }
 }
 
 /// How a finished call turned out, before truncation.
@@ -53,6 +86,8 @@ struct Outcome {
     duration: Duration,
     /// Why it failed or did not run, for accounting.
     details: Option<&'static str>,
+    /// The budget figures when the result was replaced.
+    budget: Option<BudgetFigures>,
 }
 
 fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
@@ -60,12 +95,13 @@ fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
         output: ToolOutput::error(message),
         duration: Duration::ZERO,
         details: Some(details),
+        budget: None,
     }
 }
 
 /// Run a step's calls and return one result per call, in call order. The
 /// `bool` is false when the event receiver went away (the run should stop).
-pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
+pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
     let n = batch.calls.len();
     let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
     let mut attached = true;
@@ -177,6 +213,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
                 output,
                 duration: started.elapsed(),
                 details,
+                budget: None,
             }
         });
         task_index.insert(handle.id(), i);
@@ -184,8 +221,10 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
     drop(progress_tx);
 
     // Results not run (unknown, bad JSON, invalid) are reported at once.
-    for (i, outcome) in outcomes.iter().enumerate() {
+    let mut over_budget = false;
+    for (i, outcome) in outcomes.iter_mut().enumerate() {
         if let Some(outcome) = outcome {
+            over_budget |= apply_budget(&batch, outcome);
             attached &= report(&batch, i, outcome).await;
         }
     }
@@ -215,6 +254,8 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
                     }
                 };
                 if let Some(&i) = task_index.get(&id) {
+                    let mut outcome = outcome;
+                    over_budget |= apply_budget(&batch, &mut outcome);
                     attached &= report(&batch, i, &outcome).await;
                     outcomes[i] = Some(outcome);
                 }
@@ -246,7 +287,11 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
             }
         })
         .collect();
-    (results, attached)
+    Executed {
+        results,
+        attached,
+        over_budget,
+    }
 }
 
 async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
@@ -274,6 +319,7 @@ async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
                 .is_error
                 .then(|| text.chars().take(MAX_ERROR_CHARS).collect()),
             details: outcome.details.map(str::to_owned),
+            budget: outcome.budget,
         }))
         .await;
     batch

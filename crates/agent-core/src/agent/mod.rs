@@ -17,6 +17,7 @@ mod emit;
 mod events;
 mod exec;
 mod gate;
+mod guard;
 mod options;
 mod step;
 mod truncate;
@@ -40,6 +41,7 @@ pub use truncate::truncate_output;
 use account::{Accountant, LlmAttempt};
 use emit::Emitter;
 use exec::{Batch, execute, not_run};
+use guard::Guard;
 use step::{AttemptInfo, StepFailure, StepIo, run_step};
 use tokio::time::Instant;
 
@@ -281,6 +283,13 @@ impl Run {
             })
             .await;
         self.warn_all(catalog.warnings()).await;
+        let mut guard = self
+            .options
+            .budget
+            .clone()
+            .map(|b| Guard::new(b, self.model.provider(), self.model.model_id()));
+        // Set when the budget made the next step the concluding one.
+        let mut budget_forced = false;
 
         let (exit, error) = loop {
             if self.cancel.is_cancelled() {
@@ -292,7 +301,24 @@ impl Run {
                 catalog = latest;
                 self.warn_all(catalog.warnings()).await;
             }
-            let concluding = step >= self.options.max_steps;
+            let mut concluding = step >= self.options.max_steps || budget_forced;
+            if let Some(guard) = guard.as_mut() {
+                let system = self.system_prompt(&catalog);
+                let conclude = [Message::user(options::CONCLUDE_INSTRUCTION)];
+                let extra: &[Message] = if concluding { &conclude } else { &[] };
+                if guard.project(system.as_deref(), &catalog, &history, extra) > guard.limit() {
+                    if !concluding
+                        && guard.project(system.as_deref(), &catalog, &history, &conclude) <= guard.limit()
+                    {
+                        guard.record("step", "forced_final");
+                        concluding = true;
+                        budget_forced = true;
+                    } else {
+                        guard.record("step", "token_limit");
+                        break (ExitReason::TokenLimit, None);
+                    }
+                }
+            }
             let request = self.request(&history, &catalog, concluding);
             let _ = self.emit.send(AgentEvent::StepStarted { step }).await;
             let mut attempt = AttemptInfo {
@@ -342,22 +368,20 @@ impl Run {
                 progress.new_messages.push(message);
             }
             if output.calls.is_empty() {
-                break (
-                    if concluding {
-                        ExitReason::MaxSteps
-                    } else {
-                        ExitReason::Completed
-                    },
-                    None,
-                );
+                break (Self::exit_after_answer(concluding, budget_forced), None);
             }
             let results = if concluding {
                 not_run(
                     &output.calls,
-                    "Not run: the step limit was reached and tools are no longer available.",
+                    "Not run: tools are no longer available (the step limit or the context budget was reached).",
                 )
             } else {
-                let (results, _attached) = execute(Batch {
+                let gate = guard.as_mut().map(|g| {
+                    let system = self.system_prompt(&catalog);
+                    let projected = g.project(system.as_deref(), &catalog, &history, &[]);
+                    g.results_gate(projected)
+                });
+                let executed = execute(Batch {
                     calls: &output.calls,
                     bad_json: &output.bad_json,
                     catalog: &catalog,
@@ -365,9 +389,16 @@ impl Run {
                     cancel: &self.cancel,
                     emit: &self.emit,
                     accountant: &self.accountant,
+                    gate: gate.as_ref(),
                 })
                 .await;
-                results
+                if executed.over_budget {
+                    if let Some(g) = &guard {
+                        g.record("tool_result", "result_replaced");
+                    }
+                    budget_forced = true;
+                }
+                executed.results
             };
             let message = Message::new(
                 Role::Tool,
@@ -376,7 +407,7 @@ impl Run {
             Arc::make_mut(&mut history).push(message.clone());
             progress.new_messages.push(message);
             if concluding {
-                break (ExitReason::MaxSteps, None);
+                break (Self::exit_after_answer(true, budget_forced), None);
             }
         };
         debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
@@ -401,13 +432,27 @@ impl Run {
         }
     }
 
-    fn request(&self, history: &Arc<Vec<Message>>, catalog: &ToolCatalog, concluding: bool) -> ModelRequest {
-        let system = match (&self.options.system, catalog.instructions()) {
+    /// How a run that got an answer (or reached its concluding step) ends.
+    fn exit_after_answer(concluding: bool, budget_forced: bool) -> ExitReason {
+        match (concluding, budget_forced) {
+            (_, true) => ExitReason::TokenLimit,
+            (true, false) => ExitReason::MaxSteps,
+            (false, false) => ExitReason::Completed,
+        }
+    }
+
+    /// The system prompt: the options' prompt, then the sources' instructions.
+    fn system_prompt(&self, catalog: &ToolCatalog) -> Option<String> {
+        match (&self.options.system, catalog.instructions()) {
             (Some(s), Some(i)) => Some(format!("{s}\n\n{i}")),
             (Some(s), None) => Some(s.clone()),
             (None, Some(i)) => Some(i.to_owned()),
             (None, None) => None,
-        };
+        }
+    }
+
+    fn request(&self, history: &Arc<Vec<Message>>, catalog: &ToolCatalog, concluding: bool) -> ModelRequest {
+        let system = self.system_prompt(catalog);
         // Tools stay declared on the concluding step (Anthropic rejects a
         // history holding tool calls without them); `ToolChoice::None`
         // withholds them.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
+use crate::budget::ContextBudget;
 use crate::model::ToolChoice;
 
 /// Model calls per run before the run is made to conclude: enough for real
@@ -63,6 +64,8 @@ pub struct AgentOptions {
     pub approvals: Option<Approvals>,
     /// Where accounting entries go besides `accounting` events.
     pub accounting: Option<Arc<dyn AccountingSink>>,
+    /// The model's context-window budget; `None` leaves requests unchecked.
+    pub budget: Option<ContextBudget>,
 }
 
 impl Default for AgentOptions {
@@ -80,6 +83,7 @@ impl Default for AgentOptions {
             parallel_tool_calls: true,
             approvals: None,
             accounting: None,
+            budget: None,
         }
     }
 }
@@ -154,6 +158,17 @@ impl AgentOptions {
     /// [`JsonlSink`](crate::JsonlSink)).
     pub fn accounting(mut self, sink: Arc<dyn AccountingSink>) -> Self {
         self.accounting = Some(sink);
+        self
+    }
+
+    /// Guard the context window with this budget.
+    ///
+    /// ```
+    /// let opts = agent_core::AgentOptions::default().budget(agent_core::ContextBudget::new(128_000));
+    /// assert!(opts.budget.is_some());
+    /// ```
+    pub fn budget(mut self, budget: ContextBudget) -> Self {
+        self.budget = Some(budget);
         self
     }
 

@@ -1,0 +1,141 @@
+//! Applying the [`ContextBudget`] in the loop: projecting each request and
+//! admitting tool results (see [`crate::budget`]).
+
+use std::sync::{Arc, Mutex};
+
+use crate::budget::{BudgetFigures, ContextBudget, MESSAGE_OVERHEAD_TOKENS};
+use crate::message::{ContentPart, Message, ToolOutputPart};
+use crate::tool::render_parts_text;
+use crate::toolset::ToolCatalog;
+
+/// Tokens counted for an image: providers bill roughly this for a typical
+/// screenshot-sized image.
+pub(crate) const IMAGE_TOKENS: u64 = 1_000;
+
+/// Names of the guard's metrics.
+pub(crate) const GUARD_EVENTS_METRIC: &str = "agent_context_guard_events_total";
+pub(crate) const GUARD_REMAINING_METRIC: &str = "agent_context_guard_remaining_tokens";
+
+pub(crate) struct Guard {
+    budget: ContextBudget,
+    provider: String,
+    model: String,
+    /// Token counts of the history's messages, in order (cached).
+    counts: Vec<u64>,
+    /// (catalog, system prompt, tokens of system + tool definitions).
+    fixed: Option<(Arc<ToolCatalog>, Option<String>, u64)>,
+}
+
+impl Guard {
+    pub fn new(budget: ContextBudget, provider: &str, model: &str) -> Self {
+        Self {
+            budget,
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            counts: Vec::new(),
+            fixed: None,
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.budget.limit()
+    }
+
+    /// Tokens of a request with this system prompt, these tools and this
+    /// history, plus `extra` messages not in the history.
+    pub fn project(
+        &mut self,
+        system: Option<&str>,
+        catalog: &Arc<ToolCatalog>,
+        history: &[Message],
+        extra: &[Message],
+    ) -> u64 {
+        let counter = self.budget.counter.clone();
+        let stale = match &self.fixed {
+            Some((c, s, _)) => !Arc::ptr_eq(c, catalog) || s.as_deref() != system,
+            None => true,
+        };
+        if stale {
+            let defs = serde_json::to_string(catalog.definitions().as_ref()).unwrap_or_default();
+            let tokens = counter.count(system.unwrap_or_default()) + counter.count(&defs);
+            self.fixed = Some((catalog.clone(), system.map(str::to_owned), tokens));
+        }
+        for m in &history[self.counts.len().min(history.len())..] {
+            self.counts.push(message_tokens(counter.as_ref(), m));
+        }
+        let fixed = self.fixed.as_ref().map_or(0, |f| f.2);
+        let history_tokens: u64 = self.counts.iter().take(history.len()).sum();
+        let extra_tokens: u64 = extra.iter().map(|m| message_tokens(counter.as_ref(), m)).sum();
+        let projected = fixed + history_tokens + extra_tokens;
+        metrics::gauge!(GUARD_REMAINING_METRIC, "provider" => self.provider.clone(), "model" => self.model.clone())
+            .set(self.limit().saturating_sub(projected) as f64);
+        projected
+    }
+
+    /// Count a guard event in the metrics.
+    pub fn record(&self, trigger: &'static str, outcome: &'static str) {
+        metrics::counter!(GUARD_EVENTS_METRIC,
+            "provider" => self.provider.clone(), "model" => self.model.clone(),
+            "trigger" => trigger, "outcome" => outcome)
+        .increment(1);
+    }
+
+    /// A gate admitting tool results while `projected` tokens are in use.
+    pub fn results_gate(&self, projected: u64) -> ResultsGate {
+        ResultsGate {
+            limit: self.limit(),
+            used: Mutex::new(projected),
+            counter: self.budget.counter.clone(),
+        }
+    }
+}
+
+/// Admits one step's tool results until the budget is spent.
+pub(crate) struct ResultsGate {
+    limit: u64,
+    used: Mutex<u64>,
+    counter: Arc<dyn crate::budget::TokenCounter>,
+}
+
+impl ResultsGate {
+    /// `Ok` when a result of these parts fits (and is now counted); `Err`
+    /// with the figures when it would not.
+    pub fn admit(&self, parts: &[ToolOutputPart]) -> Result<(), BudgetFigures> {
+        let tokens = parts_tokens(self.counter.as_ref(), parts) + MESSAGE_OVERHEAD_TOKENS;
+        let Ok(mut used) = self.used.lock() else {
+            return Ok(());
+        };
+        let projected = *used + tokens;
+        if projected > self.limit {
+            return Err(BudgetFigures {
+                projected,
+                limit: self.limit,
+                remaining: self.limit.saturating_sub(*used),
+            });
+        }
+        *used = projected;
+        Ok(())
+    }
+}
+
+fn parts_tokens(counter: &dyn crate::budget::TokenCounter, parts: &[ToolOutputPart]) -> u64 {
+    let images = parts
+        .iter()
+        .filter(|p| matches!(p, ToolOutputPart::Image { .. }))
+        .count() as u64;
+    counter.count(&render_parts_text(parts)) + images * IMAGE_TOKENS
+}
+
+fn message_tokens(counter: &dyn crate::budget::TokenCounter, message: &Message) -> u64 {
+    let mut tokens = MESSAGE_OVERHEAD_TOKENS;
+    for part in &message.content {
+        tokens += match part {
+            ContentPart::Text { text } => counter.count(text),
+            ContentPart::Image { .. } => IMAGE_TOKENS,
+            ContentPart::Reasoning(r) => counter.count(&r.text),
+            ContentPart::ToolCall(call) => counter.count(&call.name) + counter.count(&call.input.to_string()),
+            ContentPart::ToolResult(result) => parts_tokens(counter, &result.parts),
+        };
+    }
+    tokens
+}

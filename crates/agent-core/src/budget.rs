@@ -1,0 +1,117 @@
+//! The context-window budget: how many tokens a request may hold.
+//!
+//! Limit = context window - buffer - max output tokens. Before each step the
+//! loop projects the request (system prompt, tool definitions, every message)
+//! with a [`TokenCounter`]; a request over the limit forces the concluding
+//! step, and if even that does not fit the run ends with exit `token_limit`.
+//! A tool result that would push the projection over the limit is replaced by
+//! [`BUDGET_EXCEEDED_RESULT`] and the next step concludes. Messages are
+//! counted once each and cached, so the cost per step is the new messages'.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Context window assumed for a model nobody configured: the smallest
+/// common window among current tool-calling models.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 131_072;
+/// Tokens kept free besides the output: counting is an estimate, and
+/// providers add a few tokens of framing per request.
+pub const DEFAULT_BUFFER_TOKENS: u64 = 256;
+/// Tokens of framing per message (role markers, separators).
+pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+/// The result a tool call gets when its output would overflow the window.
+pub const BUDGET_EXCEEDED_RESULT: &str = "(tool failed: context window budget exceeded)";
+
+/// Counts tokens of text for one model.
+pub trait TokenCounter: Send + Sync + Debug {
+    /// Tokens in `text`.
+    fn count(&self, text: &str) -> u64;
+}
+
+/// Four characters per token: the usual estimate for models with no local
+/// tokenizer.
+///
+/// ```
+/// use agent_core::{CharEstimate, TokenCounter};
+/// assert_eq!(CharEstimate.count("abcdefgh"), 2);
+/// assert_eq!(CharEstimate.count("abc"), 1);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CharEstimate;
+
+impl TokenCounter for CharEstimate {
+    fn count(&self, text: &str) -> u64 {
+        (text.chars().count() as u64).div_ceil(4)
+    }
+}
+
+/// The budget of one model.
+///
+/// ```
+/// use agent_core::ContextBudget;
+/// let b = ContextBudget::new(8_000).max_output_tokens(1_000);
+/// assert_eq!(b.limit(), 8_000 - 256 - 1_000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ContextBudget {
+    pub(crate) context_window: u64,
+    pub(crate) buffer_tokens: u64,
+    pub(crate) max_output_tokens: u64,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+}
+
+impl ContextBudget {
+    /// A budget for this window, the default buffer, no output reserve and
+    /// the [`CharEstimate`] counter.
+    pub fn new(context_window: u64) -> Self {
+        Self {
+            context_window,
+            buffer_tokens: DEFAULT_BUFFER_TOKENS,
+            max_output_tokens: 0,
+            counter: Arc::new(CharEstimate),
+        }
+    }
+
+    /// Tokens kept free besides the output.
+    pub fn buffer_tokens(mut self, tokens: u64) -> Self {
+        self.buffer_tokens = tokens;
+        self
+    }
+
+    /// Tokens reserved for the model's answer.
+    pub fn max_output_tokens(mut self, tokens: u64) -> Self {
+        self.max_output_tokens = tokens;
+        self
+    }
+
+    /// Count with this counter.
+    pub fn counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// The most tokens a request may hold.
+    pub fn limit(&self) -> u64 {
+        self.context_window
+            .saturating_sub(self.buffer_tokens)
+            .saturating_sub(self.max_output_tokens)
+    }
+}
+
+/// Figures of a budget decision, as accounting entries carry them.
+///
+/// ```
+/// let f = agent_core::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
+/// assert!(f.projected > f.limit);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetFigures {
+    /// Tokens the request would hold.
+    pub projected: u64,
+    /// The limit.
+    pub limit: u64,
+    /// Tokens left before the result (0 when none).
+    pub remaining: u64,
+}

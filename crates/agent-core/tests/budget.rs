@@ -1,0 +1,162 @@
+//! The context-window budget guard: a huge tool result is replaced and the
+//! run concludes; a request that cannot fit ends with `token_limit`; metrics
+//! are recorded (a test recorder).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use agent_core::testing::ScriptedStep;
+use agent_core::{
+    AccountingEntry, AgentEvent, AgentOptions, BUDGET_EXCEEDED_RESULT, CONCLUDE_INSTRUCTION, ContextBudget,
+    ExitReason, ToolChoice, ToolOutput,
+};
+use common::*;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+/// A metric's name, labels and value.
+type Sample = (String, Vec<(String, String)>, DebugValue);
+
+fn metric<'a>(snapshot: &'a [Sample], name: &str, label: (&str, &str)) -> Option<&'a DebugValue> {
+    snapshot
+        .iter()
+        .find(|(n, labels, _)| n == name && labels.iter().any(|(k, v)| k == label.0 && v == label.1))
+        .map(|(_, _, v)| v)
+}
+
+fn snapshot(recorder: &DebuggingRecorder) -> Vec<Sample> {
+    recorder
+        .snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let key = key.key();
+            let labels = key
+                .labels()
+                .map(|l| (l.key().to_owned(), l.value().to_owned()))
+                .collect();
+            (key.name().to_owned(), labels, value)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_huge_tool_result_is_replaced_and_the_run_concludes() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let big = TestTool::new("dump", object_schema(), |_, _| async {
+        Ok(ToolOutput::text("word ".repeat(8_000)))
+    });
+    let small = TestTool::new("peek", object_schema(), |_, _| async {
+        Ok(ToolOutput::text("small"))
+    });
+    let (events, result, model) = run(
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "peek", "{}"), ("c2", "dump", "{}")]),
+            ScriptedStep::text("Concluding with what fits."),
+        ],
+        tools(vec![big, small]),
+        // 4,000 tokens of window: the 40,000-character result (10,000 tokens) cannot fit.
+        AgentOptions::default().budget(ContextBudget::new(4_000).max_output_tokens(500)),
+    )
+    .await;
+    let results = results_by_id(&result);
+    assert_eq!(results["c1"], (false, "small".to_string()));
+    assert_eq!(results["c2"], (true, BUDGET_EXCEEDED_RESULT.to_string()));
+    assert_eq!(result.exit, ExitReason::TokenLimit);
+    assert_eq!(result.text, "Concluding with what fits.");
+    let last = model.requests().pop().unwrap();
+    assert_eq!(last.tool_choice, ToolChoice::None);
+    assert_eq!(last.messages.last().unwrap().text(), CONCLUDE_INSTRUCTION);
+    let entry = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Accounting {
+                entry: AccountingEntry::Tool(t),
+            } if t.tool == "dump" => Some(t.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(entry.details.as_deref(), Some("budget_exceeded"));
+    let figures = entry.budget.unwrap();
+    assert_eq!(figures.limit, 4_000 - 256 - 500);
+    assert!(figures.projected > figures.limit && figures.remaining < figures.limit);
+    let snap = snapshot(&recorder);
+    assert_eq!(
+        metric(
+            &snap,
+            "agent_context_guard_events_total",
+            ("outcome", "result_replaced")
+        ),
+        Some(&DebugValue::Counter(1))
+    );
+    assert!(
+        metric(
+            &snap,
+            "agent_context_guard_remaining_tokens",
+            ("model", "scripted-test-model")
+        )
+        .is_some()
+    );
+    assert_eq!(
+        metric(&snap, "agent_tool_calls_total", ("tool", "dump")),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        metric(&snap, "agent_model_calls_total", ("status", "ok")),
+        Some(&DebugValue::Counter(2))
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_cannot_fit_ends_with_token_limit() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let (events, result, model) = run(
+        vec![ScriptedStep::text("never asked")],
+        tools(vec![]),
+        AgentOptions::default()
+            .system("x".repeat(10_000))
+            .budget(ContextBudget::new(1_000)),
+    )
+    .await;
+    assert_eq!(result.exit, ExitReason::TokenLimit);
+    assert!(
+        model.requests().is_empty(),
+        "the model is not called with a request that cannot fit"
+    );
+    assert!(matches!(
+        events.last(),
+        Some(AgentEvent::Finished {
+            exit: ExitReason::TokenLimit,
+            steps: 0,
+            ..
+        })
+    ));
+    let snap = snapshot(&recorder);
+    assert_eq!(
+        metric(
+            &snap,
+            "agent_context_guard_events_total",
+            ("outcome", "token_limit")
+        ),
+        Some(&DebugValue::Counter(1))
+    );
+}
+
+#[tokio::test]
+async fn within_budget_nothing_changes() {
+    let (_, result, _) = run(
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "peek", "{}")]),
+            ScriptedStep::text("done"),
+        ],
+        tools(vec![TestTool::new("peek", object_schema(), |_, _| async {
+            Ok(ToolOutput::text("small"))
+        })]),
+        AgentOptions::default().budget(ContextBudget::new(128_000)),
+    )
+    .await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(results_by_id(&result)["c1"], (false, "small".to_string()));
+}
