@@ -16,10 +16,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_sdk::providers::Providers;
 use agent_sdk::tools::{Workspace, coding_tools};
 use agent_sdk::{Agent, AgentEvent, ExitReason, ToolSet};
 use futures::StreamExt;
+
+#[path = "common/model.rs"]
+mod common;
 
 const SYSTEM: &str = "You are a careful coding agent working in a sandboxed directory. Look before you change \
 anything: use Glob, Grep and Read to find your way, Edit for small changes, Write for new files, and Bash to run \
@@ -49,24 +51,12 @@ async fn run() -> i32 {
         return usage("give a task as the argument");
     }
 
-    let providers = match Providers::from_env() {
-        Ok(p) => p,
-        Err(e) => return fail(&format!("provider configuration: {e}")),
-    };
-    let selector = std::env::var("AGENT_MODEL")
-        .ok()
-        .or_else(|| providers.default_selector());
-    let Some(selector) = selector else {
-        eprintln!(
-            "No model. Set one provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or \
-             OPENROUTER_API_KEY), or AGENT_MODEL=provider/model (for example AGENT_MODEL=ollama/qwen3 with a \
-             local Ollama server)."
-        );
-        return 2;
-    };
-    let model = match providers.model(&selector) {
-        Ok(m) => m,
-        Err(e) => return fail(&format!("model {selector}: {e}")),
+    let (model, selector) = match common::model_from_env() {
+        Ok(found) => found,
+        Err(message) => {
+            eprintln!("{message}");
+            return 2;
+        }
     };
 
     // Keep the temporary directory alive for the whole run.

@@ -1,0 +1,25 @@
+//! Picking a real model for the examples: `AGENT_MODEL` (`provider/model`),
+//! else the first provider whose API key is in the environment.
+
+use std::sync::Arc;
+
+use agent_sdk::LanguageModel;
+use agent_sdk::providers::Providers;
+
+/// What to tell a user who has configured no model.
+pub const NO_MODEL_HELP: &str = "No model. Set one provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, \
+GEMINI_API_KEY or OPENROUTER_API_KEY), or AGENT_MODEL=provider/model (for example AGENT_MODEL=ollama/qwen3 with a \
+local Ollama server).";
+
+/// The model and its selector, or the message to print (exit status 2).
+pub fn model_from_env() -> Result<(Arc<dyn LanguageModel>, String), String> {
+    let providers = Providers::from_env().map_err(|e| format!("provider configuration: {e}"))?;
+    let selector = std::env::var("AGENT_MODEL")
+        .ok()
+        .or_else(|| providers.default_selector())
+        .ok_or_else(|| NO_MODEL_HELP.to_owned())?;
+    let model = providers
+        .model(&selector)
+        .map_err(|e| format!("model {selector}: {e}"))?;
+    Ok((model, selector))
+}
