@@ -1,0 +1,3 @@
+//! A deliberately misbehaving MCP server for the integration tests.
+
+fn main() {}
