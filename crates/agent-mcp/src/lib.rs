@@ -11,15 +11,33 @@
 //!   ([`SAFE_BASE_ENV`]); `${VAR}` references are resolved at connect time.
 //! - A stdio server runs in its own process group; closing (explicit or on
 //!   drop) ends the whole group, grandchildren included.
+//!
+//! Transports: stdio (feature `stdio`) and streamable HTTP (feature `http`),
+//! both on by default. Legacy SSE and WebSocket configs parse but connecting
+//! to them gives [`McpError::UnsupportedTransport`] for now.
 
 pub use rmcp;
 
 mod config;
+mod connect;
+mod connect_all;
 mod env;
 mod error;
+mod handler;
+#[cfg(feature = "http")]
+mod http;
+mod result;
+mod source;
+#[cfg(feature = "stdio")]
+mod stdio;
+mod tool;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, McpServerConfig, McpTransport, RemoteConfig, StdioConfig, parse_mcp_servers,
 };
+pub use connect_all::{ConnectFailure, Connected, connect_all};
 pub use env::{SAFE_BASE_ENV, interpolate, scoped_env};
 pub use error::McpError;
+pub use source::{McpToolSource, RECONNECT_BACKOFF};
+#[cfg(feature = "stdio")]
+pub use stdio::{SIGTERM_GRACE, STDIN_CLOSE_GRACE};
