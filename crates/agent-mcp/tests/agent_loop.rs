@@ -1,0 +1,160 @@
+//! MCP sources driven through agent-core's loop (scripted model, real
+//! servers): namespaced names, original names on the wire, progress events,
+//! a crashed server, the agent's tool timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::testing::{ScriptedModel, ScriptedStep};
+use agent_core::{Agent, AgentEvent, AgentResult, ContentPart, ExitReason, ToolSet};
+use agent_mcp::McpToolSource;
+use common::*;
+use futures::StreamExt;
+
+/// Run a prompt to the end, collecting the events.
+pub async fn run_agent(
+    source: McpToolSource,
+    steps: Vec<ScriptedStep>,
+    timeout: Duration,
+) -> (Vec<AgentEvent>, AgentResult) {
+    let model = ScriptedModel::new(steps);
+    let agent = Agent::builder(Arc::new(model))
+        .tools(ToolSet::builder().source(source).build())
+        .tool_timeout(timeout)
+        .build();
+    let mut run = agent.prompt("use the tools");
+    let events = tokio::time::timeout(HANG_GUARD, async {
+        let mut events = Vec::new();
+        while let Some(e) = run.next().await {
+            events.push(e);
+        }
+        events
+    })
+    .await
+    .expect("run hung");
+    let result = run.into_result().await.expect("result");
+    (events, result)
+}
+
+/// (is_error, text) of every tool result, by call id order of appearance.
+pub fn tool_results(result: &AgentResult) -> Vec<(String, bool, String)> {
+    result
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|p| match p {
+            ContentPart::ToolResult(r) => Some((r.call_id.clone(), r.is_error, r.text())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn namespaced_calls_reach_the_server_under_their_original_names() {
+    let source = connect(test_server("test")).await;
+    let (events, result) = run_agent(
+        source.clone(),
+        vec![
+            ScriptedStep::tool_calls(&[
+                ("c1", "test__echo", r#"{"text": "hello"}"#),
+                ("c2", "test__add", r#"{"a": 1, "b": 2}"#),
+                ("c3", "test__progress", r#"{"steps": 2}"#),
+            ]),
+            ScriptedStep::text("done"),
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    let tools = match &events[0] {
+        AgentEvent::RunStarted { tools, .. } => tools.clone(),
+        other => panic!("first event {other:?}"),
+    };
+    assert!(tools.contains(&"test__echo".to_string()), "{tools:?}");
+    assert_eq!(
+        tool_results(&result),
+        [
+            ("c1".to_string(), false, "hello".to_string()),
+            ("c2".to_string(), false, "3".to_string()),
+            ("c3".to_string(), false, "did 2 steps".to_string()),
+        ]
+    );
+    let originals: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall {
+                source,
+                original_name,
+                ..
+            } => Some((source.clone(), original_name.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(originals[0], (Some("test".into()), Some("echo".into())));
+    let progress: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolProgress {
+                call_id,
+                progress,
+                total,
+                ..
+            } => Some((call_id.clone(), *progress, *total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            ("c3".to_string(), 1.0, Some(2.0)),
+            ("c3".to_string(), 2.0, Some(2.0))
+        ]
+    );
+    source.close().await;
+}
+
+#[tokio::test]
+async fn a_crashed_server_gives_an_error_result_naming_it_and_the_run_goes_on() {
+    let source = connect(test_server("fragile")).await;
+    let (_, result) = run_agent(
+        source.clone(),
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "fragile__crash", "{}")]),
+            ScriptedStep::tool_calls(&[("c2", "fragile__echo", r#"{"text": "again"}"#)]),
+            ScriptedStep::text("done"),
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    let results = tool_results(&result);
+    assert!(results[0].1, "crash must be an error result");
+    assert!(results[0].2.contains("mcp server fragile"), "{}", results[0].2);
+    assert_eq!(results[1], ("c2".to_string(), false, "again".to_string()));
+    source.close().await;
+}
+
+#[tokio::test]
+async fn the_agents_tool_timeout_cancels_the_call_on_the_server() {
+    let log = temp_log("agent-timeout");
+    let source = connect(test_server("test").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
+    let (_, result) = run_agent(
+        source.clone(),
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "test__slow", r#"{"ms": 600000}"#)]),
+            ScriptedStep::text("done"),
+        ],
+        Duration::from_millis(300),
+    )
+    .await;
+    let results = tool_results(&result);
+    assert!(results[0].1, "a timed-out call is an error result");
+    assert!(
+        wait_for_line(&log, "cancelled slow").await,
+        "server never saw notifications/cancelled"
+    );
+    source.close().await;
+}
