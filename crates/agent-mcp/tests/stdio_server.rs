@@ -326,3 +326,38 @@ async fn connect_all_keeps_going_past_failures() {
     }
     got.close_all().await;
 }
+
+#[tokio::test]
+async fn a_server_that_never_initializes_is_timed_out_and_killed() {
+    let pid_file = temp_log("slow-init-pid");
+    let config = test_server("stuck")
+        .args(["--pid-file", &pid_file.to_string_lossy(), "--slow-init", "600000"])
+        .connect_timeout(Duration::from_millis(500));
+    let result = tokio::time::timeout(HANG_GUARD, agent_mcp::McpToolSource::connect(config))
+        .await
+        .expect("connect hung");
+    match result {
+        Err(McpError::Timeout { server, after }) => {
+            assert_eq!((server.as_str(), after), ("stuck", Duration::from_millis(500)));
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_gone(pid).await, "the timed-out server was left running");
+}
+
+#[tokio::test]
+async fn garbage_on_stdout_before_the_handshake_is_survived() {
+    let source = connect(test_server("noisy").arg("--garbage")).await;
+    let echo = tool(&source, "echo")
+        .await
+        .call(json!({"text": "ok"}), ToolContext::new("c"))
+        .await
+        .unwrap();
+    assert_eq!(echo.as_text(), "ok");
+    source.close().await;
+}

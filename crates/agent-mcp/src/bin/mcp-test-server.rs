@@ -1,7 +1,8 @@
 //! A deliberately misbehaving MCP server for agent-mcp's integration tests
 //! (written with rmcp's server side; not a product).
 //!
-//! Runs on stdio. `--slow-init MS` delays the handshake. Tools: echo, add,
+//! Runs on stdio. `--slow-init MS` delays the handshake, `--pid-file PATH`
+//! writes its pid, `--garbage` prints non-JSON lines on stdout first. Tools: echo, add,
 //! slow, progress, crash, spawn_grandchild, huge, add_tool (changes the list
 //! and sends list_changed), env, image, fail, noargs. `tools/list` is paged
 //! (3 per page) so clients must follow cursors. When `TEST_SERVER_LOG` is
@@ -222,8 +223,17 @@ impl ServerHandler for TestServer {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(pos) = args.iter().position(|a| a == "--slow-init") {
-        let ms = args.get(pos + 1).and_then(|s| s.parse().ok()).unwrap_or(60_000);
+    let value_of = |flag: &str| args.iter().position(|a| a == flag).and_then(|p| args.get(p + 1));
+    if let Some(path) = value_of("--pid-file") {
+        std::fs::write(path, std::process::id().to_string())?;
+    }
+    if args.iter().any(|a| a == "--garbage") {
+        // Not JSON-RPC: a well-behaved client skips or survives it.
+        println!("this line is not JSON");
+        println!("{{\"neither\": \"is this a message\"}}");
+    }
+    if let Some(ms) = value_of("--slow-init") {
+        let ms = ms.parse().unwrap_or(60_000);
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
     eprintln!("mcp-test-server starting");
