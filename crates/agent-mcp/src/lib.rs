@@ -21,6 +21,7 @@ pub use rmcp;
 mod config;
 mod connect;
 mod connect_all;
+mod discovery;
 mod env;
 mod error;
 mod handler;
@@ -36,6 +37,7 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, McpServerConfig, McpTransport, RemoteConfig, StdioConfig, parse_mcp_servers,
 };
 pub use connect_all::{ConnectFailure, Connected, connect_all};
+pub use discovery::MAX_TOOL_PAGES;
 pub use env::{SAFE_BASE_ENV, interpolate, scoped_env};
 pub use error::McpError;
 pub use source::{McpToolSource, RECONNECT_BACKOFF};

@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use agent_core::{SourceKind, Tool, ToolAnnotations, ToolDefinition, ToolSource, ToolSourceError};
+use agent_core::{SourceKind, Tool, ToolDefinition, ToolSource, ToolSourceError};
 use async_trait::async_trait;
-use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::config::McpServerConfig;
 use crate::connect::{Connection, connect};
+use crate::discovery::list_all_tools;
 use crate::error::McpError;
 use crate::handler::Shared;
 use crate::tool::McpTool;
@@ -176,57 +176,14 @@ impl SourceInner {
     /// List all pages of `tools/list` and store the definitions.
     async fn refresh_tools(&self, conn: &Connection) -> Result<(), McpError> {
         self.shared.tools_stale.store(false, Ordering::SeqCst);
-        let listed = conn
-            .peer
-            .list_all_tools()
+        let defs = list_all_tools(&conn.peer)
             .await
             .map_err(|e| self.server_error(format!("tools/list failed: {e}")))?;
-        let defs = listed.into_iter().map(to_definition).collect();
         if let Ok(mut slot) = self.definitions.lock() {
             *slot = defs;
         }
         Ok(())
     }
-}
-
-/// An MCP tool description as an agent-core definition (plus its original name).
-fn to_definition(tool: rmcp::model::Tool) -> (ToolDefinition, String) {
-    let name = tool.name.to_string();
-    let schema = normalize_schema(Value::Object((*tool.input_schema).clone()));
-    let description = tool
-        .description
-        .map(|d| d.to_string())
-        .or(tool.title)
-        .unwrap_or_default();
-    let mut def = ToolDefinition::new(name.clone(), description, schema);
-    def.output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
-    if let Some(a) = tool.annotations {
-        def.annotations = ToolAnnotations {
-            read_only: a.read_only_hint.unwrap_or(false),
-            // MCP's default for destructiveHint is true, but only meaningful
-            // for tools that are not read-only.
-            destructive: !a.read_only_hint.unwrap_or(false) && a.destructive_hint.unwrap_or(true),
-            idempotent: a.idempotent_hint.unwrap_or(false),
-            open_world: a.open_world_hint.unwrap_or(true),
-        };
-    }
-    (def, name)
-}
-
-/// An empty or type-less schema (zero-argument tools) becomes an empty
-/// object schema, which every provider accepts.
-pub(crate) fn normalize_schema(schema: Value) -> Value {
-    let mut obj = match schema {
-        Value::Object(obj) => obj,
-        _ => Map::new(),
-    };
-    obj.entry("type")
-        .or_insert_with(|| Value::String("object".into()));
-    if obj.get("type").and_then(Value::as_str) == Some("object") {
-        obj.entry("properties")
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
-    Value::Object(obj)
 }
 
 #[async_trait]
@@ -259,53 +216,5 @@ impl ToolSource for McpToolSource {
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         Some(self.inner.shared.generation.subscribe())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn empty_schemas_become_object_schemas() {
-        assert_eq!(
-            normalize_schema(json!({})),
-            json!({"type": "object", "properties": {}})
-        );
-        assert_eq!(
-            normalize_schema(Value::Null),
-            json!({"type": "object", "properties": {}})
-        );
-        let full = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
-        assert_eq!(normalize_schema(full.clone()), full);
-    }
-
-    #[test]
-    fn annotations_are_mapped() {
-        let tool: rmcp::model::Tool = serde_json::from_value(json!({
-            "name": "rm", "description": "remove", "inputSchema": {},
-            "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}
-        }))
-        .unwrap();
-        let (def, original) = to_definition(tool);
-        assert_eq!(original, "rm");
-        assert_eq!(
-            def.annotations,
-            ToolAnnotations {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-                open_world: false
-            }
-        );
-        let ro: rmcp::model::Tool = serde_json::from_value(
-            json!({"name": "ls", "inputSchema": {}, "annotations": {"readOnlyHint": true}}),
-        )
-        .unwrap();
-        let (def, _) = to_definition(ro);
-        assert!(def.annotations.read_only && !def.annotations.destructive);
     }
 }

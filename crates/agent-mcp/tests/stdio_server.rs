@@ -361,3 +361,29 @@ async fn garbage_on_stdout_before_the_handshake_is_survived() {
     assert_eq!(echo.as_text(), "ok");
     source.close().await;
 }
+
+#[tokio::test]
+async fn legacy_parameters_and_schemaless_tools_are_accepted() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/legacy-server.js");
+    let source = connect(agent_mcp::McpServerConfig::stdio("legacy", "node").arg(script)).await;
+    let tools = source.tools().await.unwrap();
+    let echo = tools
+        .iter()
+        .find(|t| t.definition().name == "legacy_echo")
+        .unwrap();
+    assert_eq!(
+        echo.definition().input_schema["properties"]["text"]["type"],
+        "string"
+    );
+    let bare = tools.iter().find(|t| t.definition().name == "bare").unwrap();
+    assert_eq!(
+        bare.definition().input_schema,
+        json!({"type": "object", "properties": {}})
+    );
+    let out = echo
+        .call(json!({"text": "old but fine"}), ToolContext::new("c"))
+        .await
+        .unwrap();
+    assert_eq!(out.as_text(), "old but fine");
+    source.close().await;
+}
