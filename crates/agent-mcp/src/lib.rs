@@ -16,6 +16,8 @@
 //! both on by default. Legacy SSE and WebSocket configs parse but connecting
 //! to them gives [`McpError::UnsupportedTransport`] for now.
 
+#![doc = include_str!("../README.md")]
+
 pub use rmcp;
 
 mod config;
