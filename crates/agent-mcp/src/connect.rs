@@ -23,6 +23,9 @@ pub(crate) struct Connection {
     #[cfg(feature = "stdio")]
     process: Option<StdioProcess>,
     pub(crate) instructions: Option<String>,
+    /// Set when a send failed (e.g. HTTP connection refused): the session is
+    /// not trusted any more and the next call reconnects.
+    broken: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -46,12 +49,18 @@ impl Connection {
             #[cfg(feature = "stdio")]
             process,
             instructions,
+            broken: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Stop using this session (a send on it failed).
+    pub(crate) fn mark_broken(&self) {
+        self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Whether the transport is gone (server exited, session dropped).
     pub(crate) fn is_closed(&self) -> bool {
-        self.peer.is_transport_closed()
+        self.broken.load(std::sync::atomic::Ordering::SeqCst) || self.peer.is_transport_closed()
     }
 
     /// The stdio server's process id, if any.

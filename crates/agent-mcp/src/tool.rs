@@ -18,6 +18,7 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
+use crate::connect::Connection;
 use crate::result::map_call_result;
 use crate::source::SourceInner;
 
@@ -73,24 +74,26 @@ impl McpTool {
         &self,
         arguments: &Map<String, Value>,
         ctx: &ToolContext,
-    ) -> Result<RequestHandle<RoleClient>, ToolOutput> {
+    ) -> Result<(Arc<Connection>, RequestHandle<RoleClient>), ToolOutput> {
         let conn = self.source.live_connection().await.map_err(|e| self.error(e))?;
         match conn
             .peer
             .send_request_with_option(self.request(arguments), self.options(ctx))
             .await
         {
-            Ok(handle) => Ok(handle),
+            Ok(handle) => Ok((conn, handle)),
             Err(ServiceError::TransportClosed) => {
                 let conn = self
                     .source
                     .reconnect(Some(conn))
                     .await
                     .map_err(|e| self.error(e))?;
-                conn.peer
+                let handle = conn
+                    .peer
                     .send_request_with_option(self.request(arguments), self.options(ctx))
                     .await
-                    .map_err(|e| self.error(e))
+                    .map_err(|e| self.error(e))?;
+                Ok((conn, handle))
             }
             Err(e) => Err(self.error(e)),
         }
@@ -120,38 +123,51 @@ impl Tool for McpTool {
         if ctx.cancellation().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let handle = match self.send(&arguments, &ctx).await {
-            Ok(handle) => handle,
-            Err(output) => return Ok(output),
-        };
-        let _progress = self
-            .source
-            .shared
-            .watch_progress(handle.progress_token.clone(), ctx.progress().clone());
-        let mut guard = CancelOnDrop {
-            peer: Some(handle.peer.clone()),
-            id: handle.id.clone(),
-        };
-        let outcome = tokio::select! {
-            response = handle.await_response() => Some(response),
-            () = ctx.cancellation().cancelled() => None,
-        };
-        let Some(response) = outcome else {
-            // The guard sends notifications/cancelled.
-            return Err(ToolError::Cancelled);
-        };
-        // Answered, or timed out (rmcp already told the server): no cancel.
-        guard.disarm();
-        Ok(match response {
-            Ok(ServerResult::CallToolResult(result)) => map_call_result(result),
-            Ok(other) => self.error(format!("unexpected response: {other:?}")),
-            Err(ServiceError::Timeout { timeout }) => self.error(format!("timed out after {timeout:?}")),
-            Err(ServiceError::TransportClosed) => {
-                self.error("the connection closed during the call (did the server exit?)")
-            }
-            Err(ServiceError::McpError(e)) => self.error(e.message),
-            Err(e) => self.error(e),
-        })
+        // At most one resend: after a send failure (never delivered).
+        let mut resent = false;
+        loop {
+            let (conn, handle) = match self.send(&arguments, &ctx).await {
+                Ok(sent) => sent,
+                Err(output) => return Ok(output),
+            };
+            let _progress = self
+                .source
+                .shared
+                .watch_progress(handle.progress_token.clone(), ctx.progress().clone());
+            let mut guard = CancelOnDrop {
+                peer: Some(handle.peer.clone()),
+                id: handle.id.clone(),
+            };
+            let outcome = tokio::select! {
+                response = handle.await_response() => Some(response),
+                () = ctx.cancellation().cancelled() => None,
+            };
+            let Some(response) = outcome else {
+                // The guard sends notifications/cancelled.
+                return Err(ToolError::Cancelled);
+            };
+            // Answered, failed or timed out (rmcp already told the server): no cancel.
+            guard.disarm();
+            return Ok(match response {
+                Ok(ServerResult::CallToolResult(result)) => map_call_result(result),
+                Ok(other) => self.error(format!("unexpected response: {other:?}")),
+                Err(ServiceError::TransportSend(e)) => {
+                    // The request never reached the server: reconnect and resend once.
+                    conn.mark_broken();
+                    if !resent {
+                        resent = true;
+                        continue;
+                    }
+                    self.error(e)
+                }
+                Err(ServiceError::Timeout { timeout }) => self.error(format!("timed out after {timeout:?}")),
+                Err(ServiceError::TransportClosed) => {
+                    self.error("the connection closed during the call (did the server exit?)")
+                }
+                Err(ServiceError::McpError(e)) => self.error(e.message),
+                Err(e) => self.error(e),
+            });
+        }
     }
 }
 

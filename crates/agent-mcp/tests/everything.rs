@@ -146,10 +146,10 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[tokio::test]
-async fn everything_over_streamable_http() {
-    let port = free_port();
-    let mut server = tokio::process::Command::new(everything_bin())
+/// Start server-everything's streamable HTTP mode on `port` and wait (hang
+/// guard only) until it listens.
+async fn start_http(port: u16) -> tokio::process::Child {
+    let server = tokio::process::Command::new(everything_bin())
         .arg("streamableHttp")
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
@@ -157,18 +157,58 @@ async fn everything_over_streamable_http() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    // Wait (hang guard only) until it listens.
     let until = tokio::time::Instant::now() + HANG_GUARD;
     while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
         assert!(tokio::time::Instant::now() < until, "server never listened");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    server
+}
+
+#[tokio::test]
+async fn everything_over_streamable_http() {
+    let port = free_port();
+    let mut server = start_http(port).await;
     let config = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
         .header("X-Agent-Test", "${AGENT_MCP_TEST_HEADER_UNSET:-yes}");
     let source = connect(config).await;
     assert_eq!(source.name(), "web");
     assert!(source.pid().is_none());
     check_tools(&source).await;
+    source.close().await;
+    server.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_gives_error_results_then_comes_back() {
+    let port = free_port();
+    let mut server = start_http(port).await;
+    let source = connect(McpServerConfig::http(
+        "web",
+        format!("http://127.0.0.1:{port}/mcp"),
+    ))
+    .await;
+    let echo = tool(&source, "echo").await;
+    let call = |text: &'static str| {
+        let echo = echo.clone();
+        async move {
+            tokio::time::timeout(
+                HANG_GUARD,
+                echo.call(json!({"message": text}), ToolContext::new("c")),
+            )
+            .await
+            .expect("call hung")
+            .unwrap()
+        }
+    };
+    assert_eq!(call("one").await.as_text(), "Echo: one");
+    server.kill().await.unwrap();
+    let down = call("two").await;
+    assert!(down.is_error, "{}", down.as_text());
+    assert!(down.as_text().contains("mcp server web"), "{}", down.as_text());
+    let mut server = start_http(port).await;
+    // A new session: the call reconnects (re-initializes) and succeeds.
+    assert_eq!(call("three").await.as_text(), "Echo: three");
     source.close().await;
     server.kill().await.unwrap();
 }
