@@ -9,3 +9,7 @@ pub use agent_core as core;
 
 #[cfg(feature = "core")]
 pub use agent_core::*;
+
+/// The coding tools and their workspace sandbox (feature `tools`).
+#[cfg(feature = "tools")]
+pub use agent_tools as tools;

@@ -54,8 +54,8 @@ pub use model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream
 pub use schema::{MAX_REF_DEPTH, flatten_schema, input_schema_for};
 pub use source::{SourceKind, StaticToolSource, ToolSource, ToolSourceError};
 pub use tool::{
-    ProgressReporter, SharedTool, Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput,
-    ToolProgress,
+    OWN_TIMEOUT_GRACE, ProgressReporter, SharedTool, Tool, ToolAnnotations, ToolContext, ToolDefinition,
+    ToolError, ToolOutput, ToolProgress,
 };
 pub use toolset::{
     EXTERNAL_PRIORITY, ExposedTool, INSTRUCTIONS_HEADING, MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR,

@@ -45,7 +45,37 @@ pub trait Tool: Send + Sync {
     ///
     /// A tool should return promptly once `ctx.cancellation` is cancelled.
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// The time this call needs when the tool enforces a timeout of its own
+    /// (the Bash tool's `timeout_ms`). The loop then waits that long plus
+    /// [`OWN_TIMEOUT_GRACE`] instead of its default tool timeout, so the
+    /// tool's own, more informative timeout fires first. `None` (the default)
+    /// keeps the loop's timeout.
+    ///
+    /// ```
+    /// # use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+    /// # use serde_json::Value;
+    /// # use std::time::Duration;
+    /// struct Build(ToolDefinition);
+    /// #[async_trait::async_trait]
+    /// impl Tool for Build {
+    ///     fn definition(&self) -> &ToolDefinition { &self.0 }
+    ///     async fn call(&self, _: Value, _: ToolContext) -> Result<ToolOutput, ToolError> { Ok(ToolOutput::text("built")) }
+    ///     fn timeout_for(&self, input: &Value) -> Option<Duration> {
+    ///         input["timeout_ms"].as_u64().map(Duration::from_millis)
+    ///     }
+    /// }
+    /// let b = Build(ToolDefinition::new("build", "Build.", serde_json::json!({"type": "object"})));
+    /// assert_eq!(b.timeout_for(&serde_json::json!({"timeout_ms": 5})), Some(Duration::from_millis(5)));
+    /// ```
+    fn timeout_for(&self, _input: &Value) -> Option<std::time::Duration> {
+        None
+    }
 }
+
+/// Extra time the loop gives a tool that enforces its own timeout (see
+/// [`Tool::timeout_for`]), so the tool can kill its work and report first.
+pub const OWN_TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a model is told about a tool.
 ///

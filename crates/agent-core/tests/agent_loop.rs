@@ -646,3 +646,48 @@ async fn events_serialise_tagged_snake_case() {
     assert_eq!(finished["steps"], 2);
     assert_eq!(finished["text"], "hi");
 }
+
+/// A tool that enforces its own timeout, longer than the loop's.
+struct OwnTimeout(agent_core::ToolDefinition);
+
+#[async_trait::async_trait]
+impl agent_core::Tool for OwnTimeout {
+    fn definition(&self) -> &agent_core::ToolDefinition {
+        &self.0
+    }
+    async fn call(&self, _: serde_json::Value, _: agent_core::ToolContext) -> Result<ToolOutput, ToolError> {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Ok(ToolOutput::text("finished in its own time"))
+    }
+    fn timeout_for(&self, input: &serde_json::Value) -> Option<Duration> {
+        input["timeout_ms"].as_u64().map(Duration::from_millis)
+    }
+}
+
+#[tokio::test]
+async fn a_tool_with_its_own_timeout_outlasts_the_loop_timeout() {
+    let tool = OwnTimeout(agent_core::ToolDefinition::new(
+        "build",
+        "Build.",
+        object_schema(),
+    ));
+    let set = agent_core::ToolSet::builder()
+        .source(agent_core::StaticToolSource::native("app").with_tool(tool))
+        .build();
+    let (_, result, _) = run(
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "build", r#"{"timeout_ms": 5000}"#), ("c2", "build", "{}")]),
+            ScriptedStep::text("done"),
+        ],
+        set,
+        AgentOptions::default().tool_timeout(Duration::from_millis(10)),
+    )
+    .await;
+    let results = results_by_id(&result);
+    assert_eq!(results["c1"], (false, "finished in its own time".to_string()));
+    // Without a timeout of its own the loop's 10 ms applies.
+    assert_eq!(
+        results["c2"],
+        (true, "tool execution timed out after 10 ms".to_string())
+    );
+}

@@ -18,7 +18,7 @@ use super::events::AgentEvent;
 use super::options::AgentOptions;
 use super::truncate::truncate_output;
 use crate::message::{ToolCall, ToolOutputPart, ToolResult};
-use crate::tool::{ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
+use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
 use crate::toolset::ToolCatalog;
 
 /// After a run is cancelled, how long running tools get to notice their
@@ -105,7 +105,9 @@ pub(crate) async fn execute(batch: Batch<'_>) -> (Vec<ToolResult>, bool) {
         let tool = exposed.tool.clone();
         let input = call.input.clone();
         let token = batch.cancel.child_token();
-        let timeout = batch.options.tool_timeout;
+        let timeout = tool
+            .timeout_for(&call.input)
+            .map_or(batch.options.tool_timeout, |own| own + OWN_TIMEOUT_GRACE);
         let progress = ProgressReporter::to_sender(call.id.clone(), progress_tx.clone());
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
