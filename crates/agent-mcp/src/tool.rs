@@ -110,6 +110,11 @@ impl Tool for McpTool {
         &self.definition
     }
 
+    /// The server config's call timeout replaces the agent's tool timeout.
+    fn timeout_for(&self, _input: &Value) -> Option<Duration> {
+        self.source.config.call_timeout
+    }
+
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let arguments = match input {
             Value::Object(map) => map,

@@ -158,3 +158,42 @@ async fn the_agents_tool_timeout_cancels_the_call_on_the_server() {
     );
     source.close().await;
 }
+
+#[tokio::test]
+async fn a_server_call_timeout_replaces_the_agents_tool_timeout() {
+    // Longer than the agent's timeout: the call may finish.
+    let patient = connect(test_server("patient").call_timeout(Duration::from_secs(60))).await;
+    let (_, result) = run_agent(
+        patient.clone(),
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "patient__slow", r#"{"ms": 800}"#)]),
+            ScriptedStep::text("done"),
+        ],
+        Duration::from_millis(100),
+    )
+    .await;
+    assert_eq!(
+        tool_results(&result)[0],
+        ("c1".to_string(), false, "slept 800 ms".to_string())
+    );
+    patient.close().await;
+
+    // Shorter than the agent's timeout: our own timeout answers, naming the server.
+    let hasty = connect(test_server("hasty").call_timeout(Duration::from_millis(200))).await;
+    let (_, result) = run_agent(
+        hasty.clone(),
+        vec![
+            ScriptedStep::tool_calls(&[("c1", "hasty__slow", r#"{"ms": 600000}"#)]),
+            ScriptedStep::text("done"),
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    let (_, is_error, text) = &tool_results(&result)[0];
+    assert!(is_error);
+    assert!(
+        text.contains("mcp server hasty") && text.contains("timed out"),
+        "{text}"
+    );
+    hasty.close().await;
+}
