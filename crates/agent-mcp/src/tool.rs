@@ -153,6 +153,10 @@ impl Tool for McpTool {
             };
             // Answered, failed or timed out (rmcp already told the server): no cancel.
             guard.disarm();
+            // rmcp handles each notification in a task spawned before the
+            // response that follows it is delivered; yielding once lets a last
+            // progress report through before the route is dropped.
+            tokio::task::yield_now().await;
             return Ok(match response {
                 Ok(ServerResult::CallToolResult(result)) => map_call_result(result),
                 Ok(other) => self.error(format!("unexpected response: {other:?}")),

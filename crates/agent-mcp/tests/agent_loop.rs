@@ -197,3 +197,45 @@ async fn a_server_call_timeout_replaces_the_agents_tool_timeout() {
     );
     hasty.close().await;
 }
+
+#[tokio::test]
+async fn instructions_reach_the_system_prompt_and_a_changed_list_the_next_step() {
+    let source = connect(test_server("test")).await;
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "test__add_tool", "{}")]),
+        ScriptedStep::tool_calls(&[("c2", "test__extra", "{}")]),
+        ScriptedStep::text("done"),
+    ]);
+    let agent = Agent::builder(Arc::new(model.clone()))
+        .tools(ToolSet::builder().source(source.clone()).build())
+        .build();
+    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("go").into_result())
+        .await
+        .expect("run hung")
+        .expect("result");
+    assert_eq!(result.exit, ExitReason::Completed);
+    let results = tool_results(&result);
+    assert_eq!(results[1], ("c2".to_string(), false, "extra ran".to_string()));
+
+    let requests = model.requests();
+    let system = requests[0].system.clone().unwrap_or_default();
+    assert!(system.contains("## TOOLS' INSTRUCTIONS"), "{system}");
+    assert!(
+        system.contains("## TOOL test INSTRUCTIONS\n\nTest server: call echo to check the connection."),
+        "{system}"
+    );
+    assert!(
+        !system.contains("properties"),
+        "schemas must not be pasted into the prompt"
+    );
+    let names = |i: usize| {
+        requests[i]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(!names(0).contains(&"test__extra".to_string()));
+    assert!(names(1).contains(&"test__extra".to_string()), "{:?}", names(1));
+    source.close().await;
+}
