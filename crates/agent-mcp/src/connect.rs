@@ -144,9 +144,41 @@ pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Re
                 }),
             }
         }
+        #[cfg(feature = "sse")]
+        McpTransport::Sse(remote) => {
+            match tokio::time::timeout(timeout, connect_sse(name.clone(), remote.clone(), handler)).await {
+                Ok(result) => result,
+                Err(_) => Err(McpError::Timeout {
+                    server: name,
+                    after: timeout,
+                }),
+            }
+        }
+        #[allow(unreachable_patterns)]
         other => Err(McpError::UnsupportedTransport {
             server: name,
             transport: other.kind(),
+        }),
+    }
+}
+
+/// Open a legacy SSE session and initialize (owned arguments: the future is `Send`).
+#[cfg(feature = "sse")]
+async fn connect_sse(
+    name: String,
+    remote: crate::config::RemoteConfig,
+    handler: Handler,
+) -> Result<Connection, McpError> {
+    let transport = crate::sse::open(&name, &remote).await?;
+    match serve_client(handler, transport).await {
+        Ok(service) => Ok(Connection::new(
+            service,
+            #[cfg(feature = "stdio")]
+            None,
+        )),
+        Err(e) => Err(McpError::Connect {
+            server: name,
+            message: format!("initialize failed: {e}"),
         }),
     }
 }

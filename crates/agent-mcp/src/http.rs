@@ -14,6 +14,17 @@ pub(crate) fn transport(
     server: &str,
     remote: &RemoteConfig,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    let config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
+        .custom_headers(header_map(server, remote)?)
+        .reinit_on_expired_session(true);
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+/// The configured headers, checked.
+pub(crate) fn header_map(
+    server: &str,
+    remote: &RemoteConfig,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, McpError> {
     let mut headers = HashMap::new();
     for (key, value) in &remote.headers {
         let bad = |what: &str| McpError::Config {
@@ -24,8 +35,5 @@ pub(crate) fn transport(
         let value = http::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
         headers.insert(name, value);
     }
-    let config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
-        .custom_headers(headers)
-        .reinit_on_expired_session(true);
-    Ok(StreamableHttpClientTransport::from_config(config))
+    Ok(headers)
 }

@@ -12,9 +12,9 @@
 //! - A stdio server runs in its own process group; closing (explicit or on
 //!   drop) ends the whole group, grandchildren included.
 //!
-//! Transports: stdio (feature `stdio`) and streamable HTTP (feature `http`),
-//! both on by default. Legacy SSE and WebSocket configs parse but connecting
-//! to them gives [`McpError::UnsupportedTransport`] for now.
+//! Transports: stdio (feature `stdio`), streamable HTTP (feature `http`) and
+//! legacy HTTP+SSE (feature `sse`), all on by default. WebSocket configs
+//! parse but connecting gives [`McpError::UnsupportedTransport`] for now.
 
 #![doc = include_str!("../README.md")]
 
@@ -31,6 +31,8 @@ mod handler;
 mod http;
 mod result;
 mod source;
+#[cfg(feature = "sse")]
+mod sse;
 #[cfg(feature = "stdio")]
 mod stdio;
 mod tool;
@@ -43,5 +45,7 @@ pub use discovery::MAX_TOOL_PAGES;
 pub use env::{SAFE_BASE_ENV, interpolate, scoped_env};
 pub use error::McpError;
 pub use source::{McpToolSource, RECONNECT_BACKOFF};
+#[cfg(feature = "sse")]
+pub use sse::SseSendError;
 #[cfg(feature = "stdio")]
 pub use stdio::{SIGTERM_GRACE, STDIN_CLOSE_GRACE};

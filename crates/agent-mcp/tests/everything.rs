@@ -149,8 +149,14 @@ fn free_port() -> u16 {
 /// Start server-everything's streamable HTTP mode on `port` and wait (hang
 /// guard only) until it listens.
 async fn start_http(port: u16) -> tokio::process::Child {
+    start_mode("streamableHttp", port).await
+}
+
+/// Start server-everything in `mode` on `port` and wait (hang guard only)
+/// until it listens.
+async fn start_mode(mode: &str, port: u16) -> tokio::process::Child {
     let server = tokio::process::Command::new(everything_bin())
-        .arg("streamableHttp")
+        .arg(mode)
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -209,6 +215,31 @@ async fn an_http_server_that_goes_away_gives_error_results_then_comes_back() {
     let mut server = start_http(port).await;
     // A new session: the call reconnects (re-initializes) and succeeds.
     assert_eq!(call("three").await.as_text(), "Echo: three");
+    source.close().await;
+    server.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn everything_over_legacy_sse() {
+    let port = free_port();
+    let mut server = start_mode("sse", port).await;
+    // No type: a URL path ending in /sse means the legacy transport.
+    let config =
+        McpServerConfig::from_json("old", &json!({"url": format!("http://127.0.0.1:{port}/sse")})).unwrap();
+    assert_eq!(config.transport.kind(), "sse");
+    let source = connect(config).await;
+    check_tools(&source).await;
+    let (reporter, mut rx) = ProgressReporter::channel("p");
+    let out = tool(&source, "trigger-long-running-operation")
+        .await
+        .call(
+            json!({"duration": 0.2, "steps": 2}),
+            ToolContext::new("p").with_progress(reporter),
+        )
+        .await
+        .unwrap();
+    assert!(out.as_text().contains("completed"), "{}", out.as_text());
+    assert!(rx.try_recv().is_ok(), "no progress over SSE");
     source.close().await;
     server.kill().await.unwrap();
 }
