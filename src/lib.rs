@@ -1,14 +1,19 @@
 //! # agent-sdk
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
-//! features (`core` by default). See `agent_core` for the loop and the
-//! traits.
+//! features (`core`, `mcp`, `providers` and `tools`, all on by default). See
+//! `agent_core` for the loop and the traits.
 
 #[cfg(feature = "core")]
 pub use agent_core as core;
 
 #[cfg(feature = "core")]
 pub use agent_core::*;
+
+/// MCP servers as tool sources (feature `mcp`): stdio, streamable HTTP and
+/// legacy SSE.
+#[cfg(feature = "mcp")]
+pub use agent_mcp as mcp;
 
 /// HTTP providers (feature `providers`): OpenAI, Anthropic, Gemini,
 /// OpenRouter, Ollama and any OpenAI-compatible server.

@@ -1,0 +1,575 @@
+//! [`McpServerConfig`] and parsing of the config formats users already have.
+//!
+//! Accepted shapes, per server entry:
+//! - Claude Desktop / Cursor / VS Code: `{command, args, env, cwd}` (stdio) or
+//!   `{url, headers, type?}`; no type and a `command` means stdio; a `url`
+//!   means streamable HTTP unless `type`/`transport` says `sse` or the URL path
+//!   ends in `/sse`; a `ws://` / `wss://` URL means WebSocket.
+//! - The richer form `{type: "stdio" | "http" | "sse" | "websocket", ...}`,
+//!   with the legacy `local` (stdio) and `remote` (HTTP, or SSE for a `/sse`
+//!   URL) types, `command` given as an array (`["npx", "-y", "pkg"]`) and
+//!   `environment` as another name for `env`.
+//! - `enabled: false` or `disabled: true` switch a server off;
+//!   `timeout` (ms, per call) and `connectTimeout` (ms) set timeouts.
+//!
+//! `${VAR}` references in `env` and `headers` are kept as written here and
+//! resolved at connect time (see [`interpolate`](crate::interpolate)).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::env::interpolate_map;
+use crate::error::McpError;
+
+/// How long connect plus `initialize` may take by default: long enough for
+/// `npx` to start a cached package, short enough not to stall a run.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One MCP server: its name, transport and limits.
+///
+/// ```
+/// use agent_mcp::{McpServerConfig, McpTransport};
+/// let cfg = McpServerConfig::stdio("fs", "npx").arg("-y").arg("@modelcontextprotocol/server-filesystem");
+/// assert_eq!(cfg.name, "fs");
+/// assert!(matches!(cfg.transport, McpTransport::Stdio(_)));
+/// assert!(cfg.enabled);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct McpServerConfig {
+    /// The server's name (used in namespaced tool names and in errors).
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// Whether to connect at all.
+    pub enabled: bool,
+    /// Connect plus initialize timeout; [`DEFAULT_CONNECT_TIMEOUT`] when unset.
+    pub connect_timeout: Option<Duration>,
+    /// Per-call timeout; the tool context's deadline (the agent's tool
+    /// timeout) when unset.
+    pub call_timeout: Option<Duration>,
+}
+
+/// The transport of a server.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC lines on stdin/stdout.
+    Stdio(StdioConfig),
+    /// Streamable HTTP (protocol 2025-03-26 and later).
+    Http(RemoteConfig),
+    /// Legacy HTTP+SSE (protocol 2024-11-05).
+    Sse(RemoteConfig),
+    /// WebSocket with the `mcp` subprotocol.
+    WebSocket(RemoteConfig),
+}
+
+impl McpTransport {
+    /// A short name of the transport kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Stdio(_) => "stdio",
+            Self::Http(_) => "http",
+            Self::Sse(_) => "sse",
+            Self::WebSocket(_) => "websocket",
+        }
+    }
+}
+
+/// A local server started as a child process.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct StdioConfig {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables given to it (values may hold `${VAR}` references).
+    pub env: BTreeMap<String, String>,
+    /// Its working directory; the host's when unset.
+    pub cwd: Option<PathBuf>,
+}
+
+/// A remote server reached by URL.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct RemoteConfig {
+    /// The endpoint.
+    pub url: String,
+    /// Extra request headers (values may hold `${VAR}` references).
+    pub headers: BTreeMap<String, String>,
+}
+
+impl McpServerConfig {
+    fn with_transport(name: impl Into<String>, transport: McpTransport) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            enabled: true,
+            connect_timeout: None,
+            call_timeout: None,
+        }
+    }
+
+    /// A stdio server running `command`.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Stdio(StdioConfig {
+                command: command.into(),
+                ..StdioConfig::default()
+            }),
+        )
+    }
+
+    /// A streamable HTTP server at `url`.
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::http("api", "http://127.0.0.1:3001/mcp")
+    ///     .header("Authorization", "Bearer ${API_TOKEN}");
+    /// assert_eq!(cfg.transport.kind(), "http");
+    /// ```
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Http(RemoteConfig {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            }),
+        )
+    }
+
+    /// Add an argument (stdio only; ignored otherwise).
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        if let McpTransport::Stdio(s) = &mut self.transport {
+            s.args.push(arg.into());
+        }
+        self
+    }
+
+    /// Add arguments (stdio only; ignored otherwise).
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        if let McpTransport::Stdio(s) = &mut self.transport {
+            s.args.extend(args.into_iter().map(Into::into));
+        }
+        self
+    }
+
+    /// Set an environment variable (stdio only; ignored otherwise).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Stdio(s) = &mut self.transport {
+            s.env.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Set the working directory (stdio only; ignored otherwise).
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        if let McpTransport::Stdio(s) = &mut self.transport {
+            s.cwd = Some(dir.into());
+        }
+        self
+    }
+
+    /// Set a request header (remote transports only; ignored otherwise).
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Http(r) | McpTransport::Sse(r) | McpTransport::WebSocket(r) = &mut self.transport
+        {
+            r.headers.insert(key.into(), value.into());
+        }
+        self
+    }
+
+    /// Set the connect plus initialize timeout.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Set the per-call timeout.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Enable or disable the server.
+    pub fn enabled(mut self, enabled: bool) -> Self {
+        self.enabled = enabled;
+        self
+    }
+
+    /// The connect timeout in force.
+    pub fn effective_connect_timeout(&self) -> Duration {
+        self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+
+    /// The same config with every `${VAR}` in `env` and `headers` resolved
+    /// from the process environment (done at connect time).
+    pub fn resolved(&self) -> Result<Self, McpError> {
+        self.resolved_with(&crate::env::process_lookup)
+    }
+
+    /// [`Self::resolved`] with a custom variable lookup.
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::http("api", "http://h/mcp").header("Authorization", "Bearer ${TOKEN}");
+    /// let err = cfg.resolved_with(&|_| None).unwrap_err();
+    /// assert_eq!(err.to_string(), "mcp server api: environment variable TOKEN is not set");
+    /// let ok = cfg.resolved_with(&|_| Some("t".into())).unwrap();
+    /// let agent_mcp::McpTransport::Http(r) = &ok.transport else { unreachable!() };
+    /// assert_eq!(r.headers["Authorization"], "Bearer t");
+    /// ```
+    pub fn resolved_with(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, McpError> {
+        let mut out = self.clone();
+        match &mut out.transport {
+            McpTransport::Stdio(s) => s.env = interpolate_map(&self.name, &s.env, lookup)?,
+            McpTransport::Http(r) | McpTransport::Sse(r) | McpTransport::WebSocket(r) => {
+                r.headers = interpolate_map(&self.name, &r.headers, lookup)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Parse one server entry (any of the accepted shapes, see the module
+    /// docs).
+    ///
+    /// ```
+    /// let v = serde_json::json!({"type": "local", "command": ["npx", "-y", "pkg"], "environment": {"K": "${K:-x}"}});
+    /// let cfg = agent_mcp::McpServerConfig::from_json("p", &v).unwrap();
+    /// let agent_mcp::McpTransport::Stdio(s) = &cfg.transport else { unreachable!() };
+    /// assert_eq!((s.command.as_str(), s.args.len()), ("npx", 2));
+    /// assert_eq!(s.env["K"], "${K:-x}");
+    /// ```
+    pub fn from_json(name: &str, entry: &Value) -> Result<Self, McpError> {
+        let err = |message: String| McpError::Config {
+            server: name.to_string(),
+            message,
+        };
+        let obj = entry
+            .as_object()
+            .ok_or_else(|| err("a server entry must be an object".into()))?;
+        let kind = str_field(obj, "type")
+            .or_else(|| str_field(obj, "transport"))
+            .map(str::to_ascii_lowercase);
+        let url = str_field(obj, "url").or_else(|| str_field(obj, "serverUrl"));
+        let has_command = obj.contains_key("command");
+
+        let transport = match kind.as_deref() {
+            Some("stdio" | "local") => McpTransport::Stdio(parse_stdio(obj, &err)?),
+            Some("http" | "streamable-http" | "streamable_http" | "streamablehttp") => {
+                McpTransport::Http(parse_remote(obj, url, &err)?)
+            }
+            Some("sse") => McpTransport::Sse(parse_remote(obj, url, &err)?),
+            Some("ws" | "websocket") => McpTransport::WebSocket(parse_remote(obj, url, &err)?),
+            Some("remote") | None if url.is_some() => {
+                let remote = parse_remote(obj, url, &err)?;
+                guess_remote(remote)
+            }
+            None if has_command => McpTransport::Stdio(parse_stdio(obj, &err)?),
+            None | Some("remote") => return Err(err("needs a `command` or a `url`".into())),
+            Some(other) => return Err(err(format!("unknown type `{other}`"))),
+        };
+
+        let enabled = match (obj.get("enabled"), obj.get("disabled")) {
+            (Some(Value::Bool(e)), _) => *e,
+            (_, Some(Value::Bool(d))) => !*d,
+            _ => true,
+        };
+        Ok(Self {
+            name: name.to_string(),
+            transport,
+            enabled,
+            connect_timeout: millis_field(obj, &["connectTimeout", "connect_timeout", "startupTimeout"]),
+            call_timeout: millis_field(obj, &["timeout", "callTimeout", "call_timeout"]),
+        })
+    }
+}
+
+/// Parse a whole config: an object with `mcpServers` (Claude Desktop,
+/// Cursor), `servers` (VS Code) or `mcp` (opencode), or the map of servers
+/// itself. Servers come back sorted by name.
+///
+/// ```
+/// let v = serde_json::json!({"mcpServers": {
+///     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+///     "api": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+///     "old": {"url": "https://example.com/sse"}
+/// }});
+/// let servers = agent_mcp::parse_mcp_servers(&v).unwrap();
+/// let kinds: Vec<_> = servers.iter().map(|s| (s.name.as_str(), s.transport.kind())).collect();
+/// assert_eq!(kinds, [("api", "http"), ("fs", "stdio"), ("old", "sse")]);
+/// ```
+pub fn parse_mcp_servers(config: &Value) -> Result<Vec<McpServerConfig>, McpError> {
+    let map = ["mcpServers", "servers", "mcp"]
+        .iter()
+        .find_map(|key| config.get(key).and_then(Value::as_object))
+        .or_else(|| config.as_object())
+        .ok_or_else(|| McpError::Config {
+            server: String::new(),
+            message: "the MCP config must be a JSON object".into(),
+        })?;
+    map.iter()
+        .map(|(name, entry)| McpServerConfig::from_json(name, entry))
+        .collect()
+}
+
+fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    obj.get(key).and_then(Value::as_str)
+}
+
+fn millis_field(obj: &Map<String, Value>, keys: &[&str]) -> Option<Duration> {
+    keys.iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_u64))
+        .map(Duration::from_millis)
+}
+
+fn string_map(
+    obj: &Map<String, Value>,
+    keys: &[&str],
+    err: &dyn Fn(String) -> McpError,
+) -> Result<BTreeMap<String, String>, McpError> {
+    let Some(value) = keys.iter().find_map(|k| obj.get(*k)) else {
+        return Ok(BTreeMap::new());
+    };
+    let Some(map) = value.as_object() else {
+        return Err(err(format!("`{}` must be an object of strings", keys[0])));
+    };
+    map.iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            Value::Number(n) => Ok((k.clone(), n.to_string())),
+            Value::Bool(b) => Ok((k.clone(), b.to_string())),
+            _ => Err(err(format!("`{k}` must be a string"))),
+        })
+        .collect()
+}
+
+fn string_list(value: &Value, what: &str, err: &dyn Fn(String) -> McpError) -> Result<Vec<String>, McpError> {
+    let Some(items) = value.as_array() else {
+        return Err(err(format!("`{what}` must be an array of strings")));
+    };
+    items
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| err(format!("`{what}` must be an array of strings")))
+        })
+        .collect()
+}
+
+fn parse_stdio(obj: &Map<String, Value>, err: &dyn Fn(String) -> McpError) -> Result<StdioConfig, McpError> {
+    let (command, mut args) = match obj.get("command") {
+        Some(Value::String(c)) => (c.clone(), Vec::new()),
+        Some(list @ Value::Array(_)) => {
+            let mut parts = string_list(list, "command", err)?.into_iter();
+            let first = parts
+                .next()
+                .ok_or_else(|| err("`command` is an empty array".into()))?;
+            (first, parts.collect())
+        }
+        _ => return Err(err("a stdio server needs a `command`".into())),
+    };
+    if command.trim().is_empty() {
+        return Err(err("`command` is empty".into()));
+    }
+    if let Some(extra) = obj.get("args") {
+        args.extend(string_list(extra, "args", err)?);
+    }
+    Ok(StdioConfig {
+        command,
+        args,
+        env: string_map(obj, &["env", "environment"], err)?,
+        cwd: str_field(obj, "cwd").map(PathBuf::from),
+    })
+}
+
+fn parse_remote(
+    obj: &Map<String, Value>,
+    url: Option<&str>,
+    err: &dyn Fn(String) -> McpError,
+) -> Result<RemoteConfig, McpError> {
+    let url = url.ok_or_else(|| err("a remote server needs a `url`".into()))?;
+    Ok(RemoteConfig {
+        url: url.to_string(),
+        headers: string_map(obj, &["headers"], err)?,
+    })
+}
+
+/// Without an explicit type: `ws(s)://` is WebSocket, a path ending in `/sse`
+/// is legacy SSE, anything else streamable HTTP.
+fn guess_remote(remote: RemoteConfig) -> McpTransport {
+    let lower = remote.url.to_ascii_lowercase();
+    if lower.starts_with("ws://") || lower.starts_with("wss://") {
+        return McpTransport::WebSocket(remote);
+    }
+    let path = lower.split(['?', '#']).next().unwrap_or_default();
+    if path.trim_end_matches('/').ends_with("/sse") {
+        McpTransport::Sse(remote)
+    } else {
+        McpTransport::Http(remote)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn one(v: Value) -> McpServerConfig {
+        McpServerConfig::from_json("s", &v).unwrap()
+    }
+
+    fn stdio(cfg: &McpServerConfig) -> &StdioConfig {
+        match &cfg.transport {
+            McpTransport::Stdio(s) => s,
+            other => panic!("not stdio: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn claude_desktop_stdio_entry() {
+        let cfg =
+            one(json!({"command": "npx", "args": ["-y", "x"], "env": {"A": "1", "N": 2}, "cwd": "/tmp"}));
+        let s = stdio(&cfg);
+        assert_eq!(s.command, "npx");
+        assert_eq!(s.args, ["-y", "x"]);
+        assert_eq!(s.env["A"], "1");
+        assert_eq!(s.env["N"], "2");
+        assert_eq!(s.cwd.as_deref(), Some(std::path::Path::new("/tmp")));
+        assert!(cfg.enabled);
+        assert_eq!(cfg.effective_connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
+    }
+
+    #[test]
+    fn typed_and_legacy_forms() {
+        let local = one(json!({"type": "local", "command": ["uvx", "mcp-server-time"], "args": ["--x"]}));
+        assert_eq!(stdio(&local).command, "uvx");
+        assert_eq!(stdio(&local).args, ["mcp-server-time", "--x"]);
+        assert_eq!(
+            one(json!({"type": "stdio", "command": "a"})).transport.kind(),
+            "stdio"
+        );
+        assert_eq!(
+            one(json!({"type": "remote", "url": "https://h/mcp"}))
+                .transport
+                .kind(),
+            "http"
+        );
+        assert_eq!(
+            one(json!({"type": "remote", "url": "https://h/sse"}))
+                .transport
+                .kind(),
+            "sse"
+        );
+        assert_eq!(
+            one(json!({"type": "http", "url": "https://h/sse"}))
+                .transport
+                .kind(),
+            "http"
+        );
+        assert_eq!(
+            one(json!({"type": "sse", "url": "https://h/events"}))
+                .transport
+                .kind(),
+            "sse"
+        );
+        assert_eq!(
+            one(json!({"transport": "websocket", "url": "http://h/ws"}))
+                .transport
+                .kind(),
+            "websocket"
+        );
+        assert_eq!(
+            one(json!({"type": "streamable-http", "url": "https://h/"}))
+                .transport
+                .kind(),
+            "http"
+        );
+    }
+
+    #[test]
+    fn url_without_type_is_guessed() {
+        assert_eq!(one(json!({"url": "https://h/mcp"})).transport.kind(), "http");
+        assert_eq!(one(json!({"url": "https://h/sse/"})).transport.kind(), "sse");
+        assert_eq!(one(json!({"url": "https://h/sse?key=1"})).transport.kind(), "sse");
+        assert_eq!(one(json!({"url": "wss://h/mcp"})).transport.kind(), "websocket");
+    }
+
+    #[test]
+    fn headers_enabled_and_timeouts() {
+        let cfg = one(
+            json!({"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${T}"},
+            "enabled": false, "timeout": 1500, "connectTimeout": 200}),
+        );
+        let McpTransport::Http(r) = &cfg.transport else {
+            panic!()
+        };
+        assert_eq!(r.headers["Authorization"], "Bearer ${T}");
+        assert!(!cfg.enabled);
+        assert_eq!(cfg.call_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(cfg.effective_connect_timeout(), Duration::from_millis(200));
+        assert!(!one(json!({"command": "a", "disabled": true})).enabled);
+    }
+
+    #[test]
+    fn bad_entries_are_config_errors_naming_the_server() {
+        for bad in [
+            json!("npx"),
+            json!({}),
+            json!({"command": []}),
+            json!({"command": ""}),
+            json!({"command": "a", "args": "b"}),
+            json!({"command": "a", "env": {"K": {}}}),
+            json!({"type": "sse"}),
+            json!({"type": "carrier-pigeon", "url": "x"}),
+        ] {
+            match McpServerConfig::from_json("bad1", &bad) {
+                Err(e @ McpError::Config { .. }) => assert_eq!(e.server(), "bad1", "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn whole_files_in_each_layout() {
+        for v in [
+            json!({"mcpServers": {"a": {"command": "x"}}}),
+            json!({"servers": {"a": {"type": "stdio", "command": "x"}}}),
+            json!({"mcp": {"a": {"type": "local", "command": ["x"]}}}),
+            json!({"a": {"command": "x"}}),
+        ] {
+            let servers = parse_mcp_servers(&v).unwrap();
+            assert_eq!(servers.len(), 1, "{v}");
+            assert_eq!(servers[0].name, "a");
+        }
+        assert!(parse_mcp_servers(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn builders_set_fields() {
+        let cfg = McpServerConfig::stdio("t", "srv")
+            .args(["a", "b"])
+            .env("K", "v")
+            .cwd("/tmp")
+            .call_timeout(Duration::from_secs(3))
+            .enabled(false);
+        assert_eq!(stdio(&cfg).args, ["a", "b"]);
+        assert_eq!(cfg.call_timeout, Some(Duration::from_secs(3)));
+        assert!(!cfg.enabled);
+        let http = McpServerConfig::http("h", "http://x").header("X", "1");
+        let McpTransport::Http(r) = &http.transport else {
+            panic!()
+        };
+        assert_eq!(r.headers["X"], "1");
+    }
+}

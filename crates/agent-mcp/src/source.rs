@@ -1,0 +1,220 @@
+//! [`McpToolSource`]: one MCP server as an agent-core [`ToolSource`].
+//!
+//! Invariants:
+//! - tool names are the server's ORIGINAL names here and on the wire; the
+//!   `ToolSet` namespaces them for the model (`{server}__{tool}`);
+//! - no lock is held across an `.await` except the reconnect lock, which
+//!   only serialises reconnecting, never calls;
+//! - a closed transport is reconnected once per call (with a short backoff);
+//! - closing is idempotent and also happens on drop (the stdio process
+//!   group is killed), so no server process outlives its source.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use agent_core::{SourceKind, Tool, ToolDefinition, ToolSource, ToolSourceError};
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use crate::config::McpServerConfig;
+use crate::connect::{Connection, connect};
+use crate::discovery::list_all_tools;
+use crate::error::McpError;
+use crate::handler::Shared;
+use crate::tool::McpTool;
+
+/// Pause before reconnecting a closed transport, so a crash loop does not spin.
+pub const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
+/// One MCP server's tools.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), agent_mcp::McpError> {
+/// use agent_core::ToolSource;
+/// let source = agent_mcp::McpToolSource::connect(
+///     agent_mcp::McpServerConfig::stdio("everything", "npx").args(["-y", "@modelcontextprotocol/server-everything"]),
+/// ).await?;
+/// let tools = source.tools().await.map_err(|e| agent_mcp::McpError::Connect { server: "everything".into(), message: e.to_string() })?;
+/// println!("{} tools", tools.len());
+/// source.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpToolSource {
+    inner: Arc<SourceInner>,
+}
+
+impl std::fmt::Debug for McpToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpToolSource")
+            .field("server", &self.inner.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct SourceInner {
+    pub(crate) config: McpServerConfig,
+    pub(crate) shared: Arc<Shared>,
+    conn: RwLock<Option<Arc<Connection>>>,
+    reconnect_lock: tokio::sync::Mutex<()>,
+    definitions: Mutex<Vec<(ToolDefinition, String)>>,
+    instructions: Mutex<Option<String>>,
+    closed: AtomicBool,
+}
+
+impl McpToolSource {
+    /// Connect, initialize and list the server's tools, all under the
+    /// server's connect timeout.
+    pub async fn connect(config: McpServerConfig) -> Result<Self, McpError> {
+        let shared = Arc::new(Shared::new(&config.name));
+        let timeout = config.effective_connect_timeout();
+        let conn = Arc::new(connect(&config, shared.clone()).await?);
+        let inner = Arc::new(SourceInner {
+            instructions: Mutex::new(conn.instructions.clone()),
+            conn: RwLock::new(Some(conn.clone())),
+            config,
+            shared,
+            reconnect_lock: tokio::sync::Mutex::new(()),
+            definitions: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        });
+        match tokio::time::timeout(timeout, inner.refresh_tools(&conn)).await {
+            Ok(Ok(())) => Ok(Self { inner }),
+            Ok(Err(e)) => {
+                conn.close().await;
+                Err(e)
+            }
+            Err(_) => {
+                conn.close().await;
+                Err(McpError::Timeout {
+                    server: inner.config.name.clone(),
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// The server's config.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.inner.config
+    }
+
+    /// The process id of a stdio server (the leader of its process group).
+    pub fn pid(&self) -> Option<u32> {
+        self.inner.current().and_then(|c| c.pid())
+    }
+
+    /// Close the session and end the server (its whole process group for
+    /// stdio). Idempotent; later calls return error results.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        let conn = self.inner.conn.write().ok().and_then(|mut c| c.take());
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+    }
+}
+
+impl SourceInner {
+    pub(crate) fn current(&self) -> Option<Arc<Connection>> {
+        self.conn.read().ok().and_then(|c| c.clone())
+    }
+
+    fn server_error(&self, message: impl std::fmt::Display) -> McpError {
+        McpError::Connect {
+            server: self.config.name.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    /// A live connection: the current one, or a new one when it closed.
+    pub(crate) async fn live_connection(&self) -> Result<Arc<Connection>, McpError> {
+        match self.current() {
+            Some(conn) if !conn.is_closed() => Ok(conn),
+            stale => self.reconnect(stale).await,
+        }
+    }
+
+    /// Replace `stale` (if it is still the current connection) with a new one.
+    pub(crate) async fn reconnect(
+        &self,
+        stale: Option<Arc<Connection>>,
+    ) -> Result<Arc<Connection>, McpError> {
+        let _serialised = self.reconnect_lock.lock().await;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(self.server_error("closed"));
+        }
+        let current = self.current();
+        if let Some(conn) = &current {
+            let same = stale.as_ref().is_some_and(|s| Arc::ptr_eq(s, conn));
+            if !same && !conn.is_closed() {
+                return Ok(conn.clone());
+            }
+        }
+        if let Some(old) = current {
+            old.close().await;
+        }
+        tracing::warn!(server = %self.config.name, "mcp transport closed; reconnecting once");
+        tokio::time::sleep(RECONNECT_BACKOFF).await;
+        let conn = Arc::new(
+            connect(&self.config, self.shared.clone())
+                .await
+                .map_err(|e| self.server_error(format!("server is down and reconnecting failed: {e}")))?,
+        );
+        if let Ok(mut slot) = self.conn.write() {
+            *slot = Some(conn.clone());
+        }
+        if let Ok(mut instr) = self.instructions.lock() {
+            instr.clone_from(&conn.instructions);
+        }
+        // The new session may offer other tools.
+        self.shared.mark_tools_changed();
+        Ok(conn)
+    }
+
+    /// List all pages of `tools/list` and store the definitions.
+    async fn refresh_tools(&self, conn: &Connection) -> Result<(), McpError> {
+        self.shared.tools_stale.store(false, Ordering::SeqCst);
+        let defs = list_all_tools(&conn.peer)
+            .await
+            .map_err(|e| self.server_error(format!("tools/list failed: {e}")))?;
+        if let Ok(mut slot) = self.definitions.lock() {
+            *slot = defs;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ToolSource for McpToolSource {
+    fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    fn kind(&self) -> SourceKind {
+        SourceKind::External
+    }
+
+    async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSourceError> {
+        let inner = &self.inner;
+        let to_err = |e: McpError| ToolSourceError::new(inner.config.name.clone(), e.to_string());
+        let conn = inner.live_connection().await.map_err(to_err)?;
+        if inner.shared.tools_stale.load(Ordering::SeqCst) {
+            inner.refresh_tools(&conn).await.map_err(to_err)?;
+        }
+        let defs = inner.definitions.lock().map(|d| d.clone()).unwrap_or_default();
+        Ok(defs
+            .into_iter()
+            .map(|(def, original)| Arc::new(McpTool::new(def, original, inner.clone())) as Arc<dyn Tool>)
+            .collect())
+    }
+
+    fn instructions(&self) -> Option<String> {
+        self.inner.instructions.lock().ok().and_then(|i| i.clone())
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.inner.shared.generation.subscribe())
+    }
+}

@@ -1,0 +1,245 @@
+//! A third-party server nobody here wrote: npm
+//! `@modelcontextprotocol/server-everything` (pinned in tests-deps/, installed
+//! by scripts/test.sh with `npm ci`), over stdio and streamable HTTP. The
+//! tests FAIL when it is not installed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::testing::{ScriptedModel, ScriptedStep};
+use agent_core::{Agent, AgentEvent, ProgressReporter, ToolContext, ToolOutputPart, ToolSet, ToolSource};
+use agent_mcp::{McpServerConfig, McpToolSource};
+use common::*;
+use futures::StreamExt;
+use serde_json::json;
+
+fn everything_bin() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests-deps/node_modules/.bin/mcp-server-everything");
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci --prefix tests-deps` (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+fn stdio_config() -> McpServerConfig {
+    McpServerConfig::stdio("everything", everything_bin().to_string_lossy()).arg("stdio")
+}
+
+async fn check_tools(source: &McpToolSource) {
+    let names: Vec<_> = source
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .collect();
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "trigger-long-running-operation",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let echo = tool(source, "echo")
+        .await
+        .call(json!({"message": "hi"}), ToolContext::new("c"))
+        .await
+        .unwrap();
+    assert_eq!((echo.as_text().as_str(), echo.is_error), ("Echo: hi", false));
+    let sum = tool(source, "get-sum")
+        .await
+        .call(json!({"a": 2, "b": 40}), ToolContext::new("c"))
+        .await
+        .unwrap();
+    assert!(sum.as_text().contains("42"), "{}", sum.as_text());
+    let image = tool(source, "get-tiny-image")
+        .await
+        .call(json!({}), ToolContext::new("c"))
+        .await
+        .unwrap();
+    assert!(
+        image
+            .parts
+            .iter()
+            .any(|p| matches!(p, ToolOutputPart::Image { .. }))
+    );
+}
+
+#[tokio::test]
+async fn everything_over_stdio() {
+    let source = connect(stdio_config()).await;
+    let pid = source.pid().unwrap();
+    check_tools(&source).await;
+    let (reporter, mut rx) = ProgressReporter::channel("p");
+    let out = tool(&source, "trigger-long-running-operation")
+        .await
+        .call(
+            json!({"duration": 0.3, "steps": 3}),
+            ToolContext::new("p").with_progress(reporter),
+        )
+        .await
+        .unwrap();
+    assert!(out.as_text().contains("completed"), "{}", out.as_text());
+    let mut steps = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        steps.push((p.progress, p.total));
+    }
+    assert_eq!(steps, [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]);
+    source.close().await;
+    assert!(process_gone(pid), "server survived close");
+}
+
+#[tokio::test]
+async fn everything_through_the_agent_loop() {
+    let source = connect(stdio_config()).await;
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "everything__echo", r#"{"message": "from the loop"}"#)]),
+        ScriptedStep::text("done"),
+    ]);
+    let agent = Agent::builder(Arc::new(model))
+        .tools(ToolSet::builder().source(source.clone()).build())
+        .build();
+    let mut run = agent.prompt("echo something");
+    let events: Vec<_> = tokio::time::timeout(HANG_GUARD, async {
+        let mut v = Vec::new();
+        while let Some(e) = run.next().await {
+            v.push(e);
+        }
+        v
+    })
+    .await
+    .expect("run hung");
+    let result = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::ToolResult {
+                call_id,
+                is_error,
+                output,
+                ..
+            } if call_id == "c1" => Some((*is_error, output.clone())),
+            _ => None,
+        })
+        .expect("tool result event");
+    assert!(!result.0);
+    assert_eq!(result.1, [ToolOutputPart::text("Echo: from the loop")]);
+    source.close().await;
+}
+
+/// A free local port (bound then released; the server binds it next).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start server-everything's streamable HTTP mode on `port` and wait (hang
+/// guard only) until it listens.
+async fn start_http(port: u16) -> tokio::process::Child {
+    start_mode("streamableHttp", port).await
+}
+
+/// Start server-everything in `mode` on `port` and wait (hang guard only)
+/// until it listens.
+async fn start_mode(mode: &str, port: u16) -> tokio::process::Child {
+    let server = tokio::process::Command::new(everything_bin())
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let until = tokio::time::Instant::now() + HANG_GUARD;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(tokio::time::Instant::now() < until, "server never listened");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server
+}
+
+#[tokio::test]
+async fn everything_over_streamable_http() {
+    let port = free_port();
+    let mut server = start_http(port).await;
+    let config = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
+        .header("X-Agent-Test", "${AGENT_MCP_TEST_HEADER_UNSET:-yes}");
+    let source = connect(config).await;
+    assert_eq!(source.name(), "web");
+    assert!(source.pid().is_none());
+    check_tools(&source).await;
+    source.close().await;
+    server.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_gives_error_results_then_comes_back() {
+    let port = free_port();
+    let mut server = start_http(port).await;
+    let source = connect(McpServerConfig::http(
+        "web",
+        format!("http://127.0.0.1:{port}/mcp"),
+    ))
+    .await;
+    let echo = tool(&source, "echo").await;
+    let call = |text: &'static str| {
+        let echo = echo.clone();
+        async move {
+            tokio::time::timeout(
+                HANG_GUARD,
+                echo.call(json!({"message": text}), ToolContext::new("c")),
+            )
+            .await
+            .expect("call hung")
+            .unwrap()
+        }
+    };
+    assert_eq!(call("one").await.as_text(), "Echo: one");
+    server.kill().await.unwrap();
+    let down = call("two").await;
+    assert!(down.is_error, "{}", down.as_text());
+    assert!(down.as_text().contains("mcp server web"), "{}", down.as_text());
+    let mut server = start_http(port).await;
+    // A new session: the call reconnects (re-initializes) and succeeds.
+    assert_eq!(call("three").await.as_text(), "Echo: three");
+    source.close().await;
+    server.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn everything_over_legacy_sse() {
+    let port = free_port();
+    let mut server = start_mode("sse", port).await;
+    // No type: a URL path ending in /sse means the legacy transport.
+    let config =
+        McpServerConfig::from_json("old", &json!({"url": format!("http://127.0.0.1:{port}/sse")})).unwrap();
+    assert_eq!(config.transport.kind(), "sse");
+    let source = connect(config).await;
+    check_tools(&source).await;
+    let (reporter, mut rx) = ProgressReporter::channel("p");
+    let out = tool(&source, "trigger-long-running-operation")
+        .await
+        .call(
+            json!({"duration": 0.2, "steps": 2}),
+            ToolContext::new("p").with_progress(reporter),
+        )
+        .await
+        .unwrap();
+    assert!(out.as_text().contains("completed"), "{}", out.as_text());
+    assert!(rx.try_recv().is_ok(), "no progress over SSE");
+    source.close().await;
+    server.kill().await.unwrap();
+}
