@@ -23,6 +23,11 @@
 //! `openrouter` or the configured name for Chat Completions, `openai` for
 //! Responses, `anthropic`, `google` and `ollama`.
 //!
+//! [`Providers::budget`] gives a model's [`agent_core::ContextBudget`]: its
+//! window from the configuration or [`KNOWN_CONTEXT_WINDOWS`], and its token
+//! counter from the configured `tiktoken:<encoding>` or the model id
+//! ([`token_counter_for`]).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_core::ModelError> {
 //! use agent_providers::OpenAiChatModel;
