@@ -188,3 +188,27 @@ pub fn token_counter_for(
         None => Arc::new(CharEstimate),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn encoders_are_built_once_and_shared() {
+        let a = TiktokenCounter::new(TiktokenEncoding::O200kBase).unwrap();
+        let b = TiktokenCounter::new(TiktokenEncoding::O200kBase).unwrap();
+        assert!(std::ptr::eq(a.bpe, b.bpe));
+        let c = TiktokenCounter::new(TiktokenEncoding::Cl100kBase).unwrap();
+        assert!(!std::ptr::eq(a.bpe, c.bpe));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for encoding in TiktokenEncoding::ALL {
+            assert_eq!(TiktokenEncoding::from_name(encoding.name()), Some(encoding));
+        }
+        assert_eq!(TiktokenEncoding::from_name("o200k_harmony"), None);
+    }
+}

@@ -12,7 +12,7 @@ use agent_core::{
     AccountingEntry, Agent, AgentEvent, AgentResult, EntryStatus, ExitReason, FallbackModel, LanguageModel,
     StaticToolSource, ToolSet, tool_fn,
 };
-use agent_providers::{HttpOptions, OpenAiChatModel};
+use agent_providers::{AnthropicModel, HttpOptions, OpenAiChatModel};
 use bytes::Bytes;
 use common::*;
 use futures::StreamExt;
@@ -284,4 +284,86 @@ async fn transport_retries_stay_inside_one_attempt() {
         ]
     );
     assert_eq!(fallbacks(&events).len(), 1);
+}
+
+/// An Anthropic Messages stream of these content blocks.
+fn anthropic_answer(blocks: &[(Value, Vec<Value>)], stop_reason: &str) -> Reply {
+    let mut lines = vec![
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+    ];
+    for (index, (start, deltas)) in blocks.iter().enumerate() {
+        lines.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
+        for delta in deltas {
+            lines.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        }
+        lines.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    lines.push(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": 5}}));
+    lines.push(json!({"type": "message_stop"}));
+    let lines: Vec<String> = lines.iter().map(Value::to_string).collect();
+    Reply::ok(sse(&lines, true, "\n"))
+}
+
+#[tokio::test]
+async fn openai_dying_mid_stream_falls_back_to_anthropic() {
+    let alpha = Server::start(vec![dying_answer(), dying_answer()]).await;
+    let claude = Server::start(vec![
+        anthropic_answer(
+            &[(
+                json!({"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}),
+                vec![json!({"type": "input_json_delta", "partial_json": "{\"location\":\"Paris\"}"})],
+            )],
+            "tool_use",
+        ),
+        anthropic_answer(
+            &[(
+                json!({"type": "text", "text": ""}),
+                vec![json!({"type": "text_delta", "text": "Sunny, says Claude."})],
+            )],
+            "end_turn",
+        ),
+    ])
+    .await;
+    let anthropic: Arc<dyn LanguageModel> = Arc::new(
+        AnthropicModel::builder("claude-test")
+            .base_url(format!("{}/v1", claude.url))
+            .api_key("sk-ant")
+            .build()
+            .unwrap(),
+    );
+    let model = FallbackModel::new(vec![chat_model("alpha", &alpha, "alpha-1"), anthropic]).retries(0);
+    let (tools, runs) = counted_weather();
+    let (events, result) = run(model, tools).await;
+    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+    assert_eq!(result.text, "Sunny, says Claude.");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let history = serde_json::to_string(&result.messages).unwrap();
+    assert!(
+        history.contains("toolu_1") && history.contains("Sunny in Paris"),
+        "{history}"
+    );
+    assert!(
+        !history.contains("PARTIAL-TEXT") && !history.contains("call_dead"),
+        "{history}"
+    );
+    let fallbacks = fallbacks(&events);
+    assert_eq!(fallbacks.len(), 2, "{fallbacks:?}");
+    assert!(
+        fallbacks
+            .iter()
+            .all(|(from, to, _)| from == "alpha/alpha-1" && to == "anthropic/claude-test")
+    );
+    assert_eq!(
+        llm_entries(&events),
+        [
+            ("alpha".to_owned(), EntryStatus::Error),
+            ("anthropic".to_owned(), EntryStatus::Ok),
+            ("alpha".to_owned(), EntryStatus::Error),
+            ("anthropic".to_owned(), EntryStatus::Ok),
+        ]
+    );
+    // Claude's second request carries its own tool call and the one result.
+    let body = &claude.received()[1].body;
+    let text = body["messages"].to_string();
+    assert!(text.contains("toolu_1") && !text.contains("call_dead"), "{text}");
 }
