@@ -191,6 +191,20 @@ pub enum ConfigError {
     /// An OpenAI-compatible provider without a base URL.
     #[error("provider {0:?} needs a baseUrl")]
     MissingBaseUrl(String),
+    /// A configured tokenizer that is not `tiktoken:<encoding>` with a known
+    /// encoding (o200k_base, cl100k_base, p50k_base, r50k_base).
+    #[error(
+        "unknown tokenizer {0:?}: expected tiktoken:o200k_base, tiktoken:cl100k_base, tiktoken:p50k_base or tiktoken:r50k_base"
+    )]
+    UnknownTokenizer(String),
+    /// A tokenizer's data failed to load.
+    #[error("tokenizer {tokenizer:?} failed to load: {message}")]
+    Tokenizer {
+        /// The tokenizer.
+        tokenizer: String,
+        /// Why it failed.
+        message: String,
+    },
     /// Building the model failed (a malformed header).
     #[error(transparent)]
     Model(#[from] ModelError),
@@ -372,7 +386,7 @@ pub const DEFAULT_MODELS: [(&str, &str); 4] = [
     ("openrouter", "openai/gpt-4.1-mini"),
 ];
 
-fn split_selector(selector: &str) -> Result<(&str, &str), ConfigError> {
+pub(crate) fn split_selector(selector: &str) -> Result<(&str, &str), ConfigError> {
     match selector.split_once('/') {
         Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p, m)),
         _ => Err(ConfigError::InvalidSelector(selector.to_owned())),

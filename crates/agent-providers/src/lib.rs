@@ -23,6 +23,11 @@
 //! `openrouter` or the configured name for Chat Completions, `openai` for
 //! Responses, `anthropic`, `google` and `ollama`.
 //!
+//! [`Providers::budget`] gives a model's [`agent_core::ContextBudget`]: its
+//! window from the configuration or [`KNOWN_CONTEXT_WINDOWS`], and its token
+//! counter from the configured `tiktoken:<encoding>` or the model id
+//! ([`token_counter_for`]).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_core::ModelError> {
 //! use agent_providers::OpenAiChatModel;
@@ -31,6 +36,7 @@
 //! ```
 
 mod anthropic;
+mod budget;
 mod config;
 mod driver;
 pub mod error;
@@ -42,11 +48,13 @@ mod openai_chat;
 mod openai_responses;
 mod settings;
 pub mod sse;
+mod tokens;
 mod tools;
 
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, DEFAULT_MAX_TOKENS,
 };
+pub use budget::{KNOWN_CONTEXT_WINDOWS, context_window_for, known_context_window};
 pub use config::{
     ConfigError, DEFAULT_MODELS, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig,
     expand_vars,
@@ -57,3 +65,7 @@ pub use ollama::{OLLAMA_BASE_URL, OllamaBuilder, OllamaModel, ollama_api_root};
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
 pub use openai_responses::{OpenAiResponsesBuilder, OpenAiResponsesModel};
 pub use settings::ProviderSettings;
+pub use tokens::{
+    CL100K_MODEL_PREFIXES, O200K_MODEL_PREFIXES, TIKTOKEN_PREFIX, TiktokenCounter, TiktokenEncoding,
+    token_counter_for,
+};

@@ -24,6 +24,8 @@ pub struct Reply {
     pub chunks: Vec<Bytes>,
     /// Keep the connection open after the chunks, sending nothing.
     pub stall: bool,
+    /// Abort the connection after the chunks (a body that errors mid-stream).
+    pub abort: bool,
 }
 
 impl Reply {
@@ -33,6 +35,7 @@ impl Reply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             chunks,
             stall: false,
+            abort: false,
         }
     }
 
@@ -42,11 +45,17 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             chunks: vec![Bytes::from(body.to_owned())],
             stall: false,
+            abort: false,
         }
     }
 
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn aborted(mut self) -> Self {
+        self.abort = true;
         self
     }
 
@@ -98,7 +107,15 @@ impl Server {
                 let reply = reply
                     .unwrap_or_else(|| Reply::status(500, r#"{"error":{"message":"no scripted reply"}}"#));
                 let chunks = futures::stream::iter(reply.chunks.into_iter().map(Ok::<_, std::io::Error>));
-                let body = if reply.stall {
+                let body = if reply.abort {
+                    let dead = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "scripted abort");
+                    // Let the client read the chunks before the connection dies.
+                    let die = futures::stream::once(async move {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Err(dead)
+                    });
+                    Body::from_stream(chunks.chain(die))
+                } else if reply.stall {
                     Body::from_stream(chunks.chain(futures::stream::pending()))
                 } else {
                     Body::from_stream(chunks)
