@@ -1,21 +1,27 @@
 //! A coding agent: a real model with the six coding tools (Read, Write, Edit,
-//! Bash, Glob, Grep) sandboxed to one directory.
+//! Bash, Glob, Grep) sandboxed to one directory, plus the tools of any MCP
+//! servers configured in a JSON file.
 //!
 //! ```sh
 //! export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY
 //! cargo run --release --example coding_agent -- "Add a test for add() and run it"
 //! cargo run --release --example coding_agent -- --dir path/to/project "Explain this project"
+//! cargo run --release --example coding_agent -- --mcp mcp.json "Use the git tools to summarise recent work"
 //! ```
 //!
 //! Without `--dir` it works on a fresh temporary directory holding a tiny
-//! Python project. The model is `AGENT_MODEL` (`provider/model`, such as
-//! `ollama/qwen3` for a local Ollama server), else the first provider whose
-//! key is set. With neither, it says what to set and exits with status 2.
+//! Python project. `--mcp FILE` reads MCP servers in the Claude Desktop /
+//! Cursor / VS Code format (`{"mcpServers": {"name": {"command": ...}}}`); a
+//! server that fails to start is reported and the run goes on without it.
+//! The model is `AGENT_MODEL` (`provider/model`, such as `ollama/qwen3` for a
+//! local Ollama server), else the first provider whose key is set. With
+//! neither, it says what to set and exits with status 2.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agent_sdk::mcp::{connect_all, parse_mcp_servers};
 use agent_sdk::tools::{Workspace, coding_tools};
 use agent_sdk::{Agent, AgentEvent, ExitReason, ToolSet};
 use futures::StreamExt;
@@ -37,14 +43,13 @@ async fn main() {
 
 async fn run() -> i32 {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let dir = match args.iter().position(|a| a == "--dir") {
-        Some(i) if i + 1 < args.len() => {
-            let dir = PathBuf::from(args.remove(i + 1));
-            args.remove(i);
-            Some(dir)
-        }
-        Some(_) => return usage("--dir needs a directory"),
-        None => None,
+    let dir = match take_option(&mut args, "--dir") {
+        Ok(dir) => dir.map(PathBuf::from),
+        Err(problem) => return usage(&problem),
+    };
+    let mcp_file = match take_option(&mut args, "--mcp") {
+        Ok(file) => file,
+        Err(problem) => return usage(&problem),
     };
     let prompt = args.join(" ");
     if prompt.trim().is_empty() {
@@ -73,7 +78,31 @@ async fn run() -> i32 {
     };
     eprintln!("model {selector}, workspace {}", root.display());
 
-    let tools = ToolSet::builder().source(coding_tools(workspace)).build();
+    let mut tools = ToolSet::builder().source(coding_tools(workspace));
+    let mut servers = None;
+    if let Some(file) = mcp_file {
+        let configs = match std::fs::read_to_string(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()))
+            .and_then(|json| parse_mcp_servers(&json).map_err(|e| e.to_string()))
+        {
+            Ok(configs) => configs,
+            Err(e) => return usage(&format!("MCP config {file}: {e}")),
+        };
+        let connected = connect_all(configs).await;
+        for failure in &connected.failed {
+            eprintln!(
+                "warning: MCP server {} not connected: {}",
+                failure.server, failure.error
+            );
+        }
+        for source in connected.sources.iter().cloned() {
+            tools = tools.source(source);
+        }
+        eprintln!("MCP servers: {}", connected.server_names().join(", "));
+        servers = Some(connected);
+    }
+    let tools = tools.build();
     let agent = Agent::builder(model)
         .tools(tools)
         .system(SYSTEM)
@@ -103,7 +132,11 @@ async fn run() -> i32 {
         }
     }
     println!();
-    match run.into_result().await {
+    let result = run.into_result().await;
+    if let Some(servers) = servers {
+        servers.close_all().await;
+    }
+    match result {
         Ok(result) if result.exit == ExitReason::Completed => 0,
         Ok(result) => {
             let why = result.error.map(|e| e.to_string()).unwrap_or_default();
@@ -128,8 +161,21 @@ fn sample_project() -> std::io::Result<(tempfile::TempDir, PathBuf)> {
     Ok((temp, root))
 }
 
+/// Remove `name VALUE` from the arguments, returning the value.
+fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+    match args.iter().position(|a| a == name) {
+        Some(i) if i + 1 < args.len() => {
+            let value = args.remove(i + 1);
+            args.remove(i);
+            Ok(Some(value))
+        }
+        Some(_) => Err(format!("{name} needs a value")),
+        None => Ok(None),
+    }
+}
+
 fn usage(problem: &str) -> i32 {
-    eprintln!("{problem}\nusage: coding_agent [--dir DIR] TASK...");
+    eprintln!("{problem}\nusage: coding_agent [--dir DIR] [--mcp FILE] TASK...");
     2
 }
 

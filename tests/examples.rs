@@ -196,3 +196,91 @@ async fn the_approval_example_approves_for_the_session_and_denies() {
     assert!(last.contains("notes.txt"), "{last}");
     assert!(last.contains("two"), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coding_agent_example_adds_configured_mcp_servers() {
+    // The in-repo MCP test server, built with the workspace's tests.
+    let server = example("..").join("mcp-test-server");
+    assert!(
+        server.exists(),
+        "{} is built by `cargo test --workspace`",
+        server.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let missing = dir.path().join("no-such-server");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "test": {"command": server},
+            "broken": {"command": missing}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let steps = Arc::new(vec![
+        call("test__echo", json!({"text": "ping from the model"})),
+        line(
+            json!({"role": "assistant", "content": "The server answered."}),
+            false,
+        ) + &line(json!({"role": "assistant", "content": ""}), true),
+    ]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let (c, b, s) = (calls.clone(), bodies.clone(), steps.clone());
+    let app = axum::Router::new().route(
+        "/api/chat",
+        axum::routing::post(move |body: axum::Json<Value>| {
+            let (c, b, s) = (c.clone(), b.clone(), s.clone());
+            async move {
+                b.lock().unwrap().push(body.0);
+                let i = c.fetch_add(1, Ordering::SeqCst).min(s.len() - 1);
+                ([("content-type", "application/x-ndjson")], s[i].clone())
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let child = tokio::process::Command::new(example_binary())
+        .args(["--mcp", config.to_str().unwrap(), "Check the server"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", format!("http://{addr}"))
+        .env("AGENT_MODEL", "ollama/test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("The server answered."), "{stdout}");
+    assert!(stderr.contains("MCP server broken not connected"), "{stderr}");
+    let bodies = bodies.lock().unwrap();
+    let names: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"Read") && names.contains(&"test__echo"),
+        "{names:?}"
+    );
+    // Once in the call, once in the server's echo sent back as its result.
+    assert_eq!(
+        bodies[1]["messages"]
+            .to_string()
+            .matches("ping from the model")
+            .count(),
+        2
+    );
+}
