@@ -135,7 +135,7 @@ async fn run_attempt(model: &dyn LanguageModel, request: ModelRequest, tx: &Tx) 
 async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: ModelRequest, tx: Tx) {
     let mut skipped = vec![false; models.len()];
     let mut last_error = None;
-    let mut previous: Option<(String, Instant, ModelError)> = None;
+    let mut previous: Option<(String, Duration, ModelError)> = None;
     for cycle in 0..=retries {
         let mut all_rate_limited = true;
         let mut longest_wait = Duration::ZERO;
@@ -148,12 +148,12 @@ async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: Model
                 return;
             }
             let label = model_label(model.as_ref());
-            if let Some((from, started, error)) = previous.take() {
+            if let Some((from, latency, error)) = previous.take() {
                 let event = ModelEvent::Fallback {
                     from,
                     to: label.clone(),
                     error: error.to_string(),
-                    latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
                 };
                 if tx.send(Ok(event)).await.is_err() {
                     return;
@@ -180,7 +180,8 @@ async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: Model
                 }
                 _ => all_rate_limited = false,
             }
-            previous = Some((label, started, error.clone()));
+            // The attempt's own time, not the wait before the next cycle.
+            previous = Some((label, started.elapsed(), error.clone()));
             last_error = Some(error);
         }
         if skipped.iter().all(|s| *s) {

@@ -696,3 +696,103 @@ async fn a_tool_with_its_own_timeout_outlasts_the_loop_timeout() {
         (true, "tool execution timed out after 10 ms".to_string())
     );
 }
+
+#[tokio::test]
+async fn calls_queued_behind_the_concurrency_bound_do_not_start_after_cancel() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let (first_tx, first_rx) = oneshot::channel::<()>();
+    let first_tx = Arc::new(std::sync::Mutex::new(Some(first_tx)));
+    let s = started.clone();
+    let tool = TestTool::new("work", object_schema(), move |_, ctx| {
+        let (s, first_tx) = (s.clone(), first_tx.clone());
+        async move {
+            s.fetch_add(1, Ordering::SeqCst);
+            if let Some(tx) = first_tx.lock().unwrap().take() {
+                tx.send(()).unwrap();
+            }
+            ctx.cancellation().cancelled().await;
+            Err(ToolError::Cancelled)
+        }
+    });
+    let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[
+        ("c1", "work", "{}"),
+        ("c2", "work", "{}"),
+        ("c3", "work", "{}"),
+    ])]);
+    let agent = Agent::builder(Arc::new(model))
+        .tools(tools(vec![tool]))
+        .options(AgentOptions::default().tool_concurrency(1))
+        .build();
+    let run = agent.prompt("go");
+    tokio::time::timeout(HANG_GUARD, first_rx).await.unwrap().unwrap();
+    run.cancel();
+    let result = tokio::time::timeout(HANG_GUARD, run.into_result())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        1,
+        "queued calls must not start once the run is cancelled"
+    );
+    assert_history_invariant(&result.messages);
+    assert_eq!(results_by_id(&result).len(), 3);
+}
+
+/// A source whose tool list changes and whose next listing never answers.
+struct StuckSource {
+    tx: tokio::sync::watch::Sender<u64>,
+}
+
+#[async_trait::async_trait]
+impl agent_core::ToolSource for StuckSource {
+    fn name(&self) -> &str {
+        "stuck"
+    }
+    async fn tools(&self) -> Result<Vec<Arc<dyn agent_core::Tool>>, agent_core::ToolSourceError> {
+        if *self.tx.borrow() > 0 {
+            std::future::pending::<()>().await;
+        }
+        Ok(Vec::new())
+    }
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.tx.subscribe())
+    }
+}
+
+#[tokio::test]
+async fn cancel_ends_a_run_stuck_listing_tools() {
+    let (tx, _) = tokio::sync::watch::channel(0u64);
+    let source = Arc::new(StuckSource { tx });
+    let bump = source.clone();
+    let changer = TestTool::new("change", object_schema(), move |_, _| {
+        let bump = bump.clone();
+        async move {
+            bump.tx.send_modify(|g| *g += 1);
+            Ok(ToolOutput::text("changed"))
+        }
+    });
+    let set = agent_core::ToolSet::builder()
+        .source(agent_core::StaticToolSource::native("app").with_tool(changer))
+        .shared_source(source, agent_core::SourceOptions::default())
+        .build();
+    let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[("c1", "change", "{}")])]);
+    let agent = Agent::builder(Arc::new(model)).tools(set).build();
+    let mut run = agent.prompt("go");
+    // After the tool result, the next step's catalog rebuild hangs.
+    loop {
+        match tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
+            Some(AgentEvent::ToolResult { .. }) => break,
+            Some(_) => continue,
+            None => panic!("ended early"),
+        }
+    }
+    run.cancel();
+    let result = tokio::time::timeout(HANG_GUARD, run.into_result())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_history_invariant(&result.messages);
+}

@@ -184,13 +184,21 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             // Waiting for approval holds no concurrency slot and does not
             // count against the tool's timeout.
             if let Some((approvals, request, emit)) = approval
-                && let Err(denied) = gate::pass(&approvals, &emit, request, &token).await
+                && let Err(refusal) = gate::pass(&approvals, &emit, request, &token).await
             {
-                return error_outcome(denied, "denied");
+                return error_outcome(refusal.message, refusal.details);
             }
             // The semaphore is never closed, so acquiring fails only if it
-            // were; then the call simply runs unbounded.
-            let _permit = semaphore.acquire_owned().await.ok();
+            // were; then the call simply runs unbounded. A run cancelled
+            // meanwhile starts no tool.
+            let _permit = tokio::select! {
+                biased;
+                _ = token.cancelled() => return error_outcome("The tool call was cancelled.", "cancelled"),
+                permit = semaphore.acquire_owned() => permit.ok(),
+            };
+            if token.is_cancelled() {
+                return error_outcome("The tool call was cancelled.", "cancelled");
+            }
             let started = Instant::now();
             let deadline = started + timeout;
             let ctx = ToolContext::new(call_id)
@@ -230,6 +238,8 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
     }
 
     let mut cancelled_at: Option<Instant> = None;
+    // Aborting once is enough; a task stuck in blocking code ends when it can.
+    let mut aborted = false;
     while !tasks.is_empty() {
         let grace_over = async {
             match cancelled_at {
@@ -268,7 +278,10 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             _ = batch.cancel.cancelled(), if cancelled_at.is_none() => {
                 cancelled_at = Some(Instant::now());
             }
-            _ = grace_over => tasks.abort_all(),
+            _ = grace_over, if !aborted => {
+                tasks.abort_all();
+                aborted = true;
+            }
         }
     }
 

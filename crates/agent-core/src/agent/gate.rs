@@ -8,14 +8,21 @@ use crate::approval::{
     ApprovalChannel, ApprovalDecision, ApprovalRequest, ApprovalResponder, ApprovalTier, Approvals,
 };
 
-/// Ask for approval when the call's tier requires it. `Ok` means run it;
-/// `Err` carries the result text the model gets instead.
+/// Why a call may not run.
+pub(crate) struct Refusal {
+    /// The result text the model gets.
+    pub message: String,
+    /// For accounting: `denied` or `cancelled`.
+    pub details: &'static str,
+}
+
+/// Ask for approval when the call's tier requires it. `Ok` means run it.
 pub(crate) async fn pass(
     approvals: &Approvals,
     emit: &Emitter,
     request: ApprovalRequest,
     cancel: &CancellationToken,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     if request.tier == ApprovalTier::Auto
         || (request.tier == ApprovalTier::Session && approvals.session.is_approved(&request.tool))
     {
@@ -48,7 +55,20 @@ pub(crate) async fn pass(
     let timeout = approvals.timeout;
     let decision = tokio::select! {
         biased;
-        _ = cancel.cancelled() => return Err("The tool call was cancelled while waiting for approval.".into()),
+        _ = cancel.cancelled() => {
+            // Close the application's prompt: nothing will answer it now.
+            let _ = emit
+                .send(AgentEvent::ApprovalResolved {
+                    call_id: request.call_id.clone(),
+                    approved: false,
+                    reason: Some("cancelled".into()),
+                })
+                .await;
+            return Err(Refusal {
+                message: "The tool call was cancelled while waiting for approval.".into(),
+                details: "cancelled",
+            });
+        }
         d = from_approver => d,
         d = from_events => d,
         _ = tokio::time::sleep(timeout) => ApprovalDecision::Deny {
@@ -74,10 +94,13 @@ pub(crate) async fn pass(
         .await;
     match reason {
         None => Ok(()),
-        Some(reason) => Err(format!(
-            "The user denied this call to {}: {reason}. It was not run. Do not retry it unless the user asks; \
-             continue without it or ask the user.",
-            request.tool
-        )),
+        Some(reason) => Err(Refusal {
+            message: format!(
+                "The user denied this call to {}: {reason}. It was not run. Do not retry it unless the user \
+                 asks; continue without it or ask the user.",
+                request.tool
+            ),
+            details: "denied",
+        }),
     }
 }

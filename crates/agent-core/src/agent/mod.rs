@@ -271,7 +271,13 @@ impl Run {
             steps: 0,
             text: String::new(),
         };
-        let mut catalog = self.tools.catalog().await;
+        // Listing tools may wait on a server; a cancelled run does not. The
+        // empty catalog is never used: the loop sees the cancellation first.
+        let mut catalog = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Arc::new(ToolCatalog::empty()),
+            catalog = self.tools.catalog() => catalog,
+        };
         // A closed receiver is handled where it matters: the drop guard has
         // cancelled the run, and the next step sees it.
         let _ = self
@@ -296,7 +302,11 @@ impl Run {
                 break (ExitReason::Cancelled, None);
             }
             let step = progress.steps + 1;
-            let latest = self.tools.catalog().await;
+            let latest = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break (ExitReason::Cancelled, None),
+                catalog = self.tools.catalog() => catalog,
+            };
             if !Arc::ptr_eq(&latest, &catalog) {
                 catalog = latest;
                 self.warn_all(catalog.warnings()).await;

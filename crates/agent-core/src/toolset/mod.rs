@@ -360,6 +360,11 @@ impl ToolCatalog {
         }
     }
 
+    /// A catalog with no tools.
+    pub(crate) fn empty() -> Self {
+        Self::new(Vec::new(), Vec::new(), &[])
+    }
+
     /// The tool exposed under `name`.
     pub fn get(&self, name: &str) -> Option<&ExposedTool> {
         self.by_name.get(name).map(|&i| &self.tools[i])
