@@ -2,11 +2,14 @@
 //!
 //! Limit = context window - buffer - max output tokens. Before each step the
 //! loop projects the request (system prompt, tool definitions, every message)
-//! with a [`TokenCounter`]; a request over the limit forces the concluding
-//! step, and if even that does not fit the run ends with exit `token_limit`.
+//! with a [`TokenCounter`]. A request over the limit forces the concluding
+//! step when the concluding request fits, else the run ends with exit
+//! `token_limit`; since the concluding request keeps the tool definitions
+//! (see the agent loop), in practice a request over the limit ends the run.
 //! A tool result that would push the projection over the limit is replaced by
-//! [`BUDGET_EXCEEDED_RESULT`] and the next step concludes. Messages are
-//! counted once each and cached, so the cost per step is the new messages'.
+//! [`BUDGET_EXCEEDED_RESULT`] and the next step concludes (exit
+//! `token_limit`, with the model's concluding text). Messages are counted
+//! once each and cached, so the cost per step is the new messages'.
 
 use std::fmt::Debug;
 use std::sync::Arc;
