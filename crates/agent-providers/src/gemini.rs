@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
 use crate::gemini_schema::gemini_parameters;
-use crate::http::{Transport, guarded_bytes};
+use crate::http::Transport;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
 use crate::tools::{PendingCall, complete, finish_reason, merge_options, num};
@@ -232,12 +232,7 @@ impl LanguageModel for GeminiModel {
             "{}/models/{}:streamGenerateContent?alt=sse",
             self.base, self.model
         );
-        let response = self.transport.post(&url, &body, &request.cancellation).await?;
-        let bytes = guarded_bytes(
-            response,
-            self.transport.options.inactivity_timeout,
-            request.cancellation.clone(),
-        );
+        let bytes = self.transport.open(&url, &body, &request).await?;
         Ok(drive(sse_frames(bytes), GeminiDecoder::default()))
     }
 }

@@ -112,6 +112,22 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
+    /// POST the request body and return the response's bytes, guarded by the
+    /// inactivity timeout and the request's cancellation token.
+    pub async fn open(
+        &self,
+        url: &str,
+        body: &Value,
+        request: &agent_core::ModelRequest,
+    ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
+        let response = self.post(url, body, &request.cancellation).await?;
+        Ok(guarded_bytes(
+            response,
+            self.options.inactivity_timeout,
+            request.cancellation.clone(),
+        ))
+    }
+
     /// POST `body` to `url`, retrying transient failures before any byte of
     /// the response body is consumed. Returns a response with a 2xx status.
     /// Waiting for the response head counts against the inactivity timeout.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
-use crate::http::{Transport, guarded_bytes};
+use crate::http::Transport;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
 use crate::tools::{CallAssembler, finish_reason, merge_options, num, object_schema};
@@ -278,12 +278,7 @@ impl LanguageModel for OpenAiChatModel {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let body = self.request_body(&request);
         let url = format!("{}/chat/completions", self.base);
-        let response = self.transport.post(&url, &body, &request.cancellation).await?;
-        let bytes = guarded_bytes(
-            response,
-            self.transport.options.inactivity_timeout,
-            request.cancellation.clone(),
-        );
+        let bytes = self.transport.open(&url, &body, &request).await?;
         Ok(drive(sse_frames(bytes), ChatDecoder::default()))
     }
 }
