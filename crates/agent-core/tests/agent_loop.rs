@@ -94,16 +94,12 @@ async fn results_keep_call_order_while_events_follow_completion() {
             }
         }
     });
-    let (events, result, model) = run(
-        vec![
-            ScriptedStep::tool_calls(&[
-                ("c1", "step", r#"{"first":true}"#),
-                ("c2", "step", r#"{"first":false}"#),
-            ]),
-            ScriptedStep::text("done"),
+    let (events, result, model) = run_calls(
+        &[
+            ("c1", "step", r#"{"first":true}"#),
+            ("c2", "step", r#"{"first":false}"#),
         ],
-        tools(vec![tool]),
-        AgentOptions::default(),
+        vec![tool],
     )
     .await;
     let done: Vec<&str> = events
@@ -173,13 +169,9 @@ async fn schema_failure_is_reported_and_the_tool_is_not_called() {
         c.fetch_add(1, Ordering::SeqCst);
         async { Ok(ToolOutput::text("ok")) }
     });
-    let (_, result, _) = run(
-        vec![
-            ScriptedStep::tool_calls(&[("c1", "count", r#"{"n":"three"}"#), ("c2", "count", "{}")]),
-            ScriptedStep::text("done"),
-        ],
-        tools(vec![tool]),
-        AgentOptions::default(),
+    let (_, result, _) = run_calls(
+        &[("c1", "count", r#"{"n":"three"}"#), ("c2", "count", "{}")],
+        vec![tool],
     )
     .await;
     let results = results_by_id(&result);
@@ -200,17 +192,13 @@ async fn unknown_tool_and_bad_json_become_error_results() {
     let tool = TestTool::new("known", object_schema(), |_, _| async {
         Ok(ToolOutput::text("ok"))
     });
-    let (events, result, _) = run(
-        vec![
-            ScriptedStep::tool_calls(&[
-                ("c1", "nope", "{}"),
-                ("c2", "known", "{not json"),
-                ("c3", "known", ""),
-            ]),
-            ScriptedStep::text("done"),
+    let (events, result, _) = run_calls(
+        &[
+            ("c1", "nope", "{}"),
+            ("c2", "known", "{not json"),
+            ("c3", "known", ""),
         ],
-        tools(vec![tool]),
-        AgentOptions::default(),
+        vec![tool],
     )
     .await;
     let results = results_by_id(&result);
@@ -240,15 +228,7 @@ async fn a_panicking_tool_becomes_an_error_result() {
     let ok = TestTool::new("fine", object_schema(), |_, _| async {
         Ok(ToolOutput::text("fine"))
     });
-    let (_, result, _) = run(
-        vec![
-            ScriptedStep::tool_calls(&[("c1", "boom", "{}"), ("c2", "fine", "{}")]),
-            ScriptedStep::text("done"),
-        ],
-        tools(vec![tool, ok]),
-        AgentOptions::default(),
-    )
-    .await;
+    let (_, result, _) = run_calls(&[("c1", "boom", "{}"), ("c2", "fine", "{}")], vec![tool, ok]).await;
     let results = results_by_id(&result);
     assert_eq!(results["c1"], (true, "The tool panicked: kaboom".to_string()));
     assert_eq!(results["c2"], (false, "fine".to_string()));
@@ -263,13 +243,9 @@ async fn tool_errors_and_error_outputs_reach_the_model_as_errors() {
     let flagged = TestTool::new("flag", object_schema(), |_, _| async {
         Ok(ToolOutput::error("bad path"))
     });
-    let (_, result, _) = run(
-        vec![
-            ScriptedStep::tool_calls(&[("c1", "fail", "{}"), ("c2", "flag", "{}")]),
-            ScriptedStep::text("done"),
-        ],
-        tools(vec![failing, flagged]),
-        AgentOptions::default(),
+    let (_, result, _) = run_calls(
+        &[("c1", "fail", "{}"), ("c2", "flag", "{}")],
+        vec![failing, flagged],
     )
     .await;
     let results = results_by_id(&result);
@@ -512,15 +488,7 @@ async fn progress_reports_become_events() {
         tokio::task::yield_now().await;
         Ok(ToolOutput::text("ok"))
     });
-    let (events, _, _) = run(
-        vec![
-            ScriptedStep::tool_calls(&[("c1", "slow", "{}")]),
-            ScriptedStep::text("done"),
-        ],
-        tools(vec![tool]),
-        AgentOptions::default(),
-    )
-    .await;
+    let (events, _, _) = run_calls(&[("c1", "slow", "{}")], vec![tool]).await;
     let progress: Vec<(f64, Option<String>)> = events
         .iter()
         .filter_map(|e| match e {

@@ -97,6 +97,20 @@ pub async fn run(
     (events, result, model)
 }
 
+/// Run one step making `calls`, then a step answering "done", with default
+/// options.
+pub async fn run_calls(
+    calls: &[(&str, &str, &str)],
+    list: Vec<TestTool>,
+) -> (Vec<AgentEvent>, AgentResult, ScriptedModel) {
+    run(
+        vec![ScriptedStep::tool_calls(calls), ScriptedStep::text("done")],
+        tools(list),
+        AgentOptions::default(),
+    )
+    .await
+}
+
 /// Every tool call has exactly one result, in the next message, in call order.
 pub fn assert_history_invariant(messages: &[Message]) {
     let mut i = 0;
