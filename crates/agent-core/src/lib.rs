@@ -74,9 +74,9 @@ pub use tool::{
     ToolError, ToolOutput, ToolProgress,
 };
 pub use toolset::{
-    EXTERNAL_PRIORITY, ExposedTool, INSTRUCTIONS_HEADING, MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR,
-    NATIVE_PRIORITY, NameFilter, NameFn, Naming, SourceOptions, ToolCatalog, ToolSet, ToolSetBuilder,
-    is_valid_tool_name, sanitize_tool_name, wildcard_match,
+    ConnectionReport, EXTERNAL_PRIORITY, ExposedTool, INSTRUCTIONS_HEADING, MAX_TOOL_NAME_LEN,
+    NAMESPACE_SEPARATOR, NATIVE_PRIORITY, NameFilter, NameFn, Naming, SourceFailure, SourceOptions,
+    ToolCatalog, ToolSet, ToolSetBuilder, is_valid_tool_name, sanitize_tool_name, wildcard_match,
 };
 pub use typed::{FnTool, tool_fn};
 pub use usage::{FinishReason, Usage};

@@ -154,10 +154,41 @@ pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Re
                 }),
             }
         }
+        #[cfg(feature = "websocket")]
+        McpTransport::WebSocket(remote) => {
+            match tokio::time::timeout(timeout, connect_ws(name.clone(), remote.clone(), handler)).await {
+                Ok(result) => result,
+                Err(_) => Err(McpError::Timeout {
+                    server: name,
+                    after: timeout,
+                }),
+            }
+        }
         #[allow(unreachable_patterns)]
         other => Err(McpError::UnsupportedTransport {
             server: name,
             transport: other.kind(),
+        }),
+    }
+}
+
+/// Open a WebSocket session and initialize.
+#[cfg(feature = "websocket")]
+async fn connect_ws(
+    name: String,
+    remote: crate::config::RemoteConfig,
+    handler: Handler,
+) -> Result<Connection, McpError> {
+    let transport = crate::ws::open(&name, &remote).await?;
+    match serve_client(handler, transport).await {
+        Ok(service) => Ok(Connection::new(
+            service,
+            #[cfg(feature = "stdio")]
+            None,
+        )),
+        Err(e) => Err(McpError::Connect {
+            server: name,
+            message: format!("initialize failed: {e}"),
         }),
     }
 }

@@ -1,8 +1,11 @@
 //! [`connect_all`]: every configured server at once; one failing server
 //! never stops the others.
 
+use agent_core::{ConnectionReport, SourceFailure, ToolSetBuilder};
+
 use crate::config::McpServerConfig;
 use crate::error::McpError;
+use crate::options::McpClientOptions;
 use crate::source::McpToolSource;
 
 /// A server that could not be connected.
@@ -32,6 +35,36 @@ impl Connected {
         self.sources.iter().map(|s| s.config().name.as_str()).collect()
     }
 
+    /// Who is in and who failed, as agent-core's [`ConnectionReport`] (the
+    /// `mcp_connected` event of every run).
+    pub fn report(&self) -> ConnectionReport {
+        ConnectionReport::new(
+            self.server_names().into_iter().map(str::to_string).collect(),
+            self.failed
+                .iter()
+                .map(|f| SourceFailure::new(f.server.clone(), f.error.to_string()))
+                .collect(),
+        )
+    }
+
+    /// Add every connected source (namespaced `{server}__{tool}` by default)
+    /// and the [`report`](Self::report) to a tool set builder.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let connected = agent_mcp::connect_all(vec![agent_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
+    /// let tools = connected.add_to(agent_core::ToolSet::builder()).build();
+    /// assert_eq!(tools.connection_report().unwrap().failed[0].server, "ghost");
+    /// # }
+    /// ```
+    pub fn add_to(&self, builder: ToolSetBuilder) -> ToolSetBuilder {
+        let builder = builder.connection_report(self.report());
+        self.sources
+            .iter()
+            .cloned()
+            .fold(builder, |builder, source| builder.source(source))
+    }
+
     /// Close every connected source.
     pub async fn close_all(&self) {
         futures::future::join_all(self.sources.iter().map(McpToolSource::close)).await;
@@ -52,15 +85,32 @@ impl Connected {
 /// # }
 /// ```
 pub async fn connect_all(configs: impl IntoIterator<Item = McpServerConfig>) -> Connected {
-    let attempts = configs
-        .into_iter()
-        .filter(|c| c.enabled)
-        .map(|config| async move {
+    connect_all_with(configs, McpClientOptions::default()).await
+}
+
+/// [`connect_all`] offering every server what `options` offers (roots,
+/// sampling and elicitation handlers).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let options = agent_mcp::McpClientOptions::default().root_path("/srv/project");
+/// let got = agent_mcp::connect_all_with(Vec::new(), options).await;
+/// assert!(got.sources.is_empty() && got.failed.is_empty());
+/// # }
+/// ```
+pub async fn connect_all_with(
+    configs: impl IntoIterator<Item = McpServerConfig>,
+    options: McpClientOptions,
+) -> Connected {
+    let attempts = configs.into_iter().filter(|c| c.enabled).map(|config| {
+        let options = options.clone();
+        async move {
             let server = config.name.clone();
-            McpToolSource::connect(config)
+            McpToolSource::connect_with(config, options)
                 .await
                 .map_err(|error| ConnectFailure { server, error })
-        });
+        }
+    });
     let mut out = Connected::default();
     for result in futures::future::join_all(attempts).await {
         match result {

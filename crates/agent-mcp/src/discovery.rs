@@ -1,4 +1,5 @@
-//! Tool discovery: every page of `tools/list`, tolerant of legacy servers.
+//! Discovery: every page of `tools/list` (tolerant of legacy servers) and
+//! of `prompts/list`.
 //!
 //! rmcp parses a conforming page into `ListToolsResult`. A page it cannot
 //! parse (a tool with `parameters` instead of `inputSchema`, or no schema at
@@ -6,12 +7,15 @@
 //! of losing the whole server. Tool names stay the server's original names.
 
 use agent_core::{ToolAnnotations, ToolDefinition};
-use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, ServerResult};
+use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, Prompt, ServerResult};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::{Map, Value};
 
 /// Pages followed at most: a server whose cursors never end must not loop forever.
 pub const MAX_TOOL_PAGES: usize = 100;
+
+/// Prompt pages followed at most, for the same reason.
+pub const MAX_PROMPT_PAGES: usize = 100;
 
 /// A discovered tool: its definition (original name) and the name on the wire.
 pub(crate) type Discovered = (ToolDefinition, String);
@@ -46,6 +50,26 @@ pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Discov
         }
     }
     Err(format!("tools/list still had more pages after {MAX_TOOL_PAGES}"))
+}
+
+/// List all prompts of the server (call only when it offers prompts).
+pub(crate) async fn list_all_prompts(peer: &Peer<RoleClient>) -> Result<Vec<Prompt>, String> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PROMPT_PAGES {
+        let page = peer
+            .list_prompts(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| e.to_string())?;
+        out.extend(page.prompts);
+        match page.next_cursor {
+            Some(c) if !c.is_empty() => cursor = Some(c),
+            _ => return Ok(out),
+        }
+    }
+    Err(format!(
+        "prompts/list still had more pages after {MAX_PROMPT_PAGES}"
+    ))
 }
 
 /// An rmcp tool as an agent-core definition.

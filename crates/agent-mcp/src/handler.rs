@@ -6,37 +6,50 @@
 //!   already ended, or one not yet registered) are dropped.
 //! - `notifications/tools/list_changed` marks the tool list stale and bumps
 //!   the source's change generation.
-//! - `ping`, `roots/list` (empty), `sampling/createMessage` and
-//!   `elicitation/create` (declined) keep rmcp's defaults.
+//! - `ping` is rmcp's; `roots/list` answers the configured roots;
+//!   `sampling/createMessage` and `elicitation/create` go to the
+//!   application's handlers, or get a `-32601` error naming what is missing
+//!   (see [`McpClientOptions`]).
+
+#![allow(deprecated)] // rmcp marks roots and sampling deprecated (SEP-2577); servers still use them.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_core::ProgressReporter;
-use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult,
+    ProgressNotificationParam, ProgressToken, RootsCapabilities, SamplingCapability,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::watch;
+
+use crate::options::McpClientOptions;
 
 /// State shared between a source, its tools and its connection's handler.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) server: String,
+    pub(crate) options: McpClientOptions,
     progress: Mutex<HashMap<ProgressToken, ProgressReporter>>,
     /// Set when the server said its tool list changed; cleared on re-listing.
     pub(crate) tools_stale: AtomicBool,
+    /// Set when the server said its prompt list changed.
+    pub(crate) prompts_stale: AtomicBool,
     pub(crate) generation: watch::Sender<u64>,
 }
 
 impl Shared {
-    pub(crate) fn new(server: &str) -> Self {
+    pub(crate) fn new(server: &str, options: McpClientOptions) -> Self {
         Self {
             server: server.to_string(),
+            options,
             progress: Mutex::new(HashMap::new()),
             tools_stale: AtomicBool::new(false),
+            prompts_stale: AtomicBool::new(false),
             generation: watch::Sender::new(0),
         }
     }
@@ -77,6 +90,15 @@ impl Drop for ProgressGuard {
     }
 }
 
+/// The error for a server request this client has no handler for.
+fn declined(method: &str, capability: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("{method} declined: this client did not advertise {capability} (no handler installed)"),
+        None,
+    )
+}
+
 /// rmcp client handler of one connection.
 #[derive(Debug, Clone)]
 pub(crate) struct Handler {
@@ -107,9 +129,50 @@ impl ClientHandler for Handler {
         self.shared.mark_tools_changed();
     }
 
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.shared.prompts_stale.store(true, Ordering::SeqCst);
+    }
+
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(self.shared.options.roots().to_vec()))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match self.shared.options.sampling_handler() {
+            Some(handler) => handler.create_message(&self.shared.server, params).await,
+            None => Err(declined("sampling/createMessage", "sampling")),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        match self.shared.options.elicitation_handler() {
+            Some(handler) => handler.elicit(&self.shared.server, params).await,
+            None => Err(declined("elicitation/create", "elicitation")),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let options = &self.shared.options;
+        let mut capabilities = ClientCapabilities::default();
+        if !options.roots().is_empty() {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
+        if options.sampling_handler().is_some() {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
+        if options.elicitation_handler().is_some() {
+            capabilities.elicitation = Some(ElicitationCapability::default());
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("agent-mcp", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -1,23 +1,58 @@
 //! Streamable HTTP: rmcp's reqwest client transport with the configured
-//! headers (session re-initialisation and SSE handling are rmcp's).
+//! headers (session re-initialisation, `retry:` and `Last-Event-ID`
+//! resumption are rmcp's), over a [`LenientClient`].
+//!
+//! rmcp skips undecodable events on established streams but fails the
+//! handshake on one; the wrapper makes every stream behave alike: an event
+//! whose `data:` is not JSON loses its data (keeping its `id:` and `retry:`,
+//! which resumption needs) and is skipped like an empty one.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse,
+};
+use sse_stream::Sse;
 
 use crate::config::RemoteConfig;
 use crate::error::McpError;
+
+/// Attempts to resume an interrupted event stream (with `Last-Event-ID`)
+/// before the requests waiting on it fail: rmcp retries forever by default,
+/// which turns a dead server into a hung call.
+pub const SSE_RESUME_ATTEMPTS: usize = 3;
+/// First wait before resuming (doubling after each attempt); a server's
+/// own `retry:` takes precedence.
+pub const SSE_RESUME_BACKOFF: Duration = Duration::from_millis(250);
+/// Longest single wait before resuming.
+pub const SSE_RESUME_MAX_DELAY: Duration = Duration::from_secs(5);
 
 /// Build the transport for a resolved remote config.
 pub(crate) fn transport(
     server: &str,
     remote: &RemoteConfig,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
-    let config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
+) -> Result<StreamableHttpClientTransport<LenientClient>, McpError> {
+    let mut resume = ExponentialBackoff::default();
+    resume.max_times = Some(SSE_RESUME_ATTEMPTS);
+    resume.base_duration = SSE_RESUME_BACKOFF;
+    resume.max_delay = Some(SSE_RESUME_MAX_DELAY);
+    let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
         .custom_headers(header_map(server, remote)?)
         .reinit_on_expired_session(true);
-    Ok(StreamableHttpClientTransport::from_config(config))
+    config.retry_config = Arc::new(resume);
+    Ok(StreamableHttpClientTransport::with_client(
+        LenientClient(reqwest::Client::new()),
+        config,
+    ))
 }
 
 /// The configured headers, checked.
@@ -36,4 +71,157 @@ pub(crate) fn header_map(
         headers.insert(name, value);
     }
     Ok(headers)
+}
+
+type SseEvents = BoxStream<'static, Result<Sse, SseError>>;
+
+/// rmcp's reqwest client with undecodable SSE events blanked (see the
+/// module docs).
+#[derive(Clone)]
+pub(crate) struct LenientClient(reqwest::Client);
+
+/// Blank the data of a message event that is not JSON.
+fn blank_undecodable(mut sse: Sse) -> Sse {
+    let is_message = matches!(sse.event.as_deref(), None | Some("") | Some("message"));
+    let undecodable = sse.data.as_deref().is_some_and(|data| {
+        !data.trim().is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(data).is_err()
+    });
+    if is_message && undecodable {
+        tracing::warn!(data = ?sse.data, "non-JSON event on an MCP stream skipped");
+        sse.data = None;
+    }
+    sse
+}
+
+fn lenient(events: SseEvents) -> SseEvents {
+    events.map(|event| event.map(blank_undecodable)).boxed()
+}
+
+impl StreamableHttpClient for LenientClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let response = self
+            .0
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await?;
+        Ok(match response {
+            StreamableHttpPostResponse::Sse(events, session) => {
+                StreamableHttpPostResponse::Sse(lenient(events), session)
+            }
+            other => other,
+        })
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let response = self
+            .0
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        Ok(match response {
+            StreamableHttpPostResponse::Sse(events, session) => {
+                StreamableHttpPostResponse::Sse(lenient(events), session)
+            }
+            other => other,
+        })
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<SseEvents, StreamableHttpError<Self::Error>> {
+        let events = self
+            .0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await?;
+        Ok(lenient(events))
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<SseEvents, StreamableHttpError<Self::Error>> {
+        let events = self
+            .0
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        Ok(lenient(events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data: Option<&str>, event: Option<&str>) -> Sse {
+        Sse {
+            event: event.map(str::to_string),
+            data: data.map(str::to_string),
+            id: Some("7".into()),
+            retry: Some(500),
+        }
+    }
+
+    #[test]
+    fn undecodable_message_data_is_blanked_and_the_rest_kept() {
+        let blanked = blank_undecodable(event(Some("not json"), None));
+        assert_eq!(
+            (blanked.data, blanked.id.as_deref(), blanked.retry),
+            (None, Some("7"), Some(500))
+        );
+        let json = blank_undecodable(event(Some(r#"{"jsonrpc":"2.0"}"#), Some("message")));
+        assert!(json.data.is_some());
+        let control = blank_undecodable(event(Some("/endpoint"), Some("endpoint")));
+        assert_eq!(control.data.as_deref(), Some("/endpoint"));
+    }
 }

@@ -12,9 +12,10 @@
 //! - A stdio server runs in its own process group; closing (explicit or on
 //!   drop) ends the whole group, grandchildren included.
 //!
-//! Transports: stdio (feature `stdio`), streamable HTTP (feature `http`) and
-//! legacy HTTP+SSE (feature `sse`), all on by default. WebSocket configs
-//! parse but connecting gives [`McpError::UnsupportedTransport`] for now.
+//! Transports, one cargo feature each, all on by default: stdio (`stdio`),
+//! streamable HTTP (`http`), legacy HTTP+SSE (`sse`) and WebSocket
+//! (`websocket`). A config whose transport is not compiled in fails to
+//! connect with [`McpError::UnsupportedTransport`].
 
 #![doc = include_str!("../README.md")]
 
@@ -29,6 +30,7 @@ mod error;
 mod handler;
 #[cfg(feature = "http")]
 mod http;
+mod options;
 mod result;
 mod source;
 #[cfg(feature = "sse")]
@@ -36,16 +38,23 @@ mod sse;
 #[cfg(feature = "stdio")]
 mod stdio;
 mod tool;
+#[cfg(feature = "websocket")]
+mod ws;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, McpServerConfig, McpTransport, RemoteConfig, StdioConfig, parse_mcp_servers,
 };
-pub use connect_all::{ConnectFailure, Connected, connect_all};
-pub use discovery::MAX_TOOL_PAGES;
+pub use connect_all::{ConnectFailure, Connected, connect_all, connect_all_with};
+pub use discovery::{MAX_PROMPT_PAGES, MAX_TOOL_PAGES};
 pub use env::{SAFE_BASE_ENV, interpolate, scoped_env};
 pub use error::McpError;
+#[cfg(feature = "http")]
+pub use http::{SSE_RESUME_ATTEMPTS, SSE_RESUME_BACKOFF, SSE_RESUME_MAX_DELAY};
+pub use options::{ElicitationHandler, McpClientOptions, SamplingHandler};
 pub use source::{McpToolSource, RECONNECT_BACKOFF};
 #[cfg(feature = "sse")]
 pub use sse::SseSendError;
 #[cfg(feature = "stdio")]
 pub use stdio::{SIGTERM_GRACE, STDIN_CLOSE_GRACE};
+#[cfg(feature = "websocket")]
+pub use ws::WS_SUBPROTOCOL;

@@ -15,13 +15,16 @@ use std::time::Duration;
 
 use agent_core::{SourceKind, Tool, ToolDefinition, ToolSource, ToolSourceError};
 use async_trait::async_trait;
+use rmcp::model::{GetPromptRequestParams, GetPromptResult, Prompt};
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::config::McpServerConfig;
 use crate::connect::{Connection, connect};
-use crate::discovery::list_all_tools;
+use crate::discovery::{list_all_prompts, list_all_tools};
 use crate::error::McpError;
 use crate::handler::Shared;
+use crate::options::McpClientOptions;
 use crate::tool::McpTool;
 
 /// Pause before reconnecting a closed transport, so a crash loop does not spin.
@@ -59,15 +62,23 @@ pub(crate) struct SourceInner {
     conn: RwLock<Option<Arc<Connection>>>,
     reconnect_lock: tokio::sync::Mutex<()>,
     definitions: Mutex<Vec<(ToolDefinition, String)>>,
+    prompts: Mutex<Vec<Prompt>>,
     instructions: Mutex<Option<String>>,
     closed: AtomicBool,
 }
 
 impl McpToolSource {
-    /// Connect, initialize and list the server's tools, all under the
-    /// server's connect timeout.
+    /// Connect, initialize and list the server's tools (and its prompts, if
+    /// it offers any), all under the server's connect timeout, with the
+    /// default [`McpClientOptions`] (no roots; sampling and elicitation
+    /// declined).
     pub async fn connect(config: McpServerConfig) -> Result<Self, McpError> {
-        let shared = Arc::new(Shared::new(&config.name));
+        Self::connect_with(config, McpClientOptions::default()).await
+    }
+
+    /// [`Self::connect`] offering the server what `options` offers.
+    pub async fn connect_with(config: McpServerConfig, options: McpClientOptions) -> Result<Self, McpError> {
+        let shared = Arc::new(Shared::new(&config.name, options));
         let timeout = config.effective_connect_timeout();
         let conn = Arc::new(connect(&config, shared.clone()).await?);
         let inner = Arc::new(SourceInner {
@@ -77,9 +88,15 @@ impl McpToolSource {
             shared,
             reconnect_lock: tokio::sync::Mutex::new(()),
             definitions: Mutex::new(Vec::new()),
+            prompts: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
         });
-        match tokio::time::timeout(timeout, inner.refresh_tools(&conn)).await {
+        let discover = async {
+            inner.refresh_tools(&conn).await?;
+            inner.refresh_prompts(&conn).await;
+            Ok::<_, McpError>(())
+        };
+        match tokio::time::timeout(timeout, discover).await {
             Ok(Ok(())) => Ok(Self { inner }),
             Ok(Err(e)) => {
                 conn.close().await;
@@ -103,6 +120,47 @@ impl McpToolSource {
     /// The process id of a stdio server (the leader of its process group).
     pub fn pid(&self) -> Option<u32> {
         self.inner.current().and_then(|c| c.pid())
+    }
+
+    /// The server's prompts, as discovered at connect (and after a
+    /// `prompts/list_changed`); empty when it offers none.
+    ///
+    /// ```no_run
+    /// # async fn demo(source: agent_mcp::McpToolSource) {
+    /// for prompt in source.prompts().await {
+    ///     println!("{}: {}", prompt.name, prompt.description.unwrap_or_default());
+    /// }
+    /// # }
+    /// ```
+    pub async fn prompts(&self) -> Vec<Prompt> {
+        let inner = &self.inner;
+        if inner.shared.prompts_stale.load(Ordering::SeqCst)
+            && let Ok(conn) = inner.live_connection().await
+        {
+            inner.refresh_prompts(&conn).await;
+        }
+        inner.prompts.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// Get one prompt, filled in with `arguments`.
+    ///
+    /// ```no_run
+    /// # async fn demo(source: agent_mcp::McpToolSource) -> Result<(), agent_mcp::McpError> {
+    /// let args = serde_json::json!({"topic": "rust"});
+    /// let prompt = source.get_prompt("explain", args.as_object().cloned().unwrap_or_default()).await?;
+    /// println!("{} messages", prompt.messages.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<GetPromptResult, McpError> {
+        let conn = self.inner.live_connection().await?;
+        conn.peer
+            .get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments))
+            .await
+            .map_err(|e| self.inner.server_error(format!("prompts/get {name} failed: {e}")))
     }
 
     /// Close the session and end the server (its whole process group for
@@ -170,7 +228,29 @@ impl SourceInner {
         }
         // The new session may offer other tools.
         self.shared.mark_tools_changed();
+        self.shared.prompts_stale.store(true, Ordering::SeqCst);
         Ok(conn)
+    }
+
+    /// List the server's prompts when it offers them. A failure is logged
+    /// and leaves the list empty: prompts are optional, tools are not.
+    async fn refresh_prompts(&self, conn: &Connection) {
+        self.shared.prompts_stale.store(false, Ordering::SeqCst);
+        let offers = conn
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.prompts.is_some());
+        let prompts = if offers {
+            list_all_prompts(&conn.peer).await.unwrap_or_else(|e| {
+                tracing::warn!(server = %self.config.name, error = %e, "prompts/list failed");
+                Vec::new()
+            })
+        } else {
+            Vec::new()
+        };
+        if let Ok(mut slot) = self.prompts.lock() {
+            *slot = prompts;
+        }
     }
 
     /// List all pages of `tools/list` and store the definitions.

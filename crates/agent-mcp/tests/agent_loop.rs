@@ -239,3 +239,62 @@ async fn instructions_reach_the_system_prompt_and_a_changed_list_the_next_step()
     assert!(names(1).contains(&"test__extra".to_string()), "{:?}", names(1));
     source.close().await;
 }
+
+#[tokio::test]
+async fn mcp_connected_reports_who_is_in_and_the_run_goes_on_without_the_failed() {
+    let configs = vec![
+        test_server("good"),
+        test_server("locked").env("TOKEN", "${AGENT_MCP_TEST_SURELY_UNSET_VAR}"),
+        test_server("stuck")
+            .args(["--slow-init", "600000"])
+            .connect_timeout(Duration::from_millis(300)),
+    ];
+    let connected = agent_mcp::connect_all(configs).await;
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "good__echo", r#"{"text": "in"}"#)]),
+        ScriptedStep::text("done"),
+    ]);
+    let agent = Agent::builder(Arc::new(model))
+        .tools(connected.add_to(ToolSet::builder()).build())
+        .build();
+    let mut run = agent.prompt("go");
+    let mut events = Vec::new();
+    tokio::time::timeout(HANG_GUARD, async {
+        while let Some(e) = run.next().await {
+            events.push(e);
+        }
+    })
+    .await
+    .expect("run hung");
+    let result = run.into_result().await.unwrap();
+    assert_eq!(result.exit, ExitReason::Completed);
+    assert!(matches!(events[0], AgentEvent::RunStarted { .. }));
+    let AgentEvent::McpConnected { servers, failed } = &events[1] else {
+        panic!("second event is not mcp_connected: {:?}", events[1]);
+    };
+    assert_eq!(servers, &["good"]);
+    let mut failed_names: Vec<_> = failed.iter().map(|f| f.server.as_str()).collect();
+    failed_names.sort();
+    assert_eq!(failed_names, ["locked", "stuck"]);
+    let locked = failed.iter().find(|f| f.server == "locked").unwrap();
+    assert!(
+        locked.error.contains("AGENT_MCP_TEST_SURELY_UNSET_VAR"),
+        "{}",
+        locked.error
+    );
+    // Serialised as the issue names it.
+    let json = serde_json::to_value(&events[1]).unwrap();
+    assert_eq!(json["type"], "mcp_connected");
+    assert_eq!(json["failed"].as_array().unwrap().len(), 2);
+    // Each failure is also a warning.
+    let warnings = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Warning { message } if message.contains("is not connected")))
+        .count();
+    assert_eq!(warnings, 2);
+    assert_eq!(
+        tool_results(&result),
+        [("c1".to_string(), false, "in".to_string())]
+    );
+    connected.close_all().await;
+}

@@ -24,6 +24,9 @@ async fn discovers_every_page_and_the_instructions() {
         [
             "add",
             "add_tool",
+            "ask_elicitation",
+            "ask_roots",
+            "ask_sampling",
             "crash",
             "echo",
             "env",

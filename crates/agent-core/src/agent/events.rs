@@ -51,6 +51,16 @@ pub enum AgentEvent {
         /// Exposed names of the tools available at the start.
         tools: Vec<String>,
     },
+    /// Which MCP servers are in this run's tools and which could not be
+    /// connected (sent after `run_started` when the tool set carries a
+    /// [`ConnectionReport`](crate::ConnectionReport); each failure is also a
+    /// `warning`).
+    McpConnected {
+        /// Servers connected, in config order.
+        servers: Vec<String>,
+        /// Servers left out, each with its error.
+        failed: Vec<crate::SourceFailure>,
+    },
     /// A model call began.
     StepStarted {
         /// 1-based step number.

@@ -288,6 +288,21 @@ impl Run {
                 tools: catalog.names().into_iter().map(str::to_owned).collect(),
             })
             .await;
+        if let Some(report) = self.tools.connection_report() {
+            let _ = self
+                .emit
+                .send(AgentEvent::McpConnected {
+                    servers: report.servers.clone(),
+                    failed: report.failed.clone(),
+                })
+                .await;
+            let failures: Vec<String> = report
+                .failed
+                .iter()
+                .map(|f| format!("mcp server {} is not connected: {}", f.server, f.error))
+                .collect();
+            self.warn_all(&failures).await;
+        }
         self.warn_all(catalog.warnings()).await;
         let mut guard = self
             .options

@@ -7,6 +7,7 @@
 
 mod filter;
 mod naming;
+mod report;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,7 @@ use naming::{Candidate, Resolution, resolve};
 pub use naming::{
     MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, NameFn, Naming, is_valid_tool_name, sanitize_tool_name,
 };
+pub use report::{ConnectionReport, SourceFailure};
 
 use crate::source::{SourceKind, ToolSource};
 use crate::tool::{Tool, ToolDefinition};
@@ -92,6 +94,7 @@ struct SourceEntry {
 pub struct ToolSet {
     entries: Vec<SourceEntry>,
     filter: NameFilter,
+    report: Option<ConnectionReport>,
     cache: Mutex<Option<(Arc<ToolCatalog>, Vec<u64>)>>,
 }
 
@@ -100,6 +103,7 @@ pub struct ToolSet {
 pub struct ToolSetBuilder {
     entries: Vec<SourceEntry>,
     filter: NameFilter,
+    report: Option<ConnectionReport>,
 }
 
 impl ToolSetBuilder {
@@ -137,11 +141,23 @@ impl ToolSetBuilder {
         self
     }
 
+    /// Record which servers were connected and which failed; every run
+    /// reports it as an `mcp_connected` event (then a `warning` per failure).
+    /// Reports given more than once are merged.
+    pub fn connection_report(mut self, report: ConnectionReport) -> Self {
+        match &mut self.report {
+            Some(existing) => existing.merge(report),
+            None => self.report = Some(report),
+        }
+        self
+    }
+
     /// The tool set.
     pub fn build(self) -> ToolSet {
         ToolSet {
             entries: self.entries,
             filter: self.filter,
+            report: self.report,
             cache: Mutex::new(None),
         }
     }
@@ -161,6 +177,12 @@ impl ToolSet {
     /// ```
     pub fn empty() -> Self {
         Self::builder().build()
+    }
+
+    /// Which servers were connected and which failed, when the builder was
+    /// given a [`ConnectionReport`].
+    pub fn connection_report(&self) -> Option<&ConnectionReport> {
+        self.report.as_ref()
     }
 
     fn generations(&self) -> Vec<u64> {

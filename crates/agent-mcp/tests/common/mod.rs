@@ -76,3 +76,65 @@ pub async fn wait_for_line(path: &std::path::Path, needle: &str) -> bool {
     }
     false
 }
+
+/// The in-repo test server running as a network server (`--http 0` or
+/// `--ws 0`), killed when dropped.
+pub struct NetServer {
+    pub child: tokio::process::Child,
+    /// The URL it printed (`http://127.0.0.1:PORT/mcp` or `ws://127.0.0.1:PORT/`).
+    pub url: String,
+}
+
+impl NetServer {
+    /// Start it with `mode` (`--http` or `--ws`) on `port` (0: any) plus
+    /// `extra` arguments, and wait (hang guard only) for its URL.
+    pub async fn start(mode: &str, port: u16, extra: &[&str]) -> Self {
+        Self::start_with(mode, port, extra, &[]).await
+    }
+
+    /// [`Self::start`] with extra environment variables.
+    pub async fn start_with(mode: &str, port: u16, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-test-server"))
+            .envs(env.iter().copied())
+            .arg(mode)
+            .arg(port.to_string())
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(HANG_GUARD, lines.next_line())
+            .await
+            .expect("server never announced its url")
+            .unwrap()
+            .expect("server exited before listening");
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line}"))
+            .to_string();
+        Self { child, url }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        let rest = self.url.rsplit_once(':').unwrap().1;
+        rest.split('/').next().unwrap().parse().unwrap()
+    }
+
+    /// Kill it and wait for it.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// Call `tool` with `input` under the hang guard.
+pub async fn call(tool: &Arc<dyn Tool>, input: serde_json::Value) -> agent_core::ToolOutput {
+    tokio::time::timeout(HANG_GUARD, tool.call(input, agent_core::ToolContext::new("c")))
+        .await
+        .expect("call hung")
+        .expect("call")
+}

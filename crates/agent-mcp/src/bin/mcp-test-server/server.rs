@@ -1,12 +1,14 @@
-//! A deliberately misbehaving MCP server for agent-mcp's integration tests
-//! (written with rmcp's server side; not a product).
+//! The test server's MCP side: its tools, prompts and misbehaviours.
 //!
-//! Runs on stdio. `--slow-init MS` delays the handshake, `--pid-file PATH`
-//! writes its pid, `--garbage` prints non-JSON lines on stdout first. Tools: echo, add,
-//! slow, progress, crash, spawn_grandchild, huge, add_tool (changes the list
-//! and sends list_changed), env, image, fail, noargs. `tools/list` is paged
-//! (3 per page) so clients must follow cursors. When `TEST_SERVER_LOG` is
-//! set, cancellations received are appended to that file.
+//! Tools: echo, add, slow, progress, crash, spawn_grandchild, huge, add_tool
+//! (changes the list and sends list_changed), env, image, fail, noargs,
+//! ask_sampling / ask_elicitation / ask_roots (send that request to the
+//! client mid-call and return what it answered, or its error). `tools/list`
+//! is paged (3 per page) so clients must follow cursors. One prompt,
+//! `greet`. When `TEST_SERVER_LOG` is set, cancellations received are
+//! appended to that file.
+
+#![allow(deprecated)] // rmcp marks roots and sampling deprecated (SEP-2577); clients still serve them.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -14,19 +16,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Cursor, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Cursor, ElicitRequest,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt,
+    PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig, ServerRequest, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 
 /// Tools per `tools/list` page: small, so paging is exercised.
 const PAGE: usize = 3;
 
+/// The server; clones (one per HTTP session) share the tool list state.
 #[derive(Clone, Default)]
-struct TestServer {
+pub struct TestServer {
     extra_tool: Arc<AtomicBool>,
+    /// Delay before answering `initialize`.
+    pub slow_init: Option<Duration>,
 }
 
 fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
@@ -86,6 +93,9 @@ impl TestServer {
             Tool::new("image", "Return a tiny PNG and a caption.", num(&[])),
             Tool::new("fail", "Return an error result.", num(&[])),
             Tool::new("noargs", "A tool with an empty input schema.", schema(json!({}))),
+            Tool::new("ask_sampling", "Ask the client for a completion.", num(&[])),
+            Tool::new("ask_elicitation", "Ask the client's user for input.", num(&[])),
+            Tool::new("ask_roots", "Ask the client for its roots.", num(&[])),
         ];
         if self.extra_tool.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Added at run time.", num(&[])));
@@ -115,15 +125,85 @@ fn text(t: impl Into<String>) -> CallToolResponse {
     CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(t.into())]))
 }
 
+/// What the client answered to a request the server sent it, as text.
+fn answered<T: serde::Serialize>(result: Result<T, rmcp::ServiceError>) -> CallToolResponse {
+    match result {
+        Ok(v) => text(format!(
+            "answered: {}",
+            serde_json::to_string(&v).unwrap_or_default()
+        )),
+        Err(e) => text(format!("refused: {e}")),
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_prompts()
                 .build(),
         )
         .with_instructions("Test server: call echo to check the connection.")
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if let Some(delay) = self.slow_init {
+            tokio::time::sleep(delay).await;
+        }
+        log(&format!(
+            "initialize capabilities {}",
+            serde_json::to_string(&request.capabilities).unwrap_or_default()
+        ));
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let mut name = PromptArgument::new("name");
+        name.required = Some(true);
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "greet",
+            Some("Greet someone by name."),
+            Some(vec![name]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "greet" {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt {}", request.name),
+                None,
+            ));
+        }
+        let who = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("nobody");
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(
+            Role::User,
+            format!("Say hello to {who}."),
+        )])
+        .into())
     }
 
     async fn list_tools(
@@ -215,29 +295,24 @@ impl ServerHandler for TestServer {
                 ContentBlock::text("it failed on purpose"),
             ]))),
             "noargs" | "extra" => Ok(text(format!("{} ran", request.name))),
+            "ask_sampling" => {
+                let params = from_json(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+                    "maxTokens": 16
+                }))?;
+                Ok(answered(context.peer.create_message(params).await))
+            }
+            "ask_elicitation" => {
+                let params = from_json(json!({
+                    "mode": "form",
+                    "message": "Your name?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                }))?;
+                let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+                Ok(answered(context.peer.send_request(request).await))
+            }
+            "ask_roots" => Ok(answered(context.peer.list_roots().await)),
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
     }
-}
-
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let value_of = |flag: &str| args.iter().position(|a| a == flag).and_then(|p| args.get(p + 1));
-    if let Some(path) = value_of("--pid-file") {
-        std::fs::write(path, std::process::id().to_string())?;
-    }
-    if args.iter().any(|a| a == "--garbage") {
-        // Not JSON-RPC: a well-behaved client skips or survives it.
-        println!("this line is not JSON");
-        println!("{{\"neither\": \"is this a message\"}}");
-    }
-    if let Some(ms) = value_of("--slow-init") {
-        let ms = ms.parse().unwrap_or(60_000);
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-    }
-    eprintln!("mcp-test-server starting");
-    let service = TestServer::default().serve(rmcp::transport::stdio()).await?;
-    service.waiting().await?;
-    Ok(())
 }

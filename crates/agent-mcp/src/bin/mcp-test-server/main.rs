@@ -1,0 +1,49 @@
+//! A deliberately misbehaving MCP server for agent-mcp's integration tests
+//! (written with rmcp's server side; not a product; built with the
+//! `test-server` feature).
+//!
+//! Transports: stdio (default), `--http PORT` (streamable HTTP at `/mcp`) or
+//! `--ws PORT` (WebSocket at `/`, subprotocol `mcp` required). With a port
+//! of 0 a free one is picked; the HTTP and WebSocket modes print
+//! `listening on URL` on stdout once they accept connections.
+//!
+//! Faults: `--slow-init MS` delays the answer to `initialize`, `--garbage`
+//! prints non-JSON lines on stdout (stdio) or sends a non-JSON SSE event
+//! before every event stream (HTTP), `--pid-file PATH` writes its pid. The
+//! tools misbehave on request (see `server.rs`).
+
+mod net;
+mod server;
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+
+use server::TestServer;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let value_of = |flag: &str| args.iter().position(|a| a == flag).and_then(|p| args.get(p + 1));
+    if let Some(path) = value_of("--pid-file") {
+        std::fs::write(path, std::process::id().to_string())?;
+    }
+    let garbage = args.iter().any(|a| a == "--garbage");
+    let mut server = TestServer::default();
+    server.slow_init = value_of("--slow-init").map(|ms| Duration::from_millis(ms.parse().unwrap_or(60_000)));
+    eprintln!("mcp-test-server starting");
+    if let Some(port) = value_of("--http") {
+        return net::serve_http(server, port.parse()?, garbage).await;
+    }
+    if let Some(port) = value_of("--ws") {
+        return net::serve_ws(server, port.parse()?).await;
+    }
+    if garbage {
+        // Not JSON-RPC: a well-behaved client skips or survives it.
+        println!("this line is not JSON");
+        println!("{{\"neither\": \"is this a message\"}}");
+    }
+    let service = server.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! [`McpClientOptions`]: what this client offers servers, shared by every
+//! connection made with it.
+//!
+//! Invariants:
+//! - a capability is advertised in `initialize` only when it can be served:
+//!   `roots` when roots are configured, `sampling` and `elicitation` when the
+//!   application installed a handler;
+//! - a server that sends `sampling/createMessage` or `elicitation/create`
+//!   anyway gets a JSON-RPC error (`-32601`) that says no handler is
+//!   installed, never a hang and never a silent acceptance;
+//! - `roots/list` answers the configured roots (none by default).
+
+#![allow(deprecated)] // rmcp marks roots and sampling deprecated (SEP-2577); servers still use them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rmcp::ErrorData;
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, Root};
+
+/// Answers a server's `sampling/createMessage` (the server asks the client's
+/// model for a completion).
+///
+/// ```
+/// use agent_mcp::{SamplingHandler, rmcp};
+/// use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+///
+/// struct Refuse;
+/// #[async_trait::async_trait]
+/// impl SamplingHandler for Refuse {
+///     async fn create_message(&self, server: &str, _: CreateMessageRequestParams)
+///         -> Result<CreateMessageResult, rmcp::ErrorData> {
+///         Err(rmcp::ErrorData::invalid_request(format!("{server} may not sample"), None))
+///     }
+/// }
+/// let options = agent_mcp::McpClientOptions::default().sampling(Refuse);
+/// # let _ = options;
+/// ```
+#[async_trait]
+pub trait SamplingHandler: Send + Sync {
+    /// Produce the completion `server` asked for.
+    async fn create_message(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData>;
+}
+
+/// Answers a server's `elicitation/create` (the server asks the user for
+/// input in the middle of a call).
+///
+/// ```
+/// use agent_mcp::{ElicitationHandler, rmcp};
+/// use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+///
+/// struct AlwaysDecline;
+/// #[async_trait::async_trait]
+/// impl ElicitationHandler for AlwaysDecline {
+///     async fn elicit(&self, _server: &str, _: ElicitRequestParams) -> Result<ElicitResult, rmcp::ErrorData> {
+///         Ok(ElicitResult::new(ElicitationAction::Decline))
+///     }
+/// }
+/// let options = agent_mcp::McpClientOptions::default().elicitation(AlwaysDecline);
+/// # let _ = options;
+/// ```
+#[async_trait]
+pub trait ElicitationHandler: Send + Sync {
+    /// Ask the user what `server` wants to know.
+    async fn elicit(&self, server: &str, params: ElicitRequestParams) -> Result<ElicitResult, ErrorData>;
+}
+
+/// What the client offers servers: roots, and handlers for the requests a
+/// server may send mid-call. The default offers nothing and declines
+/// sampling and elicitation.
+///
+/// ```
+/// let options = agent_mcp::McpClientOptions::default()
+///     .root_path("/srv/project")
+///     .root("https://example.com/repo", Some("repo"));
+/// assert_eq!(options.roots().len(), 2);
+/// assert_eq!(options.roots()[0].uri, "file:///srv/project");
+/// ```
+#[derive(Clone, Default)]
+pub struct McpClientOptions {
+    roots: Vec<Root>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
+}
+
+impl std::fmt::Debug for McpClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClientOptions")
+            .field("roots", &self.roots)
+            .field("sampling", &self.sampling.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .finish()
+    }
+}
+
+impl McpClientOptions {
+    /// Add a root by URI, with an optional display name.
+    pub fn root(mut self, uri: impl Into<String>, name: Option<&str>) -> Self {
+        let mut root = Root::new(uri);
+        root.name = name.map(str::to_string);
+        self.roots.push(root);
+        self
+    }
+
+    /// Add a local directory as a `file://` root (named after its last
+    /// component).
+    pub fn root_path(self, path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        self.root(file_uri(path), name.as_deref())
+    }
+
+    /// Answer `sampling/createMessage` with `handler`.
+    pub fn sampling(mut self, handler: impl SamplingHandler + 'static) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answer `elicitation/create` with `handler`.
+    pub fn elicitation(mut self, handler: impl ElicitationHandler + 'static) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// The configured roots.
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    pub(crate) fn sampling_handler(&self) -> Option<&Arc<dyn SamplingHandler>> {
+        self.sampling.as_ref()
+    }
+
+    pub(crate) fn elicitation_handler(&self) -> Option<&Arc<dyn ElicitationHandler>> {
+        self.elicitation.as_ref()
+    }
+}
+
+/// `file://` URI of a path, with the characters URIs reserve percent-encoded.
+fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                uri.push(char::from(byte));
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_are_encoded() {
+        assert_eq!(file_uri(Path::new("/a b/ç")), "file:///a%20b/%C3%A7");
+    }
+}

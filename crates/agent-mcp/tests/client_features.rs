@@ -1,0 +1,126 @@
+//! What the client offers servers: roots, sampling and elicitation handlers
+//! (declined with an error when absent), and prompts discovery — against the
+//! in-repo server, which sends those requests mid-call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(deprecated)] // rmcp marks sampling deprecated (SEP-2577); servers still send it.
+
+mod common;
+
+use agent_mcp::rmcp::ErrorData;
+use agent_mcp::rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+};
+use agent_mcp::{ElicitationHandler, McpClientOptions, McpToolSource, SamplingHandler};
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn without_handlers_sampling_and_elicitation_are_declined_with_an_error() {
+    let log = temp_log("caps-none");
+    let source = connect(test_server("plain").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
+    for (tool_name, method) in [
+        ("ask_sampling", "sampling/createMessage"),
+        ("ask_elicitation", "elicitation/create"),
+    ] {
+        let out = call(&tool(&source, tool_name).await, json!({})).await;
+        let text = out.as_text();
+        assert!(text.starts_with("refused:"), "{tool_name}: {text}");
+        assert!(
+            text.contains(method) && text.contains("no handler installed"),
+            "{text}"
+        );
+    }
+    // No roots configured: an empty list, and no capability advertised.
+    let roots = call(&tool(&source, "ask_roots").await, json!({})).await;
+    assert_eq!(roots.as_text(), r#"answered: {"roots":[]}"#);
+    assert!(
+        wait_for_line(&log, "initialize capabilities {}").await,
+        "capabilities were advertised"
+    );
+    source.close().await;
+}
+
+struct Sampler;
+
+#[async_trait::async_trait]
+impl SamplingHandler for Sampler {
+    async fn create_message(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        assert_eq!(params.max_tokens, 16);
+        Ok(serde_json::from_value(json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": format!("hi from the client, {server}")},
+            "model": "test-model"
+        }))
+        .unwrap())
+    }
+}
+
+struct Elicitor;
+
+#[async_trait::async_trait]
+impl ElicitationHandler for Elicitor {
+    async fn elicit(&self, _server: &str, _params: ElicitRequestParams) -> Result<ElicitResult, ErrorData> {
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "Ada"})))
+    }
+}
+
+#[tokio::test]
+async fn installed_handlers_and_roots_answer_the_server() {
+    let log = temp_log("caps-all");
+    let options = McpClientOptions::default()
+        .root_path("/srv/project one")
+        .sampling(Sampler)
+        .elicitation(Elicitor);
+    let config = test_server("rich").env("TEST_SERVER_LOG", log.to_string_lossy());
+    let source = tokio::time::timeout(HANG_GUARD, McpToolSource::connect_with(config, options))
+        .await
+        .unwrap()
+        .unwrap();
+    let sampled = call(&tool(&source, "ask_sampling").await, json!({}))
+        .await
+        .as_text();
+    assert!(sampled.contains("hi from the client, rich"), "{sampled}");
+    let elicited = call(&tool(&source, "ask_elicitation").await, json!({}))
+        .await
+        .as_text();
+    assert!(
+        elicited.contains(r#""action":"accept""#) && elicited.contains("Ada"),
+        "{elicited}"
+    );
+    let roots = call(&tool(&source, "ask_roots").await, json!({})).await.as_text();
+    assert_eq!(
+        roots,
+        r#"answered: {"roots":[{"uri":"file:///srv/project%20one","name":"project one"}]}"#
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for capability in ["\"roots\"", "\"sampling\"", "\"elicitation\""] {
+        assert!(
+            logged.contains(capability),
+            "{capability} not advertised: {logged}"
+        );
+    }
+    source.close().await;
+}
+
+#[tokio::test]
+async fn prompts_are_discovered_and_filled_in() {
+    let source = connect(test_server("p")).await;
+    let prompts = source.prompts().await;
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, "greet");
+    assert_eq!(prompts[0].arguments.as_ref().unwrap()[0].name, "name");
+    let args = json!({"name": "Grace"}).as_object().cloned().unwrap();
+    let filled = source.get_prompt("greet", args).await.unwrap();
+    let text = serde_json::to_string(&filled.messages).unwrap();
+    assert!(text.contains("Say hello to Grace."), "{text}");
+    let missing = source
+        .get_prompt("nope", serde_json::Map::new())
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("mcp server p"), "{missing}");
+    source.close().await;
+}

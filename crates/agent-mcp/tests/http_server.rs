@@ -1,0 +1,160 @@
+//! The in-repo fault server over streamable HTTP (`mcp-test-server --http`):
+//! the faults of the stdio tests, seen through rmcp's HTTP client.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use agent_core::{ProgressReporter, ToolContext, ToolOutputPart, ToolSource};
+use agent_mcp::{McpError, McpServerConfig, McpToolSource};
+use common::*;
+use serde_json::json;
+
+fn http(name: &str, server: &NetServer) -> McpServerConfig {
+    McpServerConfig::http(name, server.url.clone())
+}
+
+#[tokio::test]
+async fn pages_instructions_results_and_progress_over_http() {
+    let server = NetServer::start("--http", 0, &[]).await;
+    let source = connect(http("web", &server)).await;
+    let names: Vec<_> = source
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .collect();
+    assert!(names.len() >= 12, "{names:?}");
+    assert!(source.instructions().unwrap().contains("call echo"));
+    assert_eq!(
+        call(&tool(&source, "echo").await, json!({"text": "hi"}))
+            .await
+            .as_text(),
+        "hi"
+    );
+    let image = call(&tool(&source, "image").await, json!({})).await;
+    assert!(matches!(image.parts[0], ToolOutputPart::Image { .. }));
+    let failed = call(&tool(&source, "fail").await, json!({})).await;
+    assert!(failed.is_error);
+    let huge = call(&tool(&source, "huge").await, json!({"kb": 2048})).await;
+    assert_eq!(huge.as_text().len(), 2048 * 1024);
+
+    let (reporter, mut rx) = ProgressReporter::channel("p");
+    let out = tool(&source, "progress")
+        .await
+        .call(json!({"steps": 3}), ToolContext::new("p").with_progress(reporter))
+        .await
+        .unwrap();
+    assert_eq!(out.as_text(), "did 3 steps");
+    let mut steps = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        steps.push(p.progress);
+    }
+    assert_eq!(steps, [1.0, 2.0, 3.0]);
+    source.close().await;
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_hanging_call_times_out_and_is_cancelled_on_the_server() {
+    let log = temp_log("http-timeout");
+    let server =
+        NetServer::start_with("--http", 0, &[], &[("TEST_SERVER_LOG", &log.to_string_lossy())]).await;
+    let source =
+        connect(McpServerConfig::http("sleepy", server.url.clone()).call_timeout(Duration::from_millis(300)))
+            .await;
+    let out = call(&tool(&source, "slow").await, json!({"ms": 600_000})).await;
+    assert!(out.is_error);
+    assert!(out.as_text().contains("mcp server sleepy"), "{}", out.as_text());
+    assert!(out.as_text().contains("timed out"), "{}", out.as_text());
+    assert!(
+        wait_for_line(&log, "cancelled slow").await,
+        "server never saw notifications/cancelled"
+    );
+    assert_eq!(
+        call(&tool(&source, "echo").await, json!({"text": "still here"}))
+            .await
+            .as_text(),
+        "still here"
+    );
+    source.close().await;
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_is_an_error_result_then_a_restarted_server_is_reconnected() {
+    let server = NetServer::start("--http", 0, &[]).await;
+    let port = server.port();
+    let source = connect(http("crashy", &server)).await;
+    let crash = call(&tool(&source, "crash").await, json!({})).await;
+    assert!(crash.is_error);
+    assert!(
+        crash.as_text().contains("mcp server crashy"),
+        "{}",
+        crash.as_text()
+    );
+    server.kill().await;
+    // Down: a clear error naming the server, no hang.
+    let down = call(&tool(&source, "echo").await, json!({"text": "x"})).await;
+    assert!(down.is_error);
+    assert!(down.as_text().contains("mcp server crashy"), "{}", down.as_text());
+    // Back on the same port: the next call opens a new session.
+    let server = NetServer::start("--http", port, &[]).await;
+    let back = call(&tool(&source, "echo").await, json!({"text": "back"})).await;
+    assert_eq!((back.as_text().as_str(), back.is_error), ("back", false));
+    source.close().await;
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_slow_initialize_over_http_times_out() {
+    let server = NetServer::start("--http", 0, &["--slow-init", "600000"]).await;
+    let config = http("stuck", &server).connect_timeout(Duration::from_millis(500));
+    let result = tokio::time::timeout(HANG_GUARD, McpToolSource::connect(config))
+        .await
+        .expect("connect hung");
+    match result {
+        Err(McpError::Timeout { server, .. }) => assert_eq!(server, "stuck"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn a_garbage_event_in_the_stream_is_survived() {
+    let server = NetServer::start("--http", 0, &["--garbage"]).await;
+    let source = connect(http("noisy", &server)).await;
+    assert_eq!(
+        call(&tool(&source, "echo").await, json!({"text": "ok"}))
+            .await
+            .as_text(),
+        "ok"
+    );
+    source.close().await;
+    server.kill().await;
+}
+
+#[tokio::test]
+async fn list_changed_over_http_shows_the_new_tool() {
+    let server = NetServer::start("--http", 0, &[]).await;
+    let source = connect(http("web", &server)).await;
+    let mut changes = source.changes().unwrap();
+    let before = *changes.borrow_and_update();
+    assert_eq!(
+        call(&tool(&source, "add_tool").await, json!({})).await.as_text(),
+        "added"
+    );
+    tokio::time::timeout(HANG_GUARD, changes.changed())
+        .await
+        .expect("no list_changed over http")
+        .unwrap();
+    assert!(*changes.borrow() > before);
+    assert_eq!(
+        call(&tool(&source, "extra").await, json!({})).await.as_text(),
+        "extra ran"
+    );
+    source.close().await;
+    server.kill().await;
+}
