@@ -234,3 +234,50 @@ async fn the_coding_agent_example_adds_configured_mcp_servers() {
         2
     );
 }
+
+/// Run a built example with `args`; its stdout (it must succeed).
+fn run_plain(name: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(built(&format!("examples/{name}")))
+        .args(args)
+        .output()
+        .expect("the examples are built by `cargo test`");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    stdout
+}
+
+#[test]
+fn the_mcp_tools_example_merges_a_stdio_and_an_http_server_and_calls_one() {
+    let stdout = run_plain("mcp_tools", &[]);
+    for line in [
+        "local__word_count                        local    word_count",
+        "remote__current_time                     remote   current_time",
+    ] {
+        assert!(stdout.contains(line), "missing `{line}` in\n{stdout}");
+    }
+    assert!(
+        stdout.contains("called local__echo -> hello from agent-sdk"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_mcp_tools_example_takes_a_third_party_stdio_server() {
+    let everything =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests-deps/node_modules/.bin/mcp-server-everything");
+    assert!(
+        everything.exists(),
+        "run `npm ci --prefix tests-deps` (scripts/test.sh does)"
+    );
+    let command = format!("{} stdio", everything.display());
+    let stdout = run_plain("mcp_tools", &["--stdio", &command]);
+    assert!(
+        stdout.contains("local__get-sum") && stdout.contains("remote__word_count"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("called local__echo -> Echo: hello from agent-sdk"),
+        "{stdout}"
+    );
+}
