@@ -21,7 +21,7 @@ use agent_core::ProgressReporter;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult,
-    ProgressNotificationParam, ProgressToken, RootsCapabilities, SamplingCapability,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RootsCapabilities, SamplingCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -89,6 +89,11 @@ impl Drop for ProgressGuard {
         }
     }
 }
+
+/// The protocol version offered in `initialize`: the newest one that still
+/// has an `initialize` handshake (rmcp's default, 2026-07-28, has none, and
+/// servers and the conformance suite of the 2025-11-25 era reject it).
+const OFFERED_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
 
 /// The error for a server request this client has no handler for.
 fn declined(method: &str, capability: &str) -> ErrorData {
@@ -175,5 +180,6 @@ impl ClientHandler for Handler {
             capabilities,
             Implementation::new("agent-mcp", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(OFFERED_PROTOCOL_VERSION)
     }
 }

@@ -13,28 +13,6 @@ use agent_mcp::{McpServerConfig, connect_all};
 use common::*;
 use serde_json::json;
 
-/// Live (non-zombie) processes whose parent is this process.
-fn live_children() -> Vec<u32> {
-    let me = std::process::id().to_string();
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.first() != Some(&"Z") && fields.get(1) == Some(&me.as_str()) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 #[tokio::test]
 async fn no_child_process_outlives_the_sources() {
     let everything = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))

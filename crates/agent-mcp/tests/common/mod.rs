@@ -138,3 +138,42 @@ pub async fn call(tool: &Arc<dyn Tool>, input: serde_json::Value) -> agent_core:
         .expect("call hung")
         .expect("call")
 }
+
+/// Live (non-zombie) processes whose parent is this process.
+pub fn live_children() -> Vec<u32> {
+    let me = std::process::id().to_string();
+    live_processes(|pid, fields| {
+        let _ = pid;
+        fields.get(1) == Some(&me.as_str())
+    })
+}
+
+/// Live (non-zombie) processes whose environment holds `marker` (a
+/// `NAME=value` pair given to an ancestor, inherited by every descendant).
+pub fn live_with_marker(marker: &str) -> Vec<u32> {
+    live_processes(|pid, _| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
+    })
+}
+
+/// Live processes for which `keep(pid, stat fields after the name)` holds.
+fn live_processes(keep: impl Fn(u32, &[&str]) -> bool) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() != Some(&"Z") && keep(pid, &fields) {
+            out.push(pid);
+        }
+    }
+    out
+}
