@@ -30,7 +30,7 @@ fn expected_call(scenario: &str) -> Option<(&'static str, Value)> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .ok_or("usage: conformance_client <server url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let source = McpToolSource::connect(McpServerConfig::http("conformance", url)).await?;
