@@ -1,8 +1,9 @@
 //! # agent-sdk
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
-//! features (`core`, `mcp`, `providers` and `tools`, all on by default). See
-//! `agent_core` for the loop and the traits.
+//! features (`core`, `mcp`, `providers`, `tools` and `config`, all on by
+//! default). See `agent_core` for the loop and the traits, and [`config`] for
+//! the configuration file the `agent` command reads.
 
 #[cfg(feature = "core")]
 pub use agent_core as core;
@@ -23,3 +24,7 @@ pub use agent_providers as providers;
 /// The coding tools and their workspace sandbox (feature `tools`).
 #[cfg(feature = "tools")]
 pub use agent_tools as tools;
+
+/// The `agent` command's configuration file (feature `config`).
+#[cfg(feature = "config")]
+pub mod config;

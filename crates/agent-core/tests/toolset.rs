@@ -48,6 +48,28 @@ async fn native_tools_win_clashes_and_the_loser_is_reported() {
 }
 
 #[tokio::test]
+async fn a_name_renamed_to_avoid_a_clash_is_reported() {
+    // `my.srv` and `my_srv` sanitise to the same prefix.
+    let a = StaticToolSource::new("my.srv", SourceKind::External).with_tool(echo_named("echo", "a"));
+    let b = StaticToolSource::new("my_srv", SourceKind::External).with_tool(echo_named("echo", "b"));
+    let catalog = ToolSet::builder().source(a).source(b).build().catalog().await;
+    let names = catalog.names();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"my_srv__echo"), "{names:?}");
+    let renamed = names.iter().find(|n| **n != "my_srv__echo").unwrap();
+    assert!(
+        renamed.starts_with("my_srv__echo_") && is_valid_tool_name(renamed),
+        "{renamed}"
+    );
+    assert_eq!(catalog.warnings().len(), 1, "{:?}", catalog.warnings());
+    let warning = &catalog.warnings()[0];
+    assert!(
+        warning.contains(renamed) && warning.contains("my_srv__echo is taken"),
+        "{warning}"
+    );
+}
+
+#[tokio::test]
 async fn external_sources_are_namespaced_and_calls_route_by_original_name() {
     let mcp = StaticToolSource::new("my.server", SourceKind::External).with_tool(TestTool::new(
         "get-time",

@@ -299,6 +299,37 @@ impl Providers {
         Ok(Self { resolved })
     }
 
+    /// Use `options` (retries, backoff, stream inactivity timeout) for every
+    /// provider.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut options = agent_providers::HttpOptions::default();
+    /// options.inactivity_timeout = Duration::from_secs(30);
+    /// let providers = agent_providers::Providers::from_env().unwrap().http_options(options);
+    /// # let _ = providers;
+    /// ```
+    pub fn http_options(mut self, options: crate::http::HttpOptions) -> Self {
+        for provider in self.resolved.values_mut() {
+            provider.settings.http = options.clone();
+        }
+        self
+    }
+
+    /// Add (or replace) one provider.
+    ///
+    /// ```
+    /// use agent_providers::{ProviderConfig, ProviderKind, Providers};
+    /// let config = ProviderConfig { kind: Some(ProviderKind::Ollama), ..ProviderConfig::default() };
+    /// let providers = Providers::from_env().unwrap().with_provider("box", config).unwrap();
+    /// assert!(providers.names().any(|n| n == "box"));
+    /// ```
+    pub fn with_provider(mut self, name: &str, config: ProviderConfig) -> Result<Self, ConfigError> {
+        let resolved = resolve(name, config, &|var| std::env::var(var).ok())?;
+        self.resolved.insert(name.to_owned(), resolved);
+        Ok(self)
+    }
+
     /// The provider names known.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.resolved.keys().map(String::as_str)

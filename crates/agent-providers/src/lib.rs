@@ -43,6 +43,7 @@ pub mod error;
 mod gemini;
 mod gemini_schema;
 pub mod http;
+mod local;
 mod ollama;
 mod openai_chat;
 mod openai_responses;
@@ -61,6 +62,9 @@ pub use config::{
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::HttpOptions;
+pub use local::{
+    LOCAL_PROBE_TIMEOUT, LocalServer, OPENAI_COMPATIBLE_PORTS, detect_local_server, local_candidates,
+};
 pub use ollama::{OLLAMA_BASE_URL, OllamaBuilder, OllamaModel, ollama_api_root};
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
 pub use openai_responses::{OpenAiResponsesBuilder, OpenAiResponsesModel};

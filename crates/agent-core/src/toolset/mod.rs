@@ -258,6 +258,13 @@ impl ToolSet {
         for ((candidate, tool), resolution) in candidates.into_iter().zip(tools).zip(resolutions) {
             match resolution {
                 Resolution::Named(name) => {
+                    let clean = sanitize_tool_name(&candidate.desired);
+                    if name != clean && clean.len() <= MAX_TOOL_NAME_LEN {
+                        warnings.push(format!(
+                            "tool {} from {} is exposed as {name}: the name {clean} is taken by another tool",
+                            candidate.original, candidate.source
+                        ));
+                    }
                     let validator = match jsonschema::validator_for(&tool.definition().input_schema) {
                         Ok(v) => Some(Arc::new(v)),
                         Err(e) => {

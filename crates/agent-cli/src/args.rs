@@ -1,0 +1,151 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+/// How tool calls that need approval are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveMode {
+    /// Run every call (no approval).
+    Auto,
+    /// Ask on the terminal: `y` once, `a` for the session, `n` deny.
+    Ask,
+    /// Deny every call that needs approval (read-only tools still run).
+    Deny,
+}
+
+/// Run an LLM agent with MCP tools.
+///
+/// The prompt is the argument, or standard input when it is `-` or absent
+/// and standard input is not a terminal.
+#[derive(Debug, Parser)]
+#[command(name = "agent", version, about, after_help = EXIT_CODES)]
+pub struct Args {
+    /// The task. `-` reads it from standard input.
+    pub prompt: Option<String>,
+
+    /// Configuration file [default: ./.ai-agent.json, then ~/.ai-agent.json].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Model as provider/model; repeat or separate with commas for the
+    /// fallback order.
+    #[arg(long, value_name = "PROVIDER/MODEL", value_delimiter = ',', action = ArgAction::Append)]
+    pub model: Vec<String>,
+
+    /// System prompt.
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_file")]
+    pub system: Option<String>,
+
+    /// System prompt from a file.
+    #[arg(long, value_name = "FILE")]
+    pub system_file: Option<PathBuf>,
+
+    /// Use only these configured MCP servers (repeatable).
+    #[arg(long = "mcp", value_name = "NAME", action = ArgAction::Append, conflicts_with = "no_mcp")]
+    pub mcp: Vec<String>,
+
+    /// Use no MCP server.
+    #[arg(long)]
+    pub no_mcp: bool,
+
+    /// Add the coding tools (Read, Write, Edit, Bash, Glob, Grep).
+    #[arg(long)]
+    pub coding_tools: bool,
+
+    /// The coding tools' workspace [default: the current directory].
+    #[arg(long, value_name = "DIR", requires = "coding_tools")]
+    pub workspace: Option<PathBuf>,
+
+    /// Let the coding tools reach outside the workspace.
+    #[arg(long, requires = "coding_tools")]
+    pub full_access: bool,
+
+    /// Step limit.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+
+    /// Timeout of one tool call (milliseconds, or 30s, 2m ...).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub tool_timeout: Option<std::time::Duration>,
+
+    /// Longest silence of a model stream (milliseconds, or 30s, 2m ...).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub llm_timeout: Option<std::time::Duration>,
+
+    /// Sampling temperature.
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f32>,
+
+    /// Nucleus sampling.
+    #[arg(long, value_name = "P")]
+    pub top_p: Option<f32>,
+
+    /// Output token limit per model call.
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u32>,
+
+    /// Let the model call several tools at once.
+    #[arg(long, conflicts_with = "no_parallel_tool_calls")]
+    pub parallel_tool_calls: bool,
+
+    /// One tool call per model step.
+    #[arg(long)]
+    pub no_parallel_tool_calls: bool,
+
+    /// How tool calls that need approval are answered.
+    #[arg(long, value_enum, default_value_t = ApproveMode::Auto)]
+    pub approve: ApproveMode,
+
+    /// Append one JSON line per model attempt and tool call to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub accounting: Option<PathBuf>,
+
+    /// Print every event as one JSON line on stdout.
+    #[arg(long, conflicts_with = "quiet")]
+    pub events: bool,
+
+    /// Print only the final text.
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Connect the MCP servers, print the tools as the model sees them (one
+    /// JSON object per line) and exit.
+    #[arg(long)]
+    pub list_tools: bool,
+
+    /// Trace model requests and streams to stderr (secrets redacted).
+    #[arg(long)]
+    pub trace_llm: bool,
+
+    /// Trace MCP traffic and server stderr to stderr (secrets redacted).
+    #[arg(long)]
+    pub trace_mcp: bool,
+
+    /// More logging on stderr (-v, -vv).
+    #[arg(short, long, action = ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl Args {
+    /// The parallel-tool-calls choice, when one was made.
+    pub fn parallel_tool_calls(&self) -> Option<bool> {
+        match (self.parallel_tool_calls, self.no_parallel_tool_calls) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+}
+
+fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
+    let value = match text.parse::<u64>() {
+        Ok(ms) => serde_json::Value::from(ms),
+        Err(_) => serde_json::Value::from(text),
+    };
+    agent_sdk::config::parse_duration(&value)
+}
+
+const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
+fallbacks, 4 context window exhausted, 5 step limit reached, 130 interrupted.";

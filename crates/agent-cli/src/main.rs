@@ -1,0 +1,261 @@
+//! `agent`: run an LLM agent with MCP tools from the shell.
+//!
+//! A thin layer over agent-sdk: the configuration file is
+//! `agent_sdk::config`, the loop is `agent_sdk::Agent`; this crate only
+//! parses the command line, prints and asks on the terminal.
+
+mod approve;
+mod args;
+mod exit;
+mod model;
+mod render;
+mod tools;
+mod trace;
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_sdk::config::AgentConfig;
+use agent_sdk::{Agent, AgentOptions, Approvals, JsonlSink};
+use clap::Parser;
+use futures::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::args::{ApproveMode, Args};
+use crate::exit::Failure;
+use crate::render::{Mode, Renderer};
+
+/// The system prompt with `--coding-tools` when none is given.
+const CODING_SYSTEM: &str = "You are a careful coding agent working in a workspace directory. Look before you \
+change anything: use Glob, Grep and Read to find your way, Edit for small changes, Write for new files, and Bash to \
+run tests. Keep going until the task is done, then say briefly what you changed and how you checked it.";
+
+fn main() {
+    let args = Args::parse();
+    let status = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime.block_on(run(args)),
+        Err(e) => {
+            eprintln!("agent: cannot start the async runtime: {e}");
+            exit::USAGE
+        }
+    };
+    // Not a return from main: a terminal question may still block a thread.
+    std::process::exit(i32::from(status));
+}
+
+async fn run(args: Args) -> u8 {
+    match run_checked(args).await {
+        Ok(status) => status,
+        Err(failure) => {
+            eprintln!("agent: {}", failure.message);
+            failure.status
+        }
+    }
+}
+
+/// The prompt: the argument, or standard input for `-` or when there is no
+/// argument and standard input is not a terminal.
+fn read_prompt(args: &Args) -> Result<Option<String>, Failure> {
+    let from_stdin = match args.prompt.as_deref() {
+        Some("-") => true,
+        Some(text) => return Ok(Some(text.to_string())),
+        None => !std::io::stdin().is_terminal(),
+    };
+    if !from_stdin {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::usage(format!("reading the prompt from standard input: {e}")))?;
+    Ok(Some(text))
+}
+
+fn load_config(args: &Args) -> Result<AgentConfig, Failure> {
+    let path = match &args.config {
+        Some(path) => Some(path.clone()),
+        None => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            AgentConfig::discover(&cwd, home.as_deref())
+        }
+    };
+    let config = match path {
+        Some(path) => AgentConfig::load(&path).map_err(|e| Failure::usage(format!("config {e}")))?,
+        None => AgentConfig::default(),
+    };
+    for warning in &config.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(config)
+}
+
+/// Values that must never reach a log line.
+fn secrets(config: &AgentConfig) -> Vec<String> {
+    let mut out: Vec<String> = std::env::vars()
+        .filter(|(name, _)| trace::looks_secret(name))
+        .map(|(_, value)| value)
+        .collect();
+    for provider in config.providers.providers.values() {
+        out.extend(provider.api_key.clone());
+        out.extend(provider.headers.values().cloned());
+    }
+    out
+}
+
+async fn run_checked(args: Args) -> Result<u8, Failure> {
+    let config = load_config(&args)?;
+    trace::init(
+        trace::TraceOptions {
+            verbose: args.verbose,
+            llm: args.trace_llm,
+            mcp: args.trace_mcp,
+        },
+        secrets(&config),
+    );
+    let prompt = read_prompt(&args)?;
+    if !args.list_tools && prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
+        return Err(Failure::usage(
+            "no prompt: give it as the argument, or on standard input with `-` (see --help)",
+        ));
+    }
+    if args.approve == ApproveMode::Ask && !args.list_tools && !approve::terminal_available() {
+        return Err(Failure::usage(
+            "--approve ask needs a terminal to ask on; use auto or deny",
+        ));
+    }
+    let system = match (&args.system, &args.system_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(file)) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| Failure::usage(format!("--system-file {}: {e}", file.display())))?,
+        ),
+        (None, None) => args.coding_tools.then(|| CODING_SYSTEM.to_string()),
+    };
+
+    let tools = tools::build(&args, &config).await?;
+    let status = drive(&args, &config, system, prompt.unwrap_or_default(), &tools).await;
+    // Every path ends here: the servers (and their process groups) are closed.
+    tools.connected.close_all().await;
+    status
+}
+
+/// List the tools, or choose the model and run the prompt to the end.
+async fn drive(
+    args: &Args,
+    config: &AgentConfig,
+    system: Option<String>,
+    prompt: String,
+    tools: &tools::Tools,
+) -> Result<u8, Failure> {
+    if args.list_tools {
+        tools::list(tools).await;
+        return Ok(exit::OK);
+    }
+    let llm_timeout = args.llm_timeout.or(config.defaults.llm_timeout);
+    let chosen = match model::choose(&args.model, config, llm_timeout).await {
+        Ok(chosen) => chosen,
+        Err(failure) => {
+            // Still useful: what the MCP half offers.
+            eprintln!("{}", tools::summary(tools).await);
+            return Err(failure);
+        }
+    };
+    let options = options(args, config, system, &chosen)?;
+    let agent = Agent::builder(chosen.model.clone())
+        .shared_tools(tools.set.clone())
+        .options(options)
+        .build();
+    let mode = if args.events {
+        Mode::Events
+    } else if args.quiet {
+        Mode::Quiet
+    } else {
+        Mode::Text
+    };
+    let mut renderer = Renderer::new(mode);
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|e| Failure::usage(format!("cannot handle Ctrl-C: {e}")))?;
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|e| Failure::usage(format!("cannot handle SIGTERM: {e}")))?;
+    let mut ticker = tokio::time::interval(render::SPINNER_TICK);
+    let mut stopped_by: Option<u8> = None;
+    let mut run = agent.prompt(prompt);
+    loop {
+        tokio::select! {
+            event = run.next() => match event {
+                Some(event) => renderer.event(&event),
+                None => break,
+            },
+            _ = ticker.tick(), if renderer.spinning() => renderer.tick(),
+            _ = interrupt.recv(), if stopped_by.is_none() => {
+                stopped_by = Some(exit::INTERRUPTED);
+                run.cancel();
+            }
+            _ = terminate.recv(), if stopped_by.is_none() => {
+                stopped_by = Some(exit::TERMINATED);
+                run.cancel();
+            }
+        }
+    }
+    let result = run
+        .into_result()
+        .await
+        .map_err(|_| Failure::usage("the run stopped without a result"))?;
+    renderer.finish(&result.text);
+    Ok(stopped_by.unwrap_or_else(|| exit::for_exit(result.exit)))
+}
+
+/// The run's options: the config's defaults, then the command line.
+fn options(
+    args: &Args,
+    config: &AgentConfig,
+    system: Option<String>,
+    chosen: &model::Chosen,
+) -> Result<AgentOptions, Failure> {
+    let mut options = config.defaults.apply(AgentOptions::default());
+    if let Some(system) = system {
+        options = options.system(system);
+    }
+    if let Some(n) = args.max_steps {
+        options = options.max_steps(n);
+    }
+    if let Some(t) = args.tool_timeout {
+        options = options.tool_timeout(t);
+    }
+    if let Some(t) = args.temperature {
+        options = options.temperature(t);
+    }
+    if let Some(p) = args.top_p {
+        options = options.top_p(p);
+    }
+    if let Some(n) = args.max_output_tokens {
+        options = options.max_output_tokens(n);
+    }
+    if let Some(on) = args.parallel_tool_calls() {
+        options = options.parallel_tool_calls(on);
+    }
+    match args.approve {
+        ApproveMode::Auto => {}
+        ApproveMode::Ask => {
+            options = options.approvals(Approvals::with_approver(approve::TerminalApprover::default()))
+        }
+        ApproveMode::Deny => options = options.approvals(Approvals::with_approver(approve::DenyAll)),
+    }
+    if let Some(file) = args.accounting.clone().or_else(|| config.accounting_file.clone()) {
+        let sink = JsonlSink::open(&file)
+            .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))?;
+        options = options.accounting(Arc::new(sink));
+    }
+    let first = &chosen.selectors[0];
+    match chosen.providers.budget(
+        first,
+        options.max_output_tokens,
+        config.defaults.context_window_buffer_tokens,
+    ) {
+        Ok(budget) => options = options.budget(budget),
+        Err(e) => tracing::warn!(model = %first, error = %e, "no context budget"),
+    }
+    Ok(options)
+}

@@ -1,0 +1,192 @@
+//! What the command prints while a run goes on.
+//!
+//! - Text (default): the answer streams to stdout; when stderr is a
+//!   terminal, tool activity goes there (a spinner line while calls run,
+//!   then one line per call with its duration and status); warnings and
+//!   errors always go to stderr.
+//! - Events (`--events`): every event as one JSON line on stdout.
+//! - Quiet (`--quiet`): only the final text, at the end.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use agent_sdk::AgentEvent;
+
+/// How often the spinner line is redrawn.
+pub const SPINNER_TICK: Duration = Duration::from_millis(100);
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/// The output mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Streamed text and tool activity.
+    Text,
+    /// JSON lines.
+    Events,
+    /// Final text only.
+    Quiet,
+}
+
+/// Prints events as they come.
+pub struct Renderer {
+    mode: Mode,
+    /// Tool activity on stderr (text mode with a terminal on stderr).
+    activity: bool,
+    running: BTreeMap<String, (String, Instant)>,
+    status_shown: bool,
+    frame: usize,
+    /// Whether stdout got text that did not end with a newline.
+    open_line: bool,
+    wrote_text: bool,
+}
+
+impl Renderer {
+    /// A renderer for `mode`.
+    pub fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            activity: mode == Mode::Text && std::io::stderr().is_terminal(),
+            running: BTreeMap::new(),
+            status_shown: false,
+            frame: 0,
+            open_line: false,
+            wrote_text: false,
+        }
+    }
+
+    /// Whether the spinner needs ticks.
+    pub fn spinning(&self) -> bool {
+        self.activity && !self.running.is_empty()
+    }
+
+    /// Print one event.
+    pub fn event(&mut self, event: &AgentEvent) {
+        if self.mode == Mode::Events {
+            if let Ok(line) = serde_json::to_string(event) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            return;
+        }
+        match event {
+            AgentEvent::TextDelta { text } if self.mode == Mode::Text => {
+                self.clear_status();
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                if !text.is_empty() {
+                    self.open_line = !text.ends_with('\n');
+                    self.wrote_text = true;
+                }
+            }
+            AgentEvent::ToolCall { call_id, tool, .. } => {
+                self.running
+                    .insert(call_id.clone(), (tool.clone(), Instant::now()));
+                self.tick();
+            }
+            AgentEvent::ToolResult {
+                call_id,
+                tool,
+                is_error,
+                output,
+                duration_ms,
+            } => {
+                self.running.remove(call_id);
+                if self.activity {
+                    self.clear_status();
+                    let mark = if *is_error { '✗' } else { '✓' };
+                    let detail = if *is_error {
+                        let text = agent_sdk::ToolOutput {
+                            parts: output.clone(),
+                            is_error: true,
+                        }
+                        .as_text();
+                        format!(": {}", first_line(&text))
+                    } else {
+                        String::new()
+                    };
+                    self.line_to_stderr(&format!("{mark} {tool} {duration_ms} ms{detail}"));
+                    self.tick();
+                }
+            }
+            AgentEvent::Warning { message } => self.line_to_stderr(&format!("warning: {message}")),
+            AgentEvent::ModelFallback { from, to, error } => {
+                self.line_to_stderr(&format!("model {from} failed ({error}); trying {to}"));
+            }
+            AgentEvent::Finished {
+                error: Some(error), ..
+            } => self.line_to_stderr(&format!("error: {error}")),
+            _ => {}
+        }
+    }
+
+    /// Redraw the spinner line.
+    pub fn tick(&mut self) {
+        if !self.activity {
+            return;
+        }
+        if crate::approve::PROMPTING.load(std::sync::atomic::Ordering::SeqCst) {
+            // The question cleared the line and owns it until answered.
+            self.status_shown = false;
+            return;
+        }
+        if self.running.is_empty() {
+            self.clear_status();
+            return;
+        }
+        self.frame = (self.frame + 1) % SPINNER.len();
+        let calls: Vec<String> = self
+            .running
+            .values()
+            .map(|(tool, start)| format!("{tool} {:.1}s", start.elapsed().as_secs_f64()))
+            .collect();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{} {}", SPINNER[self.frame], calls.join(", "));
+        let _ = err.flush();
+        self.status_shown = true;
+    }
+
+    /// Remove the spinner line (before something else is printed).
+    pub fn clear_status(&mut self) {
+        if self.status_shown {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+            self.status_shown = false;
+        }
+    }
+
+    /// One line on stderr, on a line of its own.
+    pub fn line_to_stderr(&mut self, line: &str) {
+        self.clear_status();
+        if self.open_line && std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+            // Same terminal: finish the answer's line first.
+            println!();
+            self.open_line = false;
+        }
+        eprintln!("{line}");
+    }
+
+    /// The run is over: end the answer's line, or print the final text in
+    /// quiet mode.
+    pub fn finish(&mut self, final_text: &str) {
+        self.clear_status();
+        match self.mode {
+            Mode::Quiet if !final_text.is_empty() => println!("{}", final_text.trim_end_matches('\n')),
+            Mode::Text if self.wrote_text && self.open_line => println!(),
+            _ => {}
+        }
+        let _ = std::io::stdout().flush();
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(200) {
+        Some((cut, _)) => &line[..cut],
+        None => line,
+    }
+}

@@ -1,0 +1,141 @@
+//! Tracing to stderr, with every known secret replaced by `[REDACTED]`
+//! before a line is written.
+//!
+//! Secrets are the values of environment variables whose names look like
+//! credentials (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*AUTH*`) and the
+//! API keys and header values of the configured providers. Values shorter
+//! than [`MIN_SECRET_LEN`] are left alone (they would redact ordinary words).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Shorter values are not treated as secrets.
+pub const MIN_SECRET_LEN: usize = 6;
+
+const REDACTED: &str = "[REDACTED]";
+
+/// What to trace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceOptions {
+    /// `-v` count.
+    pub verbose: u8,
+    /// Model requests and streams.
+    pub llm: bool,
+    /// MCP traffic and servers' stderr.
+    pub mcp: bool,
+}
+
+/// Whether an environment variable's name says it holds a credential.
+pub fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("_KEY")
+        || ["TOKEN", "SECRET", "PASSWORD", "AUTH", "API_KEY"]
+            .iter()
+            .any(|word| upper.contains(word))
+}
+
+/// Install the subscriber (errors only unless asked for more).
+pub fn init(options: TraceOptions, secrets: Vec<String>) {
+    let base = match options.verbose {
+        0 => LevelFilter::ERROR,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
+    };
+    let mut targets = Targets::new().with_default(base);
+    if options.llm {
+        targets = targets.with_target("agent_providers", LevelFilter::TRACE);
+    }
+    if options.mcp {
+        targets = targets
+            .with_target("agent_mcp", LevelFilter::TRACE)
+            .with_target("rmcp", LevelFilter::DEBUG);
+    }
+    let mut secrets: Vec<String> = secrets
+        .into_iter()
+        .filter(|s| s.len() >= MIN_SECRET_LEN)
+        .collect();
+    // Longest first, so a secret containing another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    let writer = Redacting {
+        secrets: Arc::new(secrets),
+    };
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(writer)
+        .with_target(true)
+        .with_ansi(false);
+    let _ = tracing_subscriber::registry()
+        .with(layer.with_filter(targets))
+        .try_init();
+}
+
+use tracing_subscriber::Layer;
+
+/// Makes [`RedactingStderr`] writers.
+#[derive(Clone)]
+struct Redacting {
+    secrets: Arc<Vec<String>>,
+}
+
+impl<'a> MakeWriter<'a> for Redacting {
+    type Writer = RedactingStderr;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingStderr {
+            secrets: self.secrets.clone(),
+            buffer: Vec::new(),
+        }
+    }
+}
+
+/// Collects one event's output and writes it redacted when dropped.
+struct RedactingStderr {
+    secrets: Arc<Vec<String>>,
+    buffer: Vec<u8>,
+}
+
+impl Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactingStderr {
+    fn drop(&mut self) {
+        let text = redact(&String::from_utf8_lossy(&self.buffer), &self.secrets);
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+}
+
+/// `text` with every secret replaced.
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), REDACTED);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_replaced_and_names_recognised() {
+        let secrets = vec!["sk-live-123456".to_string()];
+        assert_eq!(redact("key=sk-live-123456 ok", &secrets), "key=[REDACTED] ok");
+        assert!(looks_secret("OPENAI_API_KEY") && looks_secret("GITHUB_TOKEN") && !looks_secret("HOME"));
+    }
+}

@@ -1,0 +1,187 @@
+//! What the CLI tests share: a local OpenAI-compatible model server that
+//! plays scripted steps (in the shape of recorded Chat Completions streams),
+//! the built `agent` binary, and the in-repo MCP test server.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Upper bound used only to detect a hang.
+pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// The `agent` binary under test.
+pub fn agent_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent"))
+}
+
+/// The in-repo MCP test server (built by `cargo test --workspace --all-features`).
+pub fn mcp_test_server() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join("mcp-test-server");
+    assert!(
+        path.exists(),
+        "{} is built by `cargo test --workspace --all-features`",
+        path.display()
+    );
+    path
+}
+
+fn chunk(delta: Value, finish: Option<&str>, usage: Option<Value>) -> String {
+    let mut c = json!({
+        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1770770843, "model": "test",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+    });
+    if let Some(u) = usage {
+        c["usage"] = u;
+    }
+    format!("data: {c}\n\n")
+}
+
+fn usage() -> Value {
+    json!({"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135})
+}
+
+/// A step that calls `tool` with `arguments`.
+pub fn tool_call(tool: &str, arguments: Value) -> String {
+    let call = json!([{"index": 0, "id": format!("call_{tool}"), "type": "function",
+        "function": {"name": tool, "arguments": arguments.to_string()}}]);
+    chunk(json!({"role": "assistant", "content": null}), None, None)
+        + &chunk(json!({"tool_calls": call}), None, None)
+        + &chunk(json!({}), Some("tool_calls"), Some(usage()))
+        + "data: [DONE]\n\n"
+}
+
+/// A step that answers `text` in two deltas.
+pub fn answer(text: &str) -> String {
+    let (a, b) = text.split_at(text.len() / 2);
+    chunk(json!({"role": "assistant", "content": ""}), None, None)
+        + &chunk(json!({"content": a}), None, None)
+        + &chunk(json!({"content": b}), None, None)
+        + &chunk(json!({}), Some("stop"), Some(usage()))
+        + "data: [DONE]\n\n"
+}
+
+/// One scripted response: a status and a body.
+#[derive(Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+impl From<String> for Reply {
+    fn from(body: String) -> Self {
+        Self { status: 200, body }
+    }
+}
+
+/// A local model server speaking Chat Completions (and Ollama's model list).
+pub struct ModelServer {
+    pub addr: SocketAddr,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ModelServer {
+    /// Serve `replies` in order (the last one repeats).
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let replies = Arc::new(replies);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
+        let b = bodies.clone();
+        let chat = move |body: axum::Json<Value>| {
+            let (c, b, r) = (calls.clone(), b.clone(), replies.clone());
+            async move {
+                b.lock().unwrap().push(body.0);
+                let reply = r[c.fetch_add(1, Ordering::SeqCst).min(r.len() - 1)].clone();
+                let status = axum::http::StatusCode::from_u16(reply.status).unwrap();
+                (status, [("content-type", "text/event-stream")], reply.body)
+            }
+        };
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(chat))
+            .route(
+                "/v1/models",
+                axum::routing::get(|| async {
+                    axum::Json(json!({"object": "list", "data": [{"id": "test"}]}))
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { addr, bodies }
+    }
+
+    /// The request bodies received so far.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.bodies.lock().unwrap().clone()
+    }
+
+    /// Its base URL for an OpenAI-compatible provider entry.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+}
+
+/// Write a config file with the `local` provider at `server` plus `extra`
+/// top-level keys merged in; returns its path.
+pub fn write_config(dir: &Path, server: &ModelServer, extra: Value) -> PathBuf {
+    let mut config = json!({
+        "providers": {"local": {"type": "openai-compatible", "baseUrl": server.base_url()}},
+        "mcpServers": {"test": {"command": mcp_test_server()}}
+    });
+    if let (Some(base), Some(more)) = (config.as_object_mut(), extra.as_object()) {
+        for (k, v) in more {
+            base.insert(k.clone(), v.clone());
+        }
+    }
+    let path = dir.join("agent.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    path
+}
+
+/// Run `agent` with `args` and a clean environment (PATH and HOME only,
+/// plus `env`), stdin closed; wait under the hang guard.
+pub async fn run_agent(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Output {
+    let child = agent_command(args, env, cwd).spawn().expect("agent binary");
+    tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        .await
+        .expect("agent hung")
+        .unwrap()
+}
+
+/// The command, not started (stdin null, stdout and stderr piped).
+pub fn agent_command(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(agent_bin());
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", cwd)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// stdout, stderr.
+pub fn texts(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The JSON lines of stdout.
+pub fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}

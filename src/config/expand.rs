@@ -1,0 +1,115 @@
+//! `${VAR}` and `${VAR:-default}` in configuration values, with the key path
+//! of every string so that a missing variable can be named where it is used.
+
+use serde_json::Value;
+
+/// A `${VAR}` without a value and without a default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Missing {
+    /// Where (`providers.openai.apiKey`).
+    pub key: String,
+    /// Which variable.
+    pub variable: String,
+}
+
+/// Expand every string inside `value` (found at `path`), except under keys
+/// for which `skip(path)` holds.
+pub(crate) fn expand(
+    value: &mut Value,
+    path: &str,
+    skip: &dyn Fn(&str) -> bool,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Missing> {
+    if skip(path) {
+        return Ok(());
+    }
+    match value {
+        Value::String(text) => {
+            *text = expand_str(text, lookup).map_err(|variable| Missing {
+                key: path.to_string(),
+                variable,
+            })?;
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                expand(item, &format!("{path}[{i}]"), skip, lookup)?;
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                expand(item, &join(path, key), skip, lookup)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `a.b` from `a` and `b` (just `b` at the top).
+pub(crate) fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Expand one string; `Err` names the missing variable. `$${` is not
+/// special: only `${NAME}` and `${NAME:-default}` are replaced.
+fn expand_str(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (lookup(name).filter(|v| !v.is_empty()), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => return Err(name.to_string()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use serde_json::json;
+
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "HOME_DIR").then(|| "/home/u".to_string())
+    }
+
+    #[test]
+    fn strings_are_expanded_with_defaults_and_paths_name_the_missing() {
+        let mut v = json!({"a": ["${HOME_DIR}/x", "${UNSET:-d}"], "b": {"c": "plain"}});
+        expand(&mut v, "", &|_| false, &env).unwrap();
+        assert_eq!(v, json!({"a": ["/home/u/x", "d"], "b": {"c": "plain"}}));
+        let mut bad = json!({"defaults": {"model": "${NOPE}"}});
+        let missing = expand(&mut bad, "", &|_| false, &env).unwrap_err();
+        assert_eq!(
+            (missing.key.as_str(), missing.variable.as_str()),
+            ("defaults.model", "NOPE")
+        );
+    }
+
+    #[test]
+    fn skipped_paths_keep_their_references() {
+        let mut v = json!({"env": {"K": "${NOPE}"}, "x": "${HOME_DIR}"});
+        expand(&mut v, "", &|p| p == "env", &env).unwrap();
+        assert_eq!(v, json!({"env": {"K": "${NOPE}"}, "x": "/home/u"}));
+    }
+}

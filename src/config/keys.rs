@@ -1,0 +1,190 @@
+//! The keys the configuration file knows (anything else is a warning) and
+//! the typed reading of `defaults`, with key paths in every error.
+
+use serde_json::{Map, Value};
+
+use super::{ConfigFileError, Defaults, parse_duration};
+
+const TOP: &[&str] = &["$schema", "providers", "mcpServers", "defaults", "accounting"];
+const DEFAULTS: &[&str] = &[
+    "model",
+    "llmTimeout",
+    "toolTimeout",
+    "temperature",
+    "topP",
+    "maxOutputTokens",
+    "parallelToolCalls",
+    "maxSteps",
+    "toolResponseMaxBytes",
+    "contextWindowBufferTokens",
+];
+const ACCOUNTING: &[&str] = &["file"];
+const PROVIDER: &[&str] = &[
+    "type",
+    "apiKey",
+    "baseUrl",
+    "headers",
+    "models",
+    "supportsRequiredToolChoice",
+];
+const MODEL: &[&str] = &["contextWindow", "tokenizer"];
+const MCP_SERVER: &[&str] = &[
+    "type",
+    "transport",
+    "command",
+    "args",
+    "env",
+    "environment",
+    "cwd",
+    "url",
+    "serverUrl",
+    "headers",
+    "enabled",
+    "disabled",
+    "timeout",
+    "callTimeout",
+    "call_timeout",
+    "connectTimeout",
+    "connect_timeout",
+    "startupTimeout",
+    "description",
+];
+
+/// Report every key the format does not know, by key path.
+pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(String)) {
+    unknown(root, "", TOP, warn);
+    let object = |key: &str| root.get(key).and_then(Value::as_object);
+    if let Some(defaults) = object("defaults") {
+        unknown(defaults, "defaults", DEFAULTS, warn);
+    }
+    if let Some(accounting) = object("accounting") {
+        unknown(accounting, "accounting", ACCOUNTING, warn);
+    }
+    for (name, provider) in object("providers").into_iter().flatten() {
+        let Some(provider) = provider.as_object() else {
+            continue;
+        };
+        let path = format!("providers.{name}");
+        unknown(provider, &path, PROVIDER, warn);
+        for (model, entry) in provider
+            .get("models")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(entry) = entry.as_object() {
+                unknown(entry, &format!("{path}.models.{model}"), MODEL, warn);
+            }
+        }
+    }
+    for (name, server) in object("mcpServers").into_iter().flatten() {
+        if let Some(server) = server.as_object() {
+            unknown(server, &format!("mcpServers.{name}"), MCP_SERVER, warn);
+        }
+    }
+}
+
+fn unknown(map: &Map<String, Value>, path: &str, known: &[&str], warn: &mut dyn FnMut(String)) {
+    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+        warn(super::expand::join(path, key));
+    }
+}
+
+/// A JSON type's name for messages.
+pub(super) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Read `defaults` (already expanded).
+pub(super) fn defaults(
+    value: &Value,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Defaults, ConfigFileError> {
+    let get = |key: &str| value.get(key).filter(|v| !v.is_null());
+    let path = |key: &str| format!("defaults.{key}");
+    let unsigned = |key: &str| -> Result<Option<u64>, ConfigFileError> {
+        get(key)
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| invalid(&path(key), format!("expected an unsigned integer, got {v}")))
+            })
+            .transpose()
+    };
+    let float = |key: &str| -> Result<Option<f32>, ConfigFileError> {
+        get(key)
+            .map(|v| {
+                v.as_f64()
+                    .map(|f| f as f32)
+                    .ok_or_else(|| invalid(&path(key), format!("expected a number, got {v}")))
+            })
+            .transpose()
+    };
+    let duration = |key: &str| -> Result<Option<std::time::Duration>, ConfigFileError> {
+        get(key)
+            .map(|v| parse_duration(v).map_err(|m| invalid(&path(key), m)))
+            .transpose()
+    };
+    let narrow = |key: &str, n: Option<u64>| -> Result<Option<u32>, ConfigFileError> {
+        n.map(|n| u32::try_from(n).map_err(|_| invalid(&path(key), format!("{n} is too large"))))
+            .transpose()
+    };
+    let model = match get("model") {
+        None => Vec::new(),
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str().map(str::to_string).ok_or_else(|| {
+                    invalid(
+                        &path("model"),
+                        format!("expected provider/model strings, got {v}"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(invalid(
+                &path("model"),
+                format!(
+                    "expected a provider/model string or a list of them, got {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    let parallel_tool_calls = get("parallelToolCalls")
+        .map(|v| {
+            v.as_bool().ok_or_else(|| {
+                invalid(
+                    &path("parallelToolCalls"),
+                    format!("expected true or false, got {v}"),
+                )
+            })
+        })
+        .transpose()?;
+    Ok(Defaults {
+        model,
+        llm_timeout: duration("llmTimeout")?,
+        tool_timeout: duration("toolTimeout")?,
+        temperature: float("temperature")?,
+        top_p: float("topP")?,
+        max_output_tokens: narrow("maxOutputTokens", unsigned("maxOutputTokens")?)?,
+        parallel_tool_calls,
+        max_steps: narrow("maxSteps", unsigned("maxSteps")?)?,
+        tool_response_max_bytes: unsigned("toolResponseMaxBytes")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        context_window_buffer_tokens: unsigned("contextWindowBufferTokens")?,
+    })
+}

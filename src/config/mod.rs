@@ -1,0 +1,465 @@
+//! The configuration file the `agent` command reads, for applications that
+//! want the same format: providers, MCP servers, run defaults and
+//! accounting in one JSON file (feature `config`).
+//!
+//! ```json
+//! {
+//!   "providers": { "anthropic": { "apiKey": "${ANTHROPIC_API_KEY}" },
+//!                  "local": { "type": "openai-compatible", "baseUrl": "http://localhost:8000/v1" } },
+//!   "mcpServers": { "fs": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."] },
+//!                   "api": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ${API_TOKEN}" } } },
+//!   "defaults": { "model": "anthropic/claude-sonnet-4-5", "toolTimeout": "30s", "llmTimeout": 120000,
+//!                 "temperature": 0.2, "maxSteps": 20, "maxOutputTokens": 4096, "parallelToolCalls": true,
+//!                 "topP": 0.9, "toolResponseMaxBytes": 65536, "contextWindowBufferTokens": 4096 },
+//!   "accounting": { "file": "accounting.jsonl" }
+//! }
+//! ```
+//!
+//! Invariants:
+//! - `${VAR}` and `${VAR:-default}` are expanded everywhere except inside
+//!   `mcpServers.*.env` and `mcpServers.*.headers`, which agent-mcp resolves
+//!   when the server starts;
+//! - a missing variable in `providers.<name>` makes only that provider
+//!   unusable, in `mcpServers.<name>` only that server; anywhere else it is
+//!   an error naming the key;
+//! - unknown keys are warnings; a value of the wrong type is an error that
+//!   names its key path (`defaults.maxSteps: expected an unsigned integer`).
+
+mod duration;
+mod expand;
+mod keys;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_core::{AgentOptions, SourceFailure};
+use agent_mcp::McpServerConfig;
+use agent_providers::{ProviderConfig, ProvidersConfig};
+use serde_json::{Map, Value};
+
+pub use duration::parse_duration;
+use expand::{Missing, expand, join};
+
+/// The file looked for in the current directory, then in the home directory.
+pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";
+
+/// Why a configuration file could not be used. Every variant names the file
+/// and, where it applies, the key.
+///
+/// ```
+/// let err = agent_sdk::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": "ten"}}"#, "a.json", &|_| None).unwrap_err();
+/// assert_eq!(err.to_string(), "a.json: defaults.maxSteps: expected an unsigned integer, got \"ten\"");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigFileError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("{path}: invalid JSON at line {line}, column {column}: {message}")]
+    Json {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value has the wrong type or form.
+    #[error("{path}: {key}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// The key path (`defaults.toolTimeout`).
+        key: String,
+        /// What was expected.
+        message: String,
+    },
+    /// `${VAR}` names an unset variable outside providers and MCP servers.
+    #[error("{path}: {key}: environment variable {variable} is not set")]
+    MissingVariable {
+        /// The file.
+        path: String,
+        /// The key path.
+        key: String,
+        /// The variable.
+        variable: String,
+    },
+}
+
+/// Run defaults (`defaults` in the file); command-line options override them.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Defaults {
+    /// `provider/model` selectors: the model, then its fallbacks.
+    pub model: Vec<String>,
+    /// Longest silence of a model stream.
+    pub llm_timeout: Option<Duration>,
+    /// Timeout of one tool call.
+    pub tool_timeout: Option<Duration>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Nucleus sampling.
+    pub top_p: Option<f32>,
+    /// Output token limit per model call.
+    pub max_output_tokens: Option<u32>,
+    /// Whether the model may call several tools at once.
+    pub parallel_tool_calls: Option<bool>,
+    /// Step limit.
+    pub max_steps: Option<u32>,
+    /// Tool output kept (head and tail) beyond this many bytes.
+    pub tool_response_max_bytes: Option<usize>,
+    /// Tokens kept free in the context window.
+    pub context_window_buffer_tokens: Option<u64>,
+}
+
+impl Defaults {
+    /// Apply the defaults that are set to `options`.
+    ///
+    /// ```
+    /// let config = agent_sdk::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
+    /// let options = config.defaults.apply(agent_sdk::AgentOptions::default());
+    /// assert_eq!((options.max_steps, options.tool_timeout.as_secs()), (7, 5));
+    /// ```
+    pub fn apply(&self, mut options: AgentOptions) -> AgentOptions {
+        if let Some(t) = self.tool_timeout {
+            options = options.tool_timeout(t);
+        }
+        if let Some(t) = self.temperature {
+            options = options.temperature(t);
+        }
+        if let Some(p) = self.top_p {
+            options = options.top_p(p);
+        }
+        if let Some(n) = self.max_output_tokens {
+            options = options.max_output_tokens(n);
+        }
+        if let Some(on) = self.parallel_tool_calls {
+            options = options.parallel_tool_calls(on);
+        }
+        if let Some(n) = self.max_steps {
+            options = options.max_steps(n);
+        }
+        if let Some(n) = self.tool_response_max_bytes {
+            options = options.max_tool_output_bytes(n);
+        }
+        options
+    }
+}
+
+/// A parsed configuration file (or none: [`AgentConfig::default`] is the
+/// environment alone).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct AgentConfig {
+    /// The file it came from.
+    pub path: Option<PathBuf>,
+    /// Usable providers, variables expanded.
+    pub providers: ProvidersConfig,
+    /// Providers left out, with why (a missing variable).
+    pub unusable_providers: BTreeMap<String, String>,
+    /// MCP servers, `env` and `headers` still holding their `${VAR}`s.
+    pub mcp_servers: Vec<McpServerConfig>,
+    /// MCP servers left out of [`Self::mcp_servers`], with why.
+    pub mcp_failures: Vec<SourceFailure>,
+    /// Run defaults.
+    pub defaults: Defaults,
+    /// Where accounting entries go (JSONL), relative paths resolved against
+    /// the file's directory.
+    pub accounting_file: Option<PathBuf>,
+    /// Unknown keys and other things worth telling the user.
+    pub warnings: Vec<String>,
+}
+
+impl AgentConfig {
+    /// The configuration file to use when none is given: `./.ai-agent.json`,
+    /// then `~/.ai-agent.json`; `None` when neither exists.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir();
+    /// assert_eq!(agent_sdk::config::AgentConfig::discover(&dir.join("no-such-dir"), None), None);
+    /// ```
+    pub fn discover(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+        std::iter::once(cwd)
+            .chain(home)
+            .map(|dir| dir.join(CONFIG_FILE_NAME))
+            .find(|path| path.is_file())
+    }
+
+    /// Read and parse `path`, variables from the process environment.
+    pub fn load(path: &Path) -> Result<Self, ConfigFileError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let mut config = Self::parse(&text, &shown, &|name| std::env::var(name).ok())?;
+        if let (Some(file), Some(dir)) = (&config.accounting_file, path.parent())
+            && file.is_relative()
+        {
+            config.accounting_file = Some(dir.join(file));
+        }
+        config.path = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parse the text of a configuration file; `origin` names it in errors.
+    ///
+    /// ```
+    /// use agent_sdk::config::AgentConfig;
+    /// let text = r#"{"providers": {"work": {"type": "openai", "apiKey": "${WORK_KEY}"}},
+    ///                "mcpServers": {"gh": {"command": "gh-mcp", "env": {"TOKEN": "${GH_TOKEN}"}}},
+    ///                "defaults": {"model": ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]}, "colour": "blue"}"#;
+    /// let config = AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// assert!(config.unusable_providers["work"].contains("WORK_KEY"));
+    /// assert_eq!(config.mcp_servers[0].name, "gh"); // env is resolved when the server starts
+    /// assert_eq!(config.defaults.model.len(), 2);
+    /// assert_eq!(config.warnings, ["a.json: unknown key `colour`"]);
+    /// ```
+    pub fn parse(
+        text: &str,
+        origin: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigFileError> {
+        let root: Value = serde_json::from_str(text).map_err(|e| ConfigFileError::Json {
+            path: origin.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: json_message(&e),
+        })?;
+        let invalid = |key: &str, message: String| ConfigFileError::Invalid {
+            path: origin.to_string(),
+            key: key.to_string(),
+            message,
+        };
+        let Value::Object(mut root) = root else {
+            return Err(invalid("(top level)", "expected a JSON object".into()));
+        };
+        let mut config = Self::default();
+        let mut warn = |key: String| config.warnings.push(format!("{origin}: unknown key `{key}`"));
+        keys::warn_unknown(&root, &mut warn);
+
+        let providers = section(&mut root, "providers", &invalid)?;
+        for (name, mut value) in providers {
+            let key = join("providers", &name);
+            if let Err(Missing { key, variable }) = expand(&mut value, &key, &|_| false, lookup) {
+                config
+                    .unusable_providers
+                    .insert(name, format!("{key}: environment variable {variable} is not set"));
+                continue;
+            }
+            let provider: ProviderConfig = serde_path_to_error::deserialize(value).map_err(|e| {
+                let inner = e.path().to_string();
+                let at = if inner == "." {
+                    key.clone()
+                } else {
+                    format!("{key}.{inner}")
+                };
+                invalid(&at, e.into_inner().to_string())
+            })?;
+            config.providers.providers.insert(name, provider);
+        }
+
+        let servers = section(&mut root, "mcpServers", &invalid)?;
+        for (name, mut value) in servers {
+            let key = join("mcpServers", &name);
+            let resolved_later = |path: &str| {
+                ["env", "environment", "headers"]
+                    .iter()
+                    .any(|k| path == join(&key, k))
+            };
+            if let Err(Missing { key, variable }) = expand(&mut value, &key, &resolved_later, lookup) {
+                let why = format!("{key}: environment variable {variable} is not set");
+                config.mcp_failures.push(SourceFailure::new(name, why));
+                continue;
+            }
+            let server =
+                McpServerConfig::from_json(&name, &value).map_err(|e| invalid(&key, config_message(&e)))?;
+            config.mcp_servers.push(server);
+        }
+
+        let defaults = section(&mut root, "defaults", &invalid)?;
+        let mut defaults_value = Value::Object(defaults);
+        expand(&mut defaults_value, "defaults", &|_| false, lookup).map_err(|m| {
+            ConfigFileError::MissingVariable {
+                path: origin.to_string(),
+                key: m.key,
+                variable: m.variable,
+            }
+        })?;
+        config.defaults = keys::defaults(&defaults_value, &invalid)?;
+
+        let accounting = section(&mut root, "accounting", &invalid)?;
+        let mut accounting_value = Value::Object(accounting);
+        expand(&mut accounting_value, "accounting", &|_| false, lookup).map_err(|m| {
+            ConfigFileError::MissingVariable {
+                path: origin.to_string(),
+                key: m.key,
+                variable: m.variable,
+            }
+        })?;
+        config.accounting_file = match accounting_value.get("file") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(file)) => Some(PathBuf::from(file)),
+            Some(other) => {
+                return Err(invalid(
+                    "accounting.file",
+                    format!("expected a path string, got {other}"),
+                ));
+            }
+        };
+        Ok(config)
+    }
+
+    /// Why the provider a `provider/model` selector names cannot be used,
+    /// if it was configured with a missing variable.
+    ///
+    /// ```
+    /// let config = agent_sdk::config::AgentConfig::parse(r#"{"providers": {"openai": {"apiKey": "${K2}"}}}"#, "a.json", &|_| None).unwrap();
+    /// assert!(config.provider_problem("openai/gpt-4.1").unwrap().contains("K2"));
+    /// assert_eq!(config.provider_problem("anthropic/claude-sonnet-4-5"), None);
+    /// ```
+    pub fn provider_problem(&self, selector: &str) -> Option<&str> {
+        let provider = selector.split_once('/').map_or(selector, |(p, _)| p);
+        self.unusable_providers.get(provider).map(String::as_str)
+    }
+}
+
+/// Take a top-level section that must be an object (absent: empty).
+fn section(
+    root: &mut Map<String, Value>,
+    key: &str,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Map<String, Value>, ConfigFileError> {
+    match root.remove(key) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(map)) => Ok(map),
+        Some(other) => Err(invalid(
+            key,
+            format!("expected an object, got {}", keys::type_name(&other)),
+        )),
+    }
+}
+
+/// serde_json's message without its ` at line L column C` tail (the
+/// position is reported separately).
+fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((message, _)) => message.to_string(),
+        None => text,
+    }
+}
+
+/// agent-mcp's config message without its `mcp server NAME: invalid config:` prefix.
+fn config_message(e: &agent_mcp::McpError) -> String {
+    match e {
+        agent_mcp::McpError::Config { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn parse(text: &str) -> Result<AgentConfig, ConfigFileError> {
+        AgentConfig::parse(text, "c.json", &|name| {
+            (name == "SET").then(|| "value".to_string())
+        })
+    }
+
+    #[test]
+    fn type_errors_name_the_key_path() {
+        let cases = [
+            (
+                r#"{"providers": {"x": {"type": "openai", "models": {"m": {"contextWindow": "big"}}}}}"#,
+                "providers.x.models.m.contextWindow",
+            ),
+            (
+                r#"{"providers": {"x": {"type": "carrier-pigeon"}}}"#,
+                "providers.x.type",
+            ),
+            (
+                r#"{"mcpServers": {"s": {"command": "a", "args": "b"}}}"#,
+                "mcpServers.s",
+            ),
+            (r#"{"defaults": {"toolTimeout": "soon"}}"#, "defaults.toolTimeout"),
+            (r#"{"defaults": {"temperature": "hot"}}"#, "defaults.temperature"),
+            (
+                r#"{"defaults": {"parallelToolCalls": "yes"}}"#,
+                "defaults.parallelToolCalls",
+            ),
+            (r#"{"accounting": {"file": 3}}"#, "accounting.file"),
+            (r#"{"defaults": []}"#, "defaults"),
+            (r#"[]"#, "(top level)"),
+        ];
+        for (text, key) in cases {
+            match parse(text) {
+                Err(ConfigFileError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn values_are_read_and_variables_expanded_outside_mcp_env_and_headers() {
+        let config = parse(
+            r#"{"providers": {"p": {"type": "openai-compatible", "baseUrl": "http://${SET}/v1"}},
+                "mcpServers": {"s": {"command": "${SET}", "env": {"K": "${UNSET}"}, "headers": {}}},
+                "defaults": {"model": "p/a, p/b", "llmTimeout": "2m", "maxOutputTokens": 100,
+                             "parallelToolCalls": false, "toolResponseMaxBytes": 10, "contextWindowBufferTokens": 5}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.providers.providers["p"].base_url.as_deref(),
+            Some("http://value/v1")
+        );
+        let agent_mcp::McpTransport::Stdio(stdio) = &config.mcp_servers[0].transport else {
+            unreachable!()
+        };
+        assert_eq!(
+            (stdio.command.as_str(), stdio.env["K"].as_str()),
+            ("value", "${UNSET}")
+        );
+        let d = &config.defaults;
+        assert_eq!(d.model, ["p/a", "p/b"]);
+        assert_eq!(d.llm_timeout, Some(Duration::from_secs(120)));
+        assert_eq!(
+            (d.max_output_tokens, d.parallel_tool_calls),
+            (Some(100), Some(false))
+        );
+        assert_eq!(
+            (d.tool_response_max_bytes, d.context_window_buffer_tokens),
+            (Some(10), Some(5))
+        );
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn a_relative_accounting_file_is_next_to_the_config_file() {
+        let dir = std::env::temp_dir().join(format!("agent-sdk-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agent.json");
+        std::fs::write(&path, r#"{"accounting": {"file": "ledger.jsonl"}}"#).unwrap();
+        let config = AgentConfig::load(&path).unwrap();
+        assert_eq!(config.accounting_file, Some(dir.join("ledger.jsonl")));
+        assert_eq!(AgentConfig::discover(&dir.join("nowhere"), Some(&dir)), None);
+        std::fs::rename(&path, dir.join(CONFIG_FILE_NAME)).unwrap();
+        assert_eq!(
+            AgentConfig::discover(&dir.join("nowhere"), Some(&dir)),
+            Some(dir.join(CONFIG_FILE_NAME))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
