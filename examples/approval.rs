@@ -33,7 +33,7 @@ async fn run() -> i32 {
         eprintln!("usage: approval TASK...");
         return 2;
     }
-    let (model, selector) = match common::model_from_env() {
+    let (model, selector) = match common::model_from_env().await {
         Ok(found) => found,
         Err(message) => {
             eprintln!("{message}");

@@ -56,7 +56,7 @@ async fn run() -> i32 {
         return usage("give a task as the argument");
     }
 
-    let (model, selector) = match common::model_from_env() {
+    let (model, selector) = match common::model_from_env().await {
         Ok(found) => found,
         Err(message) => {
             eprintln!("{message}");

@@ -6,29 +6,25 @@
 //! cargo run --example mcp_tools -- --stdio "npx -y @modelcontextprotocol/server-everything" --http http://127.0.0.1:3001/mcp
 //! ```
 //!
-//! Without arguments it uses this repository's own `mcp_server` example
-//! twice: as a stdio child process, and started in its HTTP mode (stopped
-//! again at the end). `--stdio "COMMAND ARGS"` and `--http URL` pick other
+//! Without arguments it uses this repository's own demo server (the
+//! `mcp_server` example; this binary becomes it with `--serve-mcp`) twice: as
+//! a stdio child process, and started in its HTTP mode (stopped again at the
+//! end). `--stdio "COMMAND ARGS"` and `--http URL` pick other
 //! servers. It calls the first tool whose original name is `echo` (else the
 //! first tool without required arguments).
-
-use std::path::PathBuf;
 
 use agent_sdk::mcp::{McpServerConfig, connect_all};
 use agent_sdk::{ToolContext, ToolSet};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
-/// The `mcp_server` example built next to this one.
-fn demo_server() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    exe.with_file_name("mcp_server")
-}
+#[path = "common/demo_server.rs"]
+mod demo_server;
 
 /// Start the demo server's HTTP mode on a free port; its URL and the child.
 async fn start_demo_http() -> Result<(String, tokio::process::Child), Box<dyn std::error::Error>> {
-    let mut child = tokio::process::Command::new(demo_server())
-        .args(["--http", "0"])
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["--serve-mcp-http", "0"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
@@ -47,6 +43,9 @@ async fn start_demo_http() -> Result<(String, tokio::process::Child), Box<dyn st
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(served) = demo_server::serve_if_asked().await {
+        return served;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value_of = |flag: &str| {
         args.iter()
@@ -60,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let command = words.next().ok_or("--stdio needs a command")?;
             McpServerConfig::stdio("local", command).args(words)
         }
-        None => McpServerConfig::stdio("local", demo_server().to_string_lossy()),
+        None => demo_server::stdio_config("local"),
     };
     let mut demo_http = None;
     let url = match value_of("--http") {

@@ -281,3 +281,109 @@ fn the_mcp_tools_example_takes_a_third_party_stdio_server() {
         "{stdout}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quickstart_answers_with_the_demo_mcp_server() {
+    let server = ModelServer::start(vec![
+        call(
+            "demo__word_count",
+            json!({"text": "the quick brown fox jumps over the lazy dog"}),
+        ),
+        answer("There are 9 words."),
+    ])
+    .await;
+    let (_, stdout, stderr) = server.run_example("quickstart", &[], b"").await;
+    assert!(stdout.contains("There are 9 words."), "{stdout}");
+    assert!(
+        stderr.contains("-> demo__word_count") && stderr.contains("<- demo__word_count ok"),
+        "{stderr}"
+    );
+    let bodies = server.bodies();
+    let names = tool_names(&bodies[0]);
+    assert_eq!(
+        names,
+        [
+            "demo__add",
+            "demo__current_time",
+            "demo__echo",
+            "demo__word_count"
+        ]
+    );
+    // The demo server's answer went back to the model.
+    let sent = bodies[1]["messages"].to_string();
+    assert!(sent.contains("\"9\"") || sent.contains(":\"9"), "{sent}");
+}
+
+#[test]
+fn without_a_model_the_quickstart_lists_its_mcp_tools_and_says_what_to_set() {
+    let out = std::process::Command::new(built("examples/quickstart"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MCP tools ready: demo__add, demo__current_time"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("AGENT_MODEL"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_custom_tool_example_runs_its_typed_tool() {
+    let server = ModelServer::start(vec![
+        call("shipping_cost", json!({"city": "Lisbon", "kg": 3})),
+        answer("It costs 11.25 EUR."),
+    ])
+    .await;
+    let (_, stdout, _) = server
+        .run_example("custom_tool", &["Ship 3 kg to Lisbon"], b"")
+        .await;
+    assert!(stdout.contains("It costs 11.25 EUR."), "{stdout}");
+    let bodies = server.bodies();
+    let schema = &bodies[0]["tools"][0]["function"]["parameters"];
+    assert_eq!(schema["properties"]["kg"]["type"], "number", "{schema}");
+    assert!(bodies[1]["messages"].to_string().contains("costs 11.25 EUR"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_example_moves_to_the_next_model() {
+    // One Ollama-protocol server: model `locked` is refused (401), `open` answers.
+    let app = axum::Router::new().route(
+        "/api/chat",
+        axum::routing::post(|body: axum::Json<Value>| async move {
+            if body.0["model"] == "locked" {
+                return (
+                    axum::http::StatusCode::UNAUTHORIZED,
+                    r#"{"error": "unauthorized"}"#.to_string(),
+                );
+            }
+            (axum::http::StatusCode::OK, answer("Hello from the second model."))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let out = tokio::process::Command::new(built("examples/fallback"))
+        .arg("Say hello")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", format!("http://{addr}"))
+        .env("AGENT_MODELS", "ollama/locked,ollama/open")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Hello from the second model."), "{stdout}");
+    assert!(
+        stderr.contains("fallback: ollama/locked failed") && stderr.contains("now ollama/open"),
+        "{stderr}"
+    );
+}

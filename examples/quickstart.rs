@@ -1,0 +1,106 @@
+//! The quickstart: a real model, one MCP server, a streamed answer.
+//!
+//! ```sh
+//! ANTHROPIC_API_KEY=... cargo run --release --example quickstart
+//! cargo run --release --example quickstart -- "How many words are in 'to be or not to be'?"
+//! cargo run --release --example quickstart -- --mcp "npx -y @modelcontextprotocol/server-everything" "Add 2 and 40"
+//! ```
+//!
+//! The model is `AGENT_MODEL` (`provider/model`), else the first provider
+//! whose key is in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
+//! GEMINI_API_KEY, OPENROUTER_API_KEY), else a local Ollama or
+//! OpenAI-compatible server that answers on its default port. The MCP server
+//! is this repository's demo server (this binary, run with `--serve-mcp`)
+//! unless `--mcp "COMMAND ARGS"` names another stdio server. With no model it
+//! still connects the server, lists its tools, says what to set and exits 2.
+
+use std::io::Write as _;
+
+use agent_sdk::mcp::{McpServerConfig, connect_all};
+use agent_sdk::{Agent, AgentEvent, ToolSet};
+use futures::StreamExt;
+
+#[path = "common/demo_server.rs"]
+mod demo_server;
+#[path = "common/model.rs"]
+mod model;
+
+const DEFAULT_PROMPT: &str = "What time is it in UTC right now, and how many words are in \
+\"the quick brown fox jumps over the lazy dog\"? Use the tools.";
+
+#[tokio::main]
+async fn main() {
+    if let Some(served) = demo_server::serve_if_asked().await {
+        std::process::exit(i32::from(served.is_err()));
+    }
+    std::process::exit(run().await);
+}
+
+async fn run() -> i32 {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let server = match args.iter().position(|a| a == "--mcp") {
+        Some(i) if i + 1 < args.len() => {
+            let line = args.remove(i + 1);
+            args.remove(i);
+            let mut words = line.split_whitespace();
+            let command = words.next().unwrap_or_default().to_string();
+            McpServerConfig::stdio("mcp", command).args(words)
+        }
+        Some(_) => {
+            eprintln!("--mcp needs a command");
+            return 2;
+        }
+        None => demo_server::stdio_config("demo"),
+    };
+    let prompt = if args.is_empty() {
+        DEFAULT_PROMPT.to_string()
+    } else {
+        args.join(" ")
+    };
+
+    let connected = connect_all(vec![server]).await;
+    for failure in &connected.failed {
+        eprintln!("warning: {}", failure.error);
+    }
+    let tools = connected.add_to(ToolSet::builder()).build();
+    let status = match model::model_from_env().await {
+        Err(help) => {
+            let catalog = tools.catalog().await;
+            eprintln!("MCP tools ready: {}", catalog.names().join(", "));
+            eprintln!("{help}");
+            2
+        }
+        Ok((model, selector)) => {
+            eprintln!("model {selector}");
+            let agent = Agent::builder(model)
+                .tools(tools)
+                .system("Answer briefly.")
+                .build();
+            let mut run = agent.prompt(prompt);
+            while let Some(event) = run.next().await {
+                match event {
+                    AgentEvent::TextDelta { text } => {
+                        print!("{text}");
+                        let _ = std::io::stdout().flush();
+                    }
+                    AgentEvent::ToolCall { tool, input, .. } => eprintln!("-> {tool} {input}"),
+                    AgentEvent::ToolResult { tool, is_error, .. } => {
+                        eprintln!("<- {tool} {}", if is_error { "failed" } else { "ok" });
+                    }
+                    AgentEvent::Warning { message } => eprintln!("warning: {message}"),
+                    AgentEvent::Finished {
+                        error: Some(error), ..
+                    } => eprintln!("error: {error}"),
+                    _ => {}
+                }
+            }
+            println!();
+            match run.into_result().await {
+                Ok(result) if result.completed() => 0,
+                _ => 1,
+            }
+        }
+    };
+    connected.close_all().await;
+    status
+}
