@@ -38,6 +38,7 @@
 mod anthropic;
 mod budget;
 mod config;
+pub mod decode;
 mod driver;
 pub mod error;
 mod gemini;

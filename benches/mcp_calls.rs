@@ -1,0 +1,174 @@
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
+//! MCP tool calls over stdio to a small rmcp echo server (this binary, run
+//! again with `AGENT_BENCH_MCP_SERVER=1`):
+//!
+//! - `round_trip/agent_mcp`: one `echo` call through agent-mcp's tool object
+//!   (what the agent loop calls), against `round_trip/bare_rmcp`: the same
+//!   call through a bare rmcp client on the same kind of server process;
+//! - `parallel_sleep/N`: N concurrent calls of a tool that sleeps 100 ms,
+//!   through one agent-mcp source: the wall time stays near 100 ms when
+//!   nothing serialises the calls.
+//!
+//! Run with `cargo bench --bench mcp_calls`.
+
+use std::time::Duration;
+
+use agent_sdk::mcp::rmcp;
+use agent_sdk::mcp::{McpServerConfig, McpToolSource};
+use agent_sdk::{ToolContext, ToolSource};
+use criterion::{BenchmarkId, Criterion, criterion_group};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolRequestParams, ServerCapabilities, ServerConfig};
+use rmcp::{ClientHandler, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use serde_json::json;
+
+/// Set in the environment of the child that serves.
+const SERVE_ENV: &str = "AGENT_BENCH_MCP_SERVER";
+/// How long `sleep` sleeps.
+const SLEEP: Duration = Duration::from_millis(100);
+
+#[derive(Clone)]
+struct BenchServer {
+    #[expect(dead_code, reason = "read by the code #[tool_handler] generates")]
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Text {
+    text: String,
+}
+
+#[tool_router]
+impl BenchServer {
+    #[tool(description = "Echo the text back.")]
+    async fn echo(&self, Parameters(Text { text }): Parameters<Text>) -> String {
+        text
+    }
+
+    #[tool(description = "Sleep 100 ms.")]
+    async fn sleep(&self) -> String {
+        tokio::time::sleep(SLEEP).await;
+        "slept".into()
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for BenchServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+fn serve() {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
+        return;
+    };
+    rt.block_on(async {
+        let server = BenchServer {
+            tool_router: BenchServer::tool_router(),
+        };
+        if let Ok(running) = server.serve(rmcp::transport::stdio()).await {
+            let _ = running.waiting().await;
+        }
+    });
+}
+
+fn server_config() -> McpServerConfig {
+    let me = std::env::current_exe().unwrap();
+    McpServerConfig::stdio("bench", me.to_string_lossy()).env(SERVE_ENV, "1")
+}
+
+#[derive(Clone, Default)]
+struct BareClient;
+impl ClientHandler for BareClient {}
+
+fn bench_mcp(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let source = rt.block_on(McpToolSource::connect(server_config())).unwrap();
+    let tools = rt.block_on(source.tools()).unwrap();
+    let echo = tools
+        .iter()
+        .find(|t| t.definition().name == "echo")
+        .unwrap()
+        .clone();
+    let sleep = tools
+        .iter()
+        .find(|t| t.definition().name == "sleep")
+        .unwrap()
+        .clone();
+
+    // The bare client talks to its own server process of the same binary.
+    let bare = rt.block_on(async {
+        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+            .env(SERVE_ENV, "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        let client = BareClient.serve((stdout, stdin)).await.unwrap();
+        (child, client)
+    });
+
+    let mut group = c.benchmark_group("round_trip");
+    let args = json!({"text": "hello"});
+    group.bench_function("agent_mcp", |b| {
+        b.to_async(&rt).iter(|| {
+            let (echo, args) = (echo.clone(), args.clone());
+            async move { echo.call(args, ToolContext::new("bench")).await.unwrap() }
+        });
+    });
+    let map = args.as_object().cloned().unwrap();
+    let client = &bare.1;
+    group.bench_function("bare_rmcp", |b| {
+        b.to_async(&rt).iter(|| {
+            let params = CallToolRequestParams::new("echo").with_arguments(map.clone());
+            async move { client.call_tool(params).await.unwrap() }
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("parallel_sleep");
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    for n in [1usize, 8, 64] {
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.to_async(&rt).iter(|| {
+                let sleep = sleep.clone();
+                async move {
+                    let calls = (0..n).map(|i| {
+                        let sleep = sleep.clone();
+                        async move {
+                            sleep
+                                .call(json!({}), ToolContext::new(format!("c{i}")))
+                                .await
+                                .unwrap()
+                        }
+                    });
+                    futures::future::join_all(calls).await.len()
+                }
+            });
+        });
+    }
+    group.finish();
+    rt.block_on(source.close());
+    drop(bare);
+}
+
+criterion_group!(benches, bench_mcp);
+
+fn main() {
+    if std::env::var_os(SERVE_ENV).is_some() {
+        serve();
+        return;
+    }
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}
