@@ -125,6 +125,17 @@ fn framed(case: &Case) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// Frame a whole body only (SSE or NDJSON, no decoding); the number of frames.
+async fn frame_only(format: WireFormat, chunks: &[Bytes]) -> usize {
+    let owned: Vec<Result<Bytes, agent_sdk::ModelError>> = chunks.iter().cloned().map(Ok).collect();
+    let body = futures::stream::iter(owned).boxed();
+    let frames = match format {
+        WireFormat::Ollama => agent_sdk::providers::sse::ndjson_frames(body),
+        _ => agent_sdk::providers::sse::sse_frames(body),
+    };
+    frames.count().await
+}
+
 /// Decode a whole body; the number of events (an error fails the bench).
 async fn decode(format: WireFormat, chunks: &[Bytes]) -> usize {
     // Bytes clones share the buffers; the stream must own its items.
@@ -163,6 +174,13 @@ fn bench_decode(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("decode", case.name), &chunks, |b, chunks| {
             b.to_async(&rt).iter(|| decode(case.format, chunks));
         });
+        group.bench_with_input(
+            BenchmarkId::new("framing_only", case.name),
+            &chunks,
+            |b, chunks| {
+                b.to_async(&rt).iter(|| frame_only(case.format, chunks));
+            },
+        );
         group.bench_with_input(
             BenchmarkId::new("serde_json_floor", case.name),
             &case.lines,

@@ -296,26 +296,20 @@ impl AnthropicDecoder {
     fn block_delta(
         &mut self,
         index: u64,
-        delta: &Value,
+        delta: Delta,
+        raw: &str,
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
-        let kind = delta.get("type").and_then(Value::as_str).unwrap_or_default();
-        let text = |k: &str| {
-            delta
-                .get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        match (kind, self.blocks.get_mut(&index)) {
+        let text = |t: Option<String>| t.unwrap_or_default();
+        match (delta.kind.as_str(), self.blocks.get_mut(&index)) {
             ("text_delta", _) => {
-                let t = text("text");
+                let t = text(delta.text);
                 if !t.is_empty() {
                     out.push(ModelEvent::TextDelta { text: t });
                 }
             }
             ("thinking_delta", _) => {
-                let t = text("thinking");
+                let t = text(delta.thinking);
                 if !t.is_empty() {
                     out.push(ModelEvent::ReasoningDelta { text: t });
                 }
@@ -323,10 +317,10 @@ impl AnthropicDecoder {
             ("signature_delta", Some(Block::Thinking { signature })) => {
                 signature
                     .get_or_insert_with(String::new)
-                    .push_str(&text("signature"));
+                    .push_str(&text(delta.signature));
             }
             ("input_json_delta", Some(Block::Tool { call, .. })) => {
-                let t = text("partial_json");
+                let t = text(delta.partial_json);
                 if !t.is_empty() {
                     call.args.push_str(&t);
                     out.push(ModelEvent::ToolCallDelta {
@@ -336,10 +330,7 @@ impl AnthropicDecoder {
                 }
             }
             ("input_json_delta" | "signature_delta", None) => {
-                return Err(invalid(
-                    format!("{kind} for unknown block {index}"),
-                    &delta.to_string(),
-                ));
+                return Err(invalid(format!("{} for unknown block {index}", delta.kind), raw));
             }
             _ => {}
         }
@@ -363,30 +354,60 @@ impl AnthropicDecoder {
     }
 }
 
+/// A `content_block_delta` event, the bulk of every stream: read straight
+/// into these fields, without building a JSON tree.
+#[derive(Debug, serde::Deserialize)]
+struct DeltaEvent {
+    #[serde(default)]
+    index: u64,
+    delta: Delta,
+}
+
+/// The `delta` of a `content_block_delta` event.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Delta {
+    #[serde(rename = "type", default)]
+    kind: String,
+    text: Option<String>,
+    thinking: Option<String>,
+    partial_json: Option<String>,
+    signature: Option<String>,
+}
+
 impl Decoder for AnthropicDecoder {
     fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         let data = frame.data.trim();
-        let event: Value =
+        if frame.event.as_deref() == Some("content_block_delta") {
+            let event: DeltaEvent =
+                serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
+            return self.block_delta(event.index, event.delta, data, out);
+        }
+        let mut event: Value =
             serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
         let kind = event
             .get("type")
             .and_then(Value::as_str)
             .or(frame.event.as_deref())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .to_owned();
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
+        // Parts are taken out of the parsed event, never deep-copied.
+        let mut take = |key: &str| event.get_mut(key).map(Value::take).unwrap_or(Value::Null);
+        match kind.as_str() {
             "message_start" => {
                 if let Some(u) = event.pointer("/message/usage") {
                     self.set_usage(u, out);
                 }
             }
             "content_block_start" => {
-                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
+                let block = take("content_block");
                 self.block_start(index, &block, out);
             }
             "content_block_delta" => {
-                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
-                self.block_delta(index, &delta, out)?;
+                // Without an `event:` name (a proxy dropped it): the same, from the tree.
+                let delta: Delta = serde_json::from_value(take("delta"))
+                    .map_err(|e| invalid(format!("unparseable delta: {e}"), data))?;
+                self.block_delta(index, delta, data, out)?;
             }
             "content_block_stop" => self.block_stop(index, out),
             "message_delta" => {
@@ -413,7 +434,7 @@ impl Decoder for AnthropicDecoder {
                 self.done = true;
             }
             "error" => {
-                let err = event.get("error").cloned().unwrap_or(Value::Null);
+                let err = take("error");
                 let message = err
                     .get("message")
                     .and_then(Value::as_str)

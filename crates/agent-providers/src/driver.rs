@@ -33,6 +33,8 @@ struct State<D> {
     frames: Option<BoxStream<'static, Result<Frame, ModelError>>>,
     decoder: D,
     queue: VecDeque<Result<ModelEvent, ModelError>>,
+    /// Reused for every frame's events (no allocation per frame).
+    out: Vec<ModelEvent>,
 }
 
 /// Drive `frames` through `decoder` into a model stream.
@@ -44,6 +46,7 @@ pub(crate) fn drive<D: Decoder>(
         frames: Some(frames),
         decoder,
         queue: VecDeque::new(),
+        out: Vec::new(),
     };
     futures::stream::unfold(state, |mut st| async move {
         loop {
@@ -55,13 +58,14 @@ pub(crate) fn drive<D: Decoder>(
                 return Some((item, st));
             }
             let frames = st.frames.as_mut()?;
-            let mut out = Vec::new();
+            let mut out = std::mem::take(&mut st.out);
             let result = match frames.next().await {
                 Some(Ok(frame)) => st.decoder.frame(frame, &mut out).map(|()| st.decoder.is_done()),
                 Some(Err(e)) => Err(e),
                 None => st.decoder.end(&mut out).map(|()| true),
             };
-            st.queue.extend(out.into_iter().map(Ok));
+            st.queue.extend(out.drain(..).map(Ok));
+            st.out = out;
             match result {
                 Ok(false) => {}
                 Ok(true) => st.frames = None,

@@ -335,9 +335,68 @@ impl ResponsesDecoder {
     }
 }
 
+/// A `response.*.delta` event, the bulk of every stream: read straight into
+/// these fields, without building a JSON tree.
+#[derive(Debug, serde::Deserialize)]
+struct DeltaEvent {
+    #[serde(default)]
+    item_id: String,
+    #[serde(default)]
+    delta: String,
+}
+
+impl ResponsesDecoder {
+    /// A delta event named `kind`.
+    fn delta(
+        &mut self,
+        kind: &str,
+        event: DeltaEvent,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let DeltaEvent { item_id, delta } = event;
+        match kind {
+            "response.output_text.delta" | "response.refusal.delta" if !delta.is_empty() => {
+                out.push(ModelEvent::TextDelta { text: delta });
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta"
+                if !delta.is_empty() =>
+            {
+                out.push(ModelEvent::ReasoningDelta { text: delta });
+            }
+            "response.function_call_arguments.delta" => match self.calls.get_mut(&item_id) {
+                Some(call) => {
+                    call.args.push_str(&delta);
+                    out.push(ModelEvent::ToolCallDelta {
+                        id: call.id.clone(),
+                        delta,
+                    });
+                }
+                None => return Err(invalid("arguments for an unknown function call", data)),
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Events read as [`DeltaEvent`]s.
+const DELTA_EVENTS: [&str; 5] = [
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+    "response.function_call_arguments.delta",
+];
+
 impl Decoder for ResponsesDecoder {
     fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
         let data = frame.data.trim();
+        if let Some(kind) = frame.event.as_deref().filter(|k| DELTA_EVENTS.contains(k)) {
+            let event: DeltaEvent =
+                serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
+            return self.delta(kind, event, data, out);
+        }
         let event: Value =
             serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
         let kind = event
@@ -345,40 +404,15 @@ impl Decoder for ResponsesDecoder {
             .and_then(Value::as_str)
             .or(frame.event.as_deref())
             .unwrap_or_default();
-        let delta = || {
-            event
-                .get("delta")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
         match kind {
             "response.output_item.added" => self.item_added(event.get("item").unwrap_or(&Value::Null), out),
             "response.output_item.done" => self.item_done(event.get("item").unwrap_or(&Value::Null), out),
-            "response.output_text.delta" | "response.refusal.delta" => {
-                let text = delta();
-                if !text.is_empty() {
-                    out.push(ModelEvent::TextDelta { text });
-                }
-            }
-            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let text = delta();
-                if !text.is_empty() {
-                    out.push(ModelEvent::ReasoningDelta { text });
-                }
-            }
-            "response.function_call_arguments.delta" => {
-                let key = event.get("item_id").and_then(Value::as_str).unwrap_or_default();
-                let text = delta();
-                if let Some(call) = self.calls.get_mut(key) {
-                    call.args.push_str(&text);
-                    out.push(ModelEvent::ToolCallDelta {
-                        id: call.id.clone(),
-                        delta: text,
-                    });
-                } else {
-                    return Err(invalid("arguments for an unknown function call", data));
-                }
+            // Without an `event:` name (a proxy dropped it): the same, from the tree.
+            delta if DELTA_EVENTS.contains(&delta) => {
+                let kind = delta.to_owned();
+                let parsed: DeltaEvent = serde_json::from_value(event)
+                    .map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
+                return self.delta(&kind, parsed, data, out);
             }
             "response.function_call_arguments.done" => {
                 let key = event.get("item_id").and_then(Value::as_str).unwrap_or_default();
