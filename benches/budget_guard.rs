@@ -1,8 +1,10 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
 //! The context-budget guard's share of a step: a two-step run (one tool call,
-//! then an answer) over a 100 KB history, with and without a budget counted
-//! by tiktoken (o200k, as for OpenAI models); the difference is the guard.
-//! Also the raw tiktoken count of the same 100 KB of text.
+//! then an answer) over a 100 KB history, without a budget, and with one
+//! counted by tiktoken (o200k, as for OpenAI models) both fresh (the history
+//! counted from scratch, as in a conversation's first turn) and shared (a
+//! later turn: only new messages are counted); the differences are the
+//! guard. Also the raw tiktoken count of the same 100 KB of text.
 //!
 //! Run with `cargo bench --bench budget_guard`.
 
@@ -17,15 +19,27 @@ const HISTORY_BYTES: usize = 100 * 1024;
 /// Messages it is split into (a long conversation of ~2 KB turns).
 const MESSAGES: usize = 50;
 
+/// Makes the budget of one iteration (or none).
+type BudgetFor<'a> = Box<dyn Fn() -> Option<ContextBudget> + 'a>;
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
 
+/// Distinct messages (identical ones would be counted once, by the cache).
 fn history() -> Vec<Message> {
-    let words = "the agent reads a file, edits a function and runs the tests again ";
+    let words = [
+        "the", "agent", "reads", "a", "file", "edits", "function", "and", "runs", "tests", "again",
+    ];
     let per = HISTORY_BYTES / MESSAGES;
     (0..MESSAGES)
         .map(|i| {
-            let text: String = words.repeat(per / words.len() + 1).chars().take(per).collect();
+            let mut text = format!("turn {i}:");
+            let mut k = i;
+            while text.len() < per {
+                k = k.wrapping_mul(31).wrapping_add(7);
+                text.push(' ');
+                text.push_str(words[k % words.len()]);
+            }
             if i % 2 == 0 {
                 Message::user(text)
             } else {
@@ -61,21 +75,59 @@ fn bench_guard(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("budget_guard");
     group.sample_size(30);
-    for (name, budget) in [
-        ("two_step_run_without_budget", None),
+    // Checked once: a fresh budget counts the whole history.
+    #[derive(Debug)]
+    struct Tally(Arc<dyn agent_sdk::TokenCounter>, std::sync::atomic::AtomicUsize);
+    impl agent_sdk::TokenCounter for Tally {
+        fn count(&self, text: &str) -> u64 {
+            self.1.fetch_add(text.len(), std::sync::atomic::Ordering::SeqCst);
+            self.0.count(text)
+        }
+    }
+    let tally = Arc::new(Tally(counter.clone(), Default::default()));
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
+        ScriptedStep::text("done"),
+    ]);
+    let options = AgentOptions::default().budget(ContextBudget::new(1_000_000).counter(tally.clone()));
+    let agent = Agent::builder(Arc::new(model))
+        .shared_tools(tools.clone())
+        .options(options)
+        .build();
+    let result = rt
+        .block_on(async { agent.run(input.clone()).into_result().await })
+        .unwrap();
+    let counted = tally.1.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        result.steps == 2 && counted >= HISTORY_BYTES,
+        "{} steps, {counted} bytes counted",
+        result.steps
+    );
+    println!("a fresh run counted {counted} bytes in {} steps", result.steps);
+    let warm = ContextBudget::new(1_000_000).counter(counter.clone());
+    // (name, budget for an iteration): none; a new budget each run (the
+    // history counted from scratch: a conversation's first turn); one budget
+    // shared by every run (a later turn of the same conversation).
+    let cases: [(&str, BudgetFor); 3] = [
+        ("two_step_run_without_budget", Box::new(|| None)),
         (
-            "two_step_run_with_budget",
-            Some(ContextBudget::new(1_000_000).counter(counter.clone())),
+            "two_step_run_with_budget_first_turn",
+            Box::new(|| Some(ContextBudget::new(1_000_000).counter(counter.clone()))),
         ),
-    ] {
-        group.bench_function(name, |b| {
+        (
+            "two_step_run_with_budget_next_turn",
+            Box::new(|| Some(warm.clone())),
+        ),
+    ];
+    for (name, budget) in &cases {
+        group.bench_function(*name, |b| {
             b.to_async(&rt).iter(|| {
                 let model = ScriptedModel::new(vec![
                     ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
                     ScriptedStep::text("done"),
                 ]);
                 let mut options = AgentOptions::default();
-                if let Some(budget) = budget.clone() {
+                if let Some(budget) = budget() {
                     options = options.budget(budget);
                 }
                 let agent = Agent::builder(Arc::new(model))
@@ -95,6 +147,9 @@ fn bench_guard(c: &mut Criterion) {
         });
     }
     group.bench_function("tiktoken_count_100kb", |b| b.iter(|| counter.count(&text)));
+    group.bench_function("tiktoken_count_50_messages", |b| {
+        b.iter(|| input.iter().map(|m| counter.count(&m.text())).sum::<u64>())
+    });
     group.finish();
 }
 

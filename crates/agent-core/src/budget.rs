@@ -9,10 +9,14 @@
 //! A tool result that would push the projection over the limit is replaced by
 //! [`BUDGET_EXCEEDED_RESULT`] and the next step concludes (exit
 //! `token_limit`, with the model's concluding text). Messages are counted
-//! once each and cached, so the cost per step is the new messages'.
+//! once each: within a run by position, and across the runs of one budget
+//! (the turns of a conversation) by content, in a bounded cache shared by
+//! the budget's clones; so a step pays only for messages never counted.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +28,9 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 131_072;
 pub const DEFAULT_BUFFER_TOKENS: u64 = 256;
 /// Tokens of framing per message (role markers, separators).
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+/// Messages whose token counts a budget remembers across runs; when full the
+/// cache starts over (a conversation's history fits many times over).
+pub const MAX_CACHED_MESSAGE_COUNTS: usize = 16_384;
 /// The result a tool call gets when its output would overflow the window.
 pub const BUDGET_EXCEEDED_RESULT: &str = "(tool failed: context window budget exceeded)";
 
@@ -63,6 +70,41 @@ pub struct ContextBudget {
     pub(crate) buffer_tokens: u64,
     pub(crate) max_output_tokens: u64,
     pub(crate) counter: Arc<dyn TokenCounter>,
+    /// Token counts of messages by content hash, shared by clones.
+    pub(crate) cache: Arc<CountCache>,
+}
+
+/// Token counts of messages already counted, by a hash of their content.
+#[derive(Debug, Default)]
+pub(crate) struct CountCache {
+    counts: Mutex<HashMap<u64, u64>>,
+}
+
+impl CountCache {
+    /// The count for `message`, computed by `count` when not cached.
+    pub(crate) fn get_or_count(&self, message: &crate::message::Message, count: impl FnOnce() -> u64) -> u64 {
+        let key = content_hash(message);
+        if let Some(tokens) = key.and_then(|k| self.counts.lock().ok()?.get(&k).copied()) {
+            return tokens;
+        }
+        // Counted outside the lock: counting is the slow part.
+        let tokens = count();
+        if let (Some(key), Ok(mut counts)) = (key, self.counts.lock()) {
+            if counts.len() >= MAX_CACHED_MESSAGE_COUNTS {
+                counts.clear();
+            }
+            counts.insert(key, tokens);
+        }
+        tokens
+    }
+}
+
+/// A hash of a message's serialised form; `None` if it cannot be serialised.
+fn content_hash(message: &crate::message::Message) -> Option<u64> {
+    let bytes = serde_json::to_vec(message).ok()?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 impl ContextBudget {
@@ -74,6 +116,7 @@ impl ContextBudget {
             buffer_tokens: DEFAULT_BUFFER_TOKENS,
             max_output_tokens: 0,
             counter: Arc::new(CharEstimate),
+            cache: Arc::default(),
         }
     }
 
@@ -89,9 +132,11 @@ impl ContextBudget {
         self
     }
 
-    /// Count with this counter.
+    /// Count with this counter (counts cached for another counter are
+    /// dropped).
     pub fn counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = counter;
+        self.cache = Arc::default();
         self
     }
 

@@ -160,3 +160,51 @@ async fn within_budget_nothing_changes() {
     assert_eq!(result.exit, ExitReason::Completed);
     assert_eq!(results_by_id(&result)["c1"], (false, "small".to_string()));
 }
+
+/// Counts characters, and how many characters it was asked to count.
+#[derive(Debug, Default)]
+struct Tally(std::sync::atomic::AtomicUsize);
+
+impl agent_core::TokenCounter for Tally {
+    fn count(&self, text: &str) -> u64 {
+        self.0.fetch_add(text.len(), std::sync::atomic::Ordering::SeqCst);
+        text.len() as u64 / 4
+    }
+}
+
+#[tokio::test]
+async fn the_next_turn_counts_only_the_new_messages() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let tally = Arc::new(Tally::default());
+    let budget = ContextBudget::new(1_000_000).counter(tally.clone());
+    let history: Vec<agent_core::Message> = (0..20)
+        .map(|i| agent_core::Message::user(format!("message {i}: {}", "x".repeat(1_000))))
+        .collect();
+    let history_chars: usize = history.iter().map(|m| m.text().len()).sum();
+    let turn = |input: Vec<agent_core::Message>| {
+        let budget = budget.clone();
+        async move {
+            let model = agent_core::testing::ScriptedModel::new(vec![ScriptedStep::text("ok")]);
+            let agent = agent_core::Agent::builder(Arc::new(model))
+                .options(AgentOptions::default().budget(budget))
+                .build();
+            agent.run(input).into_result().await.unwrap()
+        }
+    };
+    turn(history.clone()).await;
+    let first = tally.0.load(Ordering::SeqCst);
+    assert!(
+        first >= history_chars,
+        "the first turn counted {first} of {history_chars} characters"
+    );
+    // The next turn: the same history plus one new message.
+    let mut next = history.clone();
+    next.push(agent_core::Message::user("one more question"));
+    turn(next).await;
+    let second = tally.0.load(Ordering::SeqCst) - first;
+    assert!(
+        second < 1_000,
+        "the second turn recounted the history ({second} characters)"
+    );
+}

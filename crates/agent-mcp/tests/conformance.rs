@@ -44,10 +44,12 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
     );
     let out_dir = tempfile_dir(scenario);
     let (name, value) = marker.split_once('=').unwrap();
+    // `exec`: the suite runs the command through `sh -c` and, on a timeout,
+    // kills only the shell; exec makes the shell become the client.
+    let command = format!("exec {}", client().display());
     let output = std::process::Command::new(node)
         .arg(suite)
-        .args(["client", "--command"])
-        .arg(client())
+        .args(["client", "--command", &command])
         .args(["--scenario", scenario, "--timeout", "60000", "-o"])
         .arg(&out_dir)
         .env(name, value)

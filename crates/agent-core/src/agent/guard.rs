@@ -61,7 +61,11 @@ impl Guard {
             self.fixed = Some((catalog.clone(), system.map(str::to_owned), tokens));
         }
         for m in &history[self.counts.len().min(history.len())..] {
-            self.counts.push(message_tokens(counter.as_ref(), m));
+            let tokens = self
+                .budget
+                .cache
+                .get_or_count(m, || message_tokens(counter.as_ref(), m));
+            self.counts.push(tokens);
         }
         let fixed = self.fixed.as_ref().map_or(0, |f| f.2);
         let history_tokens: u64 = self.counts.iter().take(history.len()).sum();

@@ -211,6 +211,24 @@ impl ToolSet {
     }
 
     async fn build_catalog(&self) -> ToolCatalog {
+        // Validators of the previous catalog, reused for tools whose schema
+        // did not change (a list change usually touches one source).
+        let previous = self
+            .cache
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|(catalog, _)| catalog.clone()));
+        let by_origin: HashMap<(&str, &str), &ExposedTool> = previous
+            .iter()
+            .flat_map(|catalog| catalog.tools.iter())
+            .map(|t| ((t.source.as_str(), t.original_name.as_str()), t))
+            .collect();
+        let reusable = |source: &str, original: &str, schema: &Value| {
+            by_origin
+                .get(&(source, original))
+                .filter(|t| &t.tool.definition().input_schema == schema)
+                .and_then(|t| t.validator.clone())
+        };
         let listed = futures::future::join_all(self.entries.iter().map(|e| e.source.tools())).await;
         let mut warnings = Vec::new();
         let mut candidates = Vec::new();
@@ -265,8 +283,13 @@ impl ToolSet {
                             candidate.original, candidate.source
                         ));
                     }
-                    let validator = match jsonschema::validator_for(&tool.definition().input_schema) {
-                        Ok(v) => Some(Arc::new(v)),
+                    let schema = &tool.definition().input_schema;
+                    let validator = match reusable(&candidate.source, &candidate.original, schema) {
+                        Some(validator) => Ok(validator),
+                        None => jsonschema::validator_for(schema).map(Arc::new),
+                    };
+                    let validator = match validator {
+                        Ok(v) => Some(v),
                         Err(e) => {
                             warnings.push(format!(
                                 "tool {name} ({} from {}): its input schema does not compile ({e}); \
