@@ -1,5 +1,6 @@
 """An MCP server over WebSocket (mcp 1.x, whose server side still has the
-transport; it answers only handshakes that offer the `mcp` subprotocol).
+transport; it always accepts with the `mcp` subprotocol, so a client that did
+not offer it rejects the handshake).
 
 Usage: ws_server.py   (PORT from the environment, default 8000; endpoint ws://127.0.0.1:PORT/ws)
 """
