@@ -2,8 +2,8 @@
 //! and installed into virtual environments by scripts/test.sh): a 10-line
 //! server on the SDK's `MCPServer` over stdio, legacy SSE and streamable
 //! HTTP; the mcp 1.x SDK's WebSocket server (it answers with the `mcp`
-//! subprotocol, which the client must have offered); `mcp-server-time` and `mcp-server-git`. The tests FAIL when
-//! the environments are missing.
+//! subprotocol, which the client must have offered); `mcp-server-time` and
+//! `mcp-server-git`. The tests FAIL when the environments are missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
