@@ -17,17 +17,17 @@
 //! local Ollama server), else the first provider whose key is set. With
 //! neither, it says what to set and exits with status 2.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use agent_sdk::mcp::{connect_all, parse_mcp_servers};
 use agent_sdk::tools::{Workspace, coding_tools};
-use agent_sdk::{Agent, AgentEvent, ExitReason, ToolSet};
-use futures::StreamExt;
+use agent_sdk::{Agent, ExitReason, ToolSet};
 
 #[path = "common/model.rs"]
 mod common;
+#[path = "common/print.rs"]
+mod print;
 
 const SYSTEM: &str = "You are a careful coding agent working in a sandboxed directory. Look before you change \
 anything: use Glob, Grep and Read to find your way, Edit for small changes, Write for new files, and Bash to run \
@@ -108,41 +108,17 @@ async fn run() -> i32 {
         .system(SYSTEM)
         .tool_timeout(TOOL_TIMEOUT)
         .build();
-    let mut run = agent.prompt(prompt);
-    while let Some(event) = run.next().await {
-        match event {
-            AgentEvent::TextDelta { text } => {
-                print!("{text}");
-                let _ = std::io::stdout().flush();
-            }
-            AgentEvent::ToolCall { tool, input, .. } => eprintln!("\n-> {tool} {input}"),
-            AgentEvent::ToolResult {
-                tool,
-                is_error,
-                duration_ms,
-                ..
-            } => {
-                eprintln!(
-                    "<- {tool} {} in {duration_ms} ms",
-                    if is_error { "failed" } else { "ok" }
-                );
-            }
-            AgentEvent::Warning { message } => eprintln!("warning: {message}"),
-            _ => {}
-        }
-    }
-    println!();
-    let result = run.into_result().await;
+    let result = print::print_run(agent.prompt(prompt)).await;
     if let Some(servers) = servers {
         servers.close_all().await;
     }
     match result {
-        Ok(result) if result.exit == ExitReason::Completed => 0,
-        Ok(result) => {
+        Some(result) if result.exit == ExitReason::Completed => 0,
+        Some(result) => {
             let why = result.error.map(|e| e.to_string()).unwrap_or_default();
             fail(&format!("run ended: {:?} {why}", result.exit))
         }
-        Err(e) => fail(&e.to_string()),
+        None => fail("the run stopped without a result"),
     }
 }
 

@@ -9,13 +9,12 @@
 //! The model comes from the environment as in the quickstart
 //! (`AGENT_MODEL`, a provider key, or a local server).
 
-use std::io::Write as _;
-
-use agent_sdk::{Agent, AgentEvent, StaticToolSource, ToolSet, tool_fn};
-use futures::StreamExt;
+use agent_sdk::{Agent, StaticToolSource, ToolSet, tool_fn};
 
 #[path = "common/model.rs"]
 mod model;
+#[path = "common/print.rs"]
+mod print;
 
 /// The tool's input: field docs become the schema's descriptions.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -66,21 +65,8 @@ async fn main() {
         .tools(tools)
         .system("Answer briefly.")
         .build();
-    let mut run = agent.prompt(prompt);
-    while let Some(event) = run.next().await {
-        match event {
-            AgentEvent::TextDelta { text } => {
-                print!("{text}");
-                let _ = std::io::stdout().flush();
-            }
-            AgentEvent::ToolCall { tool, input, .. } => eprintln!("-> {tool} {input}"),
-            AgentEvent::ToolResult { tool, is_error, .. } => {
-                eprintln!("<- {tool} {}", if is_error { "failed" } else { "ok" });
-            }
-            _ => {}
-        }
-    }
-    println!();
-    let ok = run.into_result().await.is_ok_and(|r| r.completed());
+    let ok = print::print_run(agent.prompt(prompt))
+        .await
+        .is_some_and(|r| r.completed());
     std::process::exit(if ok { 0 } else { 1 });
 }

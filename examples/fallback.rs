@@ -10,12 +10,13 @@
 //! provider whose API key is set is used, in the order of
 //! `agent_providers::DEFAULT_MODELS`.
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use agent_sdk::providers::{DEFAULT_MODELS, Providers};
-use agent_sdk::{Agent, AgentEvent, FallbackModel, LanguageModel};
-use futures::StreamExt;
+use agent_sdk::{Agent, FallbackModel, LanguageModel};
+
+#[path = "common/print.rs"]
+mod print;
 
 #[tokio::main]
 async fn main() {
@@ -67,25 +68,8 @@ async fn run() -> i32 {
     }
     eprintln!("fallback order: {}", selectors.join(" -> "));
     let agent = Agent::builder(Arc::new(FallbackModel::new(models))).build();
-    let mut run = agent.prompt(prompt);
-    while let Some(event) = run.next().await {
-        match event {
-            AgentEvent::TextDelta { text } => {
-                print!("{text}");
-                let _ = std::io::stdout().flush();
-            }
-            AgentEvent::ModelFallback { from, to, error } => {
-                eprintln!("fallback: {from} failed ({error}); now {to}")
-            }
-            AgentEvent::Finished {
-                error: Some(error), ..
-            } => eprintln!("error: {error}"),
-            _ => {}
-        }
-    }
-    println!();
-    match run.into_result().await {
-        Ok(result) if result.completed() => 0,
+    match print::print_run(agent.prompt(prompt)).await {
+        Some(result) if result.completed() => 0,
         _ => 3,
     }
 }

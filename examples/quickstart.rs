@@ -14,16 +14,15 @@
 //! unless `--mcp "COMMAND ARGS"` names another stdio server. With no model it
 //! still connects the server, lists its tools, says what to set and exits 2.
 
-use std::io::Write as _;
-
 use agent_sdk::mcp::{McpServerConfig, connect_all};
-use agent_sdk::{Agent, AgentEvent, ToolSet};
-use futures::StreamExt;
+use agent_sdk::{Agent, ToolSet};
 
 #[path = "common/demo_server.rs"]
 mod demo_server;
 #[path = "common/model.rs"]
 mod model;
+#[path = "common/print.rs"]
+mod print;
 
 const DEFAULT_PROMPT: &str = "What time is it in UTC right now, and how many words are in \
 \"the quick brown fox jumps over the lazy dog\"? Use the tools.";
@@ -76,27 +75,8 @@ async fn run() -> i32 {
                 .tools(tools)
                 .system("Answer briefly.")
                 .build();
-            let mut run = agent.prompt(prompt);
-            while let Some(event) = run.next().await {
-                match event {
-                    AgentEvent::TextDelta { text } => {
-                        print!("{text}");
-                        let _ = std::io::stdout().flush();
-                    }
-                    AgentEvent::ToolCall { tool, input, .. } => eprintln!("-> {tool} {input}"),
-                    AgentEvent::ToolResult { tool, is_error, .. } => {
-                        eprintln!("<- {tool} {}", if is_error { "failed" } else { "ok" });
-                    }
-                    AgentEvent::Warning { message } => eprintln!("warning: {message}"),
-                    AgentEvent::Finished {
-                        error: Some(error), ..
-                    } => eprintln!("error: {error}"),
-                    _ => {}
-                }
-            }
-            println!();
-            match run.into_result().await {
-                Ok(result) if result.completed() => 0,
+            match print::print_run(agent.prompt(prompt)).await {
+                Some(result) if result.completed() => 0,
                 _ => 1,
             }
         }

@@ -54,32 +54,13 @@ pub(crate) fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Expand one string; `Err` names the missing variable. `$${` is not
-/// special: only `${NAME}` and `${NAME:-default}` are replaced.
+/// Expand one string (agent-mcp's `${VAR}` / `${VAR:-default}` rules); `Err`
+/// names the missing variable.
 fn expand_str(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        match (lookup(name).filter(|v| !v.is_empty()), default) {
-            (Some(value), _) => out.push_str(&value),
-            (None, Some(default)) => out.push_str(default),
-            (None, None) => return Err(name.to_string()),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    agent_mcp::interpolate("", text, lookup).map_err(|e| match e {
+        agent_mcp::McpError::MissingVariable { variable, .. } => variable,
+        other => other.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -172,27 +172,6 @@ pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Re
     }
 }
 
-/// Open a WebSocket session and initialize.
-#[cfg(feature = "websocket")]
-async fn connect_ws(
-    name: String,
-    remote: crate::config::RemoteConfig,
-    handler: Handler,
-) -> Result<Connection, McpError> {
-    let transport = crate::ws::open(&name, &remote).await?;
-    match serve_client(handler, transport).await {
-        Ok(service) => Ok(Connection::new(
-            service,
-            #[cfg(feature = "stdio")]
-            None,
-        )),
-        Err(e) => Err(McpError::Connect {
-            server: name,
-            message: format!("initialize failed: {e}"),
-        }),
-    }
-}
-
 /// Open a legacy SSE session and initialize (owned arguments: the future is `Send`).
 #[cfg(feature = "sse")]
 async fn connect_sse(
@@ -201,6 +180,27 @@ async fn connect_sse(
     handler: Handler,
 ) -> Result<Connection, McpError> {
     let transport = crate::sse::open(&name, &remote).await?;
+    initialize(name, transport, handler).await
+}
+
+/// Open a WebSocket session and initialize.
+#[cfg(feature = "websocket")]
+async fn connect_ws(
+    name: String,
+    remote: crate::config::RemoteConfig,
+    handler: Handler,
+) -> Result<Connection, McpError> {
+    let transport = crate::ws::open(&name, &remote).await?;
+    initialize(name, transport, handler).await
+}
+
+/// Run `initialize` over an opened network transport.
+#[cfg(any(feature = "sse", feature = "websocket"))]
+async fn initialize<T, E>(name: String, transport: T, handler: Handler) -> Result<Connection, McpError>
+where
+    T: rmcp::transport::Transport<RoleClient, Error = E> + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
     match serve_client(handler, transport).await {
         Ok(service) => Ok(Connection::new(
             service,

@@ -97,6 +97,16 @@ fn lenient(events: SseEvents) -> SseEvents {
     events.map(|event| event.map(blank_undecodable)).boxed()
 }
 
+/// A POST's answer with its event stream (if any) made lenient.
+fn lenient_response(response: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+    match response {
+        StreamableHttpPostResponse::Sse(events, session) => {
+            StreamableHttpPostResponse::Sse(lenient(events), session)
+        }
+        other => other,
+    }
+}
+
 impl StreamableHttpClient for LenientClient {
     type Error = reqwest::Error;
 
@@ -108,16 +118,10 @@ impl StreamableHttpClient for LenientClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let response = self
-            .0
+        self.0
             .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await?;
-        Ok(match response {
-            StreamableHttpPostResponse::Sse(events, session) => {
-                StreamableHttpPostResponse::Sse(lenient(events), session)
-            }
-            other => other,
-        })
+            .await
+            .map(lenient_response)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -129,8 +133,7 @@ impl StreamableHttpClient for LenientClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let response = self
-            .0
+        self.0
             .post_message_with_max_sse_event_size(
                 uri,
                 message,
@@ -139,13 +142,8 @@ impl StreamableHttpClient for LenientClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await?;
-        Ok(match response {
-            StreamableHttpPostResponse::Sse(events, session) => {
-                StreamableHttpPostResponse::Sse(lenient(events), session)
-            }
-            other => other,
-        })
+            .await
+            .map(lenient_response)
     }
 
     async fn delete_session(
@@ -168,11 +166,10 @@ impl StreamableHttpClient for LenientClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<SseEvents, StreamableHttpError<Self::Error>> {
-        let events = self
-            .0
+        self.0
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await?;
-        Ok(lenient(events))
+            .await
+            .map(lenient)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -184,8 +181,7 @@ impl StreamableHttpClient for LenientClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<SseEvents, StreamableHttpError<Self::Error>> {
-        let events = self
-            .0
+        self.0
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -194,8 +190,8 @@ impl StreamableHttpClient for LenientClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await?;
-        Ok(lenient(events))
+            .await
+            .map(lenient)
     }
 }
 

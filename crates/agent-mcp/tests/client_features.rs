@@ -30,6 +30,9 @@ async fn without_handlers_sampling_and_elicitation_are_declined_with_an_error() 
             "{text}"
         );
     }
+    // A ping mid-call is always answered.
+    let ping = call(&tool(&source, "ask_ping").await, json!({})).await;
+    assert!(ping.as_text().starts_with("answered"), "{}", ping.as_text());
     // No roots configured: an empty list, and no capability advertised.
     let roots = call(&tool(&source, "ask_roots").await, json!({})).await;
     assert_eq!(roots.as_text(), r#"answered: {"roots":[]}"#);

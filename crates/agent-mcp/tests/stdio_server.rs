@@ -25,6 +25,7 @@ async fn discovers_every_page_and_the_instructions() {
             "add",
             "add_tool",
             "ask_elicitation",
+            "ask_ping",
             "ask_roots",
             "ask_sampling",
             "crash",

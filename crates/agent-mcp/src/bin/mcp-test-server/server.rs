@@ -2,7 +2,7 @@
 //!
 //! Tools: echo, add, slow, progress, crash, spawn_grandchild, huge, add_tool
 //! (changes the list and sends list_changed), env, image, fail, noargs,
-//! ask_sampling / ask_elicitation / ask_roots (send that request to the
+//! ask_sampling / ask_elicitation / ask_roots / ask_ping (send that request to the
 //! client mid-call and return what it answered, or its error). `tools/list`
 //! is paged (3 per page) so clients must follow cursors. One prompt,
 //! `greet`. When `TEST_SERVER_LOG` is set, cancellations received are
@@ -96,6 +96,7 @@ impl TestServer {
             Tool::new("ask_sampling", "Ask the client for a completion.", num(&[])),
             Tool::new("ask_elicitation", "Ask the client's user for input.", num(&[])),
             Tool::new("ask_roots", "Ask the client for its roots.", num(&[])),
+            Tool::new("ask_ping", "Ping the client mid-call.", num(&[])),
         ];
         if self.extra_tool.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Added at run time.", num(&[])));
@@ -312,6 +313,10 @@ impl ServerHandler for TestServer {
                 Ok(answered(context.peer.send_request(request).await))
             }
             "ask_roots" => Ok(answered(context.peer.list_roots().await)),
+            "ask_ping" => {
+                let ping = ServerRequest::PingRequest(rmcp::model::PingRequest::default());
+                Ok(answered(context.peer.send_request(ping).await))
+            }
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
     }
