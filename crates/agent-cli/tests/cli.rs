@@ -22,15 +22,7 @@ async fn events_show_a_tool_call_through_a_real_mcp_server_then_the_answer() {
     .await;
     let dir = tmp();
     let config = write_config(dir.path(), &server, json!({}));
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--events",
-        "Echo ping",
-    ];
-    let out = run_agent(&args, &[], dir.path()).await;
+    let out = run_local(&config, &["--events", "Echo ping"], &[], dir.path()).await;
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let events = json_lines(&stdout);
@@ -72,10 +64,8 @@ async fn text_mode_streams_only_the_answer_to_stdout_and_quiet_prints_it_once() 
         .await;
         let dir = tmp();
         let config = write_config(dir.path(), &server, json!({}));
-        let mut args = vec!["--config", config.to_str().unwrap(), "--model", "local/test"];
-        args.extend(mode);
-        args.push("Add 2 and 3");
-        let out = run_agent(&args, &[], dir.path()).await;
+        let args: Vec<&str> = mode.into_iter().chain(["Add 2 and 3"]).collect();
+        let out = run_local(&config, &args, &[], dir.path()).await;
         let (stdout, stderr) = texts(&out);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert_eq!(stdout, "It is 5.\n", "{mode:?}");
@@ -226,15 +216,7 @@ async fn unknown_keys_warn_and_a_missing_variable_only_drops_that_server() {
             }
         }),
     );
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--events",
-        "hi",
-    ];
-    let out = run_agent(&args, &[], dir.path()).await;
+    let out = run_local(&config, &["--events", "hi"], &[], dir.path()).await;
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -262,17 +244,7 @@ async fn approve_deny_refuses_the_call_and_the_run_goes_on() {
     .await;
     let dir = tmp();
     let config = write_config(dir.path(), &server, json!({}));
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--approve",
-        "deny",
-        "--events",
-        "go",
-    ];
-    let out = run_agent(&args, &[], dir.path()).await;
+    let out = run_local(&config, &["--approve", "deny", "--events", "go"], &[], dir.path()).await;
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let events = json_lines(&stdout);
@@ -313,16 +285,13 @@ async fn accounting_writes_one_line_per_model_attempt_and_tool_call() {
     let dir = tmp();
     let config = write_config(dir.path(), &server, json!({}));
     let ledger = dir.path().join("ledger.jsonl");
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--accounting",
-        ledger.to_str().unwrap(),
-        "go",
-    ];
-    let out = run_agent(&args, &[], dir.path()).await;
+    let out = run_local(
+        &config,
+        &["--accounting", ledger.to_str().unwrap(), "go"],
+        &[],
+        dir.path(),
+    )
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
     let entries = json_lines(&std::fs::read_to_string(&ledger).unwrap());
     assert_eq!(entries.len(), 3, "{entries:?}");
@@ -352,34 +321,14 @@ async fn exit_codes_tell_how_the_run_ended() {
     }])
     .await;
     let config = write_config(dir.path(), &failing, json!({"mcpServers": {}}));
-    let out = run_agent(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--model",
-            "local/test",
-            "hi",
-        ],
-        &[],
-        dir.path(),
-    )
-    .await;
+    let out = run_local(&config, &["hi"], &[], dir.path()).await;
     assert_eq!(out.status.code(), Some(3), "{}", texts(&out).1);
     assert!(texts(&out).1.contains("error:"), "{}", texts(&out).1);
 
     // 5: the step limit is reached while the model keeps calling tools.
     let looping = ModelServer::start(vec![tool_call("test__echo", json!({"text": "again"})).into()]).await;
     let config = write_config(dir.path(), &looping, json!({}));
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--max-steps",
-        "2",
-        "loop",
-    ];
-    let out = run_agent(&args, &[], dir.path()).await;
+    let out = run_local(&config, &["--max-steps", "2", "loop"], &[], dir.path()).await;
     assert_eq!(out.status.code(), Some(5), "{}", texts(&out).1);
 
     // 4: the context window cannot hold the request.
@@ -390,18 +339,7 @@ async fn exit_codes_tell_how_the_run_ended() {
         json!({"mcpServers": {}, "providers": {"local": {"type": "openai-compatible", "baseUrl": tiny.base_url(),
             "models": {"test": {"contextWindow": 50}}}}, "defaults": {"contextWindowBufferTokens": 0}}),
     );
-    let out = run_agent(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--model",
-            "local/test",
-            &"words ".repeat(200),
-        ],
-        &[],
-        dir.path(),
-    )
-    .await;
+    let out = run_local(&config, &[&"words ".repeat(200)], &[], dir.path()).await;
     assert_eq!(out.status.code(), Some(4), "{}", texts(&out).1);
     assert!(tiny.bodies().is_empty(), "a request over the window was sent");
 
@@ -488,16 +426,13 @@ async fn traces_never_show_the_api_key() {
         &server,
         json!({"mcpServers": {}, "providers": {"local": {"type": "openai-compatible", "baseUrl": server.base_url(), "apiKey": "${LOCAL_LLM_KEY}"}}}),
     );
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--trace-llm",
-        "-vv",
-        "hi",
-    ];
-    let out = run_agent(&args, &[("LOCAL_LLM_KEY", secret)], dir.path()).await;
+    let out = run_local(
+        &config,
+        &["--trace-llm", "-vv", "hi"],
+        &[("LOCAL_LLM_KEY", secret)],
+        dir.path(),
+    )
+    .await;
     let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("agent_providers"), "no trace output: {stderr}");

@@ -154,6 +154,15 @@ pub async fn run_agent(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Outpu
         .unwrap()
 }
 
+/// Run `agent --config CONFIG --model local/test ARGS...` in `cwd`: the
+/// model of the config [`write_config`] wrote.
+pub async fn run_local(config: &Path, args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Output {
+    let config = config.to_str().unwrap();
+    let mut all = vec!["--config", config, "--model", "local/test"];
+    all.extend_from_slice(args);
+    run_agent(&all, env, cwd).await
+}
+
 /// The command, not started (stdin null, stdout and stderr piped).
 pub fn agent_command(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(agent_bin());
