@@ -24,6 +24,7 @@ pub use rmcp;
 mod config;
 mod connect;
 mod connect_all;
+mod delivery;
 mod discovery;
 mod env;
 mod error;

@@ -220,8 +220,17 @@ impl SourceInner {
                 .await
                 .map_err(|e| self.server_error(format!("server is down and reconnecting failed: {e}")))?,
         );
-        if let Ok(mut slot) = self.conn.write() {
-            *slot = Some(conn.clone());
+        // `close` may have run while this connected: it must stay closed.
+        let stored = match self.conn.write() {
+            Ok(mut slot) if !self.closed.load(Ordering::SeqCst) => {
+                *slot = Some(conn.clone());
+                true
+            }
+            _ => false,
+        };
+        if !stored {
+            conn.close().await;
+            return Err(self.server_error("closed"));
         }
         if let Ok(mut instr) = self.instructions.lock() {
             instr.clone_from(&conn.instructions);

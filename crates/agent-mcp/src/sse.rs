@@ -21,9 +21,29 @@ use crate::config::RemoteConfig;
 use crate::error::McpError;
 
 /// Why sending over the legacy SSE transport failed.
+///
+/// ```
+/// # #[cfg(feature = "sse")] {
+/// fn may_have_run(e: &agent_mcp::SseSendError) -> bool {
+///     e.reached_server() // false only when the POST never connected
+/// }
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
-#[error("legacy SSE transport: {0}")]
-pub struct SseSendError(String);
+#[error("legacy SSE transport: {message}")]
+pub struct SseSendError {
+    message: String,
+    reached_server: bool,
+}
+
+impl SseSendError {
+    /// Whether the message may have reached the server: false only when it
+    /// was never sent (it could not be encoded, or no connection was made),
+    /// so sending it again cannot run anything twice.
+    pub fn reached_server(&self) -> bool {
+        self.reached_server
+    }
+}
 
 type MessageStream = Pin<Box<dyn Stream<Item = RxJsonRpcMessage<RoleClient>> + Send>>;
 
@@ -108,7 +128,10 @@ async fn post_message(
     target: &PostTarget,
     message: TxJsonRpcMessage<RoleClient>,
 ) -> Result<(), SseSendError> {
-    let body = serde_json::to_vec(&message).map_err(|e| SseSendError(e.to_string()))?;
+    let body = serde_json::to_vec(&message).map_err(|e| SseSendError {
+        message: e.to_string(),
+        reached_server: false,
+    })?;
     target
         .client
         .post(target.endpoint.clone())
@@ -118,7 +141,10 @@ async fn post_message(
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| SseSendError(format!("POST {}: {e}", target.endpoint)))?;
+        .map_err(|e| SseSendError {
+            message: format!("POST {}: {e}", target.endpoint),
+            reached_server: !e.is_connect(),
+        })?;
     Ok(())
 }
 

@@ -19,6 +19,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleClient, Service
 use serde_json::{Map, Value};
 
 use crate::connect::Connection;
+use crate::delivery::{Delivery, classify};
 use crate::result::map_call_result;
 use crate::source::SourceInner;
 
@@ -128,7 +129,8 @@ impl Tool for McpTool {
         if ctx.cancellation().is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        // At most one resend: after a send failure (never delivered).
+        // At most one resend, and only of a request that never reached the
+        // server (see `delivery`).
         let mut resent = false;
         loop {
             let (conn, handle) = match self.send(&arguments, &ctx).await {
@@ -161,13 +163,19 @@ impl Tool for McpTool {
                 Ok(ServerResult::CallToolResult(result)) => map_call_result(result),
                 Ok(other) => self.error(format!("unexpected response: {other:?}")),
                 Err(ServiceError::TransportSend(e)) => {
-                    // The request never reached the server: reconnect and resend once.
                     conn.mark_broken();
-                    if !resent {
-                        resent = true;
-                        continue;
+                    match classify(&e) {
+                        // Never reached the server: reconnect and resend once.
+                        Delivery::Never if !resent => {
+                            resent = true;
+                            continue;
+                        }
+                        Delivery::Never => self.error(e),
+                        // It may have run: a second send could run it twice.
+                        Delivery::Maybe => self.error(format!(
+                            "{e} (the request may have reached the server, so it was not sent again)"
+                        )),
                     }
-                    self.error(e)
                 }
                 Err(ServiceError::Timeout { timeout }) => self.error(format!("timed out after {timeout:?}")),
                 Err(ServiceError::TransportClosed) => {

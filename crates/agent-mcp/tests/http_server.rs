@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agent_core::{ProgressReporter, ToolContext, ToolOutputPart, ToolSource};
@@ -157,4 +159,131 @@ async fn list_changed_over_http_shows_the_new_tool() {
     );
     source.close().await;
     server.kill().await;
+}
+
+#[tokio::test]
+async fn configured_headers_reach_the_server_with_variables_resolved_at_connect() {
+    let server = NetServer::start("--http", 0, &[]).await;
+    // Cargo sets CARGO_PKG_NAME for the test process; the other has a default.
+    let config = http("web", &server)
+        .header("X-Package", "${CARGO_PKG_NAME}")
+        .header("X-Fallback", "${AGENT_MCP_TEST_UNSET_VARIABLE:-fallback}");
+    let source = connect(config).await;
+    let header = tool(&source, "header").await;
+    assert_eq!(
+        call(&header, json!({"name": "x-package"})).await.as_text(),
+        "agent-mcp"
+    );
+    assert_eq!(
+        call(&header, json!({"name": "x-fallback"})).await.as_text(),
+        "fallback"
+    );
+    source.close().await;
+    server.kill().await;
+}
+
+/// Lines of the server log equal to `line`.
+fn count_lines(log: &std::path::Path, line: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == line)
+        .count()
+}
+
+#[tokio::test]
+async fn a_call_delivered_whose_reply_is_lost_is_not_sent_again() {
+    let log = temp_log("http-lost-reply");
+    let server =
+        NetServer::start_with("--http", 0, &[], &[("TEST_SERVER_LOG", &log.to_string_lossy())]).await;
+    let proxy = LossyProxy::start(&server.url).await;
+    let source = connect(McpServerConfig::http("lossy", proxy.url.clone())).await;
+    let echo = tool(&source, "echo").await;
+
+    proxy.lose_replies(true);
+    let lost = call(&echo, json!({"text": "once"})).await;
+    assert!(lost.is_error, "{}", lost.as_text());
+    assert!(lost.as_text().contains("mcp server lossy"), "{}", lost.as_text());
+    assert!(
+        lost.as_text().contains("may have reached the server"),
+        "{}",
+        lost.as_text()
+    );
+    // It ran once on the server and was not resent.
+    assert_eq!(count_lines(&log, "called echo"), 1);
+
+    proxy.lose_replies(false);
+    let next = call(&echo, json!({"text": "twice"})).await;
+    assert_eq!((next.as_text().as_str(), next.is_error), ("twice", false));
+    assert_eq!(count_lines(&log, "called echo"), 2);
+    source.close().await;
+    server.kill().await;
+}
+
+/// A reverse proxy in front of the test server. While told to lose replies,
+/// it forwards each `tools/call`, waits for the server's whole answer (so the
+/// tool has run), then answers the client `502 Bad Gateway`: a request that
+/// was delivered and whose reply was lost, as a failing gateway loses it.
+struct LossyProxy {
+    url: String,
+    lose: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl LossyProxy {
+    async fn start(upstream: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let lose = Arc::new(AtomicBool::new(false));
+        let state = (reqwest::Client::new(), upstream.to_string(), lose.clone());
+        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+            let state = state.clone();
+            async move { forward(state, request).await }
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { url, lose, task }
+    }
+
+    fn lose_replies(&self, on: bool) {
+        self.lose.store(on, Ordering::SeqCst);
+    }
+}
+
+impl Drop for LossyProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn forward(
+    (client, upstream, lose): (reqwest::Client, String, Arc<AtomicBool>),
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+    use axum::response::IntoResponse;
+    let hop_by_hop =
+        |name: &axum::http::HeaderName| [HOST, CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION].contains(name);
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    let is_call = String::from_utf8_lossy(&body).contains("\"tools/call\"");
+    let mut out = client.request(parts.method, &upstream).body(body);
+    for (name, value) in parts.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
+        out = out.header(name, value);
+    }
+    let Ok(response) = out.send().await else {
+        return axum::http::StatusCode::BAD_GATEWAY.into_response();
+    };
+    if is_call && lose.load(Ordering::SeqCst) {
+        let _ = response.bytes().await; // the server has answered: the tool ran
+        return axum::http::StatusCode::BAD_GATEWAY.into_response();
+    }
+    let mut builder = axum::response::Response::builder().status(response.status());
+    for (name, value) in response.headers().iter().filter(|(n, _)| !hop_by_hop(n)) {
+        builder = builder.header(name, value);
+    }
+    builder
+        .body(axum::body::Body::from_stream(response.bytes_stream()))
+        .unwrap()
 }

@@ -32,6 +32,7 @@ async fn discovers_every_page_and_the_instructions() {
             "echo",
             "env",
             "fail",
+            "header",
             "huge",
             "image",
             "noargs",

@@ -27,6 +27,9 @@ async fn tools_progress_and_list_changed_over_websocket() {
     );
     let huge = call(&tool(&source, "huge").await, json!({"kb": 1024})).await;
     assert_eq!(huge.as_text().len(), 1024 * 1024);
+    // The configured header reached the server with the handshake.
+    let header = call(&tool(&source, "header").await, json!({"name": "x-test"})).await;
+    assert_eq!(header.as_text(), "1");
 
     let (reporter, mut rx) = ProgressReporter::channel("p");
     let out = tool(&source, "progress")

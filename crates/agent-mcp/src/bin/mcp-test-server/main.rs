@@ -10,7 +10,8 @@
 //! Faults: `--slow-init MS` delays the answer to `initialize`, `--garbage`
 //! prints non-JSON lines on stdout (stdio) or sends a non-JSON SSE event
 //! before every event stream (HTTP), `--pid-file PATH` writes its pid. The
-//! tools misbehave on request (see `server.rs`).
+//! tools misbehave on request (see `server.rs`). In stdio mode a SIGTERM
+//! is logged (`got SIGTERM`, see `TEST_SERVER_LOG`) before it exits.
 
 mod net;
 mod server;
@@ -38,6 +39,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(port) = value_of("--ws") {
         return net::serve_ws(server, port.parse()?).await;
     }
+    // Record a SIGTERM (then exit as a default handler would), so tests can
+    // tell a server that left on stdin close from one that was signalled.
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::spawn(async move {
+        if sigterm.recv().await.is_some() {
+            server::log("got SIGTERM");
+            std::process::exit(143);
+        }
+    });
     if garbage {
         // Not JSON-RPC: a well-behaved client skips or survives it.
         println!("this line is not JSON");

@@ -71,12 +71,22 @@ pub async fn serve_ws(server: TestServer, port: u16) -> Result<(), Error> {
     announce(&format!("ws://{}/", listener.local_addr()?));
     loop {
         let (socket, _) = listener.accept().await?;
-        let server = server.clone();
+        let mut server = server.clone();
         tokio::spawn(async move {
-            let Ok(ws) = tokio_tungstenite::accept_hdr_async(socket, require_mcp_subprotocol).await else {
+            let seen = Arc::new(std::sync::Mutex::new(None));
+            let keep = seen.clone();
+            #[allow(clippy::result_large_err)] // tungstenite's callback signature
+            let callback = move |request: &WsRequest, response: WsResponse| {
+                if let Ok(mut slot) = keep.lock() {
+                    *slot = Some(request.headers().clone());
+                }
+                require_mcp_subprotocol(request, response)
+            };
+            let Ok(ws) = tokio_tungstenite::accept_hdr_async(socket, callback).await else {
                 eprintln!("websocket handshake refused");
                 return;
             };
+            server.handshake = seen.lock().ok().and_then(|mut h| h.take()).map(Arc::new);
             let (sink, stream) = ws.split();
             let sink = sink.with(
                 |message: rmcp::service::TxJsonRpcMessage<rmcp::RoleServer>| async move {

@@ -3,10 +3,12 @@
 //! Tools: echo, add, slow, progress, crash, spawn_grandchild, huge, add_tool
 //! (changes the list and sends list_changed), env, image, fail, noargs,
 //! ask_sampling / ask_elicitation / ask_roots / ask_ping (send that request to the
-//! client mid-call and return what it answered, or its error). `tools/list`
-//! is paged (3 per page) so clients must follow cursors. One prompt,
-//! `greet`. When `TEST_SERVER_LOG` is set, cancellations received are
-//! appended to that file.
+//! client mid-call and return what it answered, or its error), header (the
+//! value of an HTTP request header; HTTP mode only). `tools/list` is paged
+//! (3 per page) so clients must follow cursors. One prompt, `greet`. When
+//! `TEST_SERVER_LOG` is set, every call (`called NAME`), cancellations
+//! received and the end of a progress run (`progress done`) are appended to
+//! that file.
 
 #![allow(deprecated)] // rmcp marks roots and sampling deprecated (SEP-2577); clients still serve them.
 
@@ -34,6 +36,8 @@ pub struct TestServer {
     extra_tool: Arc<AtomicBool>,
     /// Delay before answering `initialize`.
     pub slow_init: Option<Duration>,
+    /// The WebSocket handshake's request headers (WebSocket mode).
+    pub handshake: Option<Arc<axum::http::HeaderMap>>,
 }
 
 fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
@@ -51,7 +55,8 @@ fn num(props: &[&str]) -> Arc<serde_json::Map<String, Value>> {
     schema(json!({"type": "object", "properties": p}))
 }
 
-fn log(line: &str) {
+/// Append `line` to the file `TEST_SERVER_LOG` names, if set.
+pub fn log(line: &str) {
     if let Ok(path) = std::env::var("TEST_SERVER_LOG")
         && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path)
     {
@@ -97,6 +102,11 @@ impl TestServer {
             Tool::new("ask_elicitation", "Ask the client's user for input.", num(&[])),
             Tool::new("ask_roots", "Ask the client for its roots.", num(&[])),
             Tool::new("ask_ping", "Ping the client mid-call.", num(&[])),
+            Tool::new(
+                "header",
+                "Value of an HTTP request header.",
+                schema(json!({"type": "object", "properties": {"name": {"type": "string"}}})),
+            ),
         ];
         if self.extra_tool.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Added at run time.", num(&[])));
@@ -230,6 +240,7 @@ impl ServerHandler for TestServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        log(&format!("called {}", request.name));
         match request.name.as_ref() {
             "echo" => Ok(text(arg_str(&request, "text"))),
             "add" => {
@@ -266,6 +277,8 @@ impl ServerHandler for TestServer {
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                 }
+                // Cancellation is ignored on purpose: progress goes on after it.
+                log("progress done");
                 Ok(text(format!("did {steps} steps")))
             }
             "crash" => {
@@ -313,6 +326,19 @@ impl ServerHandler for TestServer {
                 Ok(answered(context.peer.send_request(request).await))
             }
             "ask_roots" => Ok(answered(context.peer.list_roots().await)),
+            "header" => {
+                let name = arg_str(&request, "name");
+                let headers = context
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .map(|parts| &parts.headers)
+                    .or(self.handshake.as_deref());
+                let value = headers
+                    .and_then(|h| h.get(name.as_str()))
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("<none>");
+                Ok(text(value))
+            }
             "ask_ping" => {
                 let ping = ServerRequest::PingRequest(rmcp::model::PingRequest::default());
                 Ok(answered(context.peer.send_request(ping).await))

@@ -1,0 +1,219 @@
+//! Lifecycle faults of the in-repo test server: how a stdio server is ended
+//! (stdin close, SIGTERM, SIGKILL), its stderr in tracing, progress after a
+//! cancel, a close racing a reconnect, and one server down among several.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_core::{ProgressReporter, ToolContext, ToolSource};
+use agent_mcp::McpServerConfig;
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_server_that_leaves_on_stdin_close_is_never_signalled() {
+    let log = temp_log("stdin-close");
+    let source = connect(test_server("calm").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
+    let pid = source.pid().unwrap();
+    call(&tool(&source, "echo").await, json!({"text": "hi"})).await;
+    source.close().await;
+    assert!(process_gone(pid), "server survived close");
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !seen.contains("got SIGTERM"),
+        "closing stdin was not enough: {seen}"
+    );
+}
+
+#[tokio::test]
+async fn a_group_member_that_ignores_sigterm_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("stubborn.pid");
+    // The shell ignores TERM, so the backgrounded sleep inherits that; the
+    // server itself (exec'd) leaves on stdin close.
+    let script = format!(
+        "trap '' TERM; sleep 300 >/dev/null 2>&1 & echo $! > '{}'; exec '{}'",
+        pid_file.display(),
+        env!("CARGO_BIN_EXE_mcp-test-server"),
+    );
+    let source = connect(McpServerConfig::stdio("stubborn", "sh").args(["-c", script.as_str()])).await;
+    let sleeper: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!process_gone(sleeper));
+    source.close().await;
+    // close() returns once the whole group is gone: SIGTERM was not enough.
+    assert!(
+        process_gone(sleeper),
+        "a SIGTERM-proof group member survived close"
+    );
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+// One thread, so the stderr-forwarding task logs under this test's subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn stderr_lines_become_tracing_events_naming_the_server() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let source = connect(test_server("chatty-stderr")).await;
+    // The test server writes this line to stderr as it starts.
+    let until = tokio::time::Instant::now() + HANG_GUARD;
+    while !captured.text().contains("mcp-test-server starting") {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "stderr never reached tracing"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let line = captured
+        .text()
+        .lines()
+        .find(|l| l.contains("mcp-test-server starting"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("agent_mcp::stderr"), "{line}");
+    assert!(line.contains("server=chatty-stderr"), "{line}");
+    source.close().await;
+}
+
+#[tokio::test]
+async fn progress_that_arrives_after_a_timeout_is_dropped_and_the_server_stays_usable() {
+    let log = temp_log("late-progress");
+    let config = test_server("late")
+        .env("TEST_SERVER_LOG", log.to_string_lossy())
+        .call_timeout(Duration::from_millis(50));
+    let source = connect(config).await;
+    let (reporter, mut rx) = ProgressReporter::channel("p1");
+    // 100 steps, 5 ms apart, cancellation ignored: most arrive after the timeout.
+    let out = tool(&source, "progress")
+        .await
+        .call(
+            json!({"steps": 100}),
+            ToolContext::new("p1").with_progress(reporter),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.is_error && out.as_text().contains("timed out"),
+        "{}",
+        out.as_text()
+    );
+    while rx.try_recv().is_ok() {}
+    assert!(
+        wait_for_line(&log, "progress done").await,
+        "the server never finished"
+    );
+    // The late notifications reached the client and were dropped there.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(rx.try_recv().is_err(), "progress reported after the call ended");
+    // A new call on the same session gets none of the old call's reports.
+    let (reporter, mut rx) = ProgressReporter::channel("p2");
+    let ctx = ToolContext::new("p2").with_progress(reporter);
+    let out = tool(&source, "progress")
+        .await
+        .call(json!({"steps": 0}), ctx)
+        .await
+        .unwrap();
+    assert_eq!(out.as_text(), "did 0 steps");
+    assert!(rx.try_recv().is_err(), "a stale notification reached a new call");
+    source.close().await;
+}
+
+#[tokio::test]
+async fn a_close_during_a_reconnect_leaves_no_server_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("server.pid");
+    let config = test_server("racy")
+        .args(["--slow-init", "1500", "--pid-file", &pid_file.to_string_lossy()])
+        .connect_timeout(Duration::from_secs(30));
+    let source = connect(config).await;
+    let first = source.pid().unwrap();
+    // Both tools before the crash: listing after it would reconnect first.
+    let echo = tool(&source, "echo").await;
+    assert!(call(&tool(&source, "crash").await, json!({})).await.is_error);
+    // This call reconnects: a new server starts and takes 1.5 s to initialize.
+    let pending = tokio::spawn(async move { echo.call(json!({"text": "x"}), ToolContext::new("c")).await });
+    let until = tokio::time::Instant::now() + HANG_GUARD;
+    let second = loop {
+        let written = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        match written {
+            Some(pid) if pid != first => break pid,
+            _ => assert!(tokio::time::Instant::now() < until, "no reconnect started"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    source.close().await;
+    let out = tokio::time::timeout(HANG_GUARD, pending)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(out.is_error, "{}", out.as_text());
+    // The source is still alive (not dropped): only close could end the new server.
+    assert!(
+        wait_gone(second).await,
+        "the server started by the reconnect outlived close"
+    );
+    drop(source);
+}
+
+#[tokio::test]
+async fn a_server_that_stays_down_leaves_the_others_working() {
+    let down = NetServer::start("--http", 0, &[]).await;
+    let gone = connect(McpServerConfig::http("gone", down.url.clone())).await;
+    let healthy = connect(test_server("healthy")).await;
+    let (gone_echo, healthy_echo) = (tool(&gone, "echo").await, tool(&healthy, "echo").await);
+    down.kill().await;
+    let (dead, alive) = tokio::join!(
+        call(&gone_echo, json!({"text": "x"})),
+        call(&healthy_echo, json!({"text": "fine"})),
+    );
+    assert!(
+        dead.is_error && dead.as_text().contains("mcp server gone"),
+        "{}",
+        dead.as_text()
+    );
+    assert_eq!((alive.as_text().as_str(), alive.is_error), ("fine", false));
+    // Still down: still an error naming it, and still no effect on the other.
+    let again = call(&gone_echo, json!({"text": "x"})).await;
+    assert!(
+        again.is_error && again.as_text().contains("mcp server gone"),
+        "{}",
+        again.as_text()
+    );
+    assert!(gone.tools().await.is_err(), "a server that is down listed tools");
+    assert_eq!(call(&healthy_echo, json!({"text": "ok"})).await.as_text(), "ok");
+    gone.close().await;
+    healthy.close().await;
+}
