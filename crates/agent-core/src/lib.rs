@@ -65,7 +65,9 @@ pub use budget::{
     DEFAULT_CONTEXT_WINDOW, MESSAGE_OVERHEAD_TOKENS, TokenCounter,
 };
 pub use fallback::{DEFAULT_FALLBACK_RETRIES, FallbackModel, MAX_RATE_LIMIT_WAIT, MIN_RATE_LIMIT_WAIT};
-pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
+pub use message::{
+    ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult, human_size,
+};
 pub use model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use schema::{MAX_REF_DEPTH, flatten_schema, input_schema_for};
 pub use source::{SourceKind, StaticToolSource, ToolSource, ToolSourceError};

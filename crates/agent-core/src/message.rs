@@ -203,6 +203,43 @@ impl ImageSource {
             Self::Url { .. } => None,
         }
     }
+
+    /// What a model that cannot see this image is shown instead: its type
+    /// and decoded size, or its URL.
+    ///
+    /// ```
+    /// use agent_core::ImageSource;
+    /// let png = ImageSource::Base64 { media_type: "image/png".into(), data: "A".repeat(1640) };
+    /// assert_eq!(png.placeholder(), "[image: image/png, 1.2 KB]");
+    /// let url = ImageSource::Url { url: "https://example.com/a.png".into() };
+    /// assert_eq!(url.placeholder(), "[image: https://example.com/a.png]");
+    /// ```
+    pub fn placeholder(&self) -> String {
+        match self {
+            Self::Base64 { media_type, data } => {
+                let bytes = data.trim_end_matches('=').len() * 3 / 4;
+                format!("[image: {media_type}, {}]", human_size(bytes))
+            }
+            Self::Url { url } => format!("[image: {url}]"),
+        }
+    }
+}
+
+/// A byte count for people: `10 B`, `1.2 KB`, `3.0 MB`.
+///
+/// ```
+/// assert_eq!(agent_core::human_size(1229), "1.2 KB");
+/// assert_eq!(agent_core::human_size(10), "10 B");
+/// ```
+pub fn human_size(bytes: usize) -> String {
+    const KB: usize = 1024;
+    if bytes < KB {
+        format!("{bytes} B")
+    } else if bytes < KB * KB {
+        format!("{:.1} KB", bytes as f64 / KB as f64)
+    } else {
+        format!("{:.1} MB", bytes as f64 / (KB * KB) as f64)
+    }
 }
 
 /// Reasoning the model showed, with the opaque data its provider needs to
@@ -294,6 +331,33 @@ impl ToolResult {
     /// ```
     pub fn text(&self) -> String {
         crate::tool::render_parts_text(&self.parts)
+    }
+
+    /// The whole result as text for a provider whose tool results cannot
+    /// carry images: text and JSON parts as in [`Self::text`], each image
+    /// as its [`ImageSource::placeholder`], in order, so the model knows an
+    /// image was returned.
+    ///
+    /// ```
+    /// use agent_core::{ImageSource, ToolOutputPart, ToolResult};
+    /// let image = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
+    /// let r = ToolResult { call_id: "c".into(), parts: vec![ToolOutputPart::Image { image }, ToolOutputPart::text("a chart")], is_error: false };
+    /// assert_eq!(r.text_with_image_placeholders(), "[image: image/png, 8 B]\na chart");
+    /// ```
+    pub fn text_with_image_placeholders(&self) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            let piece = match part {
+                ToolOutputPart::Text { text } => std::borrow::Cow::Borrowed(text.as_str()),
+                ToolOutputPart::Json { value } => std::borrow::Cow::Owned(value.to_string()),
+                ToolOutputPart::Image { image } => std::borrow::Cow::Owned(image.placeholder()),
+            };
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&piece);
+        }
+        out
     }
 }
 

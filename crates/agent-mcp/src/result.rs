@@ -6,7 +6,7 @@
 //! become text; `structuredContent` becomes JSON text when there is no text
 //! content; `isError: true` stays an error result.
 
-use agent_core::{ImageSource, ToolOutput, ToolOutputPart};
+use agent_core::{ImageSource, ToolOutput, ToolOutputPart, human_size};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 /// Convert a tool result.
@@ -76,17 +76,6 @@ fn content_type(block: &ContentBlock) -> String {
 fn size_of_base64(data: &str) -> String {
     let bytes = data.trim_end_matches('=').len() * 3 / 4;
     human_size(bytes)
-}
-
-fn human_size(bytes: usize) -> String {
-    const KB: usize = 1024;
-    if bytes < KB {
-        format!("{bytes} B")
-    } else if bytes < KB * KB {
-        format!("{:.1} KB", bytes as f64 / KB as f64)
-    } else {
-        format!("{:.1} MB", bytes as f64 / (KB * KB) as f64)
-    }
 }
 
 #[cfg(test)]

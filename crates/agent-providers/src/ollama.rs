@@ -134,7 +134,7 @@ fn push_message(out: &mut Vec<Value>, message: &Message, names: &HashMap<&str, &
         Role::Tool => {
             for part in &message.content {
                 if let ContentPart::ToolResult(r) = part {
-                    let mut msg = json!({"role": "tool", "content": r.text()});
+                    let mut msg = json!({"role": "tool", "content": r.text_with_image_placeholders()});
                     if let Some(name) = names.get(r.call_id.as_str()) {
                         msg["tool_name"] = json!(name);
                     }

@@ -257,7 +257,7 @@ fn push_message(out: &mut Vec<Value>, message: &Message, replay_details: bool) {
             for part in &message.content {
                 if let ContentPart::ToolResult(result) = part {
                     out.push(
-                        json!({"role": "tool", "tool_call_id": result.call_id, "content": result.text()}),
+                        json!({"role": "tool", "tool_call_id": result.call_id, "content": result.text_with_image_placeholders()}),
                     );
                 }
             }

@@ -123,7 +123,7 @@ fn push_items(out: &mut Vec<Value>, message: &Message) {
             for part in &message.content {
                 if let ContentPart::ToolResult(r) = part {
                     out.push(
-                        json!({"type": "function_call_output", "call_id": r.call_id, "output": r.text()}),
+                        json!({"type": "function_call_output", "call_id": r.call_id, "output": r.text_with_image_placeholders()}),
                     );
                 }
             }
