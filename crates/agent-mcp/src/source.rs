@@ -80,6 +80,8 @@ impl McpToolSource {
     pub async fn connect_with(config: McpServerConfig, options: McpClientOptions) -> Result<Self, McpError> {
         let shared = Arc::new(Shared::new(&config.name, options));
         let timeout = config.effective_connect_timeout();
+        // One budget for connecting, initializing and discovering.
+        let deadline = tokio::time::Instant::now() + timeout;
         let conn = Arc::new(connect(&config, shared.clone()).await?);
         let inner = Arc::new(SourceInner {
             instructions: Mutex::new(conn.instructions.clone()),
@@ -96,7 +98,7 @@ impl McpToolSource {
             inner.refresh_prompts(&conn).await;
             Ok::<_, McpError>(())
         };
-        match tokio::time::timeout(timeout, discover).await {
+        match tokio::time::timeout_at(deadline, discover).await {
             Ok(Ok(())) => Ok(Self { inner }),
             Ok(Err(e)) => {
                 conn.close().await;

@@ -220,6 +220,29 @@ async fn a_call_delivered_whose_reply_is_lost_is_not_sent_again() {
     server.kill().await;
 }
 
+#[tokio::test]
+async fn connect_all_connects_every_server_at_once() {
+    const SERVERS: usize = 3;
+    let server = NetServer::start("--http", 0, &[]).await;
+    // Each proxy holds its initialize until all three are initializing: a
+    // sequential connect would wait at the barrier until its timeout.
+    let barrier = Arc::new(tokio::sync::Barrier::new(SERVERS));
+    let mut proxies = Vec::new();
+    for _ in 0..SERVERS {
+        proxies.push(LossyProxy::start_with(&server.url, Some(barrier.clone())).await);
+    }
+    let configs = proxies.iter().enumerate().map(|(i, p)| {
+        McpServerConfig::http(format!("s{i}"), p.url.clone()).connect_timeout(Duration::from_secs(20))
+    });
+    let connected = tokio::time::timeout(HANG_GUARD, agent_mcp::connect_all(configs))
+        .await
+        .expect("connect_all hung");
+    assert!(connected.failed.is_empty(), "{:?}", connected.failed);
+    assert_eq!(connected.sources.len(), SERVERS);
+    connected.close_all().await;
+    server.kill().await;
+}
+
 /// A reverse proxy in front of the test server. While told to lose replies,
 /// it forwards each `tools/call`, waits for the server's whole answer (so the
 /// tool has run), then answers the client `502 Bad Gateway`: a request that
@@ -232,10 +255,22 @@ struct LossyProxy {
 
 impl LossyProxy {
     async fn start(upstream: &str) -> Self {
+        Self::start_with(upstream, None).await
+    }
+
+    /// With `hold`, each `initialize` waits at that barrier before it is
+    /// forwarded: proxies sharing one barrier of N answer only when N
+    /// clients are initializing at once.
+    async fn start_with(upstream: &str, hold: Option<Arc<tokio::sync::Barrier>>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let lose = Arc::new(AtomicBool::new(false));
-        let state = (reqwest::Client::new(), upstream.to_string(), lose.clone());
+        let state = Upstream {
+            client: reqwest::Client::new(),
+            url: upstream.to_string(),
+            lose: lose.clone(),
+            hold,
+        };
         let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
             let state = state.clone();
             async move { forward(state, request).await }
@@ -257,25 +292,37 @@ impl Drop for LossyProxy {
     }
 }
 
-async fn forward(
-    (client, upstream, lose): (reqwest::Client, String, Arc<AtomicBool>),
-    request: axum::extract::Request,
-) -> axum::response::Response {
+/// Where and how a [`LossyProxy`] forwards.
+#[derive(Clone)]
+struct Upstream {
+    client: reqwest::Client,
+    url: String,
+    lose: Arc<AtomicBool>,
+    hold: Option<Arc<tokio::sync::Barrier>>,
+}
+
+async fn forward(upstream: Upstream, request: axum::extract::Request) -> axum::response::Response {
     use axum::http::header::{CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
     use axum::response::IntoResponse;
     let hop_by_hop =
         |name: &axum::http::HeaderName| [HOST, CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION].contains(name);
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
-    let is_call = String::from_utf8_lossy(&body).contains("\"tools/call\"");
-    let mut out = client.request(parts.method, &upstream).body(body);
+    let text = String::from_utf8_lossy(&body);
+    let is_call = text.contains("\"tools/call\"");
+    if let Some(hold) = &upstream.hold
+        && text.contains("\"initialize\"")
+    {
+        hold.wait().await;
+    }
+    let mut out = upstream.client.request(parts.method, &upstream.url).body(body);
     for (name, value) in parts.headers.iter().filter(|(n, _)| !hop_by_hop(n)) {
         out = out.header(name, value);
     }
     let Ok(response) = out.send().await else {
         return axum::http::StatusCode::BAD_GATEWAY.into_response();
     };
-    if is_call && lose.load(Ordering::SeqCst) {
+    if is_call && upstream.lose.load(Ordering::SeqCst) {
         let _ = response.bytes().await; // the server has answered: the tool ran
         return axum::http::StatusCode::BAD_GATEWAY.into_response();
     }
