@@ -25,6 +25,7 @@
 //! - unknown keys are warnings; a value of the wrong type is an error that
 //!   names its key path (`defaults.maxSteps: expected an unsigned integer`).
 
+mod choose;
 mod duration;
 mod expand;
 mod keys;
@@ -38,6 +39,7 @@ use agent_mcp::McpServerConfig;
 use agent_providers::{ProviderConfig, ProvidersConfig};
 use serde_json::{Map, Value};
 
+pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 pub use duration::parse_duration;
 use expand::{Missing, expand, join};
 

@@ -16,11 +16,12 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_sdk::config::AgentConfig;
+use agent_sdk::config::{AgentConfig, ChosenModel};
+use agent_sdk::mcp::{McpTransport, interpolate};
 use agent_sdk::{Agent, AgentOptions, Approvals, JsonlSink};
 use clap::Parser;
 use futures::StreamExt;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::{ApproveMode, Args};
 use crate::exit::Failure;
@@ -101,10 +102,55 @@ fn secrets(config: &AgentConfig) -> Vec<String> {
         out.extend(provider.api_key.clone());
         out.extend(provider.headers.values().cloned());
     }
+    // MCP servers' credentials: given literally, or through `${VAR}`.
+    let lookup = |name: &str| std::env::var(name).ok();
+    for server in &config.mcp_servers {
+        let named = match &server.transport {
+            McpTransport::Stdio(stdio) => &stdio.env,
+            McpTransport::Http(remote) | McpTransport::Sse(remote) | McpTransport::WebSocket(remote) => {
+                &remote.headers
+            }
+            _ => continue,
+        };
+        out.extend(
+            named
+                .iter()
+                .filter(|(name, _)| trace::looks_secret(name))
+                .filter_map(|(_, value)| interpolate(&server.name, value, &lookup).ok()),
+        );
+    }
     out
 }
 
+/// Ctrl-C and SIGTERM, listened to from the start, so an interrupt while
+/// servers connect or a model is chosen also ends cleanly.
+struct Stop {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Stop {
+    fn new() -> Result<Self, Failure> {
+        let listen = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|e| Failure::usage(format!("cannot handle {name}: {e}")))
+        };
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt(), "Ctrl-C")?,
+            terminate: listen(SignalKind::terminate(), "SIGTERM")?,
+        })
+    }
+
+    /// The exit status of the next interrupt or termination request.
+    async fn requested(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => exit::INTERRUPTED,
+            _ = self.terminate.recv() => exit::TERMINATED,
+        }
+    }
+}
+
 async fn run_checked(args: Args) -> Result<u8, Failure> {
+    let mut stop = Stop::new()?;
     let config = load_config(&args)?;
     trace::init(
         trace::TraceOptions {
@@ -114,7 +160,12 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         },
         secrets(&config),
     );
-    let prompt = read_prompt(&args)?;
+    // `--list-tools` takes no prompt, so it never waits on standard input.
+    let prompt = if args.list_tools {
+        None
+    } else {
+        read_prompt(&args)?
+    };
     if !args.list_tools && prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
         return Err(Failure::usage(
             "no prompt: give it as the argument, or on standard input with `-` (see --help)",
@@ -134,8 +185,21 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         (None, None) => args.coding_tools.then(|| CODING_SYSTEM.to_string()),
     };
 
-    let tools = tools::build(&args, &config).await?;
-    let status = drive(&args, &config, system, prompt.unwrap_or_default(), &tools).await;
+    // Interrupted while connecting: dropping the connections ends the
+    // servers already started (their process groups are killed on drop).
+    let tools = tokio::select! {
+        tools = tools::build(&args, &config) => tools?,
+        status = stop.requested() => return Ok(status),
+    };
+    let status = drive(
+        &args,
+        &config,
+        system,
+        prompt.unwrap_or_default(),
+        &tools,
+        &mut stop,
+    )
+    .await;
     // Every path ends here: the servers (and their process groups) are closed.
     tools.connected.close_all().await;
     status
@@ -148,13 +212,19 @@ async fn drive(
     system: Option<String>,
     prompt: String,
     tools: &tools::Tools,
+    stop: &mut Stop,
 ) -> Result<u8, Failure> {
     if args.list_tools {
-        tools::list(tools).await;
-        return Ok(exit::OK);
+        return Ok(tokio::select! {
+            () = tools::list(tools) => exit::OK,
+            status = stop.requested() => status,
+        });
     }
-    let llm_timeout = args.llm_timeout.or(config.defaults.llm_timeout);
-    let chosen = match model::choose(&args.model, config, llm_timeout).await {
+    let chosen = tokio::select! {
+        chosen = model::choose(&args.model, config, args.llm_timeout) => chosen,
+        status = stop.requested() => return Ok(status),
+    };
+    let chosen = match chosen {
         Ok(chosen) => chosen,
         Err(failure) => {
             // Still useful: what the MCP half offers.
@@ -175,10 +245,6 @@ async fn drive(
         Mode::Text
     };
     let mut renderer = Renderer::new(mode);
-    let mut interrupt =
-        signal(SignalKind::interrupt()).map_err(|e| Failure::usage(format!("cannot handle Ctrl-C: {e}")))?;
-    let mut terminate =
-        signal(SignalKind::terminate()).map_err(|e| Failure::usage(format!("cannot handle SIGTERM: {e}")))?;
     let mut ticker = tokio::time::interval(render::SPINNER_TICK);
     let mut stopped_by: Option<u8> = None;
     let mut run = agent.prompt(prompt);
@@ -189,14 +255,15 @@ async fn drive(
                 None => break,
             },
             _ = ticker.tick(), if renderer.spinning() => renderer.tick(),
-            _ = interrupt.recv(), if stopped_by.is_none() => {
-                stopped_by = Some(exit::INTERRUPTED);
-                run.cancel();
-            }
-            _ = terminate.recv(), if stopped_by.is_none() => {
-                stopped_by = Some(exit::TERMINATED);
-                run.cancel();
-            }
+            status = stop.requested() => match stopped_by {
+                // First request: cancel the run and let it finish cleanly.
+                None => {
+                    stopped_by = Some(status);
+                    run.cancel();
+                }
+                // Second: stop waiting (dropping the run cancels what is left).
+                Some(first) => return Ok(first),
+            },
         }
     }
     let result = run
@@ -212,7 +279,7 @@ fn options(
     args: &Args,
     config: &AgentConfig,
     system: Option<String>,
-    chosen: &model::Chosen,
+    chosen: &ChosenModel,
 ) -> Result<AgentOptions, Failure> {
     let mut options = config.defaults.apply(AgentOptions::default());
     if let Some(system) = system {
@@ -248,14 +315,12 @@ fn options(
             .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))?;
         options = options.accounting(Arc::new(sink));
     }
-    let first = &chosen.selectors[0];
-    match chosen.providers.budget(
-        first,
+    // The budget holds for every model of a fallback chain (the smallest).
+    if let Some(budget) = chosen.budget(
         options.max_output_tokens,
         config.defaults.context_window_buffer_tokens,
     ) {
-        Ok(budget) => options = options.budget(budget),
-        Err(e) => tracing::warn!(model = %first, error = %e, "no context budget"),
+        options = options.budget(budget);
     }
     Ok(options)
 }

@@ -40,6 +40,9 @@ pub struct Renderer {
     /// Whether stdout got text that did not end with a newline.
     open_line: bool,
     wrote_text: bool,
+    /// A new step began after text that did not end its line: its first
+    /// text starts on a new line, so steps' texts do not run together.
+    break_before_text: bool,
 }
 
 impl Renderer {
@@ -53,6 +56,7 @@ impl Renderer {
             frame: 0,
             open_line: false,
             wrote_text: false,
+            break_before_text: false,
         }
     }
 
@@ -72,9 +76,14 @@ impl Renderer {
             return;
         }
         match event {
+            AgentEvent::StepStarted { .. } => self.break_before_text = self.open_line,
             AgentEvent::TextDelta { text } if self.mode == Mode::Text => {
                 self.clear_status();
                 let mut out = std::io::stdout().lock();
+                if self.break_before_text && !text.is_empty() {
+                    let _ = out.write_all(b"\n");
+                    self.break_before_text = false;
+                }
                 let _ = out.write_all(text.as_bytes());
                 let _ = out.flush();
                 if !text.is_empty() {

@@ -2,8 +2,10 @@
 //! before a line is written.
 //!
 //! Secrets are the values of environment variables whose names look like
-//! credentials (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*AUTH*`) and the
-//! API keys and header values of the configured providers. Values shorter
+//! credentials (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*AUTH*`), the
+//! API keys and header values of the configured providers, and the MCP
+//! servers' `env` and `headers` values under such names (literal, or their
+//! `${VAR}` resolved). Values shorter
 //! than [`MIN_SECRET_LEN`] are left alone (they would redact ordinary words).
 
 use std::io::Write;
@@ -32,7 +34,7 @@ pub struct TraceOptions {
 
 /// Whether an environment variable's name says it holds a credential.
 pub fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
+    let upper = name.to_ascii_uppercase().replace('-', "_");
     upper.ends_with("_KEY")
         || ["TOKEN", "SECRET", "PASSWORD", "AUTH", "API_KEY"]
             .iter()
@@ -137,5 +139,6 @@ mod tests {
         let secrets = vec!["sk-live-123456".to_string()];
         assert_eq!(redact("key=sk-live-123456 ok", &secrets), "key=[REDACTED] ok");
         assert!(looks_secret("OPENAI_API_KEY") && looks_secret("GITHUB_TOKEN") && !looks_secret("HOME"));
+        assert!(looks_secret("Authorization") && looks_secret("X-Api-Key") && !looks_secret("Accept"));
     }
 }

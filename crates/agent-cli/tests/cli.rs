@@ -266,7 +266,22 @@ async fn approve_deny_refuses_the_call_and_the_run_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_ask_without_a_terminal_is_a_usage_error() {
     let dir = tmp();
-    let out = run_agent(&["--approve", "ask", "hello"], &[], dir.path()).await;
+    // `setsid`: a new session has no controlling terminal, even when the
+    // tests themselves run in one.
+    let cmd = agent_command(&["--approve", "ask", "hello"], &[], dir.path());
+    let std = cmd.as_std();
+    let mut detached = tokio::process::Command::new("setsid");
+    detached
+        .arg(std.get_program())
+        .args(std.get_args())
+        .current_dir(dir.path())
+        .env_clear()
+        .envs(std.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdin(std::process::Stdio::null());
+    let out = tokio::time::timeout(HANG_GUARD, detached.output())
+        .await
+        .expect("agent hung")
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
         texts(&out).1.contains("--approve ask needs a terminal"),

@@ -110,3 +110,48 @@ async fn ctrl_c_cancels_the_run_closes_the_servers_and_exits_130() {
         "the server's grandchild outlived agent"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_a_server_is_connecting_ends_it_and_exits_130() {
+    let server = ModelServer::start(vec![answer("never").into()]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("slow.pid");
+    // It never finishes initializing (within the 10 s connect timeout).
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {"slow": {"command": mcp_test_server(),
+            "args": ["--slow-init", "600000", "--pid-file", pid_file]}}}),
+    );
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "local/test",
+        "hi",
+    ];
+    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
+    let until = tokio::time::Instant::now() + HANG_GUARD;
+    let server_pid: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(tokio::time::Instant::now() < until, "the server never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let agent_pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(agent_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .expect("agent hung after Ctrl-C")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        wait_gone(server_pid).await,
+        "the connecting MCP server outlived agent"
+    );
+    assert!(server.bodies().is_empty(), "the model was asked after Ctrl-C");
+}

@@ -88,4 +88,31 @@ impl Providers {
         }
         Ok(budget)
     }
+
+    /// The budget for a fallback chain: of the budgets of `selectors`, the
+    /// one with the smallest limit, so a request fits whichever model ends up
+    /// answering it; `None` for no selectors.
+    ///
+    /// ```
+    /// use agent_providers::{Providers, ProvidersConfig};
+    /// let providers = Providers::with_env(ProvidersConfig::default(), |_| None).unwrap();
+    /// let chain = ["openai/gpt-4.1".to_string(), "openai/gpt-4o".to_string()];
+    /// let budget = providers.chain_budget(&chain, Some(1_000), Some(0)).unwrap().unwrap();
+    /// assert_eq!(budget.limit(), 128_000 - 1_000); // gpt-4o's window, the smaller
+    /// ```
+    pub fn chain_budget(
+        &self,
+        selectors: &[String],
+        max_output_tokens: Option<u32>,
+        buffer_tokens: Option<u64>,
+    ) -> Result<Option<ContextBudget>, ConfigError> {
+        let mut smallest: Option<ContextBudget> = None;
+        for selector in selectors {
+            let budget = self.budget(selector, max_output_tokens, buffer_tokens)?;
+            if smallest.as_ref().is_none_or(|s| budget.limit() < s.limit()) {
+                smallest = Some(budget);
+            }
+        }
+        Ok(smallest)
+    }
 }

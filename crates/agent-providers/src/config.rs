@@ -316,6 +316,22 @@ impl Providers {
         self
     }
 
+    /// Set only the stream inactivity timeout of every provider, keeping
+    /// their other HTTP options.
+    ///
+    /// ```
+    /// let providers = agent_providers::Providers::from_env()
+    ///     .unwrap()
+    ///     .inactivity_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = providers;
+    /// ```
+    pub fn inactivity_timeout(mut self, timeout: std::time::Duration) -> Self {
+        for provider in self.resolved.values_mut() {
+            provider.settings.http.inactivity_timeout = timeout;
+        }
+        self
+    }
+
     /// Add (or replace) one provider.
     ///
     /// ```

@@ -57,6 +57,16 @@ pub fn tool_call(tool: &str, arguments: Value) -> String {
         + "data: [DONE]\n\n"
 }
 
+/// A step that says `text`, then calls `tool` with `arguments`.
+pub fn text_then_tool_call(text: &str, tool: &str, arguments: Value) -> String {
+    let call = json!([{"index": 0, "id": format!("call_{tool}"), "type": "function",
+        "function": {"name": tool, "arguments": arguments.to_string()}}]);
+    chunk(json!({"role": "assistant", "content": text}), None, None)
+        + &chunk(json!({"tool_calls": call}), None, None)
+        + &chunk(json!({}), Some("tool_calls"), Some(usage()))
+        + "data: [DONE]\n\n"
+}
+
 /// A step that answers `text` in two deltas.
 pub fn answer(text: &str) -> String {
     let (a, b) = text.split_at(text.len() / 2);

@@ -9,7 +9,8 @@
 //!
 //! Faults: `--slow-init MS` delays the answer to `initialize`, `--garbage`
 //! prints non-JSON lines on stdout (stdio) or sends a non-JSON SSE event
-//! before every event stream (HTTP), `--pid-file PATH` writes its pid. The
+//! before every event stream (HTTP), `--pid-file PATH` writes its pid,
+//! `--stderr-env NAME` prints that variable's value on stderr. The
 //! tools misbehave on request (see `server.rs`). In stdio mode a SIGTERM
 //! is logged (`got SIGTERM`, see `TEST_SERVER_LOG`) before it exits.
 
@@ -33,6 +34,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut server = TestServer::default();
     server.slow_init = value_of("--slow-init").map(|ms| Duration::from_millis(ms.parse().unwrap_or(60_000)));
     eprintln!("mcp-test-server starting");
+    if let Some(name) = value_of("--stderr-env") {
+        // A server that logs its configuration, credentials included.
+        eprintln!("{name}={}", std::env::var(name).unwrap_or_default());
+    }
     if let Some(port) = value_of("--http") {
         return net::serve_http(server, port.parse()?, garbage).await;
     }

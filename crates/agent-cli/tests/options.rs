@@ -1,0 +1,351 @@
+//! The command line's options, each seen where it takes effect: in the
+//! request the model server receives, in the events, in the tools listed,
+//! on stdout and stderr.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::process::Stdio;
+
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn close_to(value: &Value, expected: f64) -> bool {
+    value.as_f64().is_some_and(|v| (v - expected).abs() < 1e-6)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_output_and_system_options_reach_the_request() {
+    let server = ModelServer::start(vec![answer("Fine.").into()]).await;
+    let dir = tmp();
+    let system = dir.path().join("system.txt");
+    std::fs::write(&system, "Be terse.").unwrap();
+    let config = write_config(dir.path(), &server, json!({}));
+    let args = [
+        "--system-file",
+        system.to_str().unwrap(),
+        "--temperature",
+        "0.3",
+        "--top-p",
+        "0.8",
+        "--max-output-tokens",
+        "321",
+        "--no-parallel-tool-calls",
+        "hi",
+    ];
+    let out = run_local(&config, &args, &[], dir.path()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    let body = &server.bodies()[0];
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Be terse.")
+    );
+    assert!(close_to(&body["temperature"], 0.3), "{body}");
+    assert!(close_to(&body["top_p"], 0.8), "{body}");
+    assert_eq!(body["max_tokens"], 321);
+    assert_eq!(body["parallel_tool_calls"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_defaults_apply_and_the_command_line_overrides_them() {
+    let server = ModelServer::start(vec![answer("Fine.").into()]).await;
+    let dir = tmp();
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"defaults": {"temperature": 0.9, "maxOutputTokens": 100, "parallelToolCalls": false}}),
+    );
+    let out = run_local(
+        &config,
+        &["--temperature", "0.1", "--parallel-tool-calls", "hi"],
+        &[],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    let body = &server.bodies()[0];
+    assert!(close_to(&body["temperature"], 0.1), "{body}");
+    assert_eq!(body["max_tokens"], 100);
+    assert_eq!(body["parallel_tool_calls"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_on_a_pipe_is_read_without_a_dash() {
+    let server = ModelServer::start(vec![answer("Got it.").into()]).await;
+    let dir = tmp();
+    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
+    let args = ["--config", config.to_str().unwrap(), "--model", "local/test"];
+    let mut child = agent_command(&args, &[], dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"a question on a pipe").await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        .await
+        .expect("agent hung")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    assert_eq!(texts(&out).0, "Got it.\n");
+    assert!(
+        server.bodies()[0]["messages"]
+            .to_string()
+            .contains("a question on a pipe")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tools_never_waits_for_standard_input() {
+    let server = ModelServer::start(vec![]).await;
+    let dir = tmp();
+    let config = write_config(dir.path(), &server, json!({}));
+    let args = ["--config", config.to_str().unwrap(), "--list-tools"];
+    let mut child = agent_command(&args, &[], dir.path())
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _open_stdin = child.stdin.take(); // a pipe that never closes
+    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        .await
+        .expect("--list-tools waited for standard input")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    assert!(texts(&out).0.contains("\"test__echo\""), "{}", texts(&out).0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fallback_model_without_its_key_is_skipped_with_a_warning() {
+    let server = ModelServer::start(vec![answer("From local.").into()]).await;
+    let dir = tmp();
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {}, "providers": {
+            "local": {"type": "openai-compatible", "baseUrl": server.base_url()},
+            "work": {"type": "openai", "apiKey": "${AGENT_TEST_UNSET_WORK_KEY}"}}}),
+    );
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "work/gpt-4.1,local/test",
+        "hi",
+    ];
+    let out = run_agent(&args, &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "From local.\n");
+    assert!(
+        stderr.contains("warning: model work/gpt-4.1 left out")
+            && stderr.contains("AGENT_TEST_UNSET_WORK_KEY"),
+        "{stderr}"
+    );
+    // Nothing usable at all: exit 2, every selector named with its reason.
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "work/gpt-4.1",
+        "hi",
+    ];
+    let out = run_agent(&args, &[], dir.path()).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        texts(&out).1.contains("no usable model: work/gpt-4.1 ("),
+        "{}",
+        texts(&out).1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_model_options_are_a_fallback_order() {
+    let failing = ModelServer::start(vec![Reply {
+        status: 500,
+        body: "{\"error\": {\"message\": \"overloaded\"}}".into(),
+    }])
+    .await;
+    let working = ModelServer::start(vec![answer("Second model.").into()]).await;
+    let dir = tmp();
+    let config = write_config(
+        dir.path(),
+        &working,
+        json!({"mcpServers": {}, "providers": {
+            "first": {"type": "openai-compatible", "baseUrl": failing.base_url()},
+            "local": {"type": "openai-compatible", "baseUrl": working.base_url()}}}),
+    );
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "first/test",
+        "--model",
+        "local/test",
+        "--events",
+        "hi",
+    ];
+    let out = run_agent(&args, &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events = json_lines(&stdout);
+    assert!(!failing.bodies().is_empty(), "the first model was never tried");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["text"].as_str()),
+        (Some("finished"), Some("Second model."))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_picks_servers_by_name_and_no_mcp_drops_them_all() {
+    let server = ModelServer::start(vec![]).await;
+    let dir = tmp();
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {"a": {"command": mcp_test_server()}, "b": {"command": mcp_test_server()}}}),
+    );
+    let list = |extra: &'static [&'static str]| {
+        let config = config.clone();
+        let dir = dir.path().to_path_buf();
+        async move {
+            let mut args = vec!["--config", config.to_str().unwrap(), "--list-tools"];
+            args.extend(extra);
+            let out = run_agent(&args, &[], &dir).await;
+            assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+            json_lines(&texts(&out).0)
+                .iter()
+                .map(|t| t["source"].as_str().unwrap().to_string())
+                .collect::<std::collections::BTreeSet<_>>()
+        }
+    };
+    assert_eq!(list(&[]).await, ["a".to_string(), "b".to_string()].into());
+    assert_eq!(list(&["--mcp", "b"]).await, ["b".to_string()].into());
+    assert!(list(&["--no-mcp"]).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coding_tools_work_inside_the_workspace_and_not_outside_it() {
+    let server = ModelServer::start(vec![
+        tool_call("Read", json!({"file_path": "notes.txt"})).into(),
+        tool_call("Read", json!({"file_path": "../secret.txt"})).into(),
+        answer("Read both.").into(),
+    ])
+    .await;
+    let dir = tmp();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "inside the workspace").unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "outside").unwrap();
+    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
+    let args = [
+        "--coding-tools",
+        "--workspace",
+        workspace.to_str().unwrap(),
+        "--events",
+        "read",
+    ];
+    let out = run_local(&config, &args, &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let results: Vec<Value> = json_lines(&stdout)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{stdout}");
+    assert!(
+        results[0]["output"].to_string().contains("inside the workspace"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    assert!(
+        !results[1]["output"].to_string().contains("outside\""),
+        "{}",
+        results[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_prints_only_the_final_answer_where_text_mode_streams_every_step() {
+    for (mode, expected) in [(None, "Let me add.\nIt is 5.\n"), (Some("--quiet"), "It is 5.\n")] {
+        let server = ModelServer::start(vec![
+            text_then_tool_call("Let me add.", "test__add", json!({"a": 2, "b": 3})).into(),
+            answer("It is 5.").into(),
+        ])
+        .await;
+        let dir = tmp();
+        let config = write_config(dir.path(), &server, json!({}));
+        let args: Vec<&str> = mode.into_iter().chain(["Add 2 and 3"]).collect();
+        let out = run_local(&config, &args, &[], dir.path()).await;
+        assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+        assert_eq!(texts(&out).0, expected, "{mode:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_timeout_ends_a_slow_call_with_an_error_result() {
+    let server = ModelServer::start(vec![
+        tool_call("test__slow", json!({"ms": 600_000})).into(),
+        answer("Too slow.").into(),
+    ])
+    .await;
+    let dir = tmp();
+    let config = write_config(dir.path(), &server, json!({}));
+    let out = run_local(
+        &config,
+        &["--tool-timeout", "300ms", "--events", "wait"],
+        &[],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result = json_lines(&stdout)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(result["output"].to_string().contains("timed out"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_redact_mcp_server_credentials() {
+    let server = ModelServer::start(vec![answer("Traced.").into()]).await;
+    let dir = tmp();
+    let literal = "literal-mcp-secret-7781";
+    let from_env = "env-mcp-secret-9912";
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {
+            "lit": {"command": mcp_test_server(), "args": ["--stderr-env", "SERVICE_TOKEN"],
+                    "env": {"SERVICE_TOKEN": literal}},
+            "ref": {"command": mcp_test_server(), "args": ["--stderr-env", "DB_PASSWORD"],
+                    "env": {"DB_PASSWORD": "${MY_DB_PW}"}}}}),
+    );
+    let out = run_local(
+        &config,
+        &["--trace-mcp", "-v", "hi"],
+        &[("MY_DB_PW", from_env)],
+        dir.path(),
+    )
+    .await;
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The servers did print them, through tracing.
+    assert!(stderr.contains("SERVICE_TOKEN=[REDACTED]"), "{stderr}");
+    assert!(stderr.contains("DB_PASSWORD=[REDACTED]"), "{stderr}");
+    assert!(
+        !stderr.contains(literal) && !stderr.contains(from_env),
+        "{stderr}"
+    );
+}
