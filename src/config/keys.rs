@@ -103,6 +103,12 @@ pub(super) fn type_name(value: &Value) -> &'static str {
 }
 
 /// Read `defaults` (already expanded).
+/// A number or boolean written as a string, as `"${MAX_STEPS}"` becomes
+/// once expanded (`"12"`, `"0.5"`, `"true"`).
+fn from_text<T: std::str::FromStr>(v: &Value) -> Option<T> {
+    v.as_str().and_then(|s| s.trim().parse().ok())
+}
+
 pub(super) fn defaults(
     value: &Value,
     invalid: &dyn Fn(&str, String) -> ConfigFileError,
@@ -113,6 +119,7 @@ pub(super) fn defaults(
         get(key)
             .map(|v| {
                 v.as_u64()
+                    .or_else(|| from_text(v))
                     .ok_or_else(|| invalid(&path(key), format!("expected an unsigned integer, got {v}")))
             })
             .transpose()
@@ -121,6 +128,7 @@ pub(super) fn defaults(
         get(key)
             .map(|v| {
                 v.as_f64()
+                    .or_else(|| from_text(v))
                     .map(|f| f as f32)
                     .ok_or_else(|| invalid(&path(key), format!("expected a number, got {v}")))
             })
@@ -166,7 +174,7 @@ pub(super) fn defaults(
     };
     let parallel_tool_calls = get("parallelToolCalls")
         .map(|v| {
-            v.as_bool().ok_or_else(|| {
+            v.as_bool().or_else(|| from_text(v)).ok_or_else(|| {
                 invalid(
                     &path("parallelToolCalls"),
                     format!("expected true or false, got {v}"),

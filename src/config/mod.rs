@@ -26,7 +26,6 @@
 //!   names its key path (`defaults.maxSteps: expected an unsigned integer`).
 
 mod choose;
-mod duration;
 mod expand;
 mod keys;
 
@@ -39,8 +38,8 @@ use agent_mcp::McpServerConfig;
 use agent_providers::{ProviderConfig, ProvidersConfig};
 use serde_json::{Map, Value};
 
+pub use agent_core::parse_duration;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
-pub use duration::parse_duration;
 use expand::{Missing, expand, join};
 
 /// The file looked for in the current directory, then in the home directory.
@@ -446,6 +445,33 @@ mod tests {
             (Some(10), Some(5))
         );
         assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    }
+
+    #[test]
+    fn numbers_and_switches_may_come_from_variables() {
+        let config = AgentConfig::parse(
+            r#"{"defaults": {"maxSteps": "${STEPS}", "temperature": "${TEMP:-0.5}", "parallelToolCalls": "${PAR}"}}"#,
+            "c.json",
+            &|name| match name {
+                "STEPS" => Some("12".into()),
+                "PAR" => Some("false".into()),
+                _ => None,
+            },
+        )
+        .unwrap();
+        let d = &config.defaults;
+        assert_eq!(
+            (d.max_steps, d.temperature, d.parallel_tool_calls),
+            (Some(12), Some(0.5), Some(false))
+        );
+        let err = AgentConfig::parse(r#"{"defaults": {"maxSteps": "${STEPS}"}}"#, "c.json", &|_| {
+            Some("many".into())
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "c.json: defaults.maxSteps: expected an unsigned integer, got \"many\""
+        );
     }
 
     #[test]

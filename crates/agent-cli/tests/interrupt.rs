@@ -113,6 +113,15 @@ async fn ctrl_c_cancels_the_run_closes_the_servers_and_exits_130() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_while_a_server_is_connecting_ends_it_and_exits_130() {
+    interrupt_while_connecting(nix::sys::signal::Signal::SIGINT, 130).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_a_server_is_connecting_ends_it_and_exits_143() {
+    interrupt_while_connecting(nix::sys::signal::Signal::SIGTERM, 143).await;
+}
+
+async fn interrupt_while_connecting(signal: nix::sys::signal::Signal, expected: i32) {
     let server = ModelServer::start(vec![answer("never").into()]).await;
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("slow.pid");
@@ -143,15 +152,15 @@ async fn ctrl_c_while_a_server_is_connecting_ends_it_and_exits_130() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let agent_pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
-    nix::sys::signal::kill(agent_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(agent_pid, signal).unwrap();
     let status = tokio::time::timeout(HANG_GUARD, child.wait())
         .await
-        .expect("agent hung after Ctrl-C")
+        .expect("agent hung after the signal")
         .unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.code(), Some(expected), "{signal}");
     assert!(
         wait_gone(server_pid).await,
         "the connecting MCP server outlived agent"
     );
-    assert!(server.bodies().is_empty(), "the model was asked after Ctrl-C");
+    assert!(server.bodies().is_empty(), "the model was asked after the signal");
 }

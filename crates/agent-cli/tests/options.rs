@@ -349,3 +349,46 @@ async fn traces_redact_mcp_server_credentials() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_config_and_its_default_model_are_used_without_options() {
+    let server = ModelServer::start(vec![answer("From home.").into()]).await;
+    let dir = tmp();
+    let home = dir.path().join("home");
+    let cwd = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    // No ./.ai-agent.json in the working directory: ~/.ai-agent.json is read.
+    let written = write_config(
+        &home,
+        &server,
+        json!({"mcpServers": {}, "defaults": {"model": "local/test"}}),
+    );
+    std::fs::rename(written, home.join(".ai-agent.json")).unwrap();
+    let mut cmd = agent_command(&["hi"], &[], &cwd);
+    cmd.env("HOME", &home);
+    let out = tokio::time::timeout(HANG_GUARD, cmd.output())
+        .await
+        .expect("agent hung")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    assert_eq!(texts(&out).0, "From home.\n");
+    assert_eq!(server.bodies()[0]["model"], "test");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_in_the_environment_picks_that_provider_and_its_default_model() {
+    let server = ModelServer::start(vec![answer("Keyed.").into()]).await;
+    let dir = tmp();
+    // The built-in `openai` provider, pointed at the local server.
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {}, "providers": {"openai": {"baseUrl": server.base_url()}}}),
+    );
+    let args = ["--config", config.to_str().unwrap(), "hi"];
+    let out = run_agent(&args, &[("OPENAI_API_KEY", "sk-test-key-123456")], dir.path()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    assert_eq!(texts(&out).0, "Keyed.\n");
+    assert_eq!(server.bodies()[0]["model"], "gpt-4.1-mini");
+}

@@ -35,6 +35,7 @@ mod accounting;
 mod agent;
 mod approval;
 mod budget;
+mod duration;
 mod fallback;
 mod message;
 mod model;
@@ -64,6 +65,7 @@ pub use budget::{
     BUDGET_EXCEEDED_RESULT, BudgetFigures, CharEstimate, ContextBudget, DEFAULT_BUFFER_TOKENS,
     DEFAULT_CONTEXT_WINDOW, MESSAGE_OVERHEAD_TOKENS, TokenCounter,
 };
+pub use duration::parse_duration;
 pub use fallback::{DEFAULT_FALLBACK_RETRIES, FallbackModel, MAX_RATE_LIMIT_WAIT, MIN_RATE_LIMIT_WAIT};
 pub use message::{
     ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult, human_size,

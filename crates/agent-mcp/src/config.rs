@@ -10,7 +10,8 @@
 //!   URL) types, `command` given as an array (`["npx", "-y", "pkg"]`) and
 //!   `environment` as another name for `env`.
 //! - `enabled: false` or `disabled: true` switch a server off;
-//!   `timeout` (ms, per call) and `connectTimeout` (ms) set timeouts.
+//!   `timeout` (per call) and `connectTimeout` set timeouts, in milliseconds
+//!   or as strings such as `"30s"`.
 //!
 //! `${VAR}` references in `env` and `headers` are kept as written here and
 //! resolved at connect time (see [`interpolate`](crate::interpolate)).
@@ -286,8 +287,12 @@ impl McpServerConfig {
             name: name.to_string(),
             transport,
             enabled,
-            connect_timeout: millis_field(obj, &["connectTimeout", "connect_timeout", "startupTimeout"]),
-            call_timeout: millis_field(obj, &["timeout", "callTimeout", "call_timeout"]),
+            connect_timeout: duration_field(
+                obj,
+                &["connectTimeout", "connect_timeout", "startupTimeout"],
+                &err,
+            )?,
+            call_timeout: duration_field(obj, &["timeout", "callTimeout", "call_timeout"], &err)?,
         })
     }
 }
@@ -324,10 +329,22 @@ fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     obj.get(key).and_then(Value::as_str)
 }
 
-fn millis_field(obj: &Map<String, Value>, keys: &[&str]) -> Option<Duration> {
-    keys.iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_u64))
-        .map(Duration::from_millis)
+/// A timeout: milliseconds, or a string with a unit (`"30s"`); a value of
+/// another form is an error naming the key.
+fn duration_field(
+    obj: &Map<String, Value>,
+    keys: &[&str],
+    err: &dyn Fn(String) -> McpError,
+) -> Result<Option<Duration>, McpError> {
+    let Some((key, value)) = keys.iter().find_map(|k| obj.get(*k).map(|v| (k, v))) else {
+        return Ok(None);
+    };
+    if value.is_null() {
+        return Ok(None);
+    }
+    agent_core::parse_duration(value)
+        .map(Some)
+        .map_err(|message| err(format!("`{key}`: {message}")))
 }
 
 fn string_map(
@@ -518,6 +535,15 @@ mod tests {
         assert!(!cfg.enabled);
         assert_eq!(cfg.call_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(cfg.effective_connect_timeout(), Duration::from_millis(200));
+        let cfg = one(json!({"command": "srv", "timeout": "30s", "connectTimeout": "1.5s"}));
+        assert_eq!(cfg.call_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(cfg.connect_timeout, Some(Duration::from_millis(1500)));
+        let bad =
+            McpServerConfig::from_json("slow", &json!({"command": "srv", "timeout": "soon"})).unwrap_err();
+        assert!(
+            bad.to_string().contains("`timeout`: expected milliseconds"),
+            "{bad}"
+        );
         assert!(!one(json!({"command": "a", "disabled": true})).enabled);
     }
 
