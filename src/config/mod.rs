@@ -124,7 +124,10 @@ pub struct Defaults {
 }
 
 impl Defaults {
-    /// Apply the defaults that are set to `options`.
+    /// Apply the defaults that are set to `options`. Two take effect
+    /// elsewhere: `llmTimeout` in [`AgentConfig::choose_model`] (the
+    /// providers' stream timeout) and `contextWindowBufferTokens` in
+    /// [`ChosenModel::budget`].
     ///
     /// ```
     /// let config = agent_sdk::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
