@@ -8,11 +8,15 @@
 //!
 //! Run with `cargo bench --bench budget_guard`.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_sdk::{Agent, AgentOptions, ContextBudget, Message, StaticToolSource, ToolSet, tool_fn};
-use criterion::{Criterion, criterion_group, criterion_main};
+use agent_sdk::{
+    Agent, AgentOptions, ContextBudget, LanguageModel, Message, ModelError, ModelRequest, ModelStream,
+    StaticToolSource, ToolSet, tool_fn,
+};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 /// The history's size.
 const HISTORY_BYTES: usize = 100 * 1024;
@@ -49,6 +53,50 @@ fn history() -> Vec<Message> {
         .collect()
 }
 
+/// A counter that tallies what it counts.
+#[derive(Debug)]
+struct Tally {
+    inner: Arc<dyn agent_sdk::TokenCounter>,
+    bytes: AtomicUsize,
+    tokens: AtomicUsize,
+}
+
+impl agent_sdk::TokenCounter for Tally {
+    fn count(&self, text: &str) -> u64 {
+        let tokens = self.inner.count(text);
+        self.bytes.fetch_add(text.len(), Ordering::SeqCst);
+        self.tokens.fetch_add(tokens as usize, Ordering::SeqCst);
+        tokens
+    }
+}
+
+/// A scripted model that records the tally (bytes, tokens) at each step.
+struct Recording {
+    inner: ScriptedModel,
+    tally: Arc<Tally>,
+    seen: Mutex<Vec<(usize, usize)>>,
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for Recording {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let now = (
+            self.tally.bytes.load(Ordering::SeqCst),
+            self.tally.tokens.load(Ordering::SeqCst),
+        );
+        self.seen.lock().unwrap().push(now);
+        self.inner.stream(request).await
+    }
+}
+
 fn bench_guard(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -75,35 +123,43 @@ fn bench_guard(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("budget_guard");
     group.sample_size(30);
-    // Checked once: a fresh budget counts the whole history.
-    #[derive(Debug)]
-    struct Tally(Arc<dyn agent_sdk::TokenCounter>, std::sync::atomic::AtomicUsize);
-    impl agent_sdk::TokenCounter for Tally {
-        fn count(&self, text: &str) -> u64 {
-            self.1.fetch_add(text.len(), std::sync::atomic::Ordering::SeqCst);
-            self.0.count(text)
-        }
-    }
-    let tally = Arc::new(Tally(counter.clone(), Default::default()));
-    let model = ScriptedModel::new(vec![
-        ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
-        ScriptedStep::text("done"),
-    ]);
+    // Checked once: what the guard counts in each step of a fresh run (the
+    // model records the tally when each step asks it, after the guard ran).
+    let tally = Arc::new(Tally {
+        inner: counter.clone(),
+        bytes: Default::default(),
+        tokens: Default::default(),
+    });
+    let model = Recording {
+        inner: ScriptedModel::new(vec![
+            ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
+            ScriptedStep::text("done"),
+        ]),
+        tally: tally.clone(),
+        seen: Default::default(),
+    };
+    let model = Arc::new(model);
     let options = AgentOptions::default().budget(ContextBudget::new(1_000_000).counter(tally.clone()));
-    let agent = Agent::builder(Arc::new(model))
+    let agent = Agent::builder(model.clone())
         .shared_tools(tools.clone())
         .options(options)
         .build();
     let result = rt
         .block_on(async { agent.run(input.clone()).into_result().await })
         .unwrap();
-    let counted = tally.1.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(
-        result.steps == 2 && counted >= HISTORY_BYTES,
-        "{} steps, {counted} bytes counted",
-        result.steps
-    );
-    println!("a fresh run counted {counted} bytes in {} steps", result.steps);
+    let seen = model.seen.lock().unwrap().clone();
+    assert!(result.steps == 2 && seen.len() == 2, "{} steps", result.steps);
+    assert!(seen[0].0 >= HISTORY_BYTES, "{seen:?}");
+    let mut before = (0, 0);
+    for (step, (bytes, tokens)) in seen.iter().enumerate() {
+        println!(
+            "step {}: the guard counted {} tokens ({} bytes)",
+            step + 1,
+            tokens - before.1,
+            bytes - before.0
+        );
+        before = (*bytes, *tokens);
+    }
     let warm = ContextBudget::new(1_000_000).counter(counter.clone());
     // (name, budget for an iteration): none; a new budget each run (the
     // history counted from scratch: a conversation's first turn); one budget
@@ -121,7 +177,8 @@ fn bench_guard(c: &mut Criterion) {
     ];
     for (name, budget) in &cases {
         group.bench_function(*name, |b| {
-            b.to_async(&rt).iter(|| {
+            // The agent, its model and the input are built outside the timing.
+            let setup = || {
                 let model = ScriptedModel::new(vec![
                     ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
                     ScriptedStep::text("done"),
@@ -134,16 +191,20 @@ fn bench_guard(c: &mut Criterion) {
                     .shared_tools(tools.clone())
                     .options(options)
                     .build();
-                let input = input.clone();
-                async move {
+                (agent, input.clone())
+            };
+            b.to_async(&rt).iter_batched(
+                setup,
+                |(agent, input)| async move {
                     agent
                         .run(input)
                         .into_result()
                         .await
                         .map(|r| r.steps)
                         .unwrap_or_default()
-                }
-            });
+                },
+                BatchSize::SmallInput,
+            );
         });
     }
     group.bench_function("tiktoken_count_100kb", |b| b.iter(|| counter.count(&text)));

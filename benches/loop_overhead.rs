@@ -2,13 +2,14 @@
 //! no-op tool, with 1, 8 and 64 parallel calls per step.
 //!
 //! One iteration is a whole run of two steps: a step calling the tool N times,
-//! then a step answering with text. Run with `cargo bench --bench loop_overhead`.
+//! then a step answering with text (the agent and its scripted model are
+//! built outside the timing). Run with `cargo bench --bench loop_overhead`.
 
 use std::sync::Arc;
 
 use agent_core::testing::{ScriptedModel, ScriptedStep};
 use agent_core::{Agent, StaticToolSource, ToolSet, tool_fn};
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
@@ -33,21 +34,26 @@ fn bench_loop(c: &mut Criterion) {
     for calls in [1usize, 8, 64] {
         let ids: Vec<String> = (0..calls).map(|i| format!("call_{i}")).collect();
         group.bench_with_input(BenchmarkId::new("two_step_run", calls), &calls, |b, _| {
-            b.to_async(&rt).iter(|| {
+            // The scripted model and the agent are built outside the timing.
+            let setup = || {
                 let script: Vec<(&str, &str, &str)> =
                     ids.iter().map(|id| (id.as_str(), "noop", "{}")).collect();
                 let model = ScriptedModel::new(vec![
                     ScriptedStep::tool_calls(&script),
                     ScriptedStep::text("done"),
                 ]);
-                let agent = Agent::builder(Arc::new(model))
+                Agent::builder(Arc::new(model))
                     .shared_tools(tools.clone())
-                    .build();
-                async move {
+                    .build()
+            };
+            b.to_async(&rt).iter_batched(
+                setup,
+                |agent| async move {
                     let result = agent.prompt("go").into_result().await;
                     std::hint::black_box(result.map(|r| r.steps).unwrap_or_default())
-                }
-            });
+                },
+                BatchSize::SmallInput,
+            );
         });
     }
     group.finish();

@@ -4,7 +4,10 @@
 //!
 //! - `round_trip/agent_mcp`: one `echo` call through agent-mcp's tool object
 //!   (what the agent loop calls), against `round_trip/bare_rmcp`: the same
-//!   call through a bare rmcp client on the same kind of server process;
+//!   call through a bare rmcp client on the same kind of server process,
+//!   interleaved (each iteration calls both and times one); also as
+//!   `round_trip_client_cpu`, timed by this process's CPU clock: the client
+//!   side alone, without the server's work and the machine's scheduling;
 //! - `parallel_sleep/N`: N concurrent calls of a tool that sleeps 100 ms,
 //!   through one agent-mcp source: the wall time stays near 100 ms when
 //!   nothing serialises the calls.
@@ -79,6 +82,31 @@ fn server_config() -> McpServerConfig {
     McpServerConfig::stdio("bench", me.to_string_lossy()).env(SERVE_ENV, "1")
 }
 
+/// What a round trip is timed with.
+#[derive(Clone, Copy)]
+enum Clock {
+    /// Elapsed time.
+    Wall,
+    /// CPU time of this process (all its threads): the client side only.
+    ProcessCpu,
+}
+
+impl Clock {
+    /// Now, as a duration since an arbitrary origin.
+    fn now(self) -> Duration {
+        match self {
+            Self::Wall => {
+                static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+                ORIGIN.get_or_init(std::time::Instant::now).elapsed()
+            }
+            Self::ProcessCpu => {
+                let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID).unwrap();
+                Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+            }
+        }
+    }
+}
+
 #[derive(Clone, Default)]
 struct BareClient;
 impl ClientHandler for BareClient {}
@@ -116,23 +144,48 @@ fn bench_mcp(c: &mut Criterion) {
         (child, client)
     });
 
-    let mut group = c.benchmark_group("round_trip");
+    // Interleaved: every iteration makes one call of each kind and times
+    // only its own, so both see the same moments of a noisy machine. Timed
+    // twice: wall time (the round trip, server and pipes included) and this
+    // process's CPU time (the client side alone, where our overhead is).
     let args = json!({"text": "hello"});
-    group.bench_function("agent_mcp", |b| {
-        b.to_async(&rt).iter(|| {
-            let (echo, args) = (echo.clone(), args.clone());
-            async move { echo.call(args, ToolContext::new("bench")).await.unwrap() }
-        });
-    });
     let map = args.as_object().cloned().unwrap();
     let client = &bare.1;
-    group.bench_function("bare_rmcp", |b| {
-        b.to_async(&rt).iter(|| {
-            let params = CallToolRequestParams::new("echo").with_arguments(map.clone());
-            async move { client.call_tool(params).await.unwrap() }
-        });
-    });
-    group.finish();
+    let ours = || {
+        let (echo, args) = (echo.clone(), args.clone());
+        async move { echo.call(args, ToolContext::new("bench")).await.unwrap() }
+    };
+    let theirs = || {
+        let params = CallToolRequestParams::new("echo").with_arguments(map.clone());
+        async move { client.call_tool(params).await.unwrap() }
+    };
+    for (group_name, clock) in [
+        ("round_trip", Clock::Wall),
+        ("round_trip_client_cpu", Clock::ProcessCpu),
+    ] {
+        let mut group = c.benchmark_group(group_name);
+        for (name, timed_is_ours) in [("agent_mcp", true), ("bare_rmcp", false)] {
+            group.bench_function(name, |b| {
+                b.to_async(&rt).iter_custom(|iters| async move {
+                    let mut timed = Duration::ZERO;
+                    for _ in 0..iters {
+                        let start = clock.now();
+                        if timed_is_ours {
+                            std::hint::black_box(ours().await);
+                            timed += clock.now().saturating_sub(start);
+                            std::hint::black_box(theirs().await);
+                        } else {
+                            std::hint::black_box(theirs().await);
+                            timed += clock.now().saturating_sub(start);
+                            std::hint::black_box(ours().await);
+                        }
+                    }
+                    timed
+                });
+            });
+        }
+        group.finish();
+    }
 
     let mut group = c.benchmark_group("parallel_sleep");
     group.sample_size(10).measurement_time(Duration::from_secs(5));

@@ -74,7 +74,29 @@ fn cases() -> Vec<Case> {
         })
         .filter_map(|(keep, line)| keep.then_some(line))
         .collect();
+    // Ollama has no recorded stream: its NDJSON lines (the shape of its
+    // /api/chat docs and of tests/ollama.rs), one per token of the recorded
+    // OpenAI answer, so token sizes are real.
+    let ollama_line = |content: &str, done: bool| {
+        serde_json::json!({"model": "qwen3", "created_at": "2025-01-01T00:00:00.000000Z",
+            "message": {"role": "assistant", "content": content}, "done": done})
+        .to_string()
+    };
+    let ollama: Vec<String> = chat
+        .iter()
+        .filter_map(|l| {
+            json(l)["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(|t| ollama_line(t, false))
+        })
+        .chain(std::iter::once(ollama_line("", true)))
+        .collect();
     vec![
+        Case {
+            name: "ollama",
+            format: WireFormat::Ollama,
+            lines: expand(&ollama, |v| v["done"] == false),
+        },
         Case {
             name: "openai_chat",
             format: WireFormat::OpenAiChat,
@@ -116,6 +138,7 @@ fn framed(case: &Case) -> Vec<u8> {
                 out.push_str(&format!("event: {kind}\ndata: {line}\n\n"));
             }
             WireFormat::Gemini => out.push_str(&format!("data: {line}\r\n\r\n")),
+            WireFormat::Ollama => out.push_str(&format!("{line}\n")),
             _ => out.push_str(&format!("data: {line}\n\n")),
         }
     }

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -99,12 +99,26 @@ impl CountCache {
     }
 }
 
-/// A hash of a message's serialised form; `None` if it cannot be serialised.
+/// A hash of a message's serialised form, fed to the hasher as it is
+/// written (no copy of the message); `None` if it cannot be serialised.
 fn content_hash(message: &crate::message::Message) -> Option<u64> {
-    let bytes = serde_json::to_vec(message).ok()?;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    Some(hasher.finish())
+    let mut writer = HashWriter(std::collections::hash_map::DefaultHasher::new());
+    serde_json::to_writer(&mut writer, message).ok()?;
+    Some(writer.0.finish())
+}
+
+/// An `io::Write` that hashes what is written to it.
+struct HashWriter(std::collections::hash_map::DefaultHasher);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl ContextBudget {

@@ -334,3 +334,55 @@ async fn forward(upstream: Upstream, request: axum::extract::Request) -> axum::r
         .body(axum::body::Body::from_stream(response.bytes_stream()))
         .unwrap()
 }
+
+#[tokio::test]
+async fn server_requests_mid_call_and_agent_cancellation_over_http() {
+    let log = temp_log("http-requests");
+    let server =
+        NetServer::start_with("--http", 0, &[], &[("TEST_SERVER_LOG", &log.to_string_lossy())]).await;
+    let options = agent_mcp::McpClientOptions::default().root_path("/srv/app");
+    let source = tokio::time::timeout(
+        HANG_GUARD,
+        McpToolSource::connect_with(http("web", &server), options),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let ping = call(&tool(&source, "ask_ping").await, json!({})).await;
+    assert!(ping.as_text().starts_with("answered"), "{}", ping.as_text());
+    let roots = call(&tool(&source, "ask_roots").await, json!({})).await;
+    assert_eq!(
+        roots.as_text(),
+        r#"answered: {"roots":[{"uri":"file:///srv/app","name":"app"}]}"#
+    );
+    // No sampling handler: declined with "method not found".
+    let sampling = call(&tool(&source, "ask_sampling").await, json!({})).await;
+    let text = sampling.as_text();
+    assert!(text.starts_with("refused:") && text.contains("-32601"), "{text}");
+
+    let token = agent_core::CancellationToken::new();
+    let slow = tool(&source, "slow").await;
+    let pending = tokio::spawn({
+        let token = token.clone();
+        async move {
+            slow.call(
+                json!({"ms": 600_000}),
+                ToolContext::new("c").with_cancellation(token),
+            )
+            .await
+        }
+    });
+    assert!(wait_for_line(&log, "called slow").await, "the call never arrived");
+    token.cancel();
+    let result = tokio::time::timeout(HANG_GUARD, pending).await.unwrap().unwrap();
+    assert!(
+        matches!(result, Err(agent_core::ToolError::Cancelled)),
+        "{result:?}"
+    );
+    assert!(
+        wait_for_line(&log, "cancelled slow").await,
+        "the server never saw notifications/cancelled"
+    );
+    source.close().await;
+    server.kill().await;
+}

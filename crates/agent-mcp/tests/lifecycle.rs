@@ -217,3 +217,22 @@ async fn a_server_that_stays_down_leaves_the_others_working() {
     gone.close().await;
     healthy.close().await;
 }
+
+#[tokio::test]
+async fn a_stdio_server_starts_in_its_configured_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "pwd > started-in.txt; exec '{}'",
+        env!("CARGO_BIN_EXE_mcp-test-server")
+    );
+    let config = McpServerConfig::stdio("placed", "sh")
+        .args(["-c", script.as_str()])
+        .cwd(dir.path());
+    let source = connect(config).await;
+    let written = std::fs::read_to_string(dir.path().join("started-in.txt")).unwrap();
+    assert_eq!(
+        std::fs::canonicalize(written.trim()).unwrap(),
+        std::fs::canonicalize(dir.path()).unwrap()
+    );
+    source.close().await;
+}

@@ -4,7 +4,7 @@
 //! multi-line data handled per the WHATWG spec).
 
 use agent_core::ModelError;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
@@ -45,31 +45,41 @@ pub fn sse_frames(
 
 /// Split a byte stream into non-empty lines (LF or CRLF); a final line
 /// without a line end is still delivered.
+///
+/// Each line is split off the front of the buffer without moving the bytes
+/// after it, and a partial line is never searched twice, so the work is
+/// linear in the body whatever the chunk and line sizes.
 pub fn ndjson_frames(
     bytes: BoxStream<'static, Result<Bytes, ModelError>>,
 ) -> BoxStream<'static, Result<Frame, ModelError>> {
-    futures::stream::unfold(Some((bytes, Vec::<u8>::new())), |state| async move {
-        let (mut bytes, mut buf) = state?;
+    let state = Lines {
+        bytes,
+        buf: BytesMut::new(),
+        searched: 0,
+    };
+    futures::stream::unfold(Some(state), |state| async move {
+        let mut state = state?;
         loop {
-            if let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=pos).collect();
-                let text = String::from_utf8_lossy(&line).trim().to_owned();
+            if let Some(pos) = state.buf[state.searched..].iter().position(|b| *b == b'\n') {
+                let line = state.buf.split_to(state.searched + pos + 1);
+                state.searched = 0;
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim();
                 if text.is_empty() {
                     continue;
                 }
-                return Some((
-                    Ok(Frame {
-                        event: None,
-                        data: text,
-                    }),
-                    Some((bytes, buf)),
-                ));
+                let frame = Frame {
+                    event: None,
+                    data: text.to_owned(),
+                };
+                return Some((Ok(frame), Some(state)));
             }
-            match bytes.next().await {
-                Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+            state.searched = state.buf.len();
+            match state.bytes.next().await {
+                Some(Ok(chunk)) => state.buf.extend_from_slice(&chunk),
                 Some(Err(e)) => return Some((Err(e), None)),
                 None => {
-                    let text = String::from_utf8_lossy(&buf).trim().to_owned();
+                    let text = String::from_utf8_lossy(&state.buf).trim().to_owned();
                     if text.is_empty() {
                         return None;
                     }
@@ -85,6 +95,14 @@ pub fn ndjson_frames(
         }
     })
     .boxed()
+}
+
+/// [`ndjson_frames`]'s state: the body, the bytes not yet split into
+/// lines, and how far into them no line end was found.
+struct Lines {
+    bytes: BoxStream<'static, Result<Bytes, ModelError>>,
+    buf: BytesMut,
+    searched: usize,
 }
 
 #[cfg(test)]
@@ -151,5 +169,10 @@ mod tests {
         .boxed();
         let got: Vec<_> = ndjson_frames(bytes).map(|r| r.unwrap().data).collect().await;
         assert_eq!(got, vec!["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
+        // A line spread over several chunks, its end in a chunk with the next.
+        let pieces = [&b"{\"x\":"[..], b"\"yy", b"y\"}", b"\n{\"z\":1}\n"];
+        let bytes = futures::stream::iter(pieces.map(|c| Ok(Bytes::copy_from_slice(c)))).boxed();
+        let got: Vec<_> = ndjson_frames(bytes).map(|r| r.unwrap().data).collect().await;
+        assert_eq!(got, vec!["{\"x\":\"yyy\"}", "{\"z\":1}"]);
     }
 }
