@@ -102,13 +102,13 @@ pub(super) fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Read `defaults` (already expanded).
 /// A number or boolean written as a string, as `"${MAX_STEPS}"` becomes
 /// once expanded (`"12"`, `"0.5"`, `"true"`).
 fn from_text<T: std::str::FromStr>(v: &Value) -> Option<T> {
     v.as_str().and_then(|s| s.trim().parse().ok())
 }
 
+/// Read `defaults` (already expanded).
 pub(super) fn defaults(
     value: &Value,
     invalid: &dyn Fn(&str, String) -> ConfigFileError,
@@ -129,6 +129,7 @@ pub(super) fn defaults(
             .map(|v| {
                 v.as_f64()
                     .or_else(|| from_text(v))
+                    .filter(|f| f.is_finite())
                     .map(|f| f as f32)
                     .ok_or_else(|| invalid(&path(key), format!("expected a number, got {v}")))
             })

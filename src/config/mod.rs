@@ -28,6 +28,7 @@
 mod choose;
 mod expand;
 mod keys;
+mod secrets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ use serde_json::{Map, Value};
 pub use agent_core::parse_duration;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
+pub use secrets::looks_secret;
 
 /// The file looked for in the current directory, then in the home directory.
 pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";

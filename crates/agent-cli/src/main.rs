@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_sdk::config::{AgentConfig, ChosenModel};
-use agent_sdk::mcp::{McpTransport, interpolate};
 use agent_sdk::{Agent, AgentOptions, Approvals, JsonlSink};
 use clap::Parser;
 use futures::StreamExt;
@@ -35,13 +34,18 @@ run tests. Keep going until the task is done, then say briefly what you changed 
 fn main() {
     let args = Args::parse();
     let status = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime.block_on(run(args)),
+        Ok(runtime) => {
+            let status = runtime.block_on(run(args));
+            // Do not wait for blocking threads: a terminal question may
+            // still be reading /dev/tty after an interrupt.
+            runtime.shutdown_background();
+            status
+        }
         Err(e) => {
             eprintln!("agent: cannot start the async runtime: {e}");
             exit::USAGE
         }
     };
-    // Not a return from main: a terminal question may still block a thread.
     std::process::exit(i32::from(status));
 }
 
@@ -92,36 +96,6 @@ fn load_config(args: &Args) -> Result<AgentConfig, Failure> {
     Ok(config)
 }
 
-/// Values that must never reach a log line.
-fn secrets(config: &AgentConfig) -> Vec<String> {
-    let mut out: Vec<String> = std::env::vars()
-        .filter(|(name, _)| trace::looks_secret(name))
-        .map(|(_, value)| value)
-        .collect();
-    for provider in config.providers.providers.values() {
-        out.extend(provider.api_key.clone());
-        out.extend(provider.headers.values().cloned());
-    }
-    // MCP servers' credentials: given literally, or through `${VAR}`.
-    let lookup = |name: &str| std::env::var(name).ok();
-    for server in &config.mcp_servers {
-        let named = match &server.transport {
-            McpTransport::Stdio(stdio) => &stdio.env,
-            McpTransport::Http(remote) | McpTransport::Sse(remote) | McpTransport::WebSocket(remote) => {
-                &remote.headers
-            }
-            _ => continue,
-        };
-        out.extend(
-            named
-                .iter()
-                .filter(|(name, _)| trace::looks_secret(name))
-                .filter_map(|(_, value)| interpolate(&server.name, value, &lookup).ok()),
-        );
-    }
-    out
-}
-
 /// Ctrl-C and SIGTERM, listened to from the start, so an interrupt while
 /// servers connect or a model is chosen also ends cleanly.
 struct Stop {
@@ -150,7 +124,6 @@ impl Stop {
 }
 
 async fn run_checked(args: Args) -> Result<u8, Failure> {
-    let mut stop = Stop::new()?;
     let config = load_config(&args)?;
     trace::init(
         trace::TraceOptions {
@@ -158,7 +131,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             llm: args.trace_llm,
             mcp: args.trace_mcp,
         },
-        secrets(&config),
+        config.secret_values(),
     );
     // `--list-tools` takes no prompt, so it never waits on standard input.
     let prompt = if args.list_tools {
@@ -176,6 +149,9 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             "--approve ask needs a terminal to ask on; use auto or deny",
         ));
     }
+    // From here on Ctrl-C ends the run cleanly (before, while a prompt is
+    // typed on the terminal, it simply ends the process: nothing runs yet).
+    let mut stop = Stop::new()?;
     let system = match (&args.system, &args.system_file) {
         (Some(text), _) => Some(text.clone()),
         (None, Some(file)) => Some(
@@ -200,8 +176,13 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         &mut stop,
     )
     .await;
-    // Every path ends here: the servers (and their process groups) are closed.
-    tools.connected.close_all().await;
+    // Every path ends here: the servers (and their process groups) are
+    // closed, gracefully unless another signal comes; then dropping them
+    // kills their groups at once.
+    tokio::select! {
+        () = tools.connected.close_all() => {}
+        _ = stop.requested() => {}
+    }
     status
 }
 

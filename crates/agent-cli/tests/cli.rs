@@ -75,35 +75,22 @@ async fn text_mode_streams_only_the_answer_to_stdout_and_quiet_prints_it_once() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_prompt_can_come_from_stdin() {
-    use tokio::io::AsyncWriteExt;
-    let server = ModelServer::start(vec![answer("Read it.").into()]).await;
-    let dir = tmp();
-    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
-    let mut cmd = agent_command(
-        &["--config", config.to_str().unwrap(), "--model", "local/test", "-"],
-        &[],
-        dir.path(),
-    );
-    cmd.stdin(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"a prompt from a pipe")
-        .await
-        .unwrap();
-    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(texts(&out).0, "Read it.\n");
-    assert!(
-        server.bodies()[0]["messages"]
-            .to_string()
-            .contains("a prompt from a pipe")
-    );
+async fn the_prompt_can_come_from_stdin_with_a_dash_or_without_an_argument() {
+    for dash in [Some("-"), None] {
+        let server = ModelServer::start(vec![answer("Read it.").into()]).await;
+        let dir = tmp();
+        let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
+        let mut args = vec!["--config", config.to_str().unwrap(), "--model", "local/test"];
+        args.extend(dash);
+        let out = run_agent_with_stdin(&args, b"a prompt from a pipe", dir.path()).await;
+        assert_eq!(out.status.code(), Some(0), "{dash:?}: {}", texts(&out).1);
+        assert_eq!(texts(&out).0, "Read it.\n");
+        assert!(
+            server.bodies()[0]["messages"]
+                .to_string()
+                .contains("a prompt from a pipe")
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

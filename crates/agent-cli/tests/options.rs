@@ -9,7 +9,6 @@ use std::process::Stdio;
 
 use common::*;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
@@ -75,32 +74,6 @@ async fn config_defaults_apply_and_the_command_line_overrides_them() {
     assert!(close_to(&body["temperature"], 0.1), "{body}");
     assert_eq!(body["max_tokens"], 100);
     assert_eq!(body["parallel_tool_calls"], true);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_prompt_on_a_pipe_is_read_without_a_dash() {
-    let server = ModelServer::start(vec![answer("Got it.").into()]).await;
-    let dir = tmp();
-    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
-    let args = ["--config", config.to_str().unwrap(), "--model", "local/test"];
-    let mut child = agent_command(&args, &[], dir.path())
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"a question on a pipe").await.unwrap();
-    drop(stdin);
-    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
-        .await
-        .expect("agent hung")
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
-    assert_eq!(texts(&out).0, "Got it.\n");
-    assert!(
-        server.bodies()[0]["messages"]
-            .to_string()
-            .contains("a question on a pipe")
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -52,6 +52,10 @@ pub struct McpServerConfig {
     /// Per-call timeout; the tool context's deadline (the agent's tool
     /// timeout) when unset.
     pub call_timeout: Option<Duration>,
+    /// How long a stdio server gets to exit after its stdin closes, before
+    /// its group is sent SIGTERM; `STDIN_CLOSE_GRACE` when unset. Longer
+    /// for a server that saves state on exit.
+    pub shutdown_grace: Option<Duration>,
 }
 
 /// The transport of a server.
@@ -112,6 +116,7 @@ impl McpServerConfig {
             enabled: true,
             connect_timeout: None,
             call_timeout: None,
+            shutdown_grace: None,
         }
     }
 
@@ -197,6 +202,19 @@ impl McpServerConfig {
     /// Set the per-call timeout.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Set how long a stdio server gets to exit on its own once its stdin
+    /// is closed.
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::stdio("memory", "mcp-server-memory")
+    ///     .shutdown_grace(std::time::Duration::from_secs(5));
+    /// assert_eq!(cfg.shutdown_grace, Some(std::time::Duration::from_secs(5)));
+    /// ```
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = Some(grace);
         self
     }
 
@@ -293,6 +311,7 @@ impl McpServerConfig {
                 &err,
             )?,
             call_timeout: duration_field(obj, &["timeout", "callTimeout", "call_timeout"], &err)?,
+            shutdown_grace: duration_field(obj, &["shutdownTimeout", "shutdown_timeout"], &err)?,
         })
     }
 }
@@ -535,8 +554,11 @@ mod tests {
         assert!(!cfg.enabled);
         assert_eq!(cfg.call_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(cfg.effective_connect_timeout(), Duration::from_millis(200));
-        let cfg = one(json!({"command": "srv", "timeout": "30s", "connectTimeout": "1.5s"}));
+        let cfg = one(
+            json!({"command": "srv", "timeout": "30s", "connectTimeout": "1.5s", "shutdownTimeout": 3000}),
+        );
         assert_eq!(cfg.call_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(cfg.shutdown_grace, Some(Duration::from_secs(3)));
         assert_eq!(cfg.connect_timeout, Some(Duration::from_millis(1500)));
         let bad =
             McpServerConfig::from_json("slow", &json!({"command": "srv", "timeout": "soon"})).unwrap_err();

@@ -110,7 +110,8 @@ pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Re
     match &resolved.transport {
         #[cfg(feature = "stdio")]
         McpTransport::Stdio(stdio) => {
-            let (process, pipes) = crate::stdio::spawn(&name, stdio)?;
+            let grace = config.shutdown_grace.unwrap_or(crate::stdio::STDIN_CLOSE_GRACE);
+            let (process, pipes) = crate::stdio::spawn(&name, stdio, grace)?;
             let outcome =
                 tokio::time::timeout(timeout, serve_client(handler, (pipes.stdout, pipes.stdin))).await;
             match outcome {

@@ -1,9 +1,10 @@
 //! Whether a failed `tools/call` send reached the server.
 //!
 //! Invariant: a call is sent again only when its send failed in a way that
-//! proves the request never left this process or never reached the server
-//! (the transport was already closed, the connection was refused, the pipe
-//! to a dead child was broken). Anything else (an HTTP error status, a
+//! proves the request never reached the server (the connection was
+//! refused, the pipe to a dead child was broken, the socket was already
+//! closed; rmcp's own "transport closed" before sending is handled by the
+//! caller). Anything else (an HTTP error status, a
 //! connection reset after the body was written, an unknown error) may have
 //! been delivered and run: it becomes an error result, never a second run.
 
@@ -34,7 +35,8 @@ pub(crate) fn classify(error: &(dyn Error + 'static)) -> Delivery {
 /// The verdict of one error in the chain, when this error decides it.
 fn classify_one(e: &(dyn Error + 'static)) -> Option<Delivery> {
     if let Some(io) = e.downcast_ref::<io::Error>() {
-        return io_verdict(io);
+        // A custom I/O error's payload is not its `source()`: look at it too.
+        return io_verdict(io).or_else(|| io.get_ref().and_then(|inner| classify_one(inner)));
     }
     #[cfg(feature = "http")]
     {
@@ -44,11 +46,12 @@ fn classify_one(e: &(dyn Error + 'static)) -> Option<Delivery> {
         }
         if let Some(e) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
             return match e {
-                // The worker had already stopped: nothing was sent.
-                StreamableHttpError::TransportChannelClosed => Some(Delivery::Never),
                 // Not a `#[source]`, so look inside here.
                 StreamableHttpError::Client(inner) => Some(reqwest_verdict(inner)),
                 StreamableHttpError::Io(io) => io_verdict(io),
+                // Including `TransportChannelClosed`: rmcp returns it both
+                // when the worker had stopped before taking the request and
+                // when it stopped with the request's POST in flight.
                 _ => Some(Delivery::Maybe),
             };
         }
@@ -118,12 +121,19 @@ mod tests {
         assert_eq!(classify(&e), Delivery::Maybe);
     }
 
+    #[test]
+    fn the_payload_of_a_custom_io_error_is_looked_at() {
+        let inner = io::Error::from(io::ErrorKind::BrokenPipe);
+        let e = io::Error::other(Outer(inner));
+        assert_eq!(classify(&e), Delivery::Never);
+    }
+
     #[cfg(feature = "http")]
     #[test]
-    fn a_stopped_http_worker_never_sent() {
+    fn a_stopped_http_worker_may_have_sent() {
         use rmcp::transport::streamable_http_client::StreamableHttpError;
         let e: StreamableHttpError<reqwest::Error> = StreamableHttpError::TransportChannelClosed;
-        assert_eq!(classify(&e), Delivery::Never);
+        assert_eq!(classify(&e), Delivery::Maybe);
         let e: StreamableHttpError<reqwest::Error> = StreamableHttpError::UnexpectedEndOfStream;
         assert_eq!(classify(&e), Delivery::Maybe);
     }

@@ -65,11 +65,15 @@ pub(crate) struct SourceInner {
     prompts: Mutex<Vec<Prompt>>,
     instructions: Mutex<Option<String>>,
     closed: AtomicBool,
+    /// Cancelled by `close`: a reconnect under way gives up (its new server,
+    /// if started, is dropped and so ended).
+    closing: tokio_util::sync::CancellationToken,
 }
 
 impl McpToolSource {
     /// Connect, initialize and list the server's tools (and its prompts, if
-    /// it offers any), all under the server's connect timeout, with the
+    /// it offers any), all under the server's connect timeout (ending a
+    /// server that timed out comes after it), with the
     /// default [`McpClientOptions`] (no roots; sampling and elicitation
     /// declined).
     pub async fn connect(config: McpServerConfig) -> Result<Self, McpError> {
@@ -92,6 +96,7 @@ impl McpToolSource {
             definitions: Mutex::new(Vec::new()),
             prompts: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            closing: tokio_util::sync::CancellationToken::new(),
         });
         let discover = async {
             inner.refresh_tools(&conn).await?;
@@ -169,6 +174,7 @@ impl McpToolSource {
     /// stdio). Idempotent; later calls return error results.
     pub async fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.closing.cancel();
         let conn = self.inner.conn.write().ok().and_then(|mut c| c.take());
         if let Some(conn) = conn {
             conn.close().await;
@@ -216,12 +222,16 @@ impl SourceInner {
             old.close().await;
         }
         tracing::warn!(server = %self.config.name, "mcp transport closed; reconnecting once");
-        tokio::time::sleep(RECONNECT_BACKOFF).await;
-        let conn = Arc::new(
-            connect(&self.config, self.shared.clone())
-                .await
-                .map_err(|e| self.server_error(format!("server is down and reconnecting failed: {e}")))?,
-        );
+        let attempt = async {
+            tokio::time::sleep(RECONNECT_BACKOFF).await;
+            connect(&self.config, self.shared.clone()).await
+        };
+        let conn = tokio::select! {
+            connected = attempt => Arc::new(connected.map_err(|e| {
+                self.server_error(format!("server is down and reconnecting failed: {e}"))
+            })?),
+            () = self.closing.cancelled() => return Err(self.server_error("closed")),
+        };
         // `close` may have run while this connected: it must stay closed.
         let stored = match self.conn.write() {
             Ok(mut slot) if !self.closed.load(Ordering::SeqCst) => {

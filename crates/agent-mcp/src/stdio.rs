@@ -35,7 +35,13 @@ pub(crate) struct StdioProcess {
     server: String,
     pgid: Option<Pid>,
     child: Mutex<Option<Box<dyn ChildWrapper>>>,
+    /// A close has started (later calls return at once).
     closed: AtomicBool,
+    /// The whole group is known to be gone; until then, dropping this
+    /// (even in the middle of a close whose future was dropped) kills it.
+    ended: AtomicBool,
+    /// How long the server gets to exit after its stdin closes.
+    stdin_grace: Duration,
 }
 
 /// The pipes rmcp talks over.
@@ -54,7 +60,11 @@ impl std::fmt::Debug for StdioProcess {
 }
 
 /// Start `config` (already resolved) for server `server`.
-pub(crate) fn spawn(server: &str, config: &StdioConfig) -> Result<(StdioProcess, StdioPipes), McpError> {
+pub(crate) fn spawn(
+    server: &str,
+    config: &StdioConfig,
+    stdin_grace: Duration,
+) -> Result<(StdioProcess, StdioPipes), McpError> {
     let env = scoped_env(&config.env, &process_lookup);
     let mut cmd = CommandWrap::with_new(&config.command, |c| {
         c.args(&config.args)
@@ -91,6 +101,8 @@ pub(crate) fn spawn(server: &str, config: &StdioConfig) -> Result<(StdioProcess,
         pgid,
         child: Mutex::new(Some(child)),
         closed: AtomicBool::new(false),
+        ended: AtomicBool::new(false),
+        stdin_grace,
     };
     Ok((process, StdioPipes { stdout, stdin }))
 }
@@ -117,8 +129,10 @@ impl StdioProcess {
     }
 
     /// End the server and its whole group: (stdin is closed by the caller
-    /// dropping rmcp's transport first) wait [`STDIN_CLOSE_GRACE`], SIGTERM
-    /// the group, wait [`SIGTERM_GRACE`], SIGKILL the group. Idempotent.
+    /// dropping rmcp's transport first) wait for the stdin grace
+    /// ([`STDIN_CLOSE_GRACE`] unless configured), SIGTERM the group, wait
+    /// [`SIGTERM_GRACE`], SIGKILL the group. Idempotent. If this future is
+    /// dropped before the group is gone, dropping the process kills it.
     pub(crate) async fn close(&self) {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
@@ -132,17 +146,16 @@ impl StdioProcess {
             let _ = child.start_kill();
             return;
         };
-        if wait_group(&mut child, pgid, STDIN_CLOSE_GRACE).await {
-            return;
+        if !wait_group(&mut child, pgid, self.stdin_grace).await {
+            tracing::debug!(server = %self.server, "mcp server still running after stdin closed; SIGTERM");
+            let _ = killpg(pgid, Signal::SIGTERM);
+            if !wait_group(&mut child, pgid, SIGTERM_GRACE).await {
+                tracing::warn!(server = %self.server, "mcp server ignored SIGTERM; SIGKILL");
+                let _ = killpg(pgid, Signal::SIGKILL);
+                wait_group(&mut child, pgid, SIGTERM_GRACE).await;
+            }
         }
-        tracing::debug!(server = %self.server, "mcp server still running after stdin closed; SIGTERM");
-        let _ = killpg(pgid, Signal::SIGTERM);
-        if wait_group(&mut child, pgid, SIGTERM_GRACE).await {
-            return;
-        }
-        tracing::warn!(server = %self.server, "mcp server ignored SIGTERM; SIGKILL");
-        let _ = killpg(pgid, Signal::SIGKILL);
-        wait_group(&mut child, pgid, SIGTERM_GRACE).await;
+        self.ended.store(true, Ordering::SeqCst);
     }
 }
 
@@ -165,7 +178,7 @@ async fn wait_group(child: &mut Box<dyn ChildWrapper>, pgid: Pid, limit: Duratio
 
 impl Drop for StdioProcess {
     fn drop(&mut self) {
-        if self.closed.load(Ordering::SeqCst) {
+        if self.ended.load(Ordering::SeqCst) {
             return;
         }
         if let Some(pgid) = self.pgid {

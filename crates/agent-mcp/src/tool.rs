@@ -162,21 +162,25 @@ impl Tool for McpTool {
             return Ok(match response {
                 Ok(ServerResult::CallToolResult(result)) => map_call_result(result),
                 Ok(other) => self.error(format!("unexpected response: {other:?}")),
-                Err(ServiceError::TransportSend(e)) => {
-                    conn.mark_broken();
-                    match classify(&e) {
-                        // Never reached the server: reconnect and resend once.
-                        Delivery::Never if !resent => {
+                Err(ServiceError::TransportSend(e)) => match classify(&e) {
+                    // Never reached the server, the transport is gone:
+                    // reconnect and resend once.
+                    Delivery::Never => {
+                        conn.mark_broken();
+                        if resent {
+                            self.error(e)
+                        } else {
                             resent = true;
                             continue;
                         }
-                        Delivery::Never => self.error(e),
-                        // It may have run: a second send could run it twice.
-                        Delivery::Maybe => self.error(format!(
-                            "{e} (the request may have reached the server, so it was not sent again)"
-                        )),
                     }
-                }
+                    // It may have run: a second send could run it twice. The
+                    // session is kept (a gateway's 502 does not end it); a
+                    // dead transport shows on the next send.
+                    Delivery::Maybe => self.error(format!(
+                        "{e} (the request may have reached the server, so it was not sent again)"
+                    )),
+                },
                 Err(ServiceError::Timeout { timeout }) => self.error(format!("timed out after {timeout:?}")),
                 Err(ServiceError::TransportClosed) => {
                     self.error("the connection closed during the call (did the server exit?)")

@@ -360,18 +360,7 @@ async fn server_requests_mid_call_and_agent_cancellation_over_http() {
     let text = sampling.as_text();
     assert!(text.starts_with("refused:") && text.contains("-32601"), "{text}");
 
-    let token = agent_core::CancellationToken::new();
-    let slow = tool(&source, "slow").await;
-    let pending = tokio::spawn({
-        let token = token.clone();
-        async move {
-            slow.call(
-                json!({"ms": 600_000}),
-                ToolContext::new("c").with_cancellation(token),
-            )
-            .await
-        }
-    });
+    let (token, pending) = spawn_cancellable_slow(&source).await;
     assert!(wait_for_line(&log, "called slow").await, "the call never arrived");
     token.cancel();
     let result = tokio::time::timeout(HANG_GUARD, pending).await.unwrap().unwrap();

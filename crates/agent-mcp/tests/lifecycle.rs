@@ -16,7 +16,11 @@ use serde_json::json;
 #[tokio::test]
 async fn a_server_that_leaves_on_stdin_close_is_never_signalled() {
     let log = temp_log("stdin-close");
-    let source = connect(test_server("calm").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
+    // A long grace, so a slow machine cannot turn "not yet" into a SIGTERM.
+    let config = test_server("calm")
+        .env("TEST_SERVER_LOG", log.to_string_lossy())
+        .shutdown_grace(Duration::from_secs(30));
+    let source = connect(config).await;
     let pid = source.pid().unwrap();
     call(&tool(&source, "echo").await, json!({"text": "hi"})).await;
     source.close().await;
@@ -153,14 +157,15 @@ async fn a_close_during_a_reconnect_leaves_no_server_running() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("server.pid");
     let config = test_server("racy")
-        .args(["--slow-init", "1500", "--pid-file", &pid_file.to_string_lossy()])
+        .args(["--slow-init", "5000", "--pid-file", &pid_file.to_string_lossy()])
         .connect_timeout(Duration::from_secs(30));
     let source = connect(config).await;
     let first = source.pid().unwrap();
     // Both tools before the crash: listing after it would reconnect first.
     let echo = tool(&source, "echo").await;
     assert!(call(&tool(&source, "crash").await, json!({})).await.is_error);
-    // This call reconnects: a new server starts and takes 1.5 s to initialize.
+    // This call reconnects: a new server starts and takes 5 s to initialize;
+    // the source is closed well inside that.
     let pending = tokio::spawn(async move { echo.call(json!({"text": "x"}), ToolContext::new("c")).await });
     let until = tokio::time::Instant::now() + HANG_GUARD;
     let second = loop {
@@ -235,4 +240,25 @@ async fn a_stdio_server_starts_in_its_configured_directory() {
         std::fs::canonicalize(dir.path()).unwrap()
     );
     source.close().await;
+}
+
+#[tokio::test]
+async fn a_close_cut_short_still_ends_the_group_when_the_source_is_dropped() {
+    // A long stdin grace: close() is still waiting for the grandchild to go
+    // when it is cut short.
+    let source = connect(test_server("cut").shutdown_grace(Duration::from_secs(60))).await;
+    let out = call(&tool(&source, "spawn_grandchild").await, json!({})).await;
+    let grandchild: u32 = out.as_text().parse().unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), source.close())
+            .await
+            .is_err(),
+        "close should still be waiting"
+    );
+    assert!(!process_gone(grandchild));
+    drop(source);
+    assert!(
+        wait_gone(grandchild).await,
+        "the grandchild outlived a dropped source"
+    );
 }

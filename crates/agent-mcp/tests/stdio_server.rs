@@ -11,7 +11,6 @@ use agent_core::{ProgressReporter, ToolContext, ToolError, ToolOutputPart, ToolS
 use agent_mcp::{McpError, connect_all};
 use common::*;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn discovers_every_page_and_the_instructions() {
@@ -155,18 +154,7 @@ async fn a_timeout_is_an_error_result_and_cancels_on_the_server() {
 async fn agent_cancellation_returns_promptly_and_cancels_on_the_server() {
     let log = temp_log("cancel");
     let source = connect(test_server("t").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
-    let token = CancellationToken::new();
-    let slow = tool(&source, "slow").await;
-    let call = tokio::spawn({
-        let token = token.clone();
-        async move {
-            slow.call(
-                json!({"ms": 600_000}),
-                ToolContext::new("c").with_cancellation(token),
-            )
-            .await
-        }
-    });
+    let (token, call) = spawn_cancellable_slow(&source).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     token.cancel();
     let result = tokio::time::timeout(HANG_GUARD, call)

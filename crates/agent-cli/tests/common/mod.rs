@@ -49,19 +49,19 @@ fn usage() -> Value {
 
 /// A step that calls `tool` with `arguments`.
 pub fn tool_call(tool: &str, arguments: Value) -> String {
-    let call = json!([{"index": 0, "id": format!("call_{tool}"), "type": "function",
-        "function": {"name": tool, "arguments": arguments.to_string()}}]);
-    chunk(json!({"role": "assistant", "content": null}), None, None)
-        + &chunk(json!({"tool_calls": call}), None, None)
-        + &chunk(json!({}), Some("tool_calls"), Some(usage()))
-        + "data: [DONE]\n\n"
+    step_with_call(Value::Null, tool, arguments)
 }
 
 /// A step that says `text`, then calls `tool` with `arguments`.
 pub fn text_then_tool_call(text: &str, tool: &str, arguments: Value) -> String {
+    step_with_call(json!(text), tool, arguments)
+}
+
+/// A step whose first delta has this `content`, then one call.
+fn step_with_call(content: Value, tool: &str, arguments: Value) -> String {
     let call = json!([{"index": 0, "id": format!("call_{tool}"), "type": "function",
         "function": {"name": tool, "arguments": arguments.to_string()}}]);
-    chunk(json!({"role": "assistant", "content": text}), None, None)
+    chunk(json!({"role": "assistant", "content": content}), None, None)
         + &chunk(json!({"tool_calls": call}), None, None)
         + &chunk(json!({}), Some("tool_calls"), Some(usage()))
         + "data: [DONE]\n\n"
@@ -171,6 +171,23 @@ pub async fn run_local(config: &Path, args: &[&str], env: &[(&str, &str)], cwd: 
     let mut all = vec!["--config", config, "--model", "local/test"];
     all.extend_from_slice(args);
     run_agent(&all, env, cwd).await
+}
+
+/// Run `agent` with `args`, writing `input` to its standard input (then
+/// closing it); wait under the hang guard.
+pub async fn run_agent_with_stdin(args: &[&str], input: &[u8], cwd: &Path) -> Output {
+    use tokio::io::AsyncWriteExt;
+    let mut child = agent_command(args, &[], cwd)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("agent binary");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).await.unwrap();
+    drop(stdin);
+    tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        .await
+        .expect("agent hung")
+        .unwrap()
 }
 
 /// The command, not started (stdin null, stdout and stderr piped).

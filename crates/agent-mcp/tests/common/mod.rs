@@ -177,3 +177,18 @@ fn live_processes(keep: impl Fn(u32, &[&str]) -> bool) -> Vec<u32> {
     }
     out
 }
+
+/// Start the test server's `slow` tool (600 s) under a cancellation token:
+/// the token and the running call.
+pub async fn spawn_cancellable_slow(
+    source: &McpToolSource,
+) -> (
+    agent_core::CancellationToken,
+    tokio::task::JoinHandle<Result<agent_core::ToolOutput, agent_core::ToolError>>,
+) {
+    let token = agent_core::CancellationToken::new();
+    let slow = tool(source, "slow").await;
+    let ctx = agent_core::ToolContext::new("c").with_cancellation(token.clone());
+    let call = tokio::spawn(async move { slow.call(serde_json::json!({"ms": 600_000}), ctx).await });
+    (token, call)
+}
