@@ -23,6 +23,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolRequestParams, ServerCapabilities, ServerConfig};
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::{ClientHandler, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde_json::json;
 
@@ -111,6 +112,64 @@ impl Clock {
 struct BareClient;
 impl ClientHandler for BareClient {}
 
+/// A bare rmcp client on its own server process of this binary.
+async fn bare_client() -> (tokio::process::Child, RunningService<RoleClient, BareClient>) {
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .env(SERVE_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = BareClient.serve((stdout, stdin)).await.unwrap();
+    (child, client)
+}
+
+/// The agent-mcp tool of this name.
+async fn tool(source: &McpToolSource, name: &str) -> std::sync::Arc<dyn agent_sdk::Tool> {
+    let tools = source.tools().await.unwrap();
+    tools.into_iter().find(|t| t.definition().name == name).unwrap()
+}
+
+/// Set to `agent:N` or `bare:N`: make N echo calls that way and exit, for
+/// counting the client's instructions under callgrind
+/// (`scripts/mcp-instructions.sh`).
+const COUNT_ENV: &str = "AGENT_BENCH_MCP_COUNT";
+
+fn count_calls(spec: &str) {
+    let (how, n) = spec.split_once(':').expect("agent:N or bare:N");
+    let n: usize = n.parse().expect("a number of calls");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let args = json!({"text": "hello"});
+    rt.block_on(async {
+        match how {
+            "agent" => {
+                let source = McpToolSource::connect(server_config()).await.unwrap();
+                let echo = tool(&source, "echo").await;
+                for _ in 0..n {
+                    echo.call(args.clone(), ToolContext::new("bench")).await.unwrap();
+                }
+                source.close().await;
+            }
+            "bare" => {
+                let (_child, client) = bare_client().await;
+                let map = args.as_object().cloned().unwrap();
+                for _ in 0..n {
+                    let params = CallToolRequestParams::new("echo").with_arguments(map.clone());
+                    client.call_tool(params).await.unwrap();
+                }
+                let _ = client.cancel().await;
+            }
+            other => panic!("{other}: expected agent or bare"),
+        }
+    });
+}
+
 fn bench_mcp(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -118,31 +177,9 @@ fn bench_mcp(c: &mut Criterion) {
         .build()
         .unwrap();
     let source = rt.block_on(McpToolSource::connect(server_config())).unwrap();
-    let tools = rt.block_on(source.tools()).unwrap();
-    let echo = tools
-        .iter()
-        .find(|t| t.definition().name == "echo")
-        .unwrap()
-        .clone();
-    let sleep = tools
-        .iter()
-        .find(|t| t.definition().name == "sleep")
-        .unwrap()
-        .clone();
-
-    // The bare client talks to its own server process of the same binary.
-    let bare = rt.block_on(async {
-        let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-            .env(SERVE_ENV, "1")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-        let client = BareClient.serve((stdout, stdin)).await.unwrap();
-        (child, client)
-    });
+    let echo = rt.block_on(tool(&source, "echo"));
+    let sleep = rt.block_on(tool(&source, "sleep"));
+    let bare = rt.block_on(bare_client());
 
     // Interleaved: every iteration makes one call of each kind and times
     // only its own, so both see the same moments of a noisy machine. Timed
@@ -218,6 +255,10 @@ criterion_group!(benches, bench_mcp);
 fn main() {
     if std::env::var_os(SERVE_ENV).is_some() {
         serve();
+        return;
+    }
+    if let Ok(spec) = std::env::var(COUNT_ENV) {
+        count_calls(&spec);
         return;
     }
     benches();

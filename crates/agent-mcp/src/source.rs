@@ -222,10 +222,12 @@ impl SourceInner {
             old.close().await;
         }
         tracing::warn!(server = %self.config.name, "mcp transport closed; reconnecting once");
-        let attempt = async {
+        // Boxed: connecting (any transport) is a large future, and inlined it
+        // would make every call's future large too (copied on each call).
+        let attempt = Box::pin(async {
             tokio::time::sleep(RECONNECT_BACKOFF).await;
             connect(&self.config, self.shared.clone()).await
-        };
+        });
         let conn = tokio::select! {
             connected = attempt => Arc::new(connected.map_err(|e| {
                 self.server_error(format!("server is down and reconnecting failed: {e}"))
