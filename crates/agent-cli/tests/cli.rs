@@ -181,9 +181,7 @@ async fn configuration_errors_exit_2_naming_what_is_wrong() {
     ];
     for (file, expected) in cases {
         let out = run_agent(&["--config", file.to_str().unwrap(), "hello"], &[], dir.path()).await;
-        let (_, stderr) = texts(&out);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(expected), "expected `{expected}` in {stderr}");
+        assert_exit(&out, 2, expected);
     }
 }
 
@@ -269,12 +267,7 @@ async fn approve_ask_without_a_terminal_is_a_usage_error() {
         .await
         .expect("agent hung")
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        texts(&out).1.contains("--approve ask needs a terminal"),
-        "{}",
-        texts(&out).1
-    );
+    assert_exit(&out, 2, "--approve ask needs a terminal");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

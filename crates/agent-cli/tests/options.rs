@@ -131,12 +131,7 @@ async fn a_fallback_model_without_its_key_is_skipped_with_a_warning() {
         "hi",
     ];
     let out = run_agent(&args, &[], dir.path()).await;
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        texts(&out).1.contains("no usable model: work/gpt-4.1 ("),
-        "{}",
-        texts(&out).1
-    );
+    assert_exit(&out, 2, "no usable model: work/gpt-4.1 (");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

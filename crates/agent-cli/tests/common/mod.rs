@@ -206,6 +206,13 @@ pub fn agent_command(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> tokio::
     cmd
 }
 
+/// Assert that `agent` exited with `code` and said `needle` on stderr.
+pub fn assert_exit(out: &Output, code: i32, needle: &str) {
+    let stderr = texts(out).1;
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    assert!(stderr.contains(needle), "expected `{needle}` in {stderr}");
+}
+
 /// stdout, stderr.
 pub fn texts(out: &Output) -> (String, String) {
     (
