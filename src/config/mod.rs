@@ -40,9 +40,9 @@ use agent_providers::{ProviderConfig, ProvidersConfig};
 use serde_json::{Map, Value};
 
 pub use agent_core::parse_duration;
+pub use agent_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
-pub use secrets::looks_secret;
 
 /// The file looked for in the current directory, then in the home directory.
 pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";

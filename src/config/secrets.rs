@@ -4,31 +4,16 @@
 //! Invariant: a value is listed when its name says it is a credential (an
 //! environment variable, an MCP server's `env` entry or header named
 //! `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*AUTH*`, `*APIKEY*`,
-//! `*COOKIE*`) or it is a provider's API key or header; `${VAR}`s are
+//! `*COOKIE*`, see [`looks_secret`]) or it is a provider's API key or header; `${VAR}`s are
 //! resolved as the server will resolve them, and a value with an
 //! authorization scheme (`Bearer abc`) is listed with and without it.
+//! Credentials carried by URLs (the password of `https://user:pw@host`,
+//! query parameters such as `?api_key=`) and by a stdio server's arguments
+//! (`--api-key abc`, `--token=abc`, `API_KEY=abc`) are listed too.
 
-use agent_mcp::{McpTransport, interpolate};
+use agent_mcp::{McpTransport, interpolate, looks_secret, url_secrets};
 
 use super::AgentConfig;
-
-/// Whether a variable or header name says it holds a credential.
-///
-/// ```
-/// use agent_sdk::config::looks_secret;
-/// assert!(looks_secret("OPENAI_API_KEY") && looks_secret("Authorization") && looks_secret("X-Api-Key"));
-/// assert!(looks_secret("apikey") && looks_secret("Cookie"));
-/// assert!(!looks_secret("HOME") && !looks_secret("Accept"));
-/// ```
-pub fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase().replace('-', "_");
-    upper.ends_with("_KEY")
-        || [
-            "TOKEN", "SECRET", "PASSWORD", "AUTH", "API_KEY", "APIKEY", "COOKIE",
-        ]
-        .iter()
-        .any(|word| upper.contains(word))
-}
 
 impl AgentConfig {
     /// Every credential this configuration and the process environment
@@ -36,11 +21,14 @@ impl AgentConfig {
     /// to redact safely.
     ///
     /// ```
-    /// let text = r#"{"mcpServers": {"gh": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer gh-literal-123"}}}}"#;
+    /// let text = r#"{"mcpServers": {
+    ///     "gh": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer gh-literal-123"}},
+    ///     "q": {"url": "https://h/mcp?api_key=in-url-456"}}}"#;
     /// let config = agent_sdk::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let secrets = config.secret_values();
     /// assert!(secrets.contains(&"Bearer gh-literal-123".to_string()));
     /// assert!(secrets.contains(&"gh-literal-123".to_string()));
+    /// assert!(secrets.contains(&"in-url-456".to_string()));
     /// ```
     pub fn secret_values(&self) -> Vec<String> {
         let mut out: Vec<String> = std::env::vars()
@@ -50,9 +38,11 @@ impl AgentConfig {
         for provider in self.providers.providers.values() {
             out.extend(provider.api_key.clone());
             out.extend(provider.headers.values().cloned());
+            out.extend(provider.base_url.as_deref().map(url_secrets).unwrap_or_default());
         }
         let lookup = |name: &str| std::env::var(name).ok();
         for server in &self.mcp_servers {
+            out.extend(server.inline_secrets());
             let named = match &server.transport {
                 McpTransport::Stdio(stdio) => &stdio.env,
                 McpTransport::Http(remote) | McpTransport::Sse(remote) | McpTransport::WebSocket(remote) => {

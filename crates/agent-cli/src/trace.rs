@@ -6,6 +6,8 @@
 //! than [`MIN_SECRET_LEN`] are left alone (they would redact ordinary words).
 
 use std::io::Write;
+
+use agent_sdk::mcp::redact;
 use std::sync::Arc;
 
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -15,8 +17,6 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 /// Shorter values are not treated as secrets.
 pub const MIN_SECRET_LEN: usize = 6;
-
-const REDACTED: &str = "[REDACTED]";
 
 /// What to trace.
 #[derive(Debug, Clone, Copy, Default)]
@@ -104,27 +104,5 @@ impl Drop for RedactingStderr {
     fn drop(&mut self) {
         let text = redact(&String::from_utf8_lossy(&self.buffer), &self.secrets);
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
-    }
-}
-
-/// `text` with every secret replaced.
-pub fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_string();
-    for secret in secrets {
-        if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), REDACTED);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_replaced() {
-        let secrets = vec!["sk-live-123456".to_string()];
-        assert_eq!(redact("key=sk-live-123456 ok", &secrets), "key=[REDACTED] ok");
     }
 }

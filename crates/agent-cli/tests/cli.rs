@@ -104,7 +104,9 @@ async fn list_tools_prints_namespaced_tools_and_reports_failed_servers_and_clash
         json!({"mcpServers": {
             "my.srv": {"command": mcp_test_server()},
             "my_srv": {"command": mcp_test_server()},
-            "broken": {"command": dir.path().join("no-such-server")}
+            "broken": {"command": dir.path().join("no-such-server")},
+            // Refused; its error quotes the URL, never the key in it.
+            "keyed": {"url": "http://127.0.0.1:1/mcp?api_key=cli-url-secret-8841"}
         }}),
     );
     let args = [
@@ -141,6 +143,8 @@ async fn list_tools_prints_namespaced_tools_and_reports_failed_servers_and_clash
         assert!(tool["description"].is_string());
     }
     assert!(stderr.contains("mcp server broken not connected"), "{stderr}");
+    assert!(stderr.contains("mcp server keyed not connected"), "{stderr}");
+    assert!(!stderr.contains("cli-url-secret-8841"), "{stderr}");
     let renamed = echoes
         .iter()
         .map(|t| t["name"].as_str().unwrap())

@@ -148,6 +148,39 @@ impl McpServerConfig {
         )
     }
 
+    /// A legacy HTTP+SSE server (protocol 2024-11-05) whose event stream is
+    /// at `url`.
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::sse("old", "http://127.0.0.1:3001/sse");
+    /// assert_eq!(cfg.transport.kind(), "sse");
+    /// ```
+    pub fn sse(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::Sse(RemoteConfig {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            }),
+        )
+    }
+
+    /// A WebSocket server at `url` (`ws://` or `wss://`).
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::websocket("ws", "ws://127.0.0.1:3001/ws");
+    /// assert_eq!(cfg.transport.kind(), "websocket");
+    /// ```
+    pub fn websocket(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::with_transport(
+            name,
+            McpTransport::WebSocket(RemoteConfig {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            }),
+        )
+    }
+
     /// Add an argument (stdio only; ignored otherwise).
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         if let McpTransport::Stdio(s) = &mut self.transport {

@@ -94,8 +94,15 @@ impl Connection {
 /// How long rmcp's session shutdown may take before the process is ended anyway.
 const CLOSE_SESSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Connect to `config` and initialize, under its connect timeout.
+/// Connect to `config` and initialize, under its connect timeout; the
+/// credentials in its URL or arguments never appear in the error.
 pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Result<Connection, McpError> {
+    connect_unredacted(config, shared)
+        .await
+        .map_err(|e| e.redacted(&config.inline_secrets()))
+}
+
+async fn connect_unredacted(config: &McpServerConfig, shared: Arc<Shared>) -> Result<Connection, McpError> {
     let name = config.name.clone();
     if !config.enabled {
         return Err(McpError::Disabled { server: name });

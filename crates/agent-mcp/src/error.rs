@@ -86,4 +86,19 @@ impl McpError {
             | Self::Disabled { server } => server,
         }
     }
+
+    /// The same error with each of `secrets` replaced in its message.
+    pub(crate) fn redacted(self, secrets: &[String]) -> Self {
+        match self {
+            Self::Connect { server, message } => Self::Connect {
+                server,
+                message: crate::redact(&message, secrets),
+            },
+            Self::Config { server, message } => Self::Config {
+                server,
+                message: crate::redact(&message, secrets),
+            },
+            other => other,
+        }
+    }
 }

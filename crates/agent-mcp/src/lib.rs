@@ -32,6 +32,7 @@ mod handler;
 #[cfg(feature = "http")]
 mod http;
 mod options;
+mod redact;
 mod result;
 mod source;
 #[cfg(feature = "sse")]
@@ -52,6 +53,7 @@ pub use error::McpError;
 #[cfg(feature = "http")]
 pub use http::{SSE_RESUME_ATTEMPTS, SSE_RESUME_BACKOFF, SSE_RESUME_MAX_DELAY};
 pub use options::{ElicitationHandler, McpClientOptions, SamplingHandler};
+pub use redact::{REDACTED, arg_secrets, looks_secret, redact, url_secrets};
 pub use source::{McpToolSource, RECONNECT_BACKOFF};
 #[cfg(feature = "sse")]
 pub use sse::SseSendError;

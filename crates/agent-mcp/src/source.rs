@@ -190,7 +190,7 @@ impl SourceInner {
     fn server_error(&self, message: impl std::fmt::Display) -> McpError {
         McpError::Connect {
             server: self.config.name.clone(),
-            message: message.to_string(),
+            message: crate::redact(&message.to_string(), &self.config.inline_secrets()),
         }
     }
 

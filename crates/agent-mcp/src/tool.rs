@@ -47,11 +47,12 @@ impl McpTool {
     }
 
     fn error(&self, message: impl std::fmt::Display) -> ToolOutput {
-        ToolOutput::error(format!(
+        let text = format!(
             "mcp server {}: tool {}: {message}",
             self.server(),
             self.original_name
-        ))
+        );
+        ToolOutput::error(crate::redact(&text, &self.source.config.inline_secrets()))
     }
 
     fn request(&self, arguments: &Map<String, Value>) -> ClientRequest {

@@ -262,3 +262,36 @@ async fn a_close_cut_short_still_ends_the_group_when_the_source_is_dropped() {
         "the grandchild outlived a dropped source"
     );
 }
+
+#[tokio::test]
+async fn credentials_in_a_server_url_never_reach_an_error() {
+    let secret = "url-secret-5531";
+    // Refused at connect, on each remote transport: the transport's error
+    // quotes the URL, the reported error does not quote the credential.
+    for config in [
+        McpServerConfig::http("h", format!("http://127.0.0.1:1/mcp?api_key={secret}")),
+        McpServerConfig::sse("s", format!("http://127.0.0.1:1/sse?token={secret}")),
+        McpServerConfig::websocket("w", format!("ws://127.0.0.1:1/ws?token={secret}")),
+    ] {
+        let error = tokio::time::timeout(HANG_GUARD, agent_mcp::McpToolSource::connect(config))
+            .await
+            .expect("connect hung")
+            .map(|_| ())
+            .expect_err("a refused connect succeeded")
+            .to_string();
+        assert!(!error.contains(secret), "{error}");
+    }
+    // Down mid-session: the error result (which the model reads) neither.
+    let server = NetServer::start("--http", 0, &[]).await;
+    let source = connect(McpServerConfig::http(
+        "gone",
+        format!("{}?token={secret}", server.url),
+    ))
+    .await;
+    let echo = tool(&source, "echo").await;
+    server.kill().await;
+    let result = call(&echo, json!({"text": "x"})).await;
+    assert!(result.is_error, "{}", result.as_text());
+    assert!(!result.as_text().contains(secret), "{}", result.as_text());
+    source.close().await;
+}
