@@ -1,11 +1,16 @@
-//! README.md's "library in 15 lines" is the facade's compiled documentation
-//! example (src/lib.rs), line for line: the README cannot drift from code
-//! that builds.
+//! The READMEs cannot drift from the code: README.md's "library in 15
+//! lines" is the facade's compiled documentation example (src/lib.rs), line
+//! for line, and the configuration examples (README.md's and agent-mcp's)
+//! parse without an error or a warning into what their prose says.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 /// The lines of the first fenced block after `heading` in README.md.
 fn readme_block(heading: &str) -> Vec<String> {
-    let readme = include_str!("../README.md");
+    block(include_str!("../README.md"), heading)
+}
+
+/// The lines of the first fenced block after `heading` in `readme`.
+fn block(readme: &str, heading: &str) -> Vec<String> {
     let after = &readme[readme.find(heading).expect("heading")..];
     let body = after.split("```").nth(1).expect("a fenced block");
     body.lines().skip(1).map(str::to_owned).collect()
@@ -31,4 +36,40 @@ fn the_readme_library_example_is_the_compiled_one() {
     let lib = lib_example();
     assert!(lib.len() >= 10, "{lib:?}");
     assert_eq!(readme, lib);
+}
+
+#[test]
+fn the_readme_configuration_parses_without_warnings() {
+    let text = readme_block("The configuration file").join("\n");
+    let config =
+        agent_sdk::config::AgentConfig::parse(&text, "README.md", &|name| Some(format!("value-of-{name}")))
+            .expect("README.md's configuration");
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+    assert!(config.mcp_failures.is_empty(), "{:?}", config.mcp_failures);
+    assert_eq!(config.providers.providers.len(), 3);
+    let names: Vec<_> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let d = &config.defaults;
+    assert_eq!(d.model, ["anthropic/claude-sonnet-4-5", "work/gpt-4.1"]);
+    assert_eq!(d.tool_timeout, Some(std::time::Duration::from_secs(30)));
+    assert_eq!(d.context_window_buffer_tokens, Some(4096));
+    assert!(config.accounting_file.is_some());
+}
+
+#[test]
+fn the_mcp_readme_configuration_means_what_its_prose_says() {
+    let text = block(include_str!("../crates/agent-mcp/README.md"), "## Config formats").join("\n");
+    let value: serde_json::Value = serde_json::from_str(&text).expect("agent-mcp README's JSON");
+    let servers = agent_sdk::mcp::parse_mcp_servers(&value).expect("agent-mcp README's servers");
+    let kind = |name: &str| {
+        let server = servers.iter().find(|s| s.name == name).expect(name);
+        (server.transport.kind(), server.enabled)
+    };
+    assert_eq!(kind("fs"), ("stdio", true));
+    assert_eq!(kind("github"), ("stdio", true));
+    assert_eq!(kind("api"), ("http", true));
+    assert_eq!(kind("old"), ("sse", true));
+    assert_eq!(kind("time"), ("stdio", false));
+    assert_eq!(kind("remote"), ("http", true));
+    assert_eq!(servers.len(), 6);
 }

@@ -28,27 +28,6 @@ const PROVIDER: &[&str] = &[
     "supportsRequiredToolChoice",
 ];
 const MODEL: &[&str] = &["contextWindow", "tokenizer"];
-const MCP_SERVER: &[&str] = &[
-    "type",
-    "transport",
-    "command",
-    "args",
-    "env",
-    "environment",
-    "cwd",
-    "url",
-    "serverUrl",
-    "headers",
-    "enabled",
-    "disabled",
-    "timeout",
-    "callTimeout",
-    "call_timeout",
-    "connectTimeout",
-    "connect_timeout",
-    "startupTimeout",
-    "description",
-];
 
 /// Report every key the format does not know, by key path.
 pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(String)) {
@@ -79,7 +58,12 @@ pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(Strin
     }
     for (name, server) in object("mcpServers").into_iter().flatten() {
         if let Some(server) = server.as_object() {
-            unknown(server, &format!("mcpServers.{name}"), MCP_SERVER, warn);
+            unknown(
+                server,
+                &format!("mcpServers.{name}"),
+                agent_mcp::MCP_SERVER_KEYS,
+                warn,
+            );
         }
     }
 }

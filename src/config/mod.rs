@@ -422,7 +422,8 @@ mod tests {
     fn values_are_read_and_variables_expanded_outside_mcp_env_and_headers() {
         let config = parse(
             r#"{"providers": {"p": {"type": "openai-compatible", "baseUrl": "http://${SET}/v1"}},
-                "mcpServers": {"s": {"command": "${SET}", "env": {"K": "${UNSET}"}, "headers": {}}},
+                "mcpServers": {"s": {"command": "${SET}", "env": {"K": "${UNSET}"}, "shutdownTimeout": "1s"},
+                               "h": {"url": "http://${SET}/mcp", "headers": {"Authorization": "Bearer ${UNSET}"}}},
                 "defaults": {"model": "p/a, p/b", "llmTimeout": "2m", "maxOutputTokens": 100,
                              "parallelToolCalls": false, "toolResponseMaxBytes": 10, "contextWindowBufferTokens": 5}}"#,
         )
@@ -431,12 +432,21 @@ mod tests {
             config.providers.providers["p"].base_url.as_deref(),
             Some("http://value/v1")
         );
-        let agent_mcp::McpTransport::Stdio(stdio) = &config.mcp_servers[0].transport else {
+        let server = |name: &str| config.mcp_servers.iter().find(|s| s.name == name).unwrap();
+        let agent_mcp::McpTransport::Stdio(stdio) = &server("s").transport else {
             unreachable!()
         };
         assert_eq!(
             (stdio.command.as_str(), stdio.env["K"].as_str()),
             ("value", "${UNSET}")
+        );
+        // Headers too are resolved when the server starts, not here.
+        let agent_mcp::McpTransport::Http(remote) = &server("h").transport else {
+            unreachable!()
+        };
+        assert_eq!(
+            (remote.url.as_str(), remote.headers["Authorization"].as_str()),
+            ("http://value/mcp", "Bearer ${UNSET}")
         );
         let d = &config.defaults;
         assert_eq!(d.model, ["p/a", "p/b"]);

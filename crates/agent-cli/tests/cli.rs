@@ -420,14 +420,20 @@ async fn traces_never_show_the_api_key() {
     let server = ModelServer::start(vec![answer("Traced.").into()]).await;
     let dir = tmp();
     let secret = "sk-test-do-not-print-4242";
+    // The provider redacts its own headers; a password in its base URL is
+    // traced with the URL, and only the CLI's redaction hides it.
+    let in_url = "url-pw-do-not-print-7171";
+    let base_url = server
+        .base_url()
+        .replacen("http://", &format!("http://me:{in_url}@"), 1);
     let config = write_config(
         dir.path(),
         &server,
-        json!({"mcpServers": {}, "providers": {"local": {"type": "openai-compatible", "baseUrl": server.base_url(), "apiKey": "${LOCAL_LLM_KEY}"}}}),
+        json!({"mcpServers": {}, "providers": {"local": {"type": "openai-compatible", "baseUrl": base_url, "apiKey": "${LOCAL_LLM_KEY}"}}}),
     );
     let out = run_local(
         &config,
-        &["--trace-llm", "-vv", "hi"],
+        &["--trace-llm", "hi"],
         &[("LOCAL_LLM_KEY", secret)],
         dir.path(),
     )
@@ -435,5 +441,10 @@ async fn traces_never_show_the_api_key() {
     let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("agent_providers"), "no trace output: {stderr}");
+    assert!(
+        stderr.contains("me:[REDACTED]@"),
+        "the URL was not traced: {stderr}"
+    );
     assert!(!stderr.contains(secret), "the key leaked: {stderr}");
+    assert!(!stderr.contains(in_url), "the URL's password leaked: {stderr}");
 }

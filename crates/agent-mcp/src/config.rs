@@ -10,8 +10,10 @@
 //!   URL) types, `command` given as an array (`["npx", "-y", "pkg"]`) and
 //!   `environment` as another name for `env`.
 //! - `enabled: false` or `disabled: true` switch a server off;
-//!   `timeout` (per call) and `connectTimeout` set timeouts, in milliseconds
-//!   or as strings such as `"30s"`.
+//!   `timeout` (per call), `connectTimeout` and `shutdownTimeout` (how long
+//!   a stdio server has to leave after its stdin closes) set timeouts, in
+//!   milliseconds or as strings such as `"30s"`.
+//! - [`MCP_SERVER_KEYS`] lists every key an entry may hold.
 //!
 //! `${VAR}` references in `env` and `headers` are kept as written here and
 //! resolved at connect time (see [`interpolate`](crate::interpolate)).
@@ -24,6 +26,44 @@ use serde_json::{Map, Value};
 
 use crate::env::interpolate_map;
 use crate::error::McpError;
+
+/// Names of the connect-plus-initialize timeout.
+const CONNECT_TIMEOUT_KEYS: &[&str] = &["connectTimeout", "connect_timeout", "startupTimeout"];
+/// Names of the per-call timeout.
+const CALL_TIMEOUT_KEYS: &[&str] = &["timeout", "callTimeout", "call_timeout"];
+/// Names of the stdio close grace ([`McpServerConfig::shutdown_grace`]).
+const SHUTDOWN_KEYS: &[&str] = &["shutdownTimeout", "shutdown_timeout"];
+
+/// Every key a server entry may hold; anything else is unknown to this
+/// parser (callers may warn about it). `description` is accepted and
+/// ignored: people annotate their configs.
+///
+/// ```
+/// assert!(agent_mcp::MCP_SERVER_KEYS.contains(&"shutdownTimeout"));
+/// ```
+pub const MCP_SERVER_KEYS: &[&str] = &[
+    "type",
+    "transport",
+    "command",
+    "args",
+    "env",
+    "environment",
+    "cwd",
+    "url",
+    "serverUrl",
+    "headers",
+    "enabled",
+    "disabled",
+    "timeout",
+    "callTimeout",
+    "call_timeout",
+    "connectTimeout",
+    "connect_timeout",
+    "startupTimeout",
+    "shutdownTimeout",
+    "shutdown_timeout",
+    "description",
+];
 
 /// How long connect plus `initialize` may take by default: long enough for
 /// `npx` to start a cached package, short enough not to stall a run.
@@ -338,13 +378,9 @@ impl McpServerConfig {
             name: name.to_string(),
             transport,
             enabled,
-            connect_timeout: duration_field(
-                obj,
-                &["connectTimeout", "connect_timeout", "startupTimeout"],
-                &err,
-            )?,
-            call_timeout: duration_field(obj, &["timeout", "callTimeout", "call_timeout"], &err)?,
-            shutdown_grace: duration_field(obj, &["shutdownTimeout", "shutdown_timeout"], &err)?,
+            connect_timeout: duration_field(obj, CONNECT_TIMEOUT_KEYS, &err)?,
+            call_timeout: duration_field(obj, CALL_TIMEOUT_KEYS, &err)?,
+            shutdown_grace: duration_field(obj, SHUTDOWN_KEYS, &err)?,
         })
     }
 }
@@ -493,6 +529,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn every_timeout_name_is_a_known_key() {
+        for key in [CONNECT_TIMEOUT_KEYS, CALL_TIMEOUT_KEYS, SHUTDOWN_KEYS].concat() {
+            assert!(MCP_SERVER_KEYS.contains(&key), "{key}");
+        }
+    }
 
     fn one(v: Value) -> McpServerConfig {
         McpServerConfig::from_json("s", &v).unwrap()

@@ -44,7 +44,8 @@ mod tool;
 mod ws;
 
 pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, McpServerConfig, McpTransport, RemoteConfig, StdioConfig, parse_mcp_servers,
+    DEFAULT_CONNECT_TIMEOUT, MCP_SERVER_KEYS, McpServerConfig, McpTransport, RemoteConfig, StdioConfig,
+    parse_mcp_servers,
 };
 pub use connect_all::{ConnectFailure, Connected, connect_all, connect_all_with};
 pub use discovery::{MAX_PROMPT_PAGES, MAX_TOOL_PAGES};
