@@ -8,6 +8,8 @@
 # - tests-deps/python/mcp1 and mcp2 (PyPI, pinned with hashes by
 #   requirements.txt): the Python MCP SDKs, mcp-server-time and
 #   mcp-server-git, each in its own virtual environment.
+# After the tests, scripts/leftovers.sh fails if any process they started
+# (our binaries, the npm and Python servers) is still alive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm ci --prefix tests-deps --no-audit --no-fund
@@ -16,3 +18,4 @@ for env in tests-deps/python/mcp1 tests-deps/python/mcp2; do
     "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
 done
 cargo test --workspace --all-features
+bash scripts/leftovers.sh
