@@ -28,6 +28,7 @@
 mod choose;
 mod expand;
 mod keys;
+mod run;
 mod secrets;
 
 use std::collections::BTreeMap;
@@ -43,6 +44,7 @@ pub use agent_core::parse_duration;
 pub use agent_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
+pub use run::RunSetupError;
 
 /// The file looked for in the current directory, then in the home directory.
 pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";

@@ -255,53 +255,56 @@ async fn drive(
     Ok(stopped_by.unwrap_or_else(|| exit::for_exit(result.exit)))
 }
 
-/// The run's options: the config's defaults, then the command line.
+/// The run's options: the config's defaults, then the command line, then
+/// the accounting file and the context budget (the library's order).
 fn options(
     args: &Args,
     config: &AgentConfig,
     system: Option<String>,
     chosen: &ChosenModel,
 ) -> Result<AgentOptions, Failure> {
-    let mut options = config.defaults.apply(AgentOptions::default());
-    if let Some(system) = system {
-        options = options.system(system);
-    }
-    if let Some(n) = args.max_steps {
-        options = options.max_steps(n);
-    }
-    if let Some(t) = args.tool_timeout {
-        options = options.tool_timeout(t);
-    }
-    if let Some(t) = args.temperature {
-        options = options.temperature(t);
-    }
-    if let Some(p) = args.top_p {
-        options = options.top_p(p);
-    }
-    if let Some(n) = args.max_output_tokens {
-        options = options.max_output_tokens(n);
-    }
-    if let Some(on) = args.parallel_tool_calls() {
-        options = options.parallel_tool_calls(on);
-    }
-    match args.approve {
-        ApproveMode::Auto => {}
-        ApproveMode::Ask => {
-            options = options.approvals(Approvals::with_approver(approve::TerminalApprover::default()))
+    let sink = match &args.accounting {
+        Some(file) => Some(
+            JsonlSink::open(file)
+                .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))?,
+        ),
+        None => None,
+    };
+    let command_line = |mut options: AgentOptions| {
+        if let Some(system) = system {
+            options = options.system(system);
         }
-        ApproveMode::Deny => options = options.approvals(Approvals::with_approver(approve::DenyAll)),
-    }
-    if let Some(file) = args.accounting.clone().or_else(|| config.accounting_file.clone()) {
-        let sink = JsonlSink::open(&file)
-            .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))?;
-        options = options.accounting(Arc::new(sink));
-    }
-    // The budget holds for every model of a fallback chain (the smallest).
-    if let Some(budget) = chosen.budget(
-        options.max_output_tokens,
-        config.defaults.context_window_buffer_tokens,
-    ) {
-        options = options.budget(budget);
-    }
-    Ok(options)
+        if let Some(n) = args.max_steps {
+            options = options.max_steps(n);
+        }
+        if let Some(t) = args.tool_timeout {
+            options = options.tool_timeout(t);
+        }
+        if let Some(t) = args.temperature {
+            options = options.temperature(t);
+        }
+        if let Some(p) = args.top_p {
+            options = options.top_p(p);
+        }
+        if let Some(n) = args.max_output_tokens {
+            options = options.max_output_tokens(n);
+        }
+        if let Some(on) = args.parallel_tool_calls() {
+            options = options.parallel_tool_calls(on);
+        }
+        match args.approve {
+            ApproveMode::Auto => {}
+            ApproveMode::Ask => {
+                options = options.approvals(Approvals::with_approver(approve::TerminalApprover::default()))
+            }
+            ApproveMode::Deny => options = options.approvals(Approvals::with_approver(approve::DenyAll)),
+        }
+        if let Some(sink) = sink {
+            options = options.accounting(Arc::new(sink));
+        }
+        options
+    };
+    config
+        .agent_options(chosen, command_line)
+        .map_err(|e| Failure::usage(e.to_string()))
 }

@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
+use agent_sdk::ToolSet;
 use agent_sdk::config::AgentConfig;
-use agent_sdk::mcp::{Connected, McpServerConfig, connect_all};
+use agent_sdk::mcp::Connected;
 use agent_sdk::tools::{Workspace, coding_tools};
-use agent_sdk::{ConnectionReport, ToolSet};
 
 use crate::args::Args;
 use crate::exit::Failure;
@@ -20,41 +20,8 @@ pub struct Tools {
     pub connected: Connected,
 }
 
-/// The MCP servers to connect, as the arguments select them.
-fn selected_servers(args: &Args, config: &AgentConfig) -> Result<Vec<McpServerConfig>, Failure> {
-    if args.no_mcp {
-        return Ok(Vec::new());
-    }
-    if args.mcp.is_empty() {
-        return Ok(config.mcp_servers.clone());
-    }
-    let known: Vec<&str> = config
-        .mcp_servers
-        .iter()
-        .map(|s| s.name.as_str())
-        .chain(config.mcp_failures.iter().map(|f| f.server.as_str()))
-        .collect();
-    if let Some(unknown) = args.mcp.iter().find(|name| !known.contains(&name.as_str())) {
-        return Err(Failure::usage(format!(
-            "--mcp {unknown}: no such server in the configuration (configured: {})",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        )));
-    }
-    Ok(config
-        .mcp_servers
-        .iter()
-        .filter(|s| args.mcp.contains(&s.name))
-        .cloned()
-        .collect())
-}
-
 /// Connect the selected servers and add the coding tools when asked.
 pub async fn build(args: &Args, config: &AgentConfig) -> Result<Tools, Failure> {
-    let servers = selected_servers(args, config)?;
     let mut builder = ToolSet::builder();
     if args.coding_tools {
         let dir = match &args.workspace {
@@ -69,17 +36,15 @@ pub async fn build(args: &Args, config: &AgentConfig) -> Result<Tools, Failure> 
         .map_err(|e| Failure::usage(format!("--workspace {}: {e}", dir.display())))?;
         builder = builder.source(coding_tools(workspace));
     }
-    let connected = connect_all(servers).await;
-    // Servers whose configuration could not be used count as failed too.
-    let unusable = config
-        .mcp_failures
-        .iter()
-        .filter(|f| !args.no_mcp && (args.mcp.is_empty() || args.mcp.contains(&f.server)))
-        .cloned()
-        .collect();
-    let builder = connected
-        .add_to(builder)
-        .connection_report(ConnectionReport::new(Vec::new(), unusable));
+    let connected = if args.no_mcp {
+        Connected::default()
+    } else {
+        config
+            .connect_mcp(&args.mcp)
+            .await
+            .map_err(|e| Failure::usage(format!("--mcp: {e}")))?
+    };
+    let builder = connected.add_to(builder);
     Ok(Tools {
         set: std::sync::Arc::new(builder.build()),
         connected,

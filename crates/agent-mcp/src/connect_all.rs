@@ -18,6 +18,22 @@ pub struct ConnectFailure {
     pub error: McpError,
 }
 
+impl ConnectFailure {
+    /// A server left out, and why.
+    ///
+    /// ```
+    /// let e = agent_mcp::McpError::MissingVariable { server: "gh".into(), variable: "TOKEN".into() };
+    /// let failure = agent_mcp::ConnectFailure::new("gh", e);
+    /// assert_eq!(failure.server, "gh");
+    /// ```
+    pub fn new(server: impl Into<String>, error: McpError) -> Self {
+        Self {
+            server: server.into(),
+            error,
+        }
+    }
+}
+
 /// What [`connect_all`] got: the connected sources (in config order) and
 /// the failures.
 #[derive(Debug, Default)]
