@@ -314,11 +314,7 @@ async fn accounting_writes_one_line_per_model_attempt_and_tool_call() {
 async fn exit_codes_tell_how_the_run_ended() {
     let dir = tmp();
     // 3: the model fails (a 401 is not retried and there is no fallback).
-    let failing = ModelServer::start(vec![Reply {
-        status: 401,
-        body: r#"{"error": {"message": "bad key"}}"#.into(),
-    }])
-    .await;
+    let failing = ModelServer::start(vec![Reply::status(401, r#"{"error": {"message": "bad key"}}"#)]).await;
     let config = write_config(dir.path(), &failing, json!({"mcpServers": {}}));
     let out = run_local(&config, &["hi"], &[], dir.path()).await;
     assert_eq!(out.status.code(), Some(3), "{}", texts(&out).1);

@@ -136,10 +136,10 @@ async fn a_fallback_model_without_its_key_is_skipped_with_a_warning() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_model_options_are_a_fallback_order() {
-    let failing = ModelServer::start(vec![Reply {
-        status: 500,
-        body: "{\"error\": {\"message\": \"overloaded\"}}".into(),
-    }])
+    let failing = ModelServer::start(vec![Reply::status(
+        500,
+        "{\"error\": {\"message\": \"overloaded\"}}",
+    )])
     .await;
     let working = ModelServer::start(vec![answer("Second model.").into()]).await;
     let dir = tmp();
@@ -237,6 +237,49 @@ async fn coding_tools_work_inside_the_workspace_and_not_outside_it() {
     assert_eq!(results[1]["is_error"], true, "{}", results[1]);
     assert!(
         !results[1]["output"].to_string().contains("outside\""),
+        "{}",
+        results[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_access_reaches_outside_the_default_workspace_and_long_results_are_cut() {
+    let server = ModelServer::start(vec![
+        tool_call("Read", json!({"file_path": "notes.txt"})).into(),
+        tool_call("Read", json!({"file_path": "../secret.txt"})).into(),
+        answer("Read both.").into(),
+    ])
+    .await;
+    let dir = tmp();
+    // No --workspace: the working directory is the workspace.
+    let cwd = dir.path().join("ws");
+    std::fs::create_dir(&cwd).unwrap();
+    std::fs::write(cwd.join("notes.txt"), "inside ".repeat(200)).unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "outside").unwrap();
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {}, "defaults": {"toolResponseMaxBytes": 300}}),
+    );
+    let args = ["--coding-tools", "--full-access", "--events", "read"];
+    let out = run_local(&config, &args, &[], &cwd).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let results: Vec<Value> = json_lines(&stdout)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{stdout}");
+    // toolResponseMaxBytes cut the 1,400-byte file down.
+    let long = results[0]["output"].to_string();
+    assert!(
+        long.contains("inside") && long.contains("output truncated"),
+        "{long}"
+    );
+    assert!(long.len() < 700, "{long}");
+    assert_eq!(results[1]["is_error"], false, "{}", results[1]);
+    assert!(
+        results[1]["output"].to_string().contains("outside"),
         "{}",
         results[1]
     );
@@ -342,6 +385,55 @@ async fn the_home_config_and_its_default_model_are_used_without_options() {
     assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
     assert_eq!(texts(&out).0, "From home.\n");
     assert_eq!(server.bodies()[0]["model"], "test");
+    // A ./.ai-agent.json in the working directory comes first.
+    let here = ModelServer::start(vec![answer("From here.").into()]).await;
+    let written = write_config(
+        &cwd,
+        &here,
+        json!({"mcpServers": {}, "defaults": {"model": "local/test"}}),
+    );
+    std::fs::rename(written, cwd.join(".ai-agent.json")).unwrap();
+    let mut cmd = agent_command(&["hi"], &[], &cwd);
+    cmd.env("HOME", &home);
+    let out = tokio::time::timeout(HANG_GUARD, cmd.output())
+        .await
+        .expect("agent hung")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    assert_eq!(texts(&out).0, "From here.\n");
+    assert_eq!(server.bodies().len(), 1, "the home config was used again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_text_reaches_the_request_as_the_system_message() {
+    let server = ModelServer::start(vec![answer("Fine.").into()]).await;
+    let dir = tmp();
+    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
+    let out = run_local(&config, &["--system", "Answer in French.", "hi"], &[], dir.path()).await;
+    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
+    let body = &server.bodies()[0];
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][0]["content"], "Answer in French.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_stream_that_goes_silent_ends_at_the_llm_timeout() {
+    // A first chunk, then an open response with nothing more.
+    let first = answer("Hel");
+    let first = first.split("\n\n").next().unwrap().to_owned() + "\n\n";
+    let server = ModelServer::start(vec![Reply::stalled(&first)]).await;
+    let dir = tmp();
+    // From the command line, then from the configuration's defaults.
+    let from_flag = write_config(dir.path(), &server, json!({"mcpServers": {}}));
+    let out = run_local(&from_flag, &["--llm-timeout", "300ms", "hi"], &[], dir.path()).await;
+    assert_exit(&out, 3, "timed out after 300 ms");
+    let from_config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {}, "defaults": {"llmTimeout": "400ms"}}),
+    );
+    let out = run_local(&from_config, &["hi"], &[], dir.path()).await;
+    assert_exit(&out, 3, "timed out after 400 ms");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 /// Upper bound used only to detect a hang.
@@ -82,11 +83,32 @@ pub fn answer(text: &str) -> String {
 pub struct Reply {
     pub status: u16,
     pub body: String,
+    /// Send `body`, then nothing more without ending the response.
+    pub stall: bool,
+}
+
+impl Reply {
+    /// A reply with this status and body.
+    pub fn status(status: u16, body: &str) -> Self {
+        Self {
+            status,
+            body: body.to_owned(),
+            stall: false,
+        }
+    }
+
+    /// `body`, then silence on an open response.
+    pub fn stalled(body: &str) -> Self {
+        Self {
+            stall: true,
+            ..Self::status(200, body)
+        }
+    }
 }
 
 impl From<String> for Reply {
     fn from(body: String) -> Self {
-        Self { status: 200, body }
+        Self::status(200, &body)
     }
 }
 
@@ -109,7 +131,13 @@ impl ModelServer {
                 b.lock().unwrap().push(body.0);
                 let reply = r[c.fetch_add(1, Ordering::SeqCst).min(r.len() - 1)].clone();
                 let status = axum::http::StatusCode::from_u16(reply.status).unwrap();
-                (status, [("content-type", "text/event-stream")], reply.body)
+                let first = futures::stream::once(async move { Ok::<_, std::io::Error>(reply.body) });
+                let body = if reply.stall {
+                    axum::body::Body::from_stream(first.chain(futures::stream::pending()))
+                } else {
+                    axum::body::Body::from_stream(first)
+                };
+                (status, [("content-type", "text/event-stream")], body)
             }
         };
         let app = axum::Router::new()
