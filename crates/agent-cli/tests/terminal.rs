@@ -1,0 +1,135 @@
+//! The command on a real terminal: a pseudo-terminal is the agent's
+//! controlling terminal and its stderr, as in an interactive shell.
+//! `--approve ask` asks there (`y` once, `a` for the session, `n` denies),
+//! and tool activity shows there: a spinner line while a call runs, then
+//! one line per call with its duration and status. The answer goes to
+//! stdout (a pipe here), untouched by either.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::sync::mpsc;
+
+use common::*;
+use nix::fcntl::OFlag;
+use nix::pty::{PtyMaster, grantpt, posix_openpt, ptsname_r, unlockpt};
+use serde_json::json;
+
+/// The question's last words, once per question.
+const QUESTION_END: &str = "[N]o: ";
+
+/// A new pseudo-terminal: its master side and its slave device's path.
+fn pty() -> (PtyMaster, CString) {
+    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname_r(&master).unwrap();
+    (master, CString::new(name).unwrap())
+}
+
+/// Everything written to the terminal until the agent is gone, answering
+/// each question with the next of `answers`.
+fn converse(master: PtyMaster, answers: Vec<&'static str>) -> mpsc::Receiver<String> {
+    let (done, seen) = mpsc::channel();
+    let master = std::fs::File::from(OwnedFd::from(master));
+    std::thread::spawn(move || {
+        let mut reader = master.try_clone().unwrap();
+        let mut writer = master;
+        let (mut text, mut asked) = (String::new(), 0);
+        let mut answers = answers.into_iter();
+        let mut buffer = [0u8; 4096];
+        // EIO once the last holder of the slave side is gone.
+        while let Ok(n @ 1..) = reader.read(&mut buffer) {
+            text.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            while text.matches(QUESTION_END).count() > asked {
+                asked += 1;
+                let answer = answers.next().expect("more questions than answers");
+                writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            }
+        }
+        done.send(text).unwrap();
+    });
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_ask_and_tool_activity_on_a_terminal() {
+    let server = ModelServer::start(vec![
+        tool_call("test__echo", json!({"text": "one"})).into(),
+        tool_call("test__echo", json!({"text": "two"})).into(),
+        tool_call("test__echo", json!({"text": "three"})).into(),
+        tool_call("test__slow", json!({"ms": 600})).into(),
+        tool_call("test__add", json!({"a": 1, "b": 2})).into(),
+        answer("Done.").into(),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), &server, json!({}));
+    let (master, slave_path) = pty();
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(slave_path.to_str().unwrap())
+        .unwrap();
+    let agent = agent_bin();
+    let args = [
+        "--ctty",
+        agent.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "local/test",
+        "--approve",
+        "ask",
+        "go",
+    ];
+    // `setsid --ctty`: a new session whose controlling terminal (/dev/tty,
+    // where questions are asked) is the one on stdin, as in a shell. Not a
+    // group leader, setsid execs the agent in place (no fork).
+    let mut cmd = tokio::process::Command::new("setsid");
+    cmd.args(args)
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .stdin(slave.try_clone().unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(slave.try_clone().unwrap())
+        .kill_on_drop(true);
+    // echo one: yes; echo two: always; echo three: not asked; slow: yes; add: no.
+    let seen = converse(master, vec!["y", "a", "y", "n"]);
+    let child = cmd.spawn().expect("agent binary");
+    // The agent holds the only slave descriptors now: the terminal's
+    // output ends when it is gone.
+    drop((cmd, slave));
+    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        .await
+        .expect("agent hung")
+        .unwrap();
+    let terminal = seen.recv_timeout(HANG_GUARD).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{terminal}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Done.\n", "{terminal}");
+    // Four questions: `a` spared the third echo one.
+    assert_eq!(terminal.matches(QUESTION_END).count(), 4, "{terminal}");
+    assert!(
+        terminal.contains("allow test__echo {\"text\":\"one\"}?"),
+        "{terminal}"
+    );
+    // A line per call, with its duration and status.
+    assert_eq!(terminal.matches("✓ test__echo ").count(), 3, "{terminal}");
+    assert!(terminal.contains("✓ test__slow "), "{terminal}");
+    assert!(terminal.contains("✗ test__add "), "{terminal}");
+    // The spinner showed the slow call while it ran.
+    assert!(terminal.contains("test__slow 0."), "no spinner line: {terminal}");
+    let slow_line = terminal.lines().find(|l| l.contains("✓ test__slow ")).unwrap();
+    let ms: u64 = slow_line
+        .split("✓ test__slow ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no duration in {slow_line:?}"));
+    assert!(ms >= 600, "{slow_line}");
+}
