@@ -171,7 +171,9 @@ async fn agent_cancellation_returns_promptly_and_cancels_on_the_server() {
 
 #[tokio::test]
 async fn a_crash_is_an_error_result_naming_the_server_then_it_reconnects() {
-    let source = connect(test_server("crashy")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let source = connect(test_server("crashy").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
     let first_pid = source.pid().unwrap();
     let out = tokio::time::timeout(
         HANG_GUARD,
@@ -191,6 +193,11 @@ async fn a_crash_is_an_error_result_naming_the_server_then_it_reconnects() {
         .await
         .unwrap();
     assert_eq!(echo.as_text(), "back");
+    // The crashing call was delivered: it was not sent again (the restarted
+    // server would have logged it, and crashed again).
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.matches("called crash").count(), 1, "{calls}");
+    assert_eq!(calls.matches("called echo").count(), 1, "{calls}");
     assert_ne!(source.pid().unwrap(), first_pid);
     assert!(wait_gone(first_pid).await);
     source.close().await;
