@@ -3,7 +3,9 @@
 //! server on the SDK's `MCPServer` over stdio, legacy SSE and streamable
 //! HTTP; the mcp 1.x SDK's WebSocket server (it answers with the `mcp`
 //! subprotocol, which the client must have offered); `mcp-server-time` and
-//! `mcp-server-git`. The tests FAIL when the environments are missing.
+//! `mcp-server-git`; and faults over legacy SSE (a timeout that cancels, a
+//! server that dies mid-call and comes back) on fault_server.py. The tests
+//! FAIL when the environments are missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -34,6 +36,15 @@ fn python(env: &str) -> String {
     py_path(env, ".venv/bin/python")
 }
 
+/// A port nothing listens on (the listener that found it is closed).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A Python server listening on a free port, killed when dropped.
 struct PyServer {
     child: tokio::process::Child,
@@ -43,15 +54,16 @@ struct PyServer {
 impl PyServer {
     /// Start `script` of `env` with `args` and wait (hang guard only) until it listens.
     async fn start(env: &str, script: &str, args: &[&str]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        Self::start_on(free_port(), env, script, args, &[]).await
+    }
+
+    /// [`start`](Self::start) on `port`, with extra environment `vars`.
+    async fn start_on(port: u16, env: &str, script: &str, args: &[&str], vars: &[(&str, &str)]) -> Self {
         let child = tokio::process::Command::new(python(env))
             .arg(py_path(env, script))
             .args(args)
             .env("PORT", port.to_string())
+            .envs(vars.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -63,6 +75,15 @@ impl PyServer {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Self { child, port }
+    }
+
+    /// Wait until the process has exited by itself (its port is free once
+    /// it is reaped: a dying process may still hold its listening socket).
+    async fn exited(mut self) {
+        tokio::time::timeout(HANG_GUARD, self.child.wait())
+            .await
+            .expect("the server did not exit")
+            .unwrap();
     }
 
     async fn stop(mut self) {
@@ -195,4 +216,56 @@ async fn mcp_server_git() {
     assert!(status.as_text().contains("untracked.txt"), "{}", status.as_text());
     source.close().await;
     let _ = std::fs::remove_dir_all(&repo);
+}
+
+#[tokio::test]
+async fn legacy_sse_faults_a_timeout_cancels_and_a_crash_is_survived() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let log_var = [("TEST_SERVER_LOG", log.to_str().unwrap())];
+    let port = free_port();
+    let server = PyServer::start_on(port, "mcp2", "fault_server.py", &[], &log_var).await;
+    let config = McpServerConfig::sse("faulty", format!("http://127.0.0.1:{port}/sse"))
+        .call_timeout(Duration::from_millis(300));
+    let source = connect(config).await;
+    // A call that outlives its timeout: an error result, and the server is
+    // told to stop it.
+    let slow = call(&tool(&source, "slow").await, json!({"ms": 30_000})).await;
+    assert!(
+        slow.is_error && slow.as_text().contains("timed out"),
+        "{}",
+        slow.as_text()
+    );
+    let until = tokio::time::Instant::now() + HANG_GUARD;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("cancelled slow")
+    {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the server never saw the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let echo = tool(&source, "echo").await;
+    assert_eq!(
+        call(&echo, json!({"text": "still here"})).await.as_text(),
+        "still here"
+    );
+    // The server dies mid-call: an error result naming it, not a hang.
+    let crashed = call(&tool(&source, "crash").await, json!({})).await;
+    assert!(
+        crashed.is_error && crashed.as_text().contains("mcp server faulty"),
+        "{}",
+        crashed.as_text()
+    );
+    server.exited().await;
+    // Back on the same port: the next call reconnects (a new SSE session).
+    let server = PyServer::start_on(port, "mcp2", "fault_server.py", &[], &log_var).await;
+    assert_eq!(call(&echo, json!({"text": "back"})).await.as_text(), "back");
+    // The crashing call was delivered, so it was not sent again.
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.matches("called crash").count(), 1, "{calls}");
+    source.close().await;
+    server.stop().await;
 }
