@@ -42,7 +42,11 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
         "{} is built by `cargo test`",
         client().display()
     );
-    let out_dir = tempfile_dir(scenario);
+    let out_guard = tempfile::Builder::new()
+        .prefix(&format!("agent-mcp-conformance-{scenario}-"))
+        .tempdir()
+        .unwrap();
+    let out_dir = out_guard.path();
     let (name, value) = marker.split_once('=').unwrap();
     // `exec`: the suite runs the command through `sh -c` and, on a timeout,
     // kills only the shell; exec makes the shell become the client.
@@ -51,7 +55,7 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
         .arg(suite)
         .args(["client", "--command", &command])
         .args(["--scenario", scenario, "--timeout", "60000", "-o"])
-        .arg(&out_dir)
+        .arg(out_dir)
         .env(name, value)
         .output()
         .unwrap();
@@ -60,22 +64,14 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let run = std::fs::read_dir(&out_dir)
+    let run = std::fs::read_dir(out_dir)
         .unwrap()
         .flatten()
         .find(|e| e.file_name().to_string_lossy().starts_with(scenario))
         .unwrap_or_else(|| panic!("no results for {scenario}: {log}"));
     let checks: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(run.path().join("checks.json")).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&out_dir);
     (output.status.success(), checks, log)
-}
-
-fn tempfile_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agent-mcp-conformance-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]

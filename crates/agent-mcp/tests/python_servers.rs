@@ -195,9 +195,11 @@ async fn mcp_server_time() {
 
 #[tokio::test]
 async fn mcp_server_git() {
-    let repo = std::env::temp_dir().join(format!("agent-mcp-git-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&repo);
-    std::fs::create_dir_all(&repo).unwrap();
+    let guard = tempfile::Builder::new()
+        .prefix("agent-mcp-git-")
+        .tempdir()
+        .unwrap();
+    let repo = guard.path().to_path_buf();
     let git = |args: &[&str]| {
         let status = std::process::Command::new("git")
             .args(args)
@@ -215,7 +217,6 @@ async fn mcp_server_git() {
     assert!(!status.is_error, "{}", status.as_text());
     assert!(status.as_text().contains("untracked.txt"), "{}", status.as_text());
     source.close().await;
-    let _ = std::fs::remove_dir_all(&repo);
 }
 
 #[tokio::test]

@@ -24,17 +24,21 @@ fn npm_bin(name: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agent-mcp-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// A fresh directory, removed when the returned guard is dropped, and its
+/// real path.
+fn temp_dir(tag: &str) -> (tempfile::TempDir, PathBuf) {
+    let guard = tempfile::Builder::new()
+        .prefix(&format!("agent-mcp-{tag}-"))
+        .tempdir()
+        .unwrap();
     // The server resolves symlinks (/tmp may be one); compare real paths.
-    dir.canonicalize().unwrap()
+    let dir = guard.path().canonicalize().unwrap();
+    (guard, dir)
 }
 
 #[tokio::test]
 async fn filesystem_server_reads_writes_and_refuses_outside_its_directory() {
-    let dir = temp_dir("fs");
+    let (_guard, dir) = temp_dir("fs");
     std::fs::write(dir.join("notes.txt"), "first line\n").unwrap();
     let config = McpServerConfig::stdio("fs", npm_bin("mcp-server-filesystem")).arg(dir.to_string_lossy());
     let source = connect(config).await;
@@ -77,7 +81,7 @@ async fn filesystem_server_reads_writes_and_refuses_outside_its_directory() {
 
 #[tokio::test]
 async fn filesystem_server_takes_the_clients_roots() {
-    let (args_dir, root_dir) = (temp_dir("fs-args"), temp_dir("fs-root"));
+    let ((_args_guard, args_dir), (_root_guard, root_dir)) = (temp_dir("fs-args"), temp_dir("fs-root"));
     let config =
         McpServerConfig::stdio("fs", npm_bin("mcp-server-filesystem")).arg(args_dir.to_string_lossy());
     let options = McpClientOptions::default().root_path(&root_dir);
@@ -102,7 +106,7 @@ async fn filesystem_server_takes_the_clients_roots() {
 
 #[tokio::test]
 async fn memory_server_keeps_a_graph_in_the_file_its_env_names() {
-    let dir = temp_dir("memory");
+    let (_guard, dir) = temp_dir("memory");
     let file = dir.join("memory.jsonl");
     let config = McpServerConfig::stdio("memory", npm_bin("mcp-server-memory"))
         .env("MEMORY_FILE_PATH", file.to_string_lossy());

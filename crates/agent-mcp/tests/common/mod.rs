@@ -58,11 +58,34 @@ pub async fn wait_gone(pid: u32) -> bool {
     false
 }
 
-/// A fresh, empty file path for a server log.
-pub fn temp_log(tag: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("agent-mcp-{tag}-{}.log", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    path
+/// A path for a server log that does not exist yet, in a private temporary
+/// directory that is removed (with the log) when this is dropped.
+pub struct TempLog {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for TempLog {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for TempLog {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// A fresh log path (the file is not created) that is gone after the test.
+pub fn temp_log(tag: &str) -> TempLog {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("agent-mcp-{tag}-"))
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join(format!("{tag}.log"));
+    TempLog { _dir: dir, path }
 }
 
 /// Wait (up to the hang guard) until the file contains `needle`.
