@@ -361,6 +361,26 @@ async fn traces_redact_mcp_server_credentials() {
     );
 }
 
+/// A `.ai-agent.json` in `dir` whose default model is `server`'s.
+fn dot_config(dir: &std::path::Path, server: &ModelServer) {
+    let written = write_config(
+        dir,
+        server,
+        json!({"mcpServers": {}, "defaults": {"model": "local/test"}}),
+    );
+    std::fs::rename(written, dir.join(".ai-agent.json")).unwrap();
+}
+
+/// `agent hi` run in `cwd` with `HOME` set to `home`.
+async fn run_with_home(cwd: &std::path::Path, home: &std::path::Path) -> std::process::Output {
+    let mut cmd = agent_command(&["hi"], &[], cwd);
+    cmd.env("HOME", home);
+    tokio::time::timeout(HANG_GUARD, cmd.output())
+        .await
+        .expect("agent hung")
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_home_config_and_its_default_model_are_used_without_options() {
     let server = ModelServer::start(vec![answer("From home.").into()]).await;
@@ -370,35 +390,15 @@ async fn the_home_config_and_its_default_model_are_used_without_options() {
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&cwd).unwrap();
     // No ./.ai-agent.json in the working directory: ~/.ai-agent.json is read.
-    let written = write_config(
-        &home,
-        &server,
-        json!({"mcpServers": {}, "defaults": {"model": "local/test"}}),
-    );
-    std::fs::rename(written, home.join(".ai-agent.json")).unwrap();
-    let mut cmd = agent_command(&["hi"], &[], &cwd);
-    cmd.env("HOME", &home);
-    let out = tokio::time::timeout(HANG_GUARD, cmd.output())
-        .await
-        .expect("agent hung")
-        .unwrap();
+    dot_config(&home, &server);
+    let out = run_with_home(&cwd, &home).await;
     assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
     assert_eq!(texts(&out).0, "From home.\n");
     assert_eq!(server.bodies()[0]["model"], "test");
     // A ./.ai-agent.json in the working directory comes first.
     let here = ModelServer::start(vec![answer("From here.").into()]).await;
-    let written = write_config(
-        &cwd,
-        &here,
-        json!({"mcpServers": {}, "defaults": {"model": "local/test"}}),
-    );
-    std::fs::rename(written, cwd.join(".ai-agent.json")).unwrap();
-    let mut cmd = agent_command(&["hi"], &[], &cwd);
-    cmd.env("HOME", &home);
-    let out = tokio::time::timeout(HANG_GUARD, cmd.output())
-        .await
-        .expect("agent hung")
-        .unwrap();
+    dot_config(&cwd, &here);
+    let out = run_with_home(&cwd, &home).await;
     assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
     assert_eq!(texts(&out).0, "From here.\n");
     assert_eq!(server.bodies().len(), 1, "the home config was used again");

@@ -137,15 +137,6 @@ async fn everything_through_the_agent_loop() {
     source.close().await;
 }
 
-/// A free local port (bound then released; the server binds it next).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Start server-everything's streamable HTTP mode on `port` and wait (hang
 /// guard only) until it listens.
 async fn start_http(port: u16) -> tokio::process::Child {

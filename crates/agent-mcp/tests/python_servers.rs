@@ -36,15 +36,6 @@ fn python(env: &str) -> String {
     py_path(env, ".venv/bin/python")
 }
 
-/// A port nothing listens on (the listener that found it is closed).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A Python server listening on a free port, killed when dropped.
 struct PyServer {
     child: tokio::process::Child,

@@ -58,6 +58,15 @@ pub async fn wait_gone(pid: u32) -> bool {
     false
 }
 
+/// A free local port: bound, then released, so the server can bind it next.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A path for a server log that does not exist yet, in a private temporary
 /// directory that is removed (with the log) when this is dropped.
 pub struct TempLog {
