@@ -1,6 +1,6 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
 //! Stream decoding throughput per provider: recorded streams (the fixtures in
-//! crates/agent-providers/tests/fixtures, from the production APIs) with
+//! agent-providers/tests/fixtures, from the production APIs) with
 //! their content deltas repeated to about [`TARGET_BYTES`], framed as each
 //! provider frames them, fed in [`CHUNK`]-byte pieces through
 //! `agent_providers::decode::decode_stream` (the framing and decoder each
@@ -33,7 +33,7 @@ struct Case {
 
 fn fixture(path: &str) -> Vec<String> {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("crates/agent-providers/tests/fixtures")
+        .join("agent-providers/tests/fixtures")
         .join(path);
     std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()))

@@ -58,7 +58,7 @@ fn the_readme_configuration_parses_without_warnings() {
 
 #[test]
 fn the_mcp_readme_configuration_means_what_its_prose_says() {
-    let text = block(include_str!("../crates/agent-mcp/README.md"), "## Config formats").join("\n");
+    let text = block(include_str!("../agent-mcp/README.md"), "## Config formats").join("\n");
     let value: serde_json::Value = serde_json::from_str(&text).expect("agent-mcp README's JSON");
     let servers = agent_sdk::mcp::parse_mcp_servers(&value).expect("agent-mcp README's servers");
     let kind = |name: &str| {

@@ -14,7 +14,7 @@ use serde_json::json;
 
 fn npm_bin(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests-deps/node_modules/.bin")
+        .join("../tests-deps/node_modules/.bin")
         .join(name);
     assert!(
         path.exists(),

@@ -16,7 +16,7 @@ use serde_json::json;
 #[tokio::test]
 async fn no_child_process_outlives_the_sources() {
     let everything = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests-deps/node_modules/.bin/mcp-server-everything");
+        .join("../tests-deps/node_modules/.bin/mcp-server-everything");
     assert!(everything.exists(), "run `npm ci --prefix tests-deps`");
     let configs = vec![
         test_server("a"),

@@ -19,7 +19,7 @@ use serde_json::json;
 
 fn everything_bin() -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests-deps/node_modules/.bin/mcp-server-everything");
+        .join("../tests-deps/node_modules/.bin/mcp-server-everything");
     assert!(
         path.exists(),
         "{} is missing: run `npm ci --prefix tests-deps` (scripts/test.sh does)",

@@ -21,7 +21,7 @@ use serde_json::json;
 /// `tests-deps/python/<env>/<rest>`, which must exist.
 fn py_path(env: &str, rest: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests-deps/python")
+        .join("../tests-deps/python")
         .join(env)
         .join(rest);
     assert!(

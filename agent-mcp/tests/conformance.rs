@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::*;
 
 fn deps() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests-deps/node_modules")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules")
 }
 
 /// The example, built by `cargo test` next to this test's binary.
