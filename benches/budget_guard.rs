@@ -56,12 +56,12 @@ fn history() -> Vec<Message> {
 /// A counter that tallies what it counts.
 #[derive(Debug)]
 struct Tally {
-    inner: Arc<dyn agent_sdk::TokenCounter>,
+    inner: Arc<dyn agent_sdk::budget::TokenCounter>,
     bytes: AtomicUsize,
     tokens: AtomicUsize,
 }
 
-impl agent_sdk::TokenCounter for Tally {
+impl agent_sdk::budget::TokenCounter for Tally {
     fn count(&self, text: &str) -> u64 {
         let tokens = self.inner.count(text);
         self.bytes.fetch_add(text.len(), Ordering::SeqCst);
@@ -104,9 +104,7 @@ fn bench_guard(c: &mut Criterion) {
         .build()
         .unwrap();
     let counter = agent_sdk::providers::token_counter_for("gpt-4.1", None).unwrap();
-    let noop = tool_fn("noop", "Does nothing.", |_: NoArgs| async {
-        Ok::<_, String>("ok")
-    });
+    let noop = tool_fn("noop", "Does nothing.", |_: NoArgs| async { Ok("ok") });
     let tools = Arc::new(
         ToolSet::builder()
             .source(StaticToolSource::native("bench").with_tool(noop))

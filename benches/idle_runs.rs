@@ -67,7 +67,7 @@ fn main() {
             s.with_tool(tool_fn(
                 format!("tool_{i}"),
                 "Reads a path.",
-                |p: Path| async move { Ok::<_, String>(p.path) },
+                |p: Path| async move { Ok(p.path) },
             ))
         });
         let agent = Agent::builder(Arc::new(Waiting))

@@ -22,9 +22,7 @@ fn bench_loop(c: &mut Criterion) {
     else {
         return;
     };
-    let noop = tool_fn("noop", "Does nothing.", |_: NoArgs| async {
-        Ok::<_, String>("ok")
-    });
+    let noop = tool_fn("noop", "Does nothing.", |_: NoArgs| async { Ok("ok") });
     let tools = Arc::new(
         ToolSet::builder()
             .source(StaticToolSource::native("bench").with_tool(noop))

@@ -13,9 +13,7 @@
 use std::io::Write as _;
 
 use agent_sdk::tools::{Workspace, coding_tools};
-use agent_sdk::{
-    Agent, AgentEvent, AgentOptions, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ToolSet,
-};
+use agent_sdk::{Agent, AgentEvent, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ToolSet};
 use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -62,7 +60,7 @@ async fn run() -> i32 {
         Approvals::via_events().policy(ApprovalPolicy::default().tier("Write", ApprovalTier::Session));
     let agent = Agent::builder(model)
         .tools(ToolSet::builder().source(coding_tools(workspace)).build())
-        .options(AgentOptions::default().approvals(approvals))
+        .approvals(approvals)
         .build();
 
     let mut answers = BufReader::new(tokio::io::stdin()).lines();
@@ -109,11 +107,7 @@ async fn run() -> i32 {
     }
     println!();
     match run.into_result().await {
-        Ok(result) if result.completed() => 0,
-        Ok(result) => {
-            eprintln!("run ended: {:?}", result.exit);
-            1
-        }
+        Ok(_) => 0,
         Err(e) => {
             eprintln!("error: {e}");
             1

@@ -113,12 +113,9 @@ async fn run() -> i32 {
         servers.close_all().await;
     }
     match result {
-        Some(result) if result.exit == ExitReason::Completed => 0,
-        Some(result) => {
-            let why = result.error.map(|e| e.to_string()).unwrap_or_default();
-            fail(&format!("run ended: {:?} {why}", result.exit))
-        }
-        None => fail("the run stopped without a result"),
+        Ok(result) if result.exit == ExitReason::Completed => 0,
+        Ok(result) => fail(&format!("run ended: {:?}", result.exit)),
+        Err(e) => fail(&format!("run ended: {e}")),
     }
 }
 

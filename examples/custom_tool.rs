@@ -1,6 +1,7 @@
-//! A typed tool of your own in a few lines: the argument type gives the JSON
-//! schema (schemars), the loop validates every call against it, and the
-//! closure gets a parsed value.
+//! A tool of your own that carries state: a struct implementing `TypedTool`.
+//! The argument type gives the JSON schema (schemars), the loop validates
+//! every call against it, and `call` gets a parsed value; its error type is
+//! yours (the model sees its text).
 //!
 //! ```sh
 //! ANTHROPIC_API_KEY=... cargo run --example custom_tool -- "What is the shipping cost of 3 kg to Lisbon?"
@@ -9,7 +10,9 @@
 //! The model comes from the environment as in the quickstart
 //! (`AGENT_MODEL`, a provider key, or a local server).
 
-use agent_sdk::{Agent, StaticToolSource, ToolSet, tool_fn};
+use std::collections::HashMap;
+
+use agent_sdk::{Agent, ToolAnnotations, ToolContext, TypedTool};
 
 #[path = "common/model.rs"]
 mod model;
@@ -23,6 +26,48 @@ struct Shipment {
     city: String,
     /// Weight in kilograms.
     kg: f64,
+}
+
+/// What a shipment costs, from a rate table the tool owns.
+struct ShippingCost {
+    /// Base fee per destination, in euros.
+    base: HashMap<String, f64>,
+    /// Euros per kilogram.
+    per_kg: f64,
+}
+
+impl TypedTool for ShippingCost {
+    type Args = Shipment;
+    type Output = String;
+    type Error = String;
+
+    fn name(&self) -> &str {
+        "shipping_cost"
+    }
+
+    fn description(&self) -> &str {
+        "Shipping cost in euros for a parcel."
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default().read_only(true).idempotent(true)
+    }
+
+    async fn call(&self, s: Shipment, _ctx: ToolContext) -> Result<String, String> {
+        if s.kg <= 0.0 {
+            return Err(format!("weight must be positive, got {}", s.kg));
+        }
+        let base = self
+            .base
+            .get(&s.city.to_lowercase())
+            .ok_or_else(|| format!("no rate for {}; known: {:?}", s.city, self.base.keys()))?;
+        Ok(format!(
+            "Shipping {} kg to {} costs {:.2} EUR.",
+            s.kg,
+            s.city,
+            base + self.per_kg * s.kg
+        ))
+    }
 }
 
 #[tokio::main]
@@ -42,31 +87,14 @@ async fn main() {
     };
     eprintln!("model {selector}");
 
-    let shipping = tool_fn(
-        "shipping_cost",
-        "Shipping cost in euros for a parcel.",
-        |s: Shipment| async move {
-            if s.kg <= 0.0 {
-                return Err(format!("weight must be positive, got {}", s.kg));
-            }
-            Ok(format!(
-                "Shipping {} kg to {} costs {:.2} EUR.",
-                s.kg,
-                s.city,
-                4.5 + 2.25 * s.kg
-            ))
-        },
-    );
-    let tools = ToolSet::builder()
-        .source(StaticToolSource::native("shop").with_tool(shipping))
-        .build();
-
+    let rates = ShippingCost {
+        base: [("lisbon".to_string(), 4.5), ("porto".to_string(), 5.0)].into(),
+        per_kg: 2.25,
+    };
     let agent = Agent::builder(model)
-        .tools(tools)
+        .tool(rates)
         .system("Answer briefly.")
         .build();
-    let ok = print::print_run(agent.prompt(prompt))
-        .await
-        .is_some_and(|r| r.completed());
+    let ok = print::print_run(agent.prompt(prompt)).await.is_ok();
     std::process::exit(if ok { 0 } else { 1 });
 }

@@ -69,7 +69,7 @@ async fn run() -> i32 {
     eprintln!("fallback order: {}", selectors.join(" -> "));
     let agent = Agent::builder(Arc::new(FallbackModel::new(models))).build();
     match print::print_run(agent.prompt(prompt)).await {
-        Some(result) if result.completed() => 0,
-        _ => 3,
+        Ok(_) => 0,
+        Err(_) => 3,
     }
 }

@@ -76,8 +76,8 @@ async fn run() -> i32 {
                 .system("Answer briefly.")
                 .build();
             match print::print_run(agent.prompt(prompt)).await {
-                Some(result) if result.completed() => 0,
-                _ => 1,
+                Ok(_) => 0,
+                Err(_) => 1,
             }
         }
     };

@@ -5,31 +5,42 @@
 //! default). See `agent_core` for the loop and the traits, and [`config`] for
 //! the configuration file the `agent` command reads.
 //!
-//! The library in 15 lines: tools of your own and of MCP servers, a model
-//! from the environment, a streamed run.
+//! The library: a typed tool with its call's context, MCP servers' tools,
+//! a streamed run, a conversation continued and persisted, and `?` on a run
+//! that did not answer.
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "mcp", feature = "providers"))]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use agent_sdk::mcp::{connect_all, parse_mcp_servers};
-//! use agent_sdk::{Agent, AgentEvent, StaticToolSource, ToolSet, providers::Providers, tool_fn};
+//! use agent_sdk::{Agent, AgentEvent, Conversation, ToolContext, providers::Providers, tool_fn_with_context};
 //! use futures::StreamExt;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct City { /** City name. */ city: String }
 //!
-//! let weather = tool_fn("weather", "Weather in a city.", |c: City| async move { Ok::<_, String>(format!("Sunny in {}", c.city)) });
+//! // The schema comes from `City`; the context has the call's cancellation, deadline and progress.
+//! let weather = tool_fn_with_context("weather", "Weather in a city.", |c: City, ctx: ToolContext| async move {
+//!     ctx.progress().report(1.0, Some(1.0), Some(format!("looking up {}", c.city)));
+//!     Ok(format!("Sunny in {}", c.city))
+//! });
 //! let config = serde_json::json!({"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"]}}});
 //! let servers = connect_all(parse_mcp_servers(&config)?).await; // a failing server is reported, not fatal
-//! let tools = servers.add_to(ToolSet::builder().source(StaticToolSource::native("app").with_tool(weather))).build();
 //! let model = Providers::from_env()?.model("anthropic/claude-sonnet-4-5")?;
-//! let mut run = Agent::builder(model).tools(tools).system("Be brief.").build().prompt("Weather and time in Lisbon?");
-//! while let Some(event) = run.next().await {
+//! let agent = Agent::builder(model).tool(weather).tools(servers.tool_set()).system("Be brief.").build();
+//!
+//! let mut chat = Conversation::new();
+//! let mut turn = chat.send(&agent, "Weather and time in Lisbon?");
+//! while let Some(event) = turn.next().await {
 //!     if let AgentEvent::TextDelta { text } = event { print!("{text}") } // or serde_json::to_string(&event)
 //! }
-//! let result = run.into_result().await?; // the new messages to keep, the text, usage, how it ended
+//! let first = turn.into_result().await?; // Err on a 401, a lost connection, a full context window
+//! std::fs::write("chat.json", serde_json::to_string(&chat)?)?; // the conversation is plain JSON
+//!
+//! let mut chat: Conversation = serde_json::from_str(&std::fs::read_to_string("chat.json")?)?;
+//! let second = chat.send(&agent, "And in Porto?").await?; // awaited: no events, just the result
+//! println!("\n{}\n({} + {} tokens)", second.text, first.usage.total().unwrap_or(0), second.usage.total().unwrap_or(0));
 //! servers.close_all().await;
-//! # let _ = result;
 //! # Ok(()) }
 //! ```
 

@@ -387,3 +387,36 @@ async fn the_fallback_example_moves_to_the_next_model() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conversation_example_saves_and_resumes_between_turns() {
+    let server = ModelServer::start(vec![
+        answer("Hello Ada."),
+        answer("Try a sencha."),
+        answer("Ada."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chat.json");
+    let (_, stdout, stderr) = server
+        .run_example("conversation", &[file.to_str().unwrap()], b"")
+        .await;
+    assert!(
+        stdout.contains("Hello Ada.") && stdout.contains("Try a sencha.") && stdout.contains("Ada."),
+        "{stdout}"
+    );
+    assert!(stderr.contains("3 turns, 6 messages"), "{stderr}");
+    // Each turn's request held every earlier turn, read back from the file.
+    let bodies = server.bodies();
+    let sizes: Vec<usize> = bodies
+        .iter()
+        .map(|b| b["messages"].as_array().unwrap().len())
+        .collect();
+    // The system message, then 1, 3 and 5 conversation messages.
+    assert_eq!(sizes, [2, 4, 6]);
+    assert!(bodies[2]["messages"].to_string().contains("My name is Ada"));
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["turns"], 3);
+    assert_eq!(saved["messages"].as_array().unwrap().len(), 6);
+    assert_eq!(saved["messages"][5]["content"][0]["text"], "Ada.");
+}

@@ -1,5 +1,5 @@
-//! The READMEs cannot drift from the code: README.md's "library in 15
-//! lines" is the facade's compiled documentation example (src/lib.rs), line
+//! The READMEs cannot drift from the code: README.md's "The library"
+//! example is the facade's compiled documentation example (src/lib.rs), line
 //! for line, and the configuration examples (README.md's and agent-mcp's)
 //! parse without an error or a warning into what their prose says.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -32,7 +32,7 @@ fn lib_example() -> Vec<String> {
 
 #[test]
 fn the_readme_library_example_is_the_compiled_one() {
-    let readme = readme_block("## The library in 15 lines");
+    let readme = readme_block("## The library");
     let lib = lib_example();
     assert!(lib.len() >= 10, "{lib:?}");
     assert_eq!(readme, lib);

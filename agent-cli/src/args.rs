@@ -11,7 +11,9 @@ pub enum ApproveMode {
     Auto,
     /// Ask on the terminal: `y` once, `a` for the session, `n` deny.
     Ask,
-    /// Deny every call that needs approval (read-only tools still run).
+    /// Deny every call that needs approval (read-only tools still run: the
+    /// coding tools Read, Glob, Grep and those of MCP servers marked
+    /// `"trust": true`).
     Deny,
 }
 
@@ -62,7 +64,10 @@ pub struct Args {
     #[arg(long, requires = "coding_tools")]
     pub full_access: bool,
 
-    /// Step limit.
+    /// Model calls that may use tools [default: 30]. When the model still
+    /// calls tools on call N, their results go back and one more call,
+    /// without tools, asks it to conclude (exit status 5): at most N + 1
+    /// model calls.
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
 
@@ -148,4 +153,5 @@ fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
 }
 
 const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
-fallbacks, 4 context window exhausted, 5 step limit reached, 130 interrupted.";
+fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 130 interrupted \
+(143 on SIGTERM).";

@@ -10,7 +10,9 @@ pub const USAGE: u8 = 2;
 pub const MODEL_ERROR: u8 = 3;
 /// The conversation no longer fits the context window.
 pub const TOKEN_LIMIT: u8 = 4;
-/// The step limit was reached (the forced conclusion, if any, was printed).
+/// The step limit was reached: after `--max-steps` steps with tool calls the
+/// model was asked to conclude without tools (its answer, if any, was
+/// printed).
 pub const MAX_STEPS: u8 = 5;
 /// Interrupted (Ctrl-C): the run was cancelled and the servers closed.
 pub const INTERRUPTED: u8 = 130;
@@ -21,7 +23,7 @@ pub const TERMINATED: u8 = 143;
 /// The status for how a run ended.
 pub fn for_exit(exit: ExitReason) -> u8 {
     match exit {
-        ExitReason::Completed => OK,
+        ExitReason::Completed | ExitReason::Stopped => OK,
         ExitReason::MaxSteps => MAX_STEPS,
         ExitReason::TokenLimit => TOKEN_LIMIT,
         ExitReason::Cancelled => INTERRUPTED,

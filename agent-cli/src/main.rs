@@ -247,8 +247,9 @@ async fn drive(
             },
         }
     }
+    // However it ended: the exit status says how.
     let result = run
-        .into_result()
+        .into_outcome()
         .await
         .map_err(|_| Failure::usage("the run stopped without a result"))?;
     renderer.finish(&result.text);

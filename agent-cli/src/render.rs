@@ -108,11 +108,7 @@ impl Renderer {
                     self.clear_status();
                     let mark = if *is_error { '✗' } else { '✓' };
                     let detail = if *is_error {
-                        let text = agent_sdk::ToolOutput {
-                            parts: output.clone(),
-                            is_error: true,
-                        }
-                        .as_text();
+                        let text = agent_sdk::ToolOutput::new(output.clone()).as_text();
                         format!(": {}", first_line(&text))
                     } else {
                         String::new()

@@ -1,16 +1,18 @@
 //! Accounting: one entry per model attempt (failed ones too) and per tool
 //! call, sent as `accounting` events and to an optional [`AccountingSink`].
 //!
-//! [`JsonlSink`] appends one JSON object per line and flushes each line, so a
-//! crash loses at most the line being written; on open it cuts a torn last
-//! line left by an earlier crash, so every line in the file is whole.
+//! [`JsonlSink`] appends one JSON object per line, each line in one write,
+//! on a blocking thread (never on the async runtime's threads), so a crash
+//! loses at most the line being written; on open it cuts a torn last line
+//! left by an earlier crash (reading only the file's tail), so every line in
+//! the file is whole or absent.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::usage::Usage;
@@ -18,7 +20,7 @@ use crate::usage::Usage;
 /// How a model attempt or tool call ended.
 ///
 /// ```
-/// assert_eq!(serde_json::to_string(&agent_core::EntryStatus::Ok).unwrap(), "\"ok\"");
+/// assert_eq!(serde_json::to_string(&agent_core::accounting::EntryStatus::Ok).unwrap(), "\"ok\"");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -34,10 +36,11 @@ pub enum EntryStatus {
 /// Token counts of an entry (absent ones are 0).
 ///
 /// ```
-/// let t = agent_core::EntryTokens::from(agent_core::Usage { input_tokens: Some(3), output_tokens: Some(4), ..Default::default() });
+/// let t = agent_core::accounting::EntryTokens::from(agent_core::Usage::new(3, 4));
 /// assert_eq!((t.input, t.output, t.total), (3, 4, 7));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct EntryTokens {
     /// Prompt tokens.
     pub input: u64,
@@ -66,12 +69,11 @@ impl From<Usage> for EntryTokens {
 /// One accounting entry, tagged `"type"`: `llm` or `tool`.
 ///
 /// ```
-/// use agent_core::{AccountingEntry, EntryStatus, ToolEntry};
-/// let e = AccountingEntry::Tool(ToolEntry {
-///     timestamp: "2026-01-01T00:00:00.000Z".into(), status: EntryStatus::Ok, tool: "Read".into(),
-///     source: "coding".into(), original_name: "Read".into(), latency_ms: 3,
-///     characters_in: 20, characters_out: 400, error: None, details: None, budget: None,
-/// });
+/// use agent_core::accounting::AccountingEntry;
+/// let line = r#"{"type":"tool","timestamp":"2026-01-01T00:00:00.000Z","status":"ok","tool":"Read",
+///   "source":"coding","original_name":"Read","latency_ms":3,"characters_in":20,"characters_out":400}"#;
+/// let e: AccountingEntry = serde_json::from_str(line).unwrap();
+/// assert!(matches!(e, AccountingEntry::Tool(ref t) if t.latency_ms == 3));
 /// assert_eq!(serde_json::to_value(&e).unwrap()["type"], "tool");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +87,7 @@ pub enum AccountingEntry {
 
 /// A model attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LlmEntry {
     /// When it ended (RFC 3339, UTC, milliseconds).
     pub timestamp: String,
@@ -107,6 +110,7 @@ pub struct LlmEntry {
 
 /// A tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolEntry {
     /// When it ended (RFC 3339, UTC, milliseconds).
     pub timestamp: String,
@@ -138,26 +142,49 @@ pub struct ToolEntry {
 }
 
 /// Where accounting entries are kept besides the event stream.
-pub trait AccountingSink: Send + Sync + std::fmt::Debug {
-    /// Record one entry. Errors are logged by the loop, never fatal.
-    fn record(&self, entry: &AccountingEntry) -> io::Result<()>;
-}
-
-/// Appends entries to a JSONL file, one line each, flushed per line.
+///
+/// The loop awaits each record, so a slow sink slows the run rather than
+/// losing entries; do blocking I/O off the async threads (as [`JsonlSink`]
+/// does).
 ///
 /// ```
-/// use agent_core::{AccountingSink, JsonlSink};
+/// use agent_core::accounting::{AccountingEntry, AccountingSink};
+/// #[derive(Debug, Default)]
+/// struct Count(std::sync::atomic::AtomicUsize);
+/// #[async_trait::async_trait]
+/// impl AccountingSink for Count {
+///     async fn record(&self, _entry: &AccountingEntry) -> std::io::Result<()> {
+///         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait AccountingSink: Send + Sync + std::fmt::Debug {
+    /// Record one entry. Errors are logged by the loop, never fatal.
+    async fn record(&self, entry: &AccountingEntry) -> io::Result<()>;
+}
+
+/// Bytes read at a time, backwards from the end, when looking for the last
+/// newline on open (a line is rarely longer; longer ones take more reads).
+const TAIL_CHUNK: u64 = 4096;
+
+/// Appends entries to a JSONL file, one line each.
+///
+/// ```
+/// use agent_core::JsonlSink;
 /// let path = std::env::temp_dir().join(format!("acct-doc-{}.jsonl", std::process::id()));
 /// let sink = JsonlSink::open(&path).unwrap();
 /// # let _ = std::fs::remove_file(&path);
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct JsonlSink {
-    file: Mutex<File>,
+    file: Arc<Mutex<File>>,
 }
 
 impl JsonlSink {
     /// Open (or create) the file for appending, cutting a torn last line.
+    /// Only the tail after the last newline is read.
     pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
         let mut file = OpenOptions::new()
             .create(true)
@@ -165,82 +192,97 @@ impl JsonlSink {
             .append(true)
             .open(path)?;
         let len = file.metadata()?.len();
-        if len > 0 {
-            // Find the last newline; anything after it is a torn line.
-            let mut content = Vec::new();
-            file.seek(SeekFrom::Start(0))?;
-            file.read_to_end(&mut content)?;
-            if content.last() != Some(&b'\n') {
-                let keep = content.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-                file.set_len(keep as u64)?;
-            }
+        if let Some(keep) = whole_lines_end(&mut file, len)? {
+            file.set_len(keep)?;
         }
         Ok(Self {
-            file: Mutex::new(file),
+            file: Arc::new(Mutex::new(file)),
         })
     }
-}
 
-impl AccountingSink for JsonlSink {
-    fn record(&self, entry: &AccountingEntry) -> io::Result<()> {
-        let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
-        line.push(b'\n');
-        let mut file = self
-            .file
+    /// Append one line in one write (whole, or cut at the end by a crash,
+    /// which the next open repairs).
+    fn write_line(file: &Mutex<File>, line: &[u8]) -> io::Result<()> {
+        let mut file = file
             .lock()
             .map_err(|_| io::Error::other("accounting file lock poisoned"))?;
-        // One write of the whole line: appended whole or (on a crash) cut
-        // at the end, which the next open repairs.
-        file.write_all(&line)?;
+        file.write_all(line)?;
         file.flush()
     }
 }
 
-/// Now as RFC 3339 in UTC with milliseconds, such as `2026-11-22T05:59:01.123Z`.
-///
-/// ```
-/// let t = agent_core::rfc3339_now();
-/// assert_eq!(t.len(), 24);
-/// assert!(t.ends_with('Z'));
-/// ```
-pub fn rfc3339_now() -> String {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
+/// Where the whole lines of a file of `len` bytes end, when a torn line
+/// follows them (`None` when the file ends with a newline or is empty).
+/// Reads backwards from the end, [`TAIL_CHUNK`] bytes at a time.
+fn whole_lines_end(file: &mut File, len: u64) -> io::Result<Option<u64>> {
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut end = len;
+    let mut buf = vec![0u8; TAIL_CHUNK as usize];
+    let mut last_chunk = true;
+    while end > 0 {
+        let start = end.saturating_sub(TAIL_CHUNK);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if last_chunk && chunk.last() == Some(&b'\n') {
+            return Ok(None);
+        }
+        last_chunk = false;
+        if let Some(i) = chunk.iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(start + i as u64 + 1));
+        }
+        end = start;
+    }
+    Ok(Some(0))
 }
 
-/// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's
-/// `civil_from_days`.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+#[async_trait]
+impl AccountingSink for JsonlSink {
+    async fn record(&self, entry: &AccountingEntry) -> io::Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
+        line.push(b'\n');
+        let file = self.file.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .spawn_blocking(move || Self::write_line(&file, &line))
+                .await
+                .map_err(io::Error::other)?,
+            // Outside a runtime there is no async thread to keep free.
+            Err(_) => Self::write_line(&file, &line),
+        }
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
+    fn repaired(content: &[u8]) -> Vec<u8> {
+        let dir = std::env::temp_dir().join(format!("acct-tail-{}-{}", std::process::id(), content.len()));
+        std::fs::write(&dir, content).unwrap();
+        drop(JsonlSink::open(&dir).unwrap());
+        let out = std::fs::read(&dir).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        out
+    }
+
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_514), (2026, 3, 2));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    fn torn_tails_are_cut_and_whole_files_kept() {
+        assert_eq!(repaired(b"{\"a\":1}\n{\"b\""), b"{\"a\":1}\n");
+        assert_eq!(repaired(b"{\"a\":1}\n"), b"{\"a\":1}\n");
+        assert_eq!(repaired(b"torn without any newline"), b"");
+        // A torn line longer than one chunk, after whole lines.
+        let mut long = b"{\"whole\":true}\n".to_vec();
+        let keep = long.len();
+        long.extend(std::iter::repeat_n(b'x', 3 * TAIL_CHUNK as usize + 17));
+        assert_eq!(repaired(&long), &long[..keep]);
+        // A newline exactly at a chunk boundary.
+        let mut edge = vec![b'y'; TAIL_CHUNK as usize - 1];
+        edge.push(b'\n');
+        edge.extend(std::iter::repeat_n(b'z', TAIL_CHUNK as usize));
+        assert_eq!(repaired(&edge), &edge[..TAIL_CHUNK as usize]);
     }
 }

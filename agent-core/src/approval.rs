@@ -32,9 +32,9 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 ///
 /// ```
 /// use agent_core::{ApprovalTier, ToolAnnotations};
-/// let read_only = ToolAnnotations { read_only: true, ..Default::default() };
+/// let read_only = ToolAnnotations::default().read_only(true);
 /// assert_eq!(ApprovalTier::from_annotations(&read_only), ApprovalTier::Auto);
-/// let destructive = ToolAnnotations { destructive: true, ..Default::default() };
+/// let destructive = ToolAnnotations::default().destructive(true);
 /// assert_eq!(ApprovalTier::from_annotations(&destructive), ApprovalTier::Always);
 /// assert_eq!(ApprovalTier::from_annotations(&ToolAnnotations::default()), ApprovalTier::Session);
 /// ```
@@ -106,14 +106,13 @@ impl ApprovalPolicy {
 /// A call waiting for a decision.
 ///
 /// ```
-/// let r = agent_core::ApprovalRequest {
-///     call_id: "c1".into(), tool: "Bash".into(), source: "coding".into(),
-///     original_name: "Bash".into(), input: serde_json::json!({"command": "ls"}),
-///     tier: agent_core::ApprovalTier::Always,
-/// };
+/// let r = agent_core::ApprovalRequest::new("c1", "Bash", serde_json::json!({"command": "ls"}))
+///     .source("coding", "Bash")
+///     .tier(agent_core::ApprovalTier::Always);
 /// assert_eq!(r.tool, "Bash");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ApprovalRequest {
     /// The call's id.
     pub call_id: String,
@@ -129,6 +128,35 @@ pub struct ApprovalRequest {
     pub tier: ApprovalTier,
 }
 
+impl ApprovalRequest {
+    /// A request for a call of the exposed tool `tool` (its source and own
+    /// name default to empty and `tool`; its tier to session).
+    pub fn new(call_id: impl Into<String>, tool: impl Into<String>, input: Value) -> Self {
+        let tool = tool.into();
+        Self {
+            call_id: call_id.into(),
+            original_name: tool.clone(),
+            tool,
+            source: String::new(),
+            input,
+            tier: ApprovalTier::Session,
+        }
+    }
+
+    /// Set the tool's source and own name.
+    pub fn source(mut self, source: impl Into<String>, original_name: impl Into<String>) -> Self {
+        self.source = source.into();
+        self.original_name = original_name.into();
+        self
+    }
+
+    /// Set the tier.
+    pub fn tier(mut self, tier: ApprovalTier) -> Self {
+        self.tier = tier;
+        self
+    }
+}
+
 /// The answer to an [`ApprovalRequest`].
 ///
 /// ```
@@ -138,6 +166,7 @@ pub struct ApprovalRequest {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ApprovalDecision {
     /// Run this call.
     Approve,
@@ -151,6 +180,17 @@ pub enum ApprovalDecision {
 }
 
 impl ApprovalDecision {
+    /// A denial with this reason (told to the model).
+    ///
+    /// ```
+    /// assert!(!agent_core::ApprovalDecision::deny("not on main").approved());
+    /// ```
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::Deny {
+            reason: reason.into(),
+        }
+    }
+
     /// Whether the call may run.
     pub fn approved(&self) -> bool {
         !matches!(self, Self::Deny { .. })
@@ -270,6 +310,7 @@ pub enum ApprovalChannel {
 /// # let _ = approvals;
 /// ```
 #[derive(Clone)]
+#[must_use]
 pub struct Approvals {
     pub(crate) channel: ApprovalChannel,
     pub(crate) policy: ApprovalPolicy,

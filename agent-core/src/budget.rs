@@ -44,7 +44,7 @@ pub trait TokenCounter: Send + Sync + Debug {
 /// tokenizer.
 ///
 /// ```
-/// use agent_core::{CharEstimate, TokenCounter};
+/// use agent_core::budget::{CharEstimate, TokenCounter};
 /// assert_eq!(CharEstimate.count("abcdefgh"), 2);
 /// assert_eq!(CharEstimate.count("abc"), 1);
 /// ```
@@ -165,7 +165,7 @@ impl ContextBudget {
 /// Figures of a budget decision, as accounting entries carry them.
 ///
 /// ```
-/// let f = agent_core::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
+/// let f = agent_core::budget::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
 /// assert!(f.projected > f.limit);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,9 +4,12 @@
 //! fails after streaming some output is announced with
 //! [`ModelEvent::Fallback`] before the next model's events, so the agent loop
 //! discards the partial output (tools run only after a step's stream
-//! completed, so none runs twice); authentication and quota errors skip a
-//! model for the rest of the call; when every model of a cycle was rate
-//! limited, the next cycle waits for the largest `retry-after` seen.
+//! completed, so none runs twice); an error that the same model would give
+//! again ([`ModelError::is_permanent_for_model`]: authentication, quota, an
+//! invalid request, a context-length error) skips that model for the rest of
+//! the call, so such a request is sent to each model at most once; when every
+//! model of a cycle was rate limited, the next cycle waits for the largest
+//! `retry-after` seen.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +19,8 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use crate::model::{LanguageModel, ModelEvent, ModelRequest, ModelStream};
+use crate::model_error::ModelError;
 
 /// Extra cycles through the whole list after the first: enough to ride out a
 /// short rate-limit window, few enough to fail in bounded time.
@@ -79,10 +83,10 @@ impl LanguageModel for FallbackModel {
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         if self.models.is_empty() {
-            return Err(ModelError::Provider {
-                status: 0,
-                message: "the fallback list has no models".into(),
-            });
+            return Err(ModelError::invalid_request(
+                None,
+                "the fallback list has no models",
+            ));
         }
         let (tx, rx) = mpsc::channel(FORWARD_BUFFER);
         let models = self.models.clone();
@@ -123,10 +127,9 @@ async fn run_attempt(model: &dyn LanguageModel, request: ModelRequest, tx: &Tx) 
             }
             Some(Err(e)) => return Attempt::Failed(e),
             None => {
-                return Attempt::Failed(ModelError::InvalidResponse {
-                    message: "the model's stream ended before its finish event".into(),
-                    snippet: String::new(),
-                });
+                return Attempt::Failed(ModelError::stream_cut(
+                    "the model's stream ended before its finish event",
+                ));
             }
         }
     }
@@ -170,13 +173,11 @@ async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: Model
             };
             tracing::warn!(target: "agent_core::fallback", model = %label, cycle, error = %error, "model attempt failed");
             match &error {
-                ModelError::Auth { .. } | ModelError::Quota { .. } => skipped[i] = true,
+                // This model refuses this request whatever the wait; another
+                // model may accept it.
+                e if e.is_permanent_for_model() => skipped[i] = true,
                 ModelError::RateLimited { retry_after, .. } => {
                     longest_wait = longest_wait.max(retry_after.unwrap_or(MIN_RATE_LIMIT_WAIT));
-                }
-                ModelError::Provider { status, .. } if (400..500).contains(status) => {
-                    // The request itself was refused; another model may accept it.
-                    all_rate_limited = false;
                 }
                 _ => all_rate_limited = false,
             }
@@ -198,9 +199,7 @@ async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: Model
             }
         }
     }
-    let error = last_error.unwrap_or(ModelError::Provider {
-        status: 0,
-        message: "every model of the fallback list failed".into(),
-    });
+    let error =
+        last_error.unwrap_or_else(|| ModelError::server(None, "every model of the fallback list failed"));
     let _ = tx.send(Err(error)).await;
 }

@@ -218,27 +218,10 @@ impl ImageSource {
         match self {
             Self::Base64 { media_type, data } => {
                 let bytes = data.trim_end_matches('=').len() * 3 / 4;
-                format!("[image: {media_type}, {}]", human_size(bytes))
+                format!("[image: {media_type}, {}]", crate::util::human_size(bytes))
             }
             Self::Url { url } => format!("[image: {url}]"),
         }
-    }
-}
-
-/// A byte count for people: `10 B`, `1.2 KB`, `3.0 MB`.
-///
-/// ```
-/// assert_eq!(agent_core::human_size(1229), "1.2 KB");
-/// assert_eq!(agent_core::human_size(10), "10 B");
-/// ```
-pub fn human_size(bytes: usize) -> String {
-    const KB: usize = 1024;
-    if bytes < KB {
-        format!("{bytes} B")
-    } else if bytes < KB * KB {
-        format!("{:.1} KB", bytes as f64 / KB as f64)
-    } else {
-        format!("{:.1} MB", bytes as f64 / (KB * KB) as f64)
     }
 }
 

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -19,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::Message;
+use crate::model_error::ModelError;
 use crate::tool::ToolDefinition;
 use crate::usage::{FinishReason, Usage};
 
@@ -73,6 +73,7 @@ pub trait LanguageModel: Send + Sync {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolChoice {
     /// The model decides.
     #[default]
@@ -232,101 +233,4 @@ pub enum ModelEvent {
         /// Final usage of the step.
         usage: Usage,
     },
-}
-
-/// Why a model call failed. The kinds let a caller decide whether to retry,
-/// fall back to another model, or give up.
-///
-/// ```
-/// use agent_core::ModelError;
-/// let e = ModelError::RateLimited { retry_after: Some(std::time::Duration::from_secs(2)), message: "slow down".into() };
-/// assert!(e.is_retryable());
-/// assert!(!ModelError::Auth { message: "bad key".into() }.is_retryable());
-/// ```
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ModelError {
-    /// The credentials were refused (401/403).
-    #[error("authentication failed: {message}")]
-    Auth {
-        /// The provider's message.
-        message: String,
-    },
-    /// Too many requests (429).
-    #[error("rate limited{}: {message}", retry_after.map(|d| format!(" (retry after {} ms)", d.as_millis())).unwrap_or_default())]
-    RateLimited {
-        /// How long the provider asked to wait.
-        retry_after: Option<Duration>,
-        /// The provider's message.
-        message: String,
-    },
-    /// The account has no quota or credit left.
-    #[error("quota exhausted: {message}")]
-    Quota {
-        /// The provider's message.
-        message: String,
-    },
-    /// No answer (or no further chunk) in time.
-    #[error("model call timed out after {} ms", .0.as_millis())]
-    Timeout(Duration),
-    /// The connection failed or broke.
-    #[error("network error: {0}")]
-    Network(String),
-    /// The provider sent something that could not be understood.
-    #[error("invalid response from provider: {message} (near: {snippet:?})")]
-    InvalidResponse {
-        /// What was wrong.
-        message: String,
-        /// A short piece of what was received.
-        snippet: String,
-    },
-    /// The provider answered with an error status or an error event.
-    #[error("provider error (status {status}): {message}")]
-    Provider {
-        /// HTTP status, or 0 for an in-stream error event.
-        status: u16,
-        /// The provider's message.
-        message: String,
-    },
-    /// The call was cancelled.
-    #[error("model call cancelled")]
-    Cancelled,
-}
-
-impl ModelError {
-    /// Whether trying the same call again later may succeed (rate limits,
-    /// timeouts, network errors, invalid responses and 5xx statuses).
-    ///
-    /// ```
-    /// use agent_core::ModelError;
-    /// assert!(ModelError::Provider { status: 503, message: String::new() }.is_retryable());
-    /// assert!(!ModelError::Provider { status: 400, message: String::new() }.is_retryable());
-    /// ```
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            Self::RateLimited { .. } | Self::Timeout(_) | Self::Network(_) | Self::InvalidResponse { .. } => {
-                true
-            }
-            Self::Provider { status, .. } => *status == 0 || *status >= 500,
-            Self::Auth { .. } | Self::Quota { .. } | Self::Cancelled => false,
-        }
-    }
-
-    /// A stable snake_case name for the kind, for logs and accounting.
-    ///
-    /// ```
-    /// assert_eq!(agent_core::ModelError::Cancelled.kind(), "cancelled");
-    /// ```
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Auth { .. } => "auth",
-            Self::RateLimited { .. } => "rate_limited",
-            Self::Quota { .. } => "quota",
-            Self::Timeout(_) => "timeout",
-            Self::Network(_) => "network",
-            Self::InvalidResponse { .. } => "invalid_response",
-            Self::Provider { .. } => "provider",
-            Self::Cancelled => "cancelled",
-        }
-    }
 }

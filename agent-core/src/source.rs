@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::tool::Tool;
+use crate::typed::IntoTool;
 
 /// Whether a source is the application's own (native) or comes from outside.
 ///
@@ -29,16 +30,23 @@ pub enum SourceKind {
 /// Why a source could not list its tools.
 ///
 /// ```
-/// let e = agent_core::ToolSourceError::new("fs", "server exited");
+/// use std::error::Error;
+/// let e = agent_core::ToolSourceError::new("fs", "server exited")
+///     .with_source(std::io::Error::other("broken pipe"));
 /// assert_eq!(e.to_string(), "tool source fs: server exited");
+/// assert_eq!(e.source().unwrap().to_string(), "broken pipe");
 /// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("tool source {source_name}: {message}")]
+#[non_exhaustive]
 pub struct ToolSourceError {
     /// The source's name.
     pub source_name: String,
     /// What went wrong.
     pub message: String,
+    /// The underlying error.
+    #[source]
+    pub source: Option<crate::model_error::ErrorSource>,
 }
 
 impl ToolSourceError {
@@ -47,7 +55,14 @@ impl ToolSourceError {
         Self {
             source_name: source_name.into(),
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// The same error with its underlying error.
+    pub fn with_source(mut self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(error));
+        self
     }
 }
 
@@ -59,7 +74,7 @@ impl ToolSourceError {
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// let source = StaticToolSource::native("app")
-///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok::<_, String>("pong") }));
+///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok("pong") }));
 /// assert_eq!(source.name(), "app");
 /// ```
 #[async_trait]
@@ -123,9 +138,10 @@ impl StaticToolSource {
         }
     }
 
-    /// Add a tool.
-    pub fn with_tool(mut self, tool: impl Tool + 'static) -> Self {
-        self.tools.push(Arc::new(tool));
+    /// Add a tool: a [`Tool`], a [`TypedTool`](crate::TypedTool) or an
+    /// `Arc<dyn Tool>`.
+    pub fn with_tool<M>(mut self, tool: impl IntoTool<M>) -> Self {
+        self.tools.push(tool.into_tool());
         self
     }
 

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use crate::model::{LanguageModel, ModelEvent, ModelRequest, ModelStream};
+use crate::model_error::ModelError;
 use crate::usage::{FinishReason, Usage};
 
 /// One scripted step: the events (or errors) the stream yields in order.
@@ -43,11 +44,7 @@ impl ScriptedStep {
             ModelEvent::TextDelta { text: text.into() },
             ModelEvent::Finish {
                 reason: FinishReason::Stop,
-                usage: Usage {
-                    input_tokens: Some(10),
-                    output_tokens: Some(5),
-                    ..Usage::default()
-                },
+                usage: Usage::new(10, 5),
             },
         ])
     }
@@ -75,11 +72,7 @@ impl ScriptedStep {
         }
         events.push(ModelEvent::Finish {
             reason: FinishReason::ToolCalls,
-            usage: Usage {
-                input_tokens: Some(10),
-                output_tokens: Some(5),
-                ..Usage::default()
-            },
+            usage: Usage::new(10, 5),
         });
         Self::events(events)
     }
@@ -87,7 +80,7 @@ impl ScriptedStep {
     /// A call that fails before any event (as an HTTP error status would).
     ///
     /// ```
-    /// let step = agent_core::testing::ScriptedStep::fail(agent_core::ModelError::Auth { message: "bad key".into() });
+    /// let step = agent_core::testing::ScriptedStep::fail(agent_core::ModelError::authentication(Some(401), "bad key"));
     /// # let _ = step;
     /// ```
     pub fn fail(error: ModelError) -> Self {
@@ -166,10 +159,7 @@ impl LanguageModel for ScriptedModel {
             .lock()
             .ok()
             .and_then(|mut s| s.pop_front())
-            .ok_or_else(|| ModelError::Provider {
-                status: 0,
-                message: "the scripted model has no more steps".into(),
-            })?;
+            .ok_or_else(|| ModelError::invalid_request(None, "the scripted model has no more steps"))?;
         if let Some(error) = step.fail {
             return Err(error);
         }

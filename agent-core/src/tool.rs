@@ -6,7 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use std::sync::Mutex;
+
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -86,6 +88,7 @@ pub const OWN_TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_sec
 /// assert!(!d.annotations.read_only);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolDefinition {
     /// The tool's name.
     pub name: String,
@@ -123,22 +126,51 @@ impl ToolDefinition {
     /// ```
     /// use agent_core::{ToolAnnotations, ToolDefinition};
     /// let d = ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
-    ///     .with_annotations(ToolAnnotations { read_only: true, ..Default::default() });
+    ///     .with_annotations(ToolAnnotations::default().read_only(true));
     /// assert!(d.annotations.read_only);
     /// ```
     pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
         self
     }
+
+    /// The same definition with this output schema.
+    ///
+    /// ```
+    /// let d = agent_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
+    ///     .with_output_schema(serde_json::json!({"type": "object"}));
+    /// assert!(d.output_schema.is_some());
+    /// ```
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// The same definition under another name.
+    ///
+    /// ```
+    /// let d = agent_core::ToolDefinition::new("t", "d", serde_json::json!({})).with_name("u");
+    /// assert_eq!(d.name, "u");
+    /// ```
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
 }
 
-/// Hints about a tool's behaviour, as MCP defines them.
+/// Hints about a tool's behaviour, as MCP defines them. Approval tiers rely
+/// on them, so they must come from a party the application trusts: the
+/// application's own tools, the coding tools, or an MCP server its
+/// configuration marks as trusted (untrusted servers' hints are dropped).
 ///
 /// ```
 /// let a = agent_core::ToolAnnotations::default();
 /// assert!(!a.read_only && !a.destructive && !a.idempotent && !a.open_world);
+/// let b = agent_core::ToolAnnotations::default().read_only(true).idempotent(true);
+/// assert!(b.read_only && b.idempotent);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// The tool does not change its environment.
     #[serde(default)]
@@ -152,6 +184,29 @@ pub struct ToolAnnotations {
     /// The tool reaches outside systems (the web, other services).
     #[serde(default)]
     pub open_world: bool,
+}
+
+/// Setters `name(bool) -> Self` for boolean fields of the same name.
+macro_rules! flag_setters {
+    ($($(#[$doc:meta])* $name:ident;)*) => {
+        $($(#[$doc])* pub fn $name(mut self, on: bool) -> Self {
+            self.$name = on;
+            self
+        })*
+    };
+}
+
+impl ToolAnnotations {
+    flag_setters! {
+        /// Set whether the tool leaves its environment unchanged.
+        read_only;
+        /// Set whether the tool may destroy or overwrite data.
+        destructive;
+        /// Set whether a repeated call has no further effect.
+        idempotent;
+        /// Set whether the tool reaches outside systems.
+        open_world;
+    }
 }
 
 /// What a running tool gets besides its input.
@@ -251,10 +306,15 @@ impl ToolContext {
 /// A progress report from a running tool.
 ///
 /// ```
-/// let p = agent_core::ToolProgress { call_id: "c".into(), progress: 1.0, total: Some(4.0), message: None };
-/// assert_eq!(p.total, Some(4.0));
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let (reporter, mut rx) = agent_core::ProgressReporter::channel("c");
+/// reporter.report(1.0, Some(4.0), None);
+/// let p = rx.try_recv().unwrap();
+/// assert_eq!((p.progress, p.total), (1.0, Some(4.0)));
+/// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolProgress {
     /// The call reporting.
     pub call_id: String,
@@ -266,7 +326,83 @@ pub struct ToolProgress {
     pub message: Option<String>,
 }
 
-/// Sends a tool's progress reports to the agent loop. Reporting never blocks.
+/// Progress reports waiting for the loop: bounded, since remote servers feed
+/// it at their own pace. When full, a new report replaces the newest one
+/// waiting for the same call (progress only moves forward, so the older one
+/// says nothing the newer does not), else the oldest waiting report is
+/// dropped. Reporting never blocks.
+pub const PROGRESS_BUFFER: usize = 64;
+
+#[derive(Debug, Default)]
+struct QueueState {
+    pending: std::collections::VecDeque<ToolProgress>,
+    /// Calls whose result is in: their late reports are dropped.
+    finished: std::collections::HashSet<String>,
+    /// Reports dropped or replaced because the queue was full.
+    dropped: u64,
+}
+
+/// Where a batch's reporters put their reports (see [`PROGRESS_BUFFER`]).
+#[derive(Debug, Default)]
+pub(crate) struct ProgressQueue {
+    state: Mutex<QueueState>,
+    notify: Notify,
+}
+
+impl ProgressQueue {
+    fn push(&self, report: ToolProgress) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if state.finished.contains(&report.call_id) {
+            return;
+        }
+        if state.pending.len() >= PROGRESS_BUFFER {
+            state.dropped += 1;
+            if let Some(same) = state
+                .pending
+                .iter_mut()
+                .rev()
+                .find(|p| p.call_id == report.call_id)
+            {
+                *same = report;
+                return;
+            }
+            state.pending.pop_front();
+        }
+        state.pending.push_back(report);
+        drop(state);
+        self.notify.notify_one();
+    }
+
+    /// Every report waiting, oldest first.
+    pub(crate) fn drain(&self) -> Vec<ToolProgress> {
+        self.state
+            .lock()
+            .map(|mut s| s.pending.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// Drop later reports of this call (its result is in).
+    pub(crate) fn finish(&self, call_id: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.pending.retain(|p| p.call_id != call_id);
+            state.finished.insert(call_id.to_owned());
+        }
+    }
+
+    /// Resolves when a report may be waiting.
+    pub(crate) async fn notified(&self) {
+        self.notify.notified().await;
+    }
+
+    fn pop(&self) -> Option<ToolProgress> {
+        self.state.lock().ok().and_then(|mut s| s.pending.pop_front())
+    }
+}
+
+/// Sends a tool's progress reports to the agent loop. Reporting never blocks
+/// and memory stays bounded (see [`PROGRESS_BUFFER`]).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -279,7 +415,7 @@ pub struct ToolProgress {
 #[derive(Debug, Clone)]
 pub struct ProgressReporter {
     call_id: String,
-    sink: Option<mpsc::UnboundedSender<ToolProgress>>,
+    sink: Option<Arc<ProgressQueue>>,
 }
 
 impl ProgressReporter {
@@ -295,40 +431,76 @@ impl ProgressReporter {
         }
     }
 
-    /// A reporter and the receiver of its reports.
+    /// A reporter and the receiver of its reports (for calling a tool
+    /// directly and watching its progress).
     ///
     /// ```
     /// let (_reporter, _rx) = agent_core::ProgressReporter::channel("c");
     /// ```
-    pub fn channel(call_id: impl Into<String>) -> (Self, mpsc::UnboundedReceiver<ToolProgress>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Self::to_sender(call_id, tx), rx)
+    pub fn channel(call_id: impl Into<String>) -> (Self, ProgressReceiver) {
+        let queue = Arc::new(ProgressQueue::default());
+        (Self::to_queue(call_id, queue.clone()), ProgressReceiver { queue })
     }
 
-    /// A reporter that sends to an existing channel.
-    ///
-    /// ```
-    /// let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    /// let _reporter = agent_core::ProgressReporter::to_sender("c", tx);
-    /// ```
-    pub fn to_sender(call_id: impl Into<String>, tx: mpsc::UnboundedSender<ToolProgress>) -> Self {
+    pub(crate) fn to_queue(call_id: impl Into<String>, queue: Arc<ProgressQueue>) -> Self {
         Self {
             call_id: call_id.into(),
-            sink: Some(tx),
+            sink: Some(queue),
         }
     }
 
     /// Report progress. Reports after the call ended are dropped.
     pub fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(sink) = &self.sink {
-            // A closed receiver means the call is over: the report is moot.
-            let _ = sink.send(ToolProgress {
+            sink.push(ToolProgress {
                 call_id: self.call_id.clone(),
                 progress,
                 total,
                 message,
             });
         }
+    }
+}
+
+impl Drop for ProgressReporter {
+    fn drop(&mut self) {
+        // Wake a receiver waiting in `recv`, which then sees whether any
+        // reporter is left.
+        if let Some(sink) = &self.sink {
+            sink.notify.notify_one();
+        }
+    }
+}
+
+/// Receives the reports of the reporters made by [`ProgressReporter::channel`].
+#[derive(Debug)]
+pub struct ProgressReceiver {
+    queue: Arc<ProgressQueue>,
+}
+
+impl ProgressReceiver {
+    /// The oldest report waiting, if any.
+    pub fn try_recv(&mut self) -> Option<ToolProgress> {
+        self.queue.pop()
+    }
+
+    /// The next report; `None` once no report is waiting and every reporter
+    /// is gone.
+    pub async fn recv(&mut self) -> Option<ToolProgress> {
+        loop {
+            if let Some(p) = self.queue.pop() {
+                return Some(p);
+            }
+            if Arc::strong_count(&self.queue) == 1 {
+                return None;
+            }
+            self.queue.notified().await;
+        }
+    }
+
+    /// Reports dropped or replaced because the buffer was full.
+    pub fn dropped(&self) -> u64 {
+        self.queue.state.lock().map(|s| s.dropped).unwrap_or(0)
     }
 }
 
@@ -342,6 +514,7 @@ impl ProgressReporter {
 /// assert!(err.is_error);
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// The content.
     pub parts: Vec<ToolOutputPart>,
@@ -398,6 +571,45 @@ impl ToolOutput {
         }
     }
 
+    /// These parts, not flagged as an error.
+    ///
+    /// ```
+    /// use agent_core::{ToolOutput, ToolOutputPart};
+    /// let out = ToolOutput::new(vec![ToolOutputPart::text("a"), ToolOutputPart::text("b")]);
+    /// assert_eq!(out.as_text(), "a\nb");
+    /// ```
+    pub fn new(parts: Vec<ToolOutputPart>) -> Self {
+        Self {
+            parts,
+            is_error: false,
+        }
+    }
+
+    /// The same output flagged (or not) as an error.
+    ///
+    /// ```
+    /// assert!(agent_core::ToolOutput::text("x").with_error(true).is_error);
+    /// ```
+    pub fn with_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+
+    /// The same output with every text part passed through `f`.
+    ///
+    /// ```
+    /// let out = agent_core::ToolOutput::text("token=abc").map_text(|t| t.replace("abc", "***"));
+    /// assert_eq!(out.as_text(), "token=***");
+    /// ```
+    pub fn map_text(mut self, mut f: impl FnMut(String) -> String) -> Self {
+        for part in &mut self.parts {
+            if let ToolOutputPart::Text { text } = part {
+                *text = f(std::mem::take(text));
+            }
+        }
+        self
+    }
+
     /// Text and JSON parts rendered as text, joined by newlines; images are
     /// left out.
     ///
@@ -429,25 +641,34 @@ pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
 /// Why a tool call failed. The agent loop turns it into an error result the
 /// model can read.
 ///
+/// `?` converts any error into it (as [`ToolError::Other`], keeping the error
+/// and its causes), so a tool's body can use `?` on I/O, HTTP or parsing
+/// errors alike. For that reason it is not itself a `std::error::Error`
+/// (as with `anyhow::Error`); it converts into
+/// `Box<dyn std::error::Error + Send + Sync>`.
+///
 /// ```
-/// let e = agent_core::ToolError::invalid_input("path must be relative");
-/// assert_eq!(e.to_string(), "invalid input: path must be relative");
+/// use agent_core::ToolError;
+/// fn read(path: &str) -> Result<String, ToolError> {
+///     if path.starts_with('/') {
+///         return Err(ToolError::invalid_input("path must be relative"));
+///     }
+///     Ok(std::fs::read_to_string(path)?) // io::Error -> ToolError
+/// }
+/// assert_eq!(read("/etc").unwrap_err().to_string(), "invalid input: path must be relative");
+/// assert!(read("no/such/file").unwrap_err().to_string().contains("No such file"));
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum ToolError {
     /// The input made no sense to the tool.
-    #[error("invalid input: {0}")]
     InvalidInput(String),
     /// The tool ran and failed.
-    #[error("{0}")]
     Execution(String),
     /// The call was cancelled.
-    #[error("tool call cancelled")]
     Cancelled,
-    /// Any other error.
-    #[error(transparent)]
-    Other(#[from] Box<dyn std::error::Error + Send + Sync>),
+    /// Any other error, with its causes.
+    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl ToolError {
@@ -464,6 +685,50 @@ impl ToolError {
     /// ```
     pub fn execution(message: impl fmt::Display) -> Self {
         Self::Execution(message.to_string())
+    }
+
+    /// An [`ToolError::Other`] from a boxed error.
+    ///
+    /// ```
+    /// let boxed: Box<dyn std::error::Error + Send + Sync> = "no route".into();
+    /// assert_eq!(agent_core::ToolError::boxed(boxed).to_string(), "no route");
+    /// ```
+    pub fn boxed(error: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        Self::Other(error)
+    }
+}
+
+impl fmt::Display for ToolError {
+    /// The message, with an `Other` error's causes after colons.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidInput(m) => write!(f, "invalid input: {m}"),
+            Self::Execution(m) => f.write_str(m),
+            Self::Cancelled => f.write_str("tool call cancelled"),
+            Self::Other(e) => f.write_str(&crate::util::error_chain(e.as_ref())),
+        }
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        Self::Other(Box::new(error))
+    }
+}
+
+impl From<ToolError> for Box<dyn std::error::Error + Send + Sync> {
+    fn from(error: ToolError) -> Self {
+        match error {
+            ToolError::Other(e) => e,
+            other => other.to_string().into(),
+        }
+    }
+}
+
+impl From<ToolError> for Box<dyn std::error::Error> {
+    fn from(error: ToolError) -> Self {
+        let sendable: Box<dyn std::error::Error + Send + Sync> = error.into();
+        sendable
     }
 }
 

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 ///
 /// ```
 /// use agent_core::Usage;
-/// let a = Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() };
-/// let b = Usage { input_tokens: Some(3), reasoning_tokens: Some(2), ..Usage::default() };
+/// let a = Usage::new(10, 5);
+/// let b = Usage::default().with_input(Some(3)).with_reasoning(Some(2));
 /// let sum = a + b;
 /// assert_eq!(sum.input_tokens, Some(13));
 /// assert_eq!(sum.output_tokens, Some(5));
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(sum.cached_input_tokens, None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens, cached ones included.
     pub input_tokens: Option<u64>,
@@ -33,7 +34,41 @@ pub struct Usage {
     pub total_tokens: Option<u64>,
 }
 
+/// Setters `with_x(Option<u64>) -> Self` for the count fields.
+macro_rules! count_setters {
+    ($($(#[$doc:meta])* $setter:ident => $field:ident;)*) => {
+        $($(#[$doc])* pub fn $setter(mut self, tokens: Option<u64>) -> Self {
+            self.$field = tokens;
+            self
+        })*
+    };
+}
+
 impl Usage {
+    /// Known input and output tokens, nothing else.
+    ///
+    /// ```
+    /// assert_eq!(agent_core::Usage::new(2, 3).total(), Some(5));
+    /// ```
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self::default()
+            .with_input(Some(input_tokens))
+            .with_output(Some(output_tokens))
+    }
+
+    count_setters! {
+        /// Set the prompt tokens (cached ones included).
+        with_input => input_tokens;
+        /// Set the completion tokens (reasoning included).
+        with_output => output_tokens;
+        /// Set the prompt tokens served from the provider's cache.
+        with_cached_input => cached_input_tokens;
+        /// Set the completion tokens spent on reasoning.
+        with_reasoning => reasoning_tokens;
+        /// Set the total as the provider reports it.
+        with_total => total_tokens;
+    }
+
     /// Whether no field is known.
     ///
     /// ```
@@ -47,7 +82,7 @@ impl Usage {
     /// either is known.
     ///
     /// ```
-    /// let u = agent_core::Usage { input_tokens: Some(2), output_tokens: Some(3), ..Default::default() };
+    /// let u = agent_core::Usage::new(2, 3);
     /// assert_eq!(u.total(), Some(5));
     /// ```
     pub fn total(&self) -> Option<u64> {

@@ -29,24 +29,15 @@ fn counted(name: &str, annotations: ToolAnnotations, runs: Arc<AtomicUsize>) -> 
     tool
 }
 
-const READ_ONLY: ToolAnnotations = ToolAnnotations {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-    open_world: false,
-};
-const DESTRUCTIVE: ToolAnnotations = ToolAnnotations {
-    read_only: false,
-    destructive: true,
-    idempotent: false,
-    open_world: false,
-};
-const PLAIN: ToolAnnotations = ToolAnnotations {
-    read_only: false,
-    destructive: false,
-    idempotent: false,
-    open_world: false,
-};
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::default().read_only(true).idempotent(true)
+}
+fn destructive() -> ToolAnnotations {
+    ToolAnnotations::default().destructive(true)
+}
+fn plain() -> ToolAnnotations {
+    ToolAnnotations::default()
+}
 
 /// Answers from a script and records what it was asked.
 struct Scripted {
@@ -77,9 +68,9 @@ fn toolset(tools: Vec<TestTool>) -> ToolSet {
 async fn tiers_auto_session_and_always() {
     let (reads, writes, deletes) = (Arc::default(), Arc::default(), Arc::default());
     let tools = toolset(vec![
-        counted("read", READ_ONLY, Arc::clone(&reads)),
-        counted("write", PLAIN, Arc::clone(&writes)),
-        counted("delete", DESTRUCTIVE, Arc::clone(&deletes)),
+        counted("read", read_only(), Arc::clone(&reads)),
+        counted("write", plain(), Arc::clone(&writes)),
+        counted("delete", destructive(), Arc::clone(&deletes)),
     ]);
     let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
     // "For the session" to everything: remembered for write (tier session),
@@ -136,7 +127,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told_why() {
             ScriptedStep::tool_calls(&[("c1", "delete", "{}")]),
             ScriptedStep::text("ok, I will not"),
         ],
-        toolset(vec![counted("delete", DESTRUCTIVE, runs.clone())]),
+        toolset(vec![counted("delete", destructive(), runs.clone())]),
         AgentOptions::default().approvals(Approvals::with_approver(approver)),
     )
     .await;
@@ -160,7 +151,7 @@ async fn no_answer_in_time_is_a_denial() {
             ScriptedStep::tool_calls(&[("c1", "delete", "{}")]),
             ScriptedStep::text("done"),
         ],
-        toolset(vec![counted("delete", DESTRUCTIVE, runs.clone())]),
+        toolset(vec![counted("delete", destructive(), runs.clone())]),
         // Events channel, and the test never answers.
         AgentOptions::default().approvals(Approvals::via_events().timeout(Duration::from_millis(50))),
     )
@@ -183,7 +174,7 @@ async fn without_approvals_every_tier_runs() {
             ScriptedStep::tool_calls(&[("c1", "delete", "{}")]),
             ScriptedStep::text("done"),
         ],
-        toolset(vec![counted("delete", DESTRUCTIVE, runs.clone())]),
+        toolset(vec![counted("delete", destructive(), runs.clone())]),
         AgentOptions::default(),
     )
     .await;
@@ -205,8 +196,8 @@ async fn approval_through_events_while_the_sibling_runs() {
     ]);
     let agent = Agent::builder(Arc::new(model))
         .tools(toolset(vec![
-            counted("delete", DESTRUCTIVE, deletes.clone()),
-            counted("read", READ_ONLY, reads.clone()),
+            counted("delete", destructive(), deletes.clone()),
+            counted("read", read_only(), reads.clone()),
         ]))
         .options(AgentOptions::default().approvals(
             Approvals::via_events().policy(ApprovalPolicy::default().tier("read", ApprovalTier::Auto)),
@@ -258,4 +249,62 @@ fn approval_events_serialise_without_the_responder() {
         serde_json::to_value(&e).unwrap(),
         serde_json::json!({"type": "approval_requested", "call_id": "c1", "tool": "Bash", "input": {"command": "ls"}})
     );
+}
+
+/// `Approvals::via_events()` with nobody answering: the run is awaited
+/// without reading its events, or the reader ignores `approval_requested`.
+/// Either way nobody can answer, so the call is denied at once, saying so,
+/// instead of stalling for the approval timeout. Virtual time shows it: a
+/// wait for the timeout would advance the paused clock by a minute.
+#[tokio::test(start_paused = true)]
+async fn with_nobody_to_answer_an_approval_is_denied_at_once() {
+    for read_events in [false, true] {
+        let deletes = Arc::new(AtomicUsize::new(0));
+        let model = ScriptedModel::new(vec![
+            ScriptedStep::tool_calls(&[("c1", "delete", "{}")]),
+            ScriptedStep::text("done"),
+        ]);
+        let agent = Agent::builder(Arc::new(model))
+            .tools(toolset(vec![counted("delete", destructive(), deletes.clone())]))
+            .approvals(Approvals::via_events())
+            .build();
+        let started = tokio::time::Instant::now();
+        let mut run = agent.prompt("go");
+        if read_events {
+            // A reader that does not know about approvals drops the event.
+            while run.next().await.is_some() {}
+        }
+        let result = run.into_result().await.unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "waited {:?} for an answer nobody could give",
+            started.elapsed()
+        );
+        assert_eq!(deletes.load(Ordering::SeqCst), 0);
+        let (is_error, text) = &results_by_id(&result)["c1"];
+        assert!(*is_error);
+        assert!(text.contains("nobody can answer"), "{text}");
+    }
+}
+
+/// With an approver installed, a dropped event does not deny: the approver
+/// still answers.
+#[tokio::test(start_paused = true)]
+async fn an_approver_still_answers_when_the_event_is_dropped() {
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "delete", "{}")]),
+        ScriptedStep::text("done"),
+    ]);
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let agent = Agent::builder(Arc::new(model))
+        .tools(toolset(vec![counted("delete", destructive(), deletes.clone())]))
+        .approvals(Approvals::with_approver(Scripted {
+            answers: std::sync::Mutex::new(vec![ApprovalDecision::Approve]),
+            asked: asked.clone(),
+        }))
+        .build();
+    let result = agent.prompt("go").await.unwrap();
+    assert_eq!(deletes.load(Ordering::SeqCst), 1);
+    assert!(!results_by_id(&result)["c1"].0);
 }

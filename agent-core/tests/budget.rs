@@ -5,11 +5,11 @@
 
 mod common;
 
+use agent_core::accounting::AccountingEntry;
+use agent_core::agent::CONCLUDE_INSTRUCTION;
+use agent_core::budget::{BUDGET_EXCEEDED_RESULT, TokenCounter};
 use agent_core::testing::ScriptedStep;
-use agent_core::{
-    AccountingEntry, AgentEvent, AgentOptions, BUDGET_EXCEEDED_RESULT, CONCLUDE_INSTRUCTION, ContextBudget,
-    ExitReason, ToolChoice, ToolOutput,
-};
+use agent_core::{AgentEvent, AgentOptions, ContextBudget, ExitReason, ToolChoice, ToolOutput};
 use common::*;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
@@ -165,7 +165,7 @@ async fn within_budget_nothing_changes() {
 #[derive(Debug, Default)]
 struct Tally(std::sync::atomic::AtomicUsize);
 
-impl agent_core::TokenCounter for Tally {
+impl TokenCounter for Tally {
     fn count(&self, text: &str) -> u64 {
         self.0.fetch_add(text.len(), std::sync::atomic::Ordering::SeqCst);
         text.len() as u64 / 4
@@ -189,7 +189,7 @@ async fn the_next_turn_counts_only_the_new_messages() {
             let agent = agent_core::Agent::builder(Arc::new(model))
                 .options(AgentOptions::default().budget(budget))
                 .build();
-            agent.run(input).into_result().await.unwrap()
+            let _answered = agent.run(input).into_result().await.unwrap();
         }
     };
     turn(history.clone()).await;

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agent_core::accounting::{AccountingEntry, EntryStatus};
 use agent_core::testing::{ScriptedModel, ScriptedStep};
 use agent_core::{
-    AccountingEntry, Agent, AgentEvent, AgentOptions, EntryStatus, ExitReason, FallbackModel, JsonlSink,
-    LanguageModel, ModelError, ModelEvent, ToolOutput,
+    Agent, AgentEvent, AgentOptions, ExitReason, FallbackModel, JsonlSink, LanguageModel, ModelError,
+    ModelEvent, ToolOutput,
 };
 use common::*;
 use futures::StreamExt;
@@ -44,7 +45,7 @@ async fn run_model(
     while let Some(e) = tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
         events.push(e);
     }
-    let result = run.into_result().await.unwrap();
+    let result = run.into_outcome().await.unwrap();
     assert_history_invariant(&result.messages);
     (events, result)
 }
@@ -63,10 +64,7 @@ fn llm_entries(events: &[AgentEvent]) -> Vec<(String, EntryStatus)> {
 
 #[tokio::test]
 async fn an_error_before_streaming_moves_to_the_next_model() {
-    let first = ScriptedModel::new(vec![ScriptedStep::fail(ModelError::Provider {
-        status: 500,
-        message: "down".into(),
-    })]);
+    let first = ScriptedModel::new(vec![ScriptedStep::fail(ModelError::server(Some(500), "down"))]);
     let second = ScriptedModel::new(vec![ScriptedStep::text("from the second")]);
     let model = FallbackModel::new(vec![
         Arc::new(Named(first.clone(), "a")),
@@ -90,9 +88,10 @@ async fn an_error_before_streaming_moves_to_the_next_model() {
 
 #[tokio::test]
 async fn auth_errors_skip_the_model_for_good() {
-    let first = ScriptedModel::new(vec![ScriptedStep::fail(ModelError::Auth {
-        message: "bad key".into(),
-    })]);
+    let first = ScriptedModel::new(vec![ScriptedStep::fail(ModelError::authentication(
+        Some(401),
+        "bad key",
+    ))]);
     let second = ScriptedModel::new(vec![ScriptedStep::text("ok")]);
     let model = FallbackModel::new(vec![
         Arc::new(Named(first.clone(), "a")),
@@ -123,7 +122,7 @@ async fn a_failure_mid_stream_discards_partial_output_and_runs_no_tool_twice() {
             provider_data: None,
         },
     ])
-    .then_error(ModelError::Network("connection reset".into()));
+    .then_error(ModelError::network("connection reset"));
     let first = ScriptedModel::new(vec![dying]);
     let second = ScriptedModel::new(vec![
         ScriptedStep::tool_calls(&[("c1", "t", "{}")]),
@@ -149,12 +148,7 @@ async fn a_failure_mid_stream_discards_partial_output_and_runs_no_tool_twice() {
 
 #[tokio::test(start_paused = true)]
 async fn rate_limits_in_every_model_wait_then_give_up() {
-    let limited = || {
-        ScriptedStep::fail(ModelError::RateLimited {
-            retry_after: Some(Duration::from_secs(7)),
-            message: "slow".into(),
-        })
-    };
+    let limited = || ScriptedStep::fail(ModelError::rate_limited("slow", Some(Duration::from_secs(7))));
     let first = ScriptedModel::new(vec![limited(), limited()]);
     let second = ScriptedModel::new(vec![limited(), limited()]);
     let model = FallbackModel::new(vec![
@@ -241,4 +235,80 @@ async fn accounting_jsonl_has_one_whole_line_per_attempt_and_call() {
         ("scripted", "scripted-test-model")
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The JSONL sink writes off the async threads: with the file's writes
+/// blocked (a FIFO nobody reads, whose pipe buffer fills), a current-thread
+/// runtime keeps running its other tasks while records wait. The runtime
+/// runs on its own thread, watched from here, so a blocked runtime fails the
+/// test instead of hanging it.
+#[test]
+fn a_blocked_accounting_file_does_not_block_the_runtime() {
+    use agent_core::accounting::AccountingSink;
+    let dir = tempfile_dir();
+    let fifo = dir.join("accounting.jsonl");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    // Read-write open of a FIFO does not wait for a reader on Linux.
+    let sink = Arc::new(JsonlSink::open(&fifo).unwrap());
+    let line: AccountingEntry = serde_json::from_value(serde_json::json!({
+        "type": "llm", "timestamp": "2026-01-01T00:00:00.000Z", "status": "ok", "provider": "p",
+        "model": "m", "latency_ms": 1, "tokens": {"input": 1, "output": 1, "cached": 0, "reasoning": 0, "total": 2},
+        "stop_reason": "x".repeat(4096)
+    }))
+    .unwrap();
+    let (ticked_tx, ticked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    let runtime_thread = {
+        let sink = sink.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                // 64 KiB of pipe buffer fills after ~16 lines; then writes block.
+                let writer = tokio::spawn(async move {
+                    for _ in 0..64 {
+                        sink.record(&line).await.unwrap();
+                    }
+                });
+                for _ in 0..5 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                ticked_tx.send(writer.is_finished()).unwrap();
+                release_rx.await.unwrap();
+                writer.await.unwrap();
+            });
+        })
+    };
+    let writer_done_early = ticked_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the runtime was blocked by an accounting write");
+    assert!(
+        !writer_done_early,
+        "the writes should still be blocked on the full pipe"
+    );
+    // Drain the pipe so the blocked writes finish.
+    let mut reader = std::fs::File::open(&fifo).unwrap();
+    let drain = std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    release_tx.send(()).unwrap();
+    runtime_thread.join().unwrap();
+    drop(sink);
+    let copied = drain.join().unwrap().unwrap();
+    assert!(copied > 64 * 4096, "every line was written ({copied} bytes)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "agent-core-fifo-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

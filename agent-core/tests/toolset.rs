@@ -7,9 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use agent_core::testing::ScriptedStep;
+use agent_core::toolset::{INSTRUCTIONS_HEADING, is_valid_tool_name};
 use agent_core::{
-    AgentEvent, AgentOptions, INSTRUCTIONS_HEADING, NameFilter, Naming, SourceKind, SourceOptions,
-    StaticToolSource, Tool, ToolOutput, ToolSet, ToolSource, ToolSourceError, is_valid_tool_name, tool_fn,
+    AgentEvent, AgentOptions, NameFilter, Naming, SourceKind, SourceOptions, StaticToolSource, Tool,
+    ToolOutput, ToolSet, ToolSource, ToolSourceError, tool_fn,
 };
 use common::*;
 use tokio::sync::watch;
@@ -203,13 +204,7 @@ async fn a_changed_tool_list_is_seen_from_the_next_step() {
     )
     .await;
     let requests = model.requests();
-    let names = |i: usize| {
-        requests[i]
-            .tools
-            .iter()
-            .map(|t| t.name.clone())
-            .collect::<Vec<_>>()
-    };
+    let names = |i: usize| tool_names(&requests[i]);
     assert_eq!(names(0), ["add_tool"]);
     assert_eq!(names(1), ["add_tool", "live__fresh"]);
     assert_eq!(results_by_id(&result)["c2"], (false, "fresh result".to_string()));
@@ -261,7 +256,7 @@ struct AddArgs {
 #[tokio::test]
 async fn a_typed_tool_is_validated_and_called() {
     let add = tool_fn("add", "Add two integers.", |args: AddArgs| async move {
-        Ok::<_, String>(args.a + args.b)
+        Ok(args.a + args.b)
     });
     let schema = add.definition().input_schema.clone();
     assert!(schema.get("$schema").is_none() && schema.get("title").is_none());

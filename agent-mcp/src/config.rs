@@ -54,6 +54,7 @@ pub const MCP_SERVER_KEYS: &[&str] = &[
     "headers",
     "enabled",
     "disabled",
+    "trust",
     "timeout",
     "callTimeout",
     "call_timeout",
@@ -96,6 +97,14 @@ pub struct McpServerConfig {
     /// its group is sent SIGTERM; `STDIN_CLOSE_GRACE` when unset. Longer
     /// for a server that saves state on exit.
     pub shutdown_grace: Option<Duration>,
+    /// Whether the server's tool annotations (`readOnlyHint`,
+    /// `destructiveHint`, ...) are believed (`"trust": true`). The MCP
+    /// specification says a client must treat them as untrusted unless the
+    /// server is trusted, and approval tiers rely on them: an untrusted
+    /// server's tools carry no annotations, so each asks once per session
+    /// under approval and is denied when calls needing approval are denied,
+    /// whatever the server claims. Default: false.
+    pub trusted: bool,
 }
 
 /// The transport of a server.
@@ -157,6 +166,7 @@ impl McpServerConfig {
             connect_timeout: None,
             call_timeout: None,
             shutdown_grace: None,
+            trusted: false,
         }
     }
 
@@ -297,6 +307,18 @@ impl McpServerConfig {
         self
     }
 
+    /// Believe (or not) the server's tool annotations; see
+    /// [`McpServerConfig::trusted`](McpServerConfig#structfield.trusted).
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::stdio("fs", "mcp-server-filesystem").trusted(true);
+    /// assert!(cfg.trusted);
+    /// ```
+    pub fn trusted(mut self, trusted: bool) -> Self {
+        self.trusted = trusted;
+        self
+    }
+
     /// The connect timeout in force.
     pub fn effective_connect_timeout(&self) -> Duration {
         self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
@@ -374,6 +396,11 @@ impl McpServerConfig {
             (_, Some(Value::Bool(d))) => !*d,
             _ => true,
         };
+        let trusted = match obj.get("trust") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(t)) => *t,
+            Some(other) => return Err(err(format!("`trust`: expected true or false, got {other}"))),
+        };
         Ok(Self {
             name: name.to_string(),
             transport,
@@ -381,6 +408,7 @@ impl McpServerConfig {
             connect_timeout: duration_field(obj, CONNECT_TIMEOUT_KEYS, &err)?,
             call_timeout: duration_field(obj, CALL_TIMEOUT_KEYS, &err)?,
             shutdown_grace: duration_field(obj, SHUTDOWN_KEYS, &err)?,
+            trusted,
         })
     }
 }
@@ -430,7 +458,7 @@ fn duration_field(
     if value.is_null() {
         return Ok(None);
     }
-    agent_core::parse_duration(value)
+    agent_core::util::parse_duration(value)
         .map(Some)
         .map_err(|message| err(format!("`{key}`: {message}")))
 }

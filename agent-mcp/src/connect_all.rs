@@ -1,7 +1,8 @@
 //! [`connect_all`]: every configured server at once; one failing server
 //! never stops the others.
 
-use agent_core::{ConnectionReport, SourceFailure, ToolSetBuilder};
+use agent_core::ToolSetBuilder;
+use agent_core::toolset::{ConnectionReport, SourceFailure};
 
 use crate::config::McpServerConfig;
 use crate::error::McpError;
@@ -79,6 +80,18 @@ impl Connected {
             .iter()
             .cloned()
             .fold(builder, |builder, source| builder.source(source))
+    }
+
+    /// A tool set of the connected servers alone (with the report).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let connected = agent_mcp::connect_all(vec![agent_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
+    /// assert!(connected.tool_set().connection_report().is_some());
+    /// # }
+    /// ```
+    pub fn tool_set(&self) -> agent_core::ToolSet {
+        self.add_to(agent_core::ToolSet::builder()).build()
     }
 
     /// Close every connected source.

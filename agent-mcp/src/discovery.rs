@@ -82,20 +82,25 @@ pub(crate) fn from_rmcp(tool: rmcp::model::Tool) -> Discovered {
         .or(tool.title)
         .unwrap_or_default();
     let mut def = ToolDefinition::new(name.clone(), description, schema);
-    def.output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
-    if let Some(a) = tool.annotations {
-        def.annotations = annotations(
-            a.read_only_hint,
-            a.destructive_hint,
-            a.idempotent_hint,
-            a.open_world_hint,
-        );
+    if let Some(s) = tool.output_schema {
+        def = def.with_output_schema(Value::Object((*s).clone()));
     }
+    // No annotations reads as MCP's defaults, exactly as an empty object
+    // does, so the two never get different approval tiers.
+    let a = tool.annotations.unwrap_or_default();
+    let def = def.with_annotations(annotations(
+        a.read_only_hint,
+        a.destructive_hint,
+        a.idempotent_hint,
+        a.open_world_hint,
+    ));
     (def, name)
 }
 
 /// MCP hints with MCP's defaults (destructive and open-world unless told
-/// otherwise; destructive only meaningful for tools that are not read-only).
+/// otherwise; destructive only meaningful for tools that are not read-only),
+/// for a tool with no annotations as for one with some of them. Whether they
+/// count at all is the source's decision ([`McpServerConfig::trusted`](crate::McpServerConfig::trusted)).
 fn annotations(
     read_only: Option<bool>,
     destructive: Option<bool>,
@@ -103,12 +108,11 @@ fn annotations(
     open_world: Option<bool>,
 ) -> ToolAnnotations {
     let read_only = read_only.unwrap_or(false);
-    ToolAnnotations {
-        read_only,
-        destructive: !read_only && destructive.unwrap_or(true),
-        idempotent: idempotent.unwrap_or(false),
-        open_world: open_world.unwrap_or(true),
-    }
+    ToolAnnotations::default()
+        .read_only(read_only)
+        .destructive(!read_only && destructive.unwrap_or(true))
+        .idempotent(idempotent.unwrap_or(false))
+        .open_world(open_world.unwrap_or(true))
 }
 
 /// Read a raw `tools/list` result that rmcp could not parse.
@@ -134,16 +138,18 @@ fn lenient_page(raw: &Value) -> Result<(Vec<Discovered>, Option<String>), String
             .or_else(|| tool.get("title"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let mut def = ToolDefinition::new(name, description, normalize_schema(schema));
-        if let Some(a) = tool.get("annotations") {
-            let hint = |k: &str| a.get(k).and_then(Value::as_bool);
-            def.annotations = annotations(
+        let hint = |k: &str| {
+            tool.get("annotations")
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_bool)
+        };
+        let def =
+            ToolDefinition::new(name, description, normalize_schema(schema)).with_annotations(annotations(
                 hint("readOnlyHint"),
                 hint("destructiveHint"),
                 hint("idempotentHint"),
                 hint("openWorldHint"),
-            );
-        }
+            ));
         out.push((def, name.to_string()));
     }
     let next = raw.get("nextCursor").and_then(Value::as_str).map(str::to_string);
@@ -198,18 +204,42 @@ mod tests {
         assert_eq!(original, "rm");
         assert_eq!(
             def.annotations,
-            ToolAnnotations {
-                read_only: false,
-                destructive: true,
-                idempotent: true,
-                open_world: false
-            }
+            ToolAnnotations::default().destructive(true).idempotent(true)
         );
         let ro: rmcp::model::Tool = serde_json::from_value(
             json!({"name": "ls", "inputSchema": {}, "annotations": {"readOnlyHint": true}}),
         )
         .unwrap();
         assert!(from_rmcp(ro).0.annotations.read_only);
+    }
+
+    /// No annotations, an empty object and a partial one all read as MCP's
+    /// defaults: the same approval tier, never opposite ones.
+    #[test]
+    fn absent_and_partial_annotations_agree() {
+        let tier = |annotations: Option<Value>| {
+            let mut tool = json!({"name": "t", "inputSchema": {}});
+            if let Some(a) = annotations {
+                tool["annotations"] = a;
+            }
+            let parsed: rmcp::model::Tool = serde_json::from_value(tool.clone()).unwrap();
+            let strict = agent_core::ApprovalTier::from_annotations(&from_rmcp(parsed).0.annotations);
+            let (lenient, _) = lenient_page(&json!({"tools": [tool]})).unwrap();
+            assert_eq!(
+                strict,
+                agent_core::ApprovalTier::from_annotations(&lenient[0].0.annotations)
+            );
+            strict
+        };
+        let absent = tier(None);
+        assert_eq!(absent, agent_core::ApprovalTier::Always);
+        assert_eq!(tier(Some(json!({}))), absent);
+        assert_eq!(tier(Some(json!({"idempotentHint": true}))), absent);
+        assert_eq!(tier(Some(json!({"title": "T"}))), absent);
+        assert_eq!(
+            tier(Some(json!({"readOnlyHint": true}))),
+            agent_core::ApprovalTier::Auto
+        );
     }
 
     #[test]

@@ -102,31 +102,3 @@ impl McpError {
         }
     }
 }
-
-/// `error` and its sources, as one line (`a: b: c`): transport errors such
-/// as reqwest's say "error sending request" and keep the reason (refused,
-/// reset, DNS) in their sources. A source already quoted is not repeated.
-pub(crate) fn with_sources(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(source) = next {
-        let part = source.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        next = source.source();
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sources_are_joined_once() {
-        let inner = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
-        let outer = std::io::Error::other(inner);
-        // io::Error::other's Display is its payload's: not repeated.
-        assert_eq!(super::with_sources(&outer), "refused");
-    }
-}

@@ -6,7 +6,8 @@
 //! become text; `structuredContent` becomes JSON text when there is no text
 //! content; `isError: true` stays an error result.
 
-use agent_core::{ImageSource, ToolOutput, ToolOutputPart, human_size};
+use agent_core::util::human_size;
+use agent_core::{ImageSource, ToolOutput, ToolOutputPart};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 /// Convert a tool result.
@@ -19,10 +20,7 @@ pub(crate) fn map_call_result(result: CallToolResult) -> ToolOutput {
     if !has_text && let Some(structured) = result.structured_content {
         parts.push(ToolOutputPart::text(structured.to_string()));
     }
-    ToolOutput {
-        parts,
-        is_error: result.is_error.unwrap_or(false),
-    }
+    ToolOutput::new(parts).with_error(result.is_error.unwrap_or(false))
 }
 
 fn map_block(block: ContentBlock) -> ToolOutputPart {

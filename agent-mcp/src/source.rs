@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use agent_core::{SourceKind, Tool, ToolDefinition, ToolSource, ToolSourceError};
+use agent_core::{SourceKind, Tool, ToolAnnotations, ToolDefinition, ToolSource, ToolSourceError};
 use async_trait::async_trait;
 use rmcp::model::{GetPromptRequestParams, GetPromptResult, Prompt};
 use serde_json::{Map, Value};
@@ -301,15 +301,26 @@ impl ToolSource for McpToolSource {
 
     async fn tools(&self) -> Result<Vec<Arc<dyn Tool>>, ToolSourceError> {
         let inner = &self.inner;
-        let to_err = |e: McpError| ToolSourceError::new(inner.config.name.clone(), e.to_string());
+        let to_err =
+            |e: McpError| ToolSourceError::new(inner.config.name.clone(), e.to_string()).with_source(e);
         let conn = inner.live_connection().await.map_err(to_err)?;
         if inner.shared.tools_stale.load(Ordering::SeqCst) {
             inner.refresh_tools(&conn).await.map_err(to_err)?;
         }
         let defs = inner.definitions.lock().map(|d| d.clone()).unwrap_or_default();
+        let trusted = inner.config.trusted;
         Ok(defs
             .into_iter()
-            .map(|(def, original)| Arc::new(McpTool::new(def, original, inner.clone())) as Arc<dyn Tool>)
+            .map(|(def, original)| {
+                // An untrusted server's hints are not believed (see
+                // `McpServerConfig::trusted`).
+                let def = if trusted {
+                    def
+                } else {
+                    def.with_annotations(ToolAnnotations::default())
+                };
+                Arc::new(McpTool::new(def, original, inner.clone())) as Arc<dyn Tool>
+            })
             .collect())
     }
 

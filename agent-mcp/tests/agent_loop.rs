@@ -35,7 +35,7 @@ pub async fn run_agent(
     })
     .await
     .expect("run hung");
-    let result = run.into_result().await.expect("result");
+    let result = run.into_outcome().await.expect("result");
     (events, result)
 }
 

@@ -51,7 +51,7 @@ async fn pages_instructions_results_and_progress_over_http() {
         .unwrap();
     assert_eq!(out.as_text(), "did 3 steps");
     let mut steps = Vec::new();
-    while let Ok(p) = rx.try_recv() {
+    while let Some(p) = rx.try_recv() {
         steps.push(p.progress);
     }
     assert_eq!(steps, [1.0, 2.0, 3.0]);

@@ -101,7 +101,7 @@ async fn progress_notifications_reach_the_reporter() {
         .unwrap();
     assert_eq!(out.as_text(), "did 3 steps");
     let mut seen = Vec::new();
-    while let Ok(p) = rx.try_recv() {
+    while let Some(p) = rx.try_recv() {
         seen.push((p.call_id, p.progress, p.total, p.message));
     }
     assert_eq!(

@@ -38,7 +38,7 @@ async fn tools_progress_and_list_changed_over_websocket() {
         .await
         .unwrap();
     assert_eq!(out.as_text(), "did 2 steps");
-    assert!(rx.try_recv().is_ok(), "no progress over websocket");
+    assert!(rx.try_recv().is_some(), "no progress over websocket");
 
     let mut changes = source.changes().unwrap();
     let before = *changes.borrow_and_update();

@@ -170,6 +170,8 @@ impl AnthropicModel {
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool { name } => json!({"type": "tool", "name": name}),
+                // A choice added to agent-core later: let the model decide.
+                _ => json!({"type": "auto"}),
             };
             if request.parallel_tool_calls == Some(false) && request.tool_choice != ToolChoice::None {
                 choice["disable_parallel_tool_use"] = json!(true);

@@ -24,7 +24,7 @@ pub(crate) trait Decoder: Send + 'static {
 
 /// The error for a body that ended before the end marker.
 pub(crate) fn truncated(marker: &str) -> ModelError {
-    ModelError::Network(format!(
+    ModelError::stream_cut(format!(
         "stream ended before the provider's end marker ({marker}); the step did not complete"
     ))
 }

@@ -17,10 +17,7 @@ pub fn snippet(text: &str) -> String {
 
 /// An invalid-response error quoting what was received.
 pub(crate) fn invalid(message: impl Into<String>, received: &str) -> ModelError {
-    ModelError::InvalidResponse {
-        message: message.into(),
-        snippet: snippet(received),
-    }
+    ModelError::invalid_response(message, snippet(received))
 }
 
 /// The wait a `retry-after-ms` or `retry-after` header asks for (seconds or
@@ -62,49 +59,65 @@ fn is_quota(body: &str) -> bool {
     lower.contains("insufficient_quota") || lower.contains("credit balance") || lower.contains("billing")
 }
 
+/// Whether an error body says the key is invalid (Gemini answers a bad key
+/// with 400 `API_KEY_INVALID`, not 401).
+fn is_bad_key(body: &str) -> bool {
+    body.contains("API_KEY_INVALID") || body.contains("API key not valid")
+}
+
 /// The [`ModelError`] for an HTTP error status with its headers and body.
 pub fn status_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
     let message = error_message(body);
     match status {
-        401 | 403 => ModelError::Auth { message },
-        402 => ModelError::Quota { message },
-        429 if is_quota(body) => ModelError::Quota { message },
-        429 => ModelError::RateLimited {
-            retry_after: retry_after(headers),
-            message,
-        },
-        _ => ModelError::Provider { status, message },
+        401 | 403 => ModelError::authentication(Some(status), message),
+        402 => ModelError::quota_exceeded(message),
+        429 if is_quota(body) => ModelError::quota_exceeded(message),
+        429 => ModelError::rate_limited(message, retry_after(headers)),
+        408 => ModelError::server(Some(status), message),
+        400 if is_bad_key(body) => ModelError::authentication(Some(status), message),
+        // 413 Payload Too Large: the request does not fit.
+        413 => ModelError::context_length_exceeded(message),
+        // The body's own words tell a context-length error from others.
+        400..=499 if agent_core::model_error::is_context_length_message(body) => {
+            ModelError::context_length_exceeded(message)
+        }
+        400..=499 => ModelError::invalid_request(Some(status), message),
+        _ => ModelError::server(Some(status), message),
     }
 }
 
 /// The [`ModelError`] for an error event inside a stream (`type` such as
-/// `overloaded_error`, `rate_limit_error`, `authentication_error`).
+/// `overloaded_error`, `rate_limit_error`, `authentication_error`,
+/// `invalid_request_error`).
 pub fn stream_error(kind: &str, message: String) -> ModelError {
     let kind = kind.to_ascii_lowercase();
     if kind.contains("rate_limit") {
-        ModelError::RateLimited {
-            retry_after: None,
-            message,
-        }
+        ModelError::rate_limited(message, None)
     } else if kind.contains("authentication") || kind.contains("permission") {
-        ModelError::Auth { message }
+        ModelError::authentication(None, message)
     } else if kind.contains("quota") || kind.contains("billing") {
-        ModelError::Quota { message }
+        ModelError::quota_exceeded(message)
+    } else if kind.contains("context_length") || agent_core::model_error::is_context_length_message(&message)
+    {
+        ModelError::context_length_exceeded(message)
+    } else if kind.contains("invalid_request") || kind.contains("invalid_argument") {
+        ModelError::invalid_request(None, message)
     } else {
-        ModelError::Provider { status: 0, message }
+        ModelError::server(None, message)
     }
 }
 
-/// The [`ModelError`] for a transport failure.
-pub(crate) fn network(err: &reqwest::Error) -> ModelError {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    ModelError::Network(text)
+/// The [`ModelError`] for a transport failure before the response began: the
+/// message names the causes, the source keeps the error.
+pub(crate) fn network(err: reqwest::Error) -> ModelError {
+    let text = agent_core::util::error_chain(&err);
+    ModelError::network(text).with_source(err)
+}
+
+/// The [`ModelError`] for a response body that broke while streaming.
+pub(crate) fn body_broke(err: reqwest::Error) -> ModelError {
+    let text = agent_core::util::error_chain(&err);
+    ModelError::stream_cut(format!("the response body broke: {text}")).with_source(err)
 }
 
 #[cfg(test)]
@@ -131,18 +144,60 @@ mod tests {
     #[test]
     fn statuses_map_to_kinds() {
         let h = HeaderMap::new();
-        assert_eq!(status_error(401, &h, "{}").kind(), "auth");
-        assert_eq!(status_error(403, &h, "").kind(), "auth");
+        assert_eq!(status_error(401, &h, "{}").kind(), "authentication");
+        assert_eq!(status_error(403, &h, "").kind(), "authentication");
         assert_eq!(status_error(429, &h, "{}").kind(), "rate_limited");
         assert_eq!(
             status_error(429, &h, r#"{"error":{"code":"insufficient_quota"}}"#).kind(),
-            "quota"
+            "quota_exceeded"
         );
-        assert_eq!(status_error(402, &h, "").kind(), "quota");
+        assert_eq!(status_error(402, &h, "").kind(), "quota_exceeded");
+        assert_eq!(
+            status_error(400, &h, r#"{"error":{"message":"bad field"}}"#).kind(),
+            "invalid_request"
+        );
+        assert_eq!(status_error(404, &h, "").kind(), "invalid_request");
+        assert_eq!(status_error(408, &h, "").kind(), "server");
         let e = status_error(500, &h, r#"{"error":{"message":"boom"}}"#);
-        assert!(matches!(e, ModelError::Provider { status: 500, ref message } if message == "boom"));
+        assert!(matches!(e, ModelError::Server { status: Some(500), ref message, .. } if message == "boom"));
         assert_eq!(error_message(r#"[{"error":{"message":"g"}}]"#), "g");
         assert_eq!(error_message(r#"{"error":"plain"}"#), "plain");
+    }
+
+    /// Context-length errors as each provider words them (from their docs
+    /// and error references).
+    #[test]
+    fn context_length_errors_are_recognised() {
+        let h = HeaderMap::new();
+        for body in [
+            // OpenAI Chat Completions.
+            r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            // Anthropic.
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+            // Gemini.
+            r#"{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#,
+            // OpenRouter / vLLM.
+            r#"{"error":{"message":"This endpoint's maximum context length is 8192 tokens. However, you requested about 9000 tokens.","code":400}}"#,
+        ] {
+            let e = status_error(400, &h, body);
+            assert_eq!(e.kind(), "context_length_exceeded", "{body}");
+            assert!(!e.message().is_empty());
+        }
+        assert_eq!(
+            status_error(413, &h, "too large").kind(),
+            "context_length_exceeded"
+        );
+        assert_eq!(
+            stream_error(
+                "invalid_request_error",
+                "prompt is too long: 5 tokens > 4 maximum".into()
+            )
+            .kind(),
+            "context_length_exceeded"
+        );
+        // Gemini's answer to a bad key.
+        let bad_key = r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}"#;
+        assert_eq!(status_error(400, &h, bad_key).kind(), "authentication");
     }
 
     #[test]

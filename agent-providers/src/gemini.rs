@@ -195,6 +195,8 @@ impl GeminiModel {
                 ToolChoice::None => json!({"mode": "NONE"}),
                 ToolChoice::Required => json!({"mode": "ANY"}),
                 ToolChoice::Tool { name } => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+                // A choice added to agent-core later: let the model decide.
+                _ => json!({"mode": "AUTO"}),
             };
             body["toolConfig"] = json!({"functionCallingConfig": config});
         }
@@ -396,11 +398,8 @@ impl Decoder for GeminiDecoder {
                 .to_owned();
             let status = err.get("status").and_then(Value::as_str).unwrap_or_default();
             return Err(match status {
-                "RESOURCE_EXHAUSTED" => ModelError::RateLimited {
-                    retry_after: None,
-                    message,
-                },
-                "UNAUTHENTICATED" | "PERMISSION_DENIED" => ModelError::Auth { message },
+                "RESOURCE_EXHAUSTED" => ModelError::rate_limited(message, None),
+                "UNAUTHENTICATED" | "PERMISSION_DENIED" => ModelError::authentication(None, message),
                 other => stream_error(other, message),
             });
         }
@@ -413,16 +412,16 @@ impl Decoder for GeminiDecoder {
         {
             let thoughts = num(u, "thoughtsTokenCount");
             let candidates = num(u, "candidatesTokenCount");
-            self.usage = Usage {
-                input_tokens: num(u, "promptTokenCount"),
-                output_tokens: match (candidates, thoughts) {
-                    (None, None) => None,
-                    (c, t) => Some(c.unwrap_or(0) + t.unwrap_or(0)),
-                },
-                cached_input_tokens: num(u, "cachedContentTokenCount"),
-                reasoning_tokens: thoughts,
-                total_tokens: num(u, "totalTokenCount"),
+            let output = match (candidates, thoughts) {
+                (None, None) => None,
+                (c, t) => Some(c.unwrap_or(0) + t.unwrap_or(0)),
             };
+            self.usage = Usage::default()
+                .with_input(num(u, "promptTokenCount"))
+                .with_output(output)
+                .with_cached_input(num(u, "cachedContentTokenCount"))
+                .with_reasoning(thoughts)
+                .with_total(num(u, "totalTokenCount"));
             out.push(ModelEvent::Usage { usage: self.usage });
         }
         if let Some(reason) = chunk

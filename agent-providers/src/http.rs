@@ -10,7 +10,7 @@ use futures::stream::BoxStream;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use crate::error::{network, status_error};
+use crate::error::{body_broke, network, status_error};
 
 /// Retries after the first attempt (a transient 429/5xx or connection error
 /// usually clears within two tries; more belongs to a fallback layer).
@@ -84,15 +84,12 @@ pub fn redacted(headers: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Build a header map from name/value pairs, as an invalid-configuration
-/// error (a `Provider` error with status 0) when one is malformed.
+/// Build a header map from name/value pairs, as an invalid-request error
+/// without a status when one is malformed.
 pub(crate) fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, ModelError> {
     let mut map = HeaderMap::new();
     for (name, value) in pairs {
-        let bad = |what: &str| ModelError::Provider {
-            status: 0,
-            message: format!("invalid header {what}: {name}"),
-        };
+        let bad = |what: &str| ModelError::invalid_request(None, format!("invalid header {what}: {name}"));
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
         let mut value = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
         if REDACTED_HEADERS.contains(&name.as_str()) {
@@ -137,9 +134,8 @@ impl Transport {
         body: &Value,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ModelError> {
-        let payload = serde_json::to_vec(body).map_err(|e| ModelError::Provider {
-            status: 0,
-            message: e.to_string(),
+        let payload = serde_json::to_vec(body).map_err(|e| {
+            ModelError::invalid_request(None, format!("the request body: {e}")).with_source(e)
         })?;
         tracing::debug!(target: "agent_providers::http", url, headers = ?redacted(&self.headers), "request");
         tracing::trace!(target: "agent_providers::http", body = %String::from_utf8_lossy(&payload), "request body");
@@ -156,7 +152,7 @@ impl Transport {
             let result = tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(ModelError::Cancelled),
-                r = tokio::time::timeout(inactivity, send) => r.map_err(|_| ModelError::Timeout(inactivity))?,
+                r = tokio::time::timeout(inactivity, send) => r.map_err(|_| ModelError::timeout(inactivity))?,
             };
             let error = match result {
                 Ok(response) if response.status().is_success() => {
@@ -170,7 +166,7 @@ impl Transport {
                     tracing::debug!(target: "agent_providers::http", status, body = %crate::error::snippet(&body), "error response");
                     status_error(status, &headers, &body)
                 }
-                Err(e) => network(&e),
+                Err(e) => network(e),
             };
             if attempt >= self.options.max_retries || !should_retry(&error) {
                 return Err(error);
@@ -203,8 +199,10 @@ fn backoff(error: &ModelError, attempt: u32, initial: Duration) -> Duration {
 /// Errors worth another attempt before any byte was consumed.
 fn should_retry(error: &ModelError) -> bool {
     match error {
-        ModelError::RateLimited { .. } | ModelError::Network(_) => true,
-        ModelError::Provider { status, .. } => *status >= 500 || *status == 408,
+        ModelError::RateLimited { .. } | ModelError::Network { .. } => true,
+        ModelError::Server {
+            status: Some(status), ..
+        } => *status >= 500 || *status == 408,
         _ => false,
     }
 }
@@ -227,7 +225,7 @@ async fn read_limited(response: reqwest::Response, cancel: &CancellationToken) -
                     break;
                 }
             }
-            Some(Err(e)) => return Err(network(&e)),
+            Some(Err(e)) => return Err(body_broke(e)),
             None => break,
         }
     }
@@ -252,13 +250,13 @@ pub(crate) fn guarded_bytes(
             r = tokio::time::timeout(inactivity, inner.next()) => r,
         };
         match next {
-            Err(_) => Some((Err(ModelError::Timeout(inactivity)), None)),
+            Err(_) => Some((Err(ModelError::timeout(inactivity)), None)),
             Ok(None) => None,
             Ok(Some(Ok(bytes))) => {
                 tracing::trace!(target: "agent_providers::http", chunk = %String::from_utf8_lossy(&bytes), "chunk");
                 Some((Ok(bytes), Some((inner, cancel))))
             }
-            Ok(Some(Err(e))) => Some((Err(network(&e)), None)),
+            Ok(Some(Err(e))) => Some((Err(body_broke(e)), None)),
         }
     })
     .boxed()
@@ -287,43 +285,27 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_honours_retry_after_up_to_a_minute() {
-        let net = ModelError::Network(String::new());
+        let net = ModelError::network("");
         let ms = Duration::from_millis;
         assert_eq!(backoff(&net, 0, ms(500)), ms(500));
         assert_eq!(backoff(&net, 1, ms(500)), ms(1000));
         assert_eq!(backoff(&net, 2, ms(500)), ms(2000));
-        let limited = |d| ModelError::RateLimited {
-            retry_after: Some(d),
-            message: String::new(),
-        };
+        let limited = |d| ModelError::rate_limited("", Some(d));
         assert_eq!(backoff(&limited(ms(250)), 1, ms(500)), ms(250));
         assert_eq!(
             backoff(&limited(Duration::from_secs(3600)), 0, ms(500)),
             MAX_RETRY_AFTER
         );
-        let no_hint = ModelError::RateLimited {
-            retry_after: None,
-            message: String::new(),
-        };
-        assert_eq!(backoff(&no_hint, 1, ms(500)), ms(1000));
+        assert_eq!(backoff(&ModelError::rate_limited("", None), 1, ms(500)), ms(1000));
     }
 
     #[test]
     fn retry_only_transient() {
-        assert!(should_retry(&ModelError::Provider {
-            status: 503,
-            message: String::new()
-        }));
-        assert!(!should_retry(&ModelError::Provider {
-            status: 400,
-            message: String::new()
-        }));
-        assert!(!should_retry(&ModelError::Auth {
-            message: String::new()
-        }));
-        assert!(should_retry(&ModelError::RateLimited {
-            retry_after: None,
-            message: String::new()
-        }));
+        assert!(should_retry(&ModelError::server(Some(503), "")));
+        assert!(should_retry(&ModelError::server(Some(408), "")));
+        assert!(!should_retry(&ModelError::invalid_request(Some(400), "")));
+        assert!(!should_retry(&ModelError::context_length_exceeded("")));
+        assert!(!should_retry(&ModelError::authentication(Some(401), "")));
+        assert!(should_retry(&ModelError::rate_limited("", None)));
     }
 }

@@ -239,7 +239,7 @@ impl Decoder for OllamaDecoder {
             serde_json::from_str(data).map_err(|e| invalid(format!("unparseable line: {e}"), data))?;
         if let Some(err) = line.get("error") {
             let message = err.as_str().map(str::to_owned).unwrap_or_else(|| err.to_string());
-            return Err(ModelError::Provider { status: 0, message });
+            return Err(crate::error::stream_error("", message));
         }
         if let Some(message) = line.get("message") {
             if let Some(t) = message
@@ -311,11 +311,7 @@ impl Decoder for OllamaDecoder {
             }
             let input = num(&line, "prompt_eval_count");
             let output = num(&line, "eval_count");
-            let usage = Usage {
-                input_tokens: input,
-                output_tokens: output,
-                ..Usage::default()
-            };
+            let usage = Usage::default().with_input(input).with_output(output);
             if !usage.is_empty() {
                 out.push(ModelEvent::Usage { usage });
             }

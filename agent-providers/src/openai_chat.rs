@@ -159,6 +159,8 @@ impl OpenAiChatModel {
                 ToolChoice::Required if self.supports_required => json!("required"),
                 ToolChoice::Required => json!("auto"),
                 ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
+                // A choice added to agent-core later: let the model decide.
+                _ => json!("auto"),
             };
             if let Some(parallel) = request.parallel_tool_calls {
                 body["parallel_tool_calls"] = json!(parallel);
@@ -357,19 +359,21 @@ fn merge_detail(details: &mut Vec<Value>, fragment: &Value) {
     }
 }
 
-/// Usage from an OpenAI-style `usage` object.
-pub(crate) fn chat_usage(u: &Value) -> Usage {
-    Usage {
-        input_tokens: num(u, "prompt_tokens"),
-        output_tokens: num(u, "completion_tokens"),
-        cached_input_tokens: u
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .and_then(Value::as_u64),
-        reasoning_tokens: u
-            .pointer("/completion_tokens_details/reasoning_tokens")
-            .and_then(Value::as_u64),
-        total_tokens: num(u, "total_tokens"),
-    }
+/// Usage from an OpenAI `usage` object, whose fields are named after
+/// `input` and `output` (`prompt` / `completion` in Chat Completions,
+/// `input` / `output` in Responses): `{input}_tokens`,
+/// `{input}_tokens_details.cached_tokens`, `{output}_tokens_details.reasoning_tokens`.
+pub(crate) fn openai_usage(u: &Value, input: &str, output: &str) -> Usage {
+    let detail = |side: &str, field: &str| {
+        u.pointer(&format!("/{side}_tokens_details/{field}"))
+            .and_then(Value::as_u64)
+    };
+    Usage::default()
+        .with_input(num(u, &format!("{input}_tokens")))
+        .with_output(num(u, &format!("{output}_tokens")))
+        .with_cached_input(detail(input, "cached_tokens"))
+        .with_reasoning(detail(output, "reasoning_tokens"))
+        .with_total(num(u, "total_tokens"))
 }
 
 impl Decoder for ChatDecoder {
@@ -399,7 +403,7 @@ impl Decoder for ChatDecoder {
             .filter(|u| u.is_object())
             .or_else(|| chunk.pointer("/x_groq/usage"));
         if let Some(u) = usage {
-            self.usage = chat_usage(u);
+            self.usage = openai_usage(u, "prompt", "completion");
             out.push(ModelEvent::Usage { usage: self.usage });
         }
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {

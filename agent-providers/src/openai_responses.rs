@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
 use crate::http::Transport;
-use crate::openai_chat::OPENAI_BASE_URL;
+use crate::openai_chat::{OPENAI_BASE_URL, openai_usage};
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
 use crate::tools::{PendingCall, complete, merge_options, num, object_schema};
@@ -163,6 +163,8 @@ impl OpenAiResponsesModel {
                 ToolChoice::None => json!("none"),
                 ToolChoice::Required => json!("required"),
                 ToolChoice::Tool { name } => json!({"type": "function", "name": name}),
+                // A choice added to agent-core later: let the model decide.
+                _ => json!("auto"),
             };
             if let Some(parallel) = request.parallel_tool_calls {
                 body["parallel_tool_calls"] = json!(parallel);
@@ -222,26 +224,9 @@ fn response_error(err: &Value) -> ModelError {
         .and_then(Value::as_str)
         .unwrap_or_default();
     match code {
-        "insufficient_quota" => ModelError::Quota { message },
-        "rate_limit_exceeded" => ModelError::RateLimited {
-            retry_after: None,
-            message,
-        },
+        "insufficient_quota" => ModelError::quota_exceeded(message),
+        "rate_limit_exceeded" => ModelError::rate_limited(message, None),
         other => stream_error(other, message),
-    }
-}
-
-fn responses_usage(u: &Value) -> Usage {
-    Usage {
-        input_tokens: num(u, "input_tokens"),
-        output_tokens: num(u, "output_tokens"),
-        cached_input_tokens: u
-            .pointer("/input_tokens_details/cached_tokens")
-            .and_then(Value::as_u64),
-        reasoning_tokens: u
-            .pointer("/output_tokens_details/reasoning_tokens")
-            .and_then(Value::as_u64),
-        total_tokens: num(u, "total_tokens"),
     }
 }
 
@@ -316,7 +301,10 @@ impl ResponsesDecoder {
     }
 
     fn finish(&mut self, response: &Value, out: &mut Vec<ModelEvent>) {
-        let usage = response.get("usage").map(responses_usage).unwrap_or_default();
+        let usage = response
+            .get("usage")
+            .map(|u| openai_usage(u, "input", "output"))
+            .unwrap_or_default();
         if !usage.is_empty() {
             out.push(ModelEvent::Usage { usage });
         }

@@ -32,7 +32,7 @@ pub fn sse_frames(
                 }),
                 Err(sse_stream::Error::Body(inner)) => Some(Err(match inner.downcast::<ModelError>() {
                     Ok(e) => *e,
-                    Err(other) => ModelError::Network(other.to_string()),
+                    Err(other) => ModelError::stream_cut(other.to_string()),
                 })),
                 Err(other) => Some(Err(crate::error::invalid(
                     format!("undecodable event stream: {other}"),

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use agent_core::{CharEstimate, TokenCounter};
+use agent_core::budget::{CharEstimate, TokenCounter};
 use tiktoken_rs::CoreBPE;
 
 use crate::ConfigError;
@@ -120,7 +120,7 @@ impl TiktokenEncoding {
 /// counted as ordinary text, as a prompt would be).
 ///
 /// ```
-/// use agent_core::TokenCounter;
+/// use agent_core::budget::TokenCounter;
 /// use agent_providers::{TiktokenCounter, TiktokenEncoding};
 /// let counter = TiktokenCounter::new(TiktokenEncoding::O200kBase).unwrap();
 /// assert_eq!(counter.count("hello world"), 2);

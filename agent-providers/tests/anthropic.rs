@@ -136,7 +136,7 @@ async fn error_event_mid_stream() {
     let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(
-        matches!(err, Some(ModelError::Provider { status: 0, ref message }) if message == "Overloaded"),
+        matches!(err, Some(ModelError::Server { status: None, ref message, .. }) if message == "Overloaded"),
         "{err:?}"
     );
 }
@@ -149,7 +149,7 @@ async fn eof_before_message_stop_is_an_error() {
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish { .. })));
     assert!(
-        matches!(err, Some(ModelError::Network(ref m)) if m.contains("message_stop")),
+        matches!(err, Some(ModelError::StreamCut { message: ref m, .. }) if m.contains("message_stop")),
         "{err:?}"
     );
 }
@@ -167,7 +167,7 @@ async fn unauthorized_is_auth() {
         .err()
         .unwrap();
     assert!(
-        matches!(err, ModelError::Auth { ref message } if message == "invalid x-api-key"),
+        matches!(err, ModelError::Authentication { ref message, .. } if message == "invalid x-api-key"),
         "{err:?}"
     );
 }

@@ -8,9 +8,10 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use agent_core::accounting::{AccountingEntry, EntryStatus};
 use agent_core::{
-    AccountingEntry, Agent, AgentEvent, AgentResult, EntryStatus, ExitReason, FallbackModel, LanguageModel,
-    StaticToolSource, ToolSet, tool_fn,
+    Agent, AgentEvent, AgentResult, ExitReason, FallbackModel, LanguageModel, StaticToolSource, ToolSet,
+    tool_fn,
 };
 use agent_providers::{AnthropicModel, HttpOptions, OpenAiChatModel};
 use bytes::Bytes;
@@ -34,7 +35,7 @@ fn counted_weather() -> (ToolSet, Arc<AtomicUsize>) {
             "Weather for a city.",
             move |w: Weather| {
                 counter.fetch_add(1, Ordering::SeqCst);
-                async move { Ok::<_, String>(format!("Sunny in {}", w.location)) }
+                async move { Ok(format!("Sunny in {}", w.location)) }
             },
         )))
         .build();
@@ -126,7 +127,7 @@ async fn run(model: FallbackModel, tools: ToolSet) -> (Vec<AgentEvent>, AgentRes
     while let Some(e) = tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
         events.push(e);
     }
-    (events, run.into_result().await.unwrap())
+    (events, run.into_outcome().await.unwrap())
 }
 
 fn llm_entries(events: &[AgentEvent]) -> Vec<(String, EntryStatus)> {

@@ -151,7 +151,7 @@ async fn eof_without_finish_reason_is_an_error() {
     let server = Server::start(vec![Reply::ok(sse(&lines, false, "\r\n"))]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(
-        matches!(err, Some(ModelError::Network(ref m)) if m.contains("finishReason")),
+        matches!(err, Some(ModelError::StreamCut { message: ref m, .. }) if m.contains("finishReason")),
         "{err:?}"
     );
 }
@@ -175,14 +175,14 @@ async fn error_statuses() {
         .err()
         .unwrap();
     assert!(
-        matches!(err, ModelError::Provider { status: 400, ref message } if message == "API key not valid")
+        matches!(err, ModelError::Authentication { status: Some(400), ref message, .. } if message == "API key not valid")
     );
     let err = model(&server)
         .stream(ModelRequest::new(vec![]))
         .await
         .err()
         .unwrap();
-    assert!(matches!(err, ModelError::Auth { .. }));
+    assert!(matches!(err, ModelError::Authentication { .. }));
 }
 
 #[tokio::test]

@@ -132,7 +132,7 @@ async fn error_line_mid_stream() {
     )
     .await;
     assert!(
-        matches!(err, Some(ModelError::Provider { status: 0, ref message }) if message == "model crashed")
+        matches!(err, Some(ModelError::Server { status: None, ref message, .. }) if message == "model crashed")
     );
 }
 
@@ -151,7 +151,7 @@ async fn eof_before_done_and_malformed_line() {
     )
     .await;
     assert!(
-        matches!(err, Some(ModelError::Network(ref m)) if m.contains("done: true")),
+        matches!(err, Some(ModelError::StreamCut { message: ref m, .. }) if m.contains("done: true")),
         "{err:?}"
     );
     let (_, err) = collect(
@@ -176,7 +176,7 @@ async fn model_not_found_status() {
         .err()
         .unwrap();
     assert!(
-        matches!(err, ModelError::Provider { status: 404, ref message } if message == "model 'x' not found")
+        matches!(err, ModelError::InvalidRequest { status: Some(404), ref message, .. } if message == "model 'x' not found")
     );
 }
 

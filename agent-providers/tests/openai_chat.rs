@@ -62,13 +62,10 @@ async fn openai_text_fixture() {
     assert_eq!(reason, FinishReason::Stop);
     assert_eq!(
         usage,
-        Usage {
-            input_tokens: Some(16),
-            output_tokens: Some(300),
-            cached_input_tokens: Some(0),
-            reasoning_tokens: Some(0),
-            total_tokens: Some(316)
-        }
+        Usage::new(16, 300)
+            .with_cached_input(Some(0))
+            .with_reasoning(Some(0))
+            .with_total(Some(316))
     );
     let received = server.received();
     assert_eq!(received[0].path, "/v1/chat/completions");
@@ -362,7 +359,7 @@ async fn rate_limit_exhausts_retries() {
         .unwrap();
     let err = m.stream(ModelRequest::new(vec![])).await.err().unwrap();
     assert!(
-        matches!(err, ModelError::RateLimited { retry_after: Some(d), ref message } if d == Duration::from_millis(1) && message == "slow"),
+        matches!(err, ModelError::RateLimited { retry_after: Some(d), ref message, .. } if d == Duration::from_millis(1) && message == "slow"),
         "{err:?}"
     );
     assert_eq!(server.received().len(), 2);
@@ -381,7 +378,7 @@ async fn unauthorized_is_auth_and_not_retried() {
         .err()
         .unwrap();
     assert!(
-        matches!(err, ModelError::Auth { ref message } if message == "Incorrect API key"),
+        matches!(err, ModelError::Authentication { ref message, .. } if message == "Incorrect API key"),
         "{err:?}"
     );
     assert_eq!(server.received().len(), 1);
@@ -417,7 +414,7 @@ async fn error_mid_stream() {
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert_eq!(text(&events), "par");
     assert!(
-        matches!(err, Some(ModelError::Provider { status: 0, ref message }) if message == "overloaded"),
+        matches!(err, Some(ModelError::Server { status: None, ref message, .. }) if message == "overloaded"),
         "{err:?}"
     );
     // Not retried: the body had been consumed.
@@ -436,7 +433,7 @@ async fn eof_before_end_marker_is_an_error() {
     assert_eq!(text(&events), "half");
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish { .. })));
     assert!(
-        matches!(err, Some(ModelError::Network(ref m)) if m.contains("end marker")),
+        matches!(err, Some(ModelError::StreamCut { message: ref m, .. }) if m.contains("end marker")),
         "{err:?}"
     );
 }
@@ -466,7 +463,7 @@ async fn stalled_stream_hits_inactivity_timeout() {
     let (events, err) = collect(m.stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert_eq!(text(&events), "a");
     assert!(
-        matches!(err, Some(ModelError::Timeout(d)) if d == Duration::from_millis(200)),
+        matches!(err, Some(ModelError::Timeout { after: d }) if d == Duration::from_millis(200)),
         "{err:?}"
     );
 }
@@ -556,7 +553,7 @@ async fn connection_refused_is_a_network_error_after_retries() {
         .await
         .unwrap()
         .err();
-    assert!(matches!(err, Some(ModelError::Network(_))), "{err:?}");
+    assert!(matches!(err, Some(ModelError::Network { .. })), "{err:?}");
 }
 
 #[tokio::test]

@@ -112,7 +112,7 @@ async fn error_event_is_quota() {
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(events.is_empty());
     assert!(
-        matches!(err, Some(ModelError::Quota { ref message }) if message.starts_with("You exceeded your current quota")),
+        matches!(err, Some(ModelError::QuotaExceeded { ref message, .. }) if message.starts_with("You exceeded your current quota")),
         "{err:?}"
     );
 }
@@ -125,7 +125,7 @@ async fn failed_response_without_error_event() {
         .collect();
     let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
-    assert!(matches!(err, Some(ModelError::Quota { .. })), "{err:?}");
+    assert!(matches!(err, Some(ModelError::QuotaExceeded { .. })), "{err:?}");
 }
 
 #[tokio::test]
@@ -136,7 +136,7 @@ async fn eof_before_completed_is_an_error() {
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert_eq!(text(&events), "The final result is **570**.");
     assert!(
-        matches!(err, Some(ModelError::Network(ref m)) if m.contains("response.completed")),
+        matches!(err, Some(ModelError::StreamCut { message: ref m, .. }) if m.contains("response.completed")),
         "{err:?}"
     );
 }
@@ -226,7 +226,7 @@ async fn agent_loop_end_to_end_three_calls() {
             "Calculate.",
             |c: Calc| async move {
                 let v = if c.op == "add" { c.a + c.b } else { c.a * c.b };
-                Ok::<_, String>(format!("{v}"))
+                Ok(format!("{v}"))
             },
         )))
         .build();

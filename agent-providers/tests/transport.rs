@@ -196,7 +196,7 @@ async fn every_provider_maps_401_to_auth() {
             .await
             .err();
         assert!(
-            matches!(err, Some(ModelError::Auth { ref message }) if message == "bad key"),
+            matches!(err, Some(ModelError::Authentication { ref message, .. }) if message == "bad key"),
             "{}: {err:?}",
             case.name
         );
@@ -235,7 +235,7 @@ async fn every_provider_times_out_on_a_stalled_stream() {
         let (events, err) = collect(stream).await;
         assert_eq!(text(&events), "ok", "{}", case.name);
         assert!(
-            matches!(err, Some(ModelError::Timeout(d)) if d == STALL),
+            matches!(err, Some(ModelError::Timeout { after: d }) if d == STALL),
             "{}: {err:?}",
             case.name
         );
@@ -274,7 +274,7 @@ async fn every_provider_ends_with_an_error_on_early_eof() {
             case.name
         );
         assert!(
-            matches!(err, Some(ModelError::Network(_))),
+            matches!(err, Some(ModelError::StreamCut { .. })),
             "{}: {err:?}",
             case.name
         );
@@ -326,6 +326,6 @@ async fn a_server_that_never_answers_times_out() {
         .await
         .unwrap()
         .err();
-    assert!(matches!(err, Some(ModelError::Timeout(_))), "{err:?}");
+    assert!(matches!(err, Some(ModelError::Timeout { after: _ })), "{err:?}");
     hold.abort();
 }

@@ -4,9 +4,8 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{
-    Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput, input_schema_for,
-};
+use agent_core::schema::input_schema_for;
+use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use serde::Deserialize;
@@ -88,11 +87,7 @@ impl BashTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let definition = ToolDefinition::new("Bash", description(), input_schema_for::<BashInput>())
-            .with_annotations(ToolAnnotations {
-                destructive: true,
-                open_world: true,
-                ..Default::default()
-            });
+            .with_annotations(ToolAnnotations::default().destructive(true).open_world(true));
         Self {
             workspace,
             definition,

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use agent_core::{
-    Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput, input_schema_for,
-};
+use agent_core::schema::input_schema_for;
+use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
@@ -56,10 +55,7 @@ impl EditTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let definition = ToolDefinition::new("Edit", DESCRIPTION, input_schema_for::<EditInput>())
-            .with_annotations(ToolAnnotations {
-                destructive: true,
-                ..Default::default()
-            });
+            .with_annotations(ToolAnnotations::default().destructive(true));
         Self {
             workspace,
             definition,

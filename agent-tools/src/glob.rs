@@ -4,9 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use agent_core::{
-    Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput, input_schema_for,
-};
+use agent_core::schema::input_schema_for;
+use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use globset::GlobBuilder;
 use serde::Deserialize;
@@ -57,11 +56,7 @@ impl GlobTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let definition = ToolDefinition::new("Glob", description(), input_schema_for::<GlobInput>())
-            .with_annotations(ToolAnnotations {
-                read_only: true,
-                idempotent: true,
-                ..Default::default()
-            });
+            .with_annotations(ToolAnnotations::default().read_only(true).idempotent(true));
         Self {
             workspace,
             definition,

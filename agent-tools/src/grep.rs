@@ -3,9 +3,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::{
-    Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput, input_schema_for,
-};
+use agent_core::schema::input_schema_for;
+use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use globset::{Glob, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -24,7 +23,7 @@ pub const MAX_GREP_LINES: usize = 500;
 pub const MAX_GREP_FILES: usize = 200;
 /// Bytes of output lines returned at most: under the agent loop's default
 /// output cap, so the note on what was left out is never cut off.
-pub const MAX_GREP_OUTPUT_BYTES: usize = agent_core::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_GREP_OUTPUT_BYTES: usize = agent_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Characters kept of one matching line (minified files have huge lines).
 pub const MAX_GREP_LINE_CHARS: usize = 500;
 /// Context lines allowed around a match (more is a Read, not a Grep).
@@ -95,11 +94,7 @@ impl GrepTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let definition = ToolDefinition::new("Grep", description(), input_schema_for::<GrepInput>())
-            .with_annotations(ToolAnnotations {
-                read_only: true,
-                idempotent: true,
-                ..Default::default()
-            });
+            .with_annotations(ToolAnnotations::default().read_only(true).idempotent(true));
         Self {
             workspace,
             definition,

@@ -4,9 +4,8 @@ use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::{
-    Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput, input_schema_for,
-};
+use agent_core::schema::input_schema_for;
+use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -24,7 +23,7 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of numbered text one call returns at most, whatever the limit: just
 /// under the agent loop's default output cap, so the note saying where to
 /// read on is never cut off.
-pub const MAX_READ_OUTPUT_BYTES: usize = agent_core::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_READ_OUTPUT_BYTES: usize = agent_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Largest image returned (providers reject larger inline images).
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes inspected to decide whether a file is binary (as git and grep do).
@@ -73,11 +72,7 @@ impl ReadTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let definition = ToolDefinition::new("Read", description(), input_schema_for::<ReadInput>())
-            .with_annotations(ToolAnnotations {
-                read_only: true,
-                idempotent: true,
-                ..Default::default()
-            });
+            .with_annotations(ToolAnnotations::default().read_only(true).idempotent(true));
         Self {
             workspace,
             definition,

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use agent_core::{
-    Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput, input_schema_for,
-};
+use agent_core::schema::input_schema_for;
+use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
@@ -42,11 +41,7 @@ impl WriteTool {
     /// The tool, working in `workspace`.
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let definition = ToolDefinition::new("Write", DESCRIPTION, input_schema_for::<WriteInput>())
-            .with_annotations(ToolAnnotations {
-                destructive: true,
-                idempotent: true,
-                ..Default::default()
-            });
+            .with_annotations(ToolAnnotations::default().destructive(true).idempotent(true));
         Self {
             workspace,
             definition,

@@ -42,7 +42,7 @@ impl Demo {
 
     #[tool(description = "The current date and time in UTC (RFC 3339).")]
     async fn current_time(&self) -> String {
-        agent_sdk::rfc3339_now()
+        agent_sdk::util::rfc3339_now()
     }
 
     #[tool(description = "Count the words in a text.")]

@@ -3,11 +3,11 @@
 
 use std::io::Write as _;
 
-use agent_sdk::{AgentEvent, AgentResult, AgentRun};
+use agent_sdk::{AgentEvent, AgentResult, AgentRun, RunError};
 use futures::StreamExt;
 
-/// Print `run` to the end; its result (`None` if the run task died).
-pub async fn print_run(mut run: AgentRun) -> Option<AgentResult> {
+/// Print `run` to the end; its result, or why it did not answer.
+pub async fn print_run(mut run: AgentRun) -> Result<AgentResult, RunError> {
     while let Some(event) = run.next().await {
         match event {
             AgentEvent::TextDelta { text } => {
@@ -35,5 +35,5 @@ pub async fn print_run(mut run: AgentRun) -> Option<AgentResult> {
         }
     }
     println!();
-    run.into_result().await.ok()
+    run.into_result().await
 }

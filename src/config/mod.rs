@@ -35,12 +35,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_core::{AgentOptions, SourceFailure};
+use agent_core::AgentOptions;
+use agent_core::toolset::SourceFailure;
 use agent_mcp::McpServerConfig;
 use agent_providers::{ProviderConfig, ProvidersConfig};
 use serde_json::{Map, Value};
 
-pub use agent_core::parse_duration;
+pub use agent_core::util::parse_duration;
 pub use agent_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
@@ -119,7 +120,8 @@ pub struct Defaults {
     pub max_output_tokens: Option<u32>,
     /// Whether the model may call several tools at once.
     pub parallel_tool_calls: Option<bool>,
-    /// Step limit.
+    /// Model calls that may use tools before one concluding call without
+    /// tools (`maxSteps`; see `AgentOptions::max_steps`).
     pub max_steps: Option<u32>,
     /// Tool output kept (head and tail) beyond this many bytes.
     pub tool_response_max_bytes: Option<usize>,

@@ -13,6 +13,21 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+/// A program that `scripts/test.sh` installs under `tests-deps/` (npm's
+/// `.bin`), such as `mcp-server-everything`.
+pub fn npm_bin(name: &str) -> PathBuf {
+    let path = PathBuf::from(format!(
+        "{}/../tests-deps/node_modules/.bin/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    assert!(
+        path.exists(),
+        "{} is installed by scripts/test.sh (npm ci --prefix tests-deps)",
+        path.display()
+    );
+    path
+}
+
 /// Upper bound used only to detect a hang.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
@@ -190,6 +205,17 @@ pub async fn run_agent(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Outpu
         .await
         .expect("agent hung")
         .unwrap()
+}
+
+/// The events of `agent --config CONFIG --model local/test --events ARGS...`,
+/// which must exit 0.
+pub async fn local_events(config: &Path, args: &[&str], cwd: &Path) -> Vec<Value> {
+    let mut all = vec!["--events"];
+    all.extend_from_slice(args);
+    let out = run_local(config, &all, &[], cwd).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    json_lines(&stdout)
 }
 
 /// Run `agent --config CONFIG --model local/test ARGS...` in `cwd`: the

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use super::emit::Emitter;
 use super::events::AgentEvent;
-use crate::accounting::{AccountingEntry, AccountingSink, EntryStatus, EntryTokens, LlmEntry, rfc3339_now};
+use crate::accounting::{AccountingEntry, AccountingSink, EntryStatus, EntryTokens, LlmEntry};
 use crate::usage::{FinishReason, Usage};
+use crate::util::rfc3339_now;
 
 #[derive(Clone)]
 pub(crate) struct Accountant {
@@ -32,7 +33,7 @@ impl Accountant {
     pub async fn record(&self, entry: AccountingEntry) {
         record_metrics(&entry);
         if let Some(sink) = &self.sink
-            && let Err(e) = sink.record(&entry)
+            && let Err(e) = sink.record(&entry).await
         {
             tracing::warn!(target: "agent_core::accounting", error = %e, "could not write an accounting entry");
         }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::accounting::AccountingEntry;
 use crate::approval::ApprovalResponder;
 use crate::message::{Message, ToolOutputPart};
-use crate::model::ModelError;
+use crate::model_error::ModelError;
 use crate::usage::{FinishReason, Usage};
 
 /// How a run ended.
@@ -21,9 +21,12 @@ use crate::usage::{FinishReason, Usage};
 pub enum ExitReason {
     /// The model answered without calling tools.
     Completed,
-    /// The step limit was reached; the last step was asked to conclude
-    /// without tools, and its text (if any) is the run's text.
+    /// The step limit was reached: after `max_steps` steps with tool calls,
+    /// one more call without tools was asked to conclude; its text (if any)
+    /// is the run's text.
     MaxSteps,
+    /// A `stop_when` predicate ended the run after a step's tool calls.
+    Stopped,
     /// The run was cancelled (or its event stream dropped).
     Cancelled,
     /// A model call failed.
@@ -53,13 +56,13 @@ pub enum AgentEvent {
     },
     /// Which MCP servers are in this run's tools and which could not be
     /// connected (sent after `run_started` when the tool set carries a
-    /// [`ConnectionReport`](crate::ConnectionReport); each failure is also a
+    /// [`ConnectionReport`](crate::toolset::ConnectionReport); each failure is also a
     /// `warning`).
     McpConnected {
         /// Servers connected, in config order.
         servers: Vec<String>,
         /// Servers left out, each with its error.
-        failed: Vec<crate::SourceFailure>,
+        failed: Vec<crate::toolset::SourceFailure>,
     },
     /// A model call began.
     StepStarted {
@@ -183,7 +186,8 @@ pub enum AgentEvent {
     },
 }
 
-/// The outcome of a run.
+/// The outcome of a run. Serialises to JSON (the error as its message with
+/// its causes).
 ///
 /// ```
 /// # use agent_core::{AgentResult, ExitReason, Usage};
@@ -191,10 +195,22 @@ pub enum AgentEvent {
 /// if result.exit == ExitReason::Completed {
 ///     println!("{}", result.text);
 /// }
+/// let json = serde_json::to_value(&result).unwrap();
+/// assert!(json["messages"].is_array());
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+///
+/// A result thrown away unread is reported by the compiler:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # async fn demo(agent: agent_core::Agent) -> Result<(), agent_core::RunError> {
+/// agent.prompt("Write the report").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
+#[must_use]
 pub struct AgentResult {
     /// The messages this run added (assistant and tool messages), ready to
     /// persist and pass back, after the input, for the next turn. Every tool
@@ -211,5 +227,13 @@ pub struct AgentResult {
     /// How the run ended.
     pub exit: ExitReason,
     /// The model error, for [`ExitReason::ModelError`].
+    #[serde(serialize_with = "error_text", skip_serializing_if = "Option::is_none")]
     pub error: Option<ModelError>,
+}
+
+fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(e) => s.serialize_some(&crate::util::error_chain(e)),
+        None => s.serialize_none(),
+    }
 }

@@ -4,11 +4,11 @@
 //! Invariant: every call passed in gets exactly one [`ToolResult`], returned
 //! in the order of the calls, whatever happens to the call or the run.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -18,14 +18,16 @@ use super::emit::Emitter;
 use super::events::AgentEvent;
 use super::gate;
 use super::guard::ResultsGate;
+use super::hooks::ToolResultContext;
 use super::options::AgentOptions;
 use super::truncate::truncate_output;
-use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry, rfc3339_now};
+use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::ApprovalRequest;
 use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::message::{ToolCall, ToolOutputPart, ToolResult};
-use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput, ToolProgress};
+use crate::tool::{OWN_TIMEOUT_GRACE, ProgressQueue, ProgressReporter, ToolContext, ToolError, ToolOutput};
 use crate::toolset::ToolCatalog;
+use crate::util::rfc3339_now;
 
 /// After a run is cancelled, how long running tools get to notice their
 /// cancellation token and return before their tasks are aborted.
@@ -43,6 +45,8 @@ pub(crate) struct Batch<'a> {
     /// Calls whose arguments were not JSON: (call id, parse error).
     pub bad_json: &'a [(String, String)],
     pub catalog: &'a Arc<ToolCatalog>,
+    /// Exposed names offered this step, when a hook narrowed them.
+    pub offered: Option<&'a HashSet<String>>,
     pub options: &'a AgentOptions,
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
@@ -62,9 +66,19 @@ pub(crate) struct Executed {
     pub over_budget: bool,
 }
 
-/// Replace the outcome by the budget-exceeded result when it does not fit;
-/// true when it was replaced.
-fn apply_budget(batch: &Batch<'_>, outcome: &mut Outcome) -> bool {
+/// Settle call `i`'s outcome: the `on_tool_result` hook, then the context
+/// budget (true when the result had to be replaced).
+fn settle(batch: &Batch<'_>, i: usize, outcome: &mut Outcome) -> bool {
+    if let Some(hook) = &batch.options.hooks.on_tool_result {
+        let call = &batch.calls[i];
+        let exposed = batch.catalog.get(&call.name);
+        let ctx = ToolResultContext {
+            call,
+            source: exposed.map(|t| t.source.as_str()),
+            original_name: exposed.map(|t| t.original_name.as_str()),
+        };
+        outcome.output = hook(&ctx, std::mem::take(&mut outcome.output));
+    }
     let Some(gate) = batch.gate else {
         return false;
     };
@@ -112,7 +126,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         .collect();
 
     let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
-    let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<ToolProgress>();
+    let progress_queue = Arc::new(ProgressQueue::default());
     let mut tasks: JoinSet<Outcome> = JoinSet::new();
     let mut task_index: HashMap<tokio::task::Id, usize> = HashMap::new();
 
@@ -136,6 +150,25 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             ));
             continue;
         };
+        if let Some(offered) = batch.offered
+            && !offered.contains(&call.name)
+        {
+            let mut names: Vec<&str> = offered.iter().map(String::as_str).collect();
+            names.sort_unstable();
+            outcomes[i] = Some(error_outcome(
+                format!(
+                    "Tool {} is not available in this step. Available tools: {}.",
+                    call.name,
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+                "unknown_tool",
+            ));
+            continue;
+        }
         if let Some(err) = bad_json.get(call.id.as_str()) {
             outcomes[i] = Some(error_outcome(
                 format!(
@@ -164,7 +197,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         let timeout = tool
             .timeout_for(&call.input)
             .map_or(batch.options.tool_timeout, |own| own + OWN_TIMEOUT_GRACE);
-        let progress = ProgressReporter::to_sender(call.id.clone(), progress_tx.clone());
+        let progress = ProgressReporter::to_queue(call.id.clone(), progress_queue.clone());
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
         let approval = batch.options.approvals.clone().map(|approvals| {
@@ -226,13 +259,11 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         });
         task_index.insert(handle.id(), i);
     }
-    drop(progress_tx);
-
     // Results not run (unknown, bad JSON, invalid) are reported at once.
     let mut over_budget = false;
     for (i, outcome) in outcomes.iter_mut().enumerate() {
         if let Some(outcome) = outcome {
-            over_budget |= apply_budget(&batch, outcome);
+            over_budget |= settle(&batch, i, outcome);
             attached &= report(&batch, i, outcome).await;
         }
     }
@@ -264,16 +295,18 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
                     }
                 };
                 if let Some(&i) = task_index.get(&id) {
+                    // Progress reported before the result goes first; later
+                    // reports of this call are dropped.
+                    attached &= emit_progress(&batch, &progress_queue).await;
+                    progress_queue.finish(&batch.calls[i].id);
                     let mut outcome = outcome;
-                    over_budget |= apply_budget(&batch, &mut outcome);
+                    over_budget |= settle(&batch, i, &mut outcome);
                     attached &= report(&batch, i, &outcome).await;
                     outcomes[i] = Some(outcome);
                 }
             }
-            Some(p) = progress_rx.recv() => {
-                attached &= batch.emit.send(AgentEvent::ToolProgress {
-                    call_id: p.call_id, progress: p.progress, total: p.total, message: p.message,
-                }).await.is_ok();
+            () = progress_queue.notified() => {
+                attached &= emit_progress(&batch, &progress_queue).await;
             }
             _ = batch.cancel.cancelled(), if cancelled_at.is_none() => {
                 cancelled_at = Some(Instant::now());
@@ -305,6 +338,24 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         attached,
         over_budget,
     }
+}
+
+/// Send the progress reports waiting; false when the receiver is gone.
+async fn emit_progress(batch: &Batch<'_>, queue: &ProgressQueue) -> bool {
+    let mut attached = true;
+    for p in queue.drain() {
+        attached &= batch
+            .emit
+            .send(AgentEvent::ToolProgress {
+                call_id: p.call_id,
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            })
+            .await
+            .is_ok();
+    }
+    attached
 }
 
 async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {

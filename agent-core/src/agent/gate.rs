@@ -8,6 +8,11 @@ use crate::approval::{
     ApprovalChannel, ApprovalDecision, ApprovalRequest, ApprovalResponder, ApprovalTier, Approvals,
 };
 
+/// The denial reason when the `approval_requested` event was dropped without
+/// an answer and no approver is installed.
+pub(crate) const NOBODY_ANSWERS: &str = "nobody can answer: the approval request was dropped unanswered (answer \
+each approval_requested event through its responder, or install an Approver)";
+
 /// Why a call may not run.
 pub(crate) struct Refusal {
     /// The result text the model gets.
@@ -28,17 +33,19 @@ pub(crate) async fn pass(
     {
         return Ok(());
     }
+    // The event holds the only responder: once every copy of the event is
+    // gone unanswered (nobody reads the events, or the reader ignored it),
+    // the answer channel closes and nobody can answer any more.
     let (responder, answer) = ApprovalResponder::new();
-    // A closed receiver means nobody listens; then only an approver (or the
-    // timeout) can answer.
     let _ = emit
         .send(AgentEvent::ApprovalRequested {
             call_id: request.call_id.clone(),
             tool: request.tool.clone(),
             input: request.input.clone(),
-            responder: responder.clone(),
+            responder,
         })
         .await;
+    let events_only = matches!(approvals.channel, ApprovalChannel::Events);
     let from_approver = async {
         match &approvals.channel {
             ApprovalChannel::Approver(approver) => approver.decide(&request).await,
@@ -48,7 +55,12 @@ pub(crate) async fn pass(
     let from_events = async {
         match answer.await {
             Ok(decision) => decision,
-            // Every responder was dropped unanswered: wait for the timeout.
+            // Every responder was dropped unanswered: with no approver
+            // either, nobody can answer, so deny now rather than at the
+            // timeout.
+            Err(_) if events_only => ApprovalDecision::Deny {
+                reason: NOBODY_ANSWERS.into(),
+            },
             Err(_) => std::future::pending().await,
         }
     };
@@ -75,8 +87,6 @@ pub(crate) async fn pass(
             reason: format!("no answer within {timeout:?}"),
         },
     };
-    // The event's responder is now moot; a late answer is ignored.
-    drop(responder);
     let (approved, reason) = match &decision {
         ApprovalDecision::Approve => (true, None),
         ApprovalDecision::ApproveForSession => {

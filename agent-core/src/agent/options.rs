@@ -1,16 +1,33 @@
 //! Run options and their defaults.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
+use super::hooks::{Hooks, PrepareStep, StepContext, StepSettings, StepSummary, ToolResultContext};
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
 use crate::budget::ContextBudget;
 use crate::model::ToolChoice;
+use crate::tool::ToolOutput;
 
-/// Model calls per run before the run is made to conclude: enough for real
-/// multi-tool tasks, bounded so a looping model cannot run forever.
+/// Lays `theirs` over `mine`: an option field counts as set when it is
+/// `Some` (`set:`) or differs from its default (`changed:`); each hook when
+/// it is `Some`. The destructuring names every field, so a field added to
+/// [`AgentOptions`] and not listed here does not compile.
+macro_rules! merge_fields {
+    ($mine:ident, $theirs:ident, $defaults:ident;
+     set: $($set:ident),*; changed: $($changed:ident),*; hooks: $($hook:ident),*) => {
+        let AgentOptions { $($set,)* $($changed,)* hooks } = $theirs;
+        $(if $set.is_some() { $mine.$set = $set; })*
+        $(if $changed != $defaults.$changed { $mine.$changed = $changed; })*
+        $(if hooks.$hook.is_some() { $mine.hooks.$hook = hooks.$hook; })*
+    };
+}
+
+/// Steps that may call tools before the run is made to conclude: enough for
+/// real multi-tool tasks, bounded so a looping model cannot run forever.
 pub const DEFAULT_MAX_STEPS: u32 = 30;
 /// Per tool call: long enough for a slow search or build step, short enough
 /// that a hung server does not stall the run.
@@ -21,12 +38,13 @@ pub const DEFAULT_TOOL_CONCURRENCY: usize = 16;
 /// A tool output beyond this many bytes is cut (head and tail kept): about
 /// 12k tokens, which keeps one result from crowding out the conversation.
 pub const DEFAULT_MAX_TOOL_OUTPUT_BYTES: usize = 50 * 1024;
-/// Told to the model on the last allowed step, when tools are withheld.
+/// Told to the model on the concluding call, when tools are withheld.
 pub const CONCLUDE_INSTRUCTION: &str = "You have reached the maximum number of steps for this task, and tools \
 are no longer available. Do not call any tool. Answer now with what you have found so far, and say what is \
 left undone.";
 
-/// How a run behaves. Built with chained setters from the defaults above.
+/// How a run behaves. Built with chained setters from the defaults above;
+/// [`AgentBuilder`](crate::AgentBuilder) has the same setters.
 ///
 /// ```
 /// use agent_core::AgentOptions;
@@ -35,14 +53,15 @@ left undone.";
 ///     .max_steps(5)
 ///     .tool_timeout(std::time::Duration::from_secs(10));
 /// assert_eq!(opts.max_steps, 5);
-/// assert_eq!(opts.tool_concurrency, agent_core::DEFAULT_TOOL_CONCURRENCY);
+/// assert_eq!(opts.tool_concurrency, agent_core::agent::DEFAULT_TOOL_CONCURRENCY);
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+#[must_use]
 pub struct AgentOptions {
     /// The system prompt.
     pub system: Option<String>,
-    /// Steps (model calls) at most; the last one is made to conclude.
+    /// Model calls that may use tools; see [`AgentOptions::max_steps`].
     pub max_steps: u32,
     /// Timeout of each tool call.
     pub tool_timeout: Duration,
@@ -66,6 +85,12 @@ pub struct AgentOptions {
     pub accounting: Option<Arc<dyn AccountingSink>>,
     /// The model's context-window budget; `None` leaves requests unchecked.
     pub budget: Option<ContextBudget>,
+    /// Runs are cancelled when this token is (an application-wide shutdown,
+    /// a parent agent's call); each run gets a child of it.
+    pub cancellation: Option<CancellationToken>,
+    /// Hooks into each step: [`AgentOptions::prepare_step`],
+    /// [`AgentOptions::stop_when`], [`AgentOptions::on_tool_result`].
+    pub hooks: Hooks,
 }
 
 impl Default for AgentOptions {
@@ -84,6 +109,8 @@ impl Default for AgentOptions {
             approvals: None,
             accounting: None,
             budget: None,
+            cancellation: None,
+            hooks: Hooks::default(),
         }
     }
 }
@@ -95,7 +122,19 @@ impl AgentOptions {
         self
     }
 
-    /// Set the step limit (at least 1).
+    /// Set the step limit: at most `steps` model calls may use tools (at
+    /// least 1). When the model still calls tools on step `steps`, those
+    /// calls run, their results go back, and one more call, without tools
+    /// and told to conclude, gives the answer; the run then ends with
+    /// [`ExitReason::MaxSteps`](crate::ExitReason::MaxSteps). A run thus
+    /// makes at most `steps + 1` model calls. A model that answers earlier
+    /// ends the run then ([`ExitReason::Completed`](crate::ExitReason::Completed)).
+    ///
+    /// ```
+    /// let opts = agent_core::AgentOptions::default().max_steps(1);
+    /// // One model call with tools; if it calls any, one concluding call.
+    /// assert_eq!(opts.max_steps, 1);
+    /// ```
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.max_steps = steps.max(1);
         self
@@ -175,6 +214,99 @@ impl AgentOptions {
     /// Allow or forbid several tool calls per step.
     pub fn parallel_tool_calls(mut self, on: bool) -> Self {
         self.parallel_tool_calls = on;
+        self
+    }
+
+    /// Cancel every run when `token` is cancelled (each run gets a child
+    /// token, so cancelling one run never cancels the parent).
+    ///
+    /// ```
+    /// let shutdown = agent_core::CancellationToken::new();
+    /// let opts = agent_core::AgentOptions::default().cancellation(shutdown.clone());
+    /// assert!(opts.cancellation.is_some());
+    /// ```
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
+        self
+    }
+
+    /// Before each model call, let `hook` change the request: the system
+    /// text, which tools are offered (by exposed name), the tool choice and
+    /// the sampling settings. On the concluding call tools stay withheld
+    /// whatever the hook sets.
+    ///
+    /// ```
+    /// use agent_core::{AgentOptions, ToolChoice};
+    /// // Make the model use a tool on the first step only.
+    /// let opts = AgentOptions::default().prepare_step(|ctx, settings| {
+    ///     if ctx.step == 1 {
+    ///         settings.tool_choice = ToolChoice::Required;
+    ///     }
+    /// });
+    /// # let _ = opts;
+    /// ```
+    pub fn prepare_step(
+        mut self,
+        hook: impl Fn(&StepContext<'_>, &mut StepSettings) + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.prepare_step = Some(Arc::new(hook) as Arc<PrepareStep>);
+        self
+    }
+
+    /// End the run after a step whose tool calls ran when `predicate`, given
+    /// every step so far, says so. The run ends with
+    /// [`ExitReason::Stopped`](crate::ExitReason::Stopped), its history ending
+    /// with that step's tool results.
+    ///
+    /// ```
+    /// // Stop as soon as the `submit` tool was called.
+    /// let opts = agent_core::AgentOptions::default()
+    ///     .stop_when(|steps| steps.last().is_some_and(|s| s.tool_calls.iter().any(|c| c.name == "submit")));
+    /// # let _ = opts;
+    /// ```
+    pub fn stop_when(mut self, predicate: impl Fn(&[StepSummary]) -> bool + Send + Sync + 'static) -> Self {
+        self.hooks.stop_when = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Rewrite each tool result before the model (and the `tool_result`
+    /// event) sees it; error results (denied, invalid input, timeouts) too.
+    /// The output cap and the context budget apply to what the hook returns.
+    ///
+    /// ```
+    /// // Hide a secret from the model.
+    /// let opts = agent_core::AgentOptions::default()
+    ///     .on_tool_result(|_ctx, output| output.map_text(|text| text.replace("hunter2", "[redacted]")));
+    /// # let _ = opts;
+    /// ```
+    pub fn on_tool_result(
+        mut self,
+        hook: impl Fn(&ToolResultContext<'_>, ToolOutput) -> ToolOutput + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.on_tool_result = Some(Arc::new(hook));
+        self
+    }
+
+    /// These options with every setting that `other` sets laid over them.
+    /// A setting counts as set when it is `Some` (system prompt, sampling,
+    /// approvals, accounting, budget, cancellation, each hook) or differs
+    /// from its default (step limit, timeouts, limits, tool choice,
+    /// parallel calls); settings `other` leaves alone keep their value here.
+    ///
+    /// ```
+    /// use agent_core::AgentOptions;
+    /// let mine = AgentOptions::default().system("Be brief.").max_steps(5);
+    /// let merged = mine.merge(AgentOptions::default().temperature(0.2));
+    /// assert_eq!(merged.system.as_deref(), Some("Be brief."));
+    /// assert_eq!((merged.max_steps, merged.temperature), (5, Some(0.2)));
+    /// ```
+    pub fn merge(mut self, other: AgentOptions) -> AgentOptions {
+        let defaults = AgentOptions::default();
+        // Every field is named (no `..`): a new option must be merged here too.
+        merge_fields!(self, other, defaults;
+            set: system, temperature, top_p, max_output_tokens, approvals, accounting, budget, cancellation;
+            changed: max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls;
+            hooks: prepare_step, stop_when, on_tool_result);
         self
     }
 }

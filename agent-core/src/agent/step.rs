@@ -12,7 +12,8 @@ use super::emit::Emitter;
 use super::events::AgentEvent;
 use crate::accounting::EntryStatus;
 use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
-use crate::model::{LanguageModel, ModelError, ModelEvent, ModelRequest};
+use crate::model::{LanguageModel, ModelEvent, ModelRequest};
+use crate::model_error::ModelError;
 use crate::usage::{FinishReason, Usage};
 
 /// A step whose stream completed.
@@ -95,10 +96,9 @@ pub(crate) async fn run_step(
         };
         let event = match next {
             None => {
-                return Err(StepFailure::Model(ModelError::InvalidResponse {
-                    message: "the model's stream ended before its finish event".into(),
-                    snippet: String::new(),
-                }));
+                return Err(StepFailure::Model(ModelError::stream_cut(
+                    "the model's stream ended before its finish event",
+                )));
             }
             Some(Err(e)) => return Err(StepFailure::Model(e)),
             Some(Ok(event)) => event,

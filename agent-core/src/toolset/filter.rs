@@ -4,7 +4,7 @@
 /// (including none) and every other character matches itself.
 ///
 /// ```
-/// use agent_core::wildcard_match;
+/// use agent_core::toolset::wildcard_match;
 /// assert!(wildcard_match("read_*", "read_file"));
 /// assert!(wildcard_match("*", "anything"));
 /// assert!(wildcard_match("*_file", "read_file"));

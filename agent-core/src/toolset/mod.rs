@@ -71,6 +71,7 @@ impl SourceOptions {
     }
 }
 
+#[derive(Clone)]
 struct SourceEntry {
     source: Arc<dyn ToolSource>,
     options: SourceOptions,
@@ -85,7 +86,7 @@ struct SourceEntry {
 /// struct NoArgs {}
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let app = StaticToolSource::native("app")
-///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok::<_, String>("pong") }));
+///     .with_tool(tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok("pong") }));
 /// let tools = ToolSet::builder().source(app).build();
 /// let catalog = tools.catalog().await;
 /// assert_eq!(catalog.get("ping").unwrap().source, "app");
@@ -100,6 +101,7 @@ pub struct ToolSet {
 
 /// Builds a [`ToolSet`].
 #[derive(Default)]
+#[must_use = "a builder does nothing until `build()`"]
 pub struct ToolSetBuilder {
     entries: Vec<SourceEntry>,
     filter: NameFilter,
@@ -177,6 +179,22 @@ impl ToolSet {
     /// ```
     pub fn empty() -> Self {
         Self::builder().build()
+    }
+
+    /// A builder holding this set's sources, filter and report, to add more
+    /// (the catalog is built anew).
+    ///
+    /// ```
+    /// let set = agent_core::ToolSet::empty();
+    /// let more = set.to_builder().source(agent_core::StaticToolSource::native("mine")).build();
+    /// # let _ = more;
+    /// ```
+    pub fn to_builder(&self) -> ToolSetBuilder {
+        ToolSetBuilder {
+            entries: self.entries.clone(),
+            filter: self.filter.clone(),
+            report: self.report.clone(),
+        }
     }
 
     /// Which servers were connected and which failed, when the builder was

@@ -72,9 +72,9 @@ impl std::fmt::Debug for Naming {
 /// Whether a name is valid for every supported provider.
 ///
 /// ```
-/// assert!(agent_core::is_valid_tool_name("fs__read_file"));
-/// assert!(!agent_core::is_valid_tool_name("read.file"));
-/// assert!(!agent_core::is_valid_tool_name(""));
+/// assert!(agent_core::toolset::is_valid_tool_name("fs__read_file"));
+/// assert!(!agent_core::toolset::is_valid_tool_name("read.file"));
+/// assert!(!agent_core::toolset::is_valid_tool_name(""));
 /// ```
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
@@ -88,7 +88,7 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 /// becomes `_`). Length is not changed here.
 ///
 /// ```
-/// assert_eq!(agent_core::sanitize_tool_name("files.read/v2"), "files_read_v2");
+/// assert_eq!(agent_core::toolset::sanitize_tool_name("files.read/v2"), "files_read_v2");
 /// ```
 pub fn sanitize_tool_name(name: &str) -> String {
     if name.is_empty() {

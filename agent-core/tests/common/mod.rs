@@ -88,7 +88,7 @@ pub async fn run(
     })
     .await
     .expect("run hung");
-    let result = run.into_result().await.expect("result");
+    let result = run.into_outcome().await.expect("result");
     assert_history_invariant(&result.messages);
     assert!(
         matches!(events.last(), Some(AgentEvent::Finished { .. })),
@@ -140,6 +140,11 @@ pub fn assert_history_invariant(messages: &[Message]) {
             i += 1;
         }
     }
+}
+
+/// The tool names a request offered, in order.
+pub fn tool_names(request: &agent_core::ModelRequest) -> Vec<String> {
+    request.tools.iter().map(|t| t.name.clone()).collect()
 }
 
 /// The tool results of the run, by call id.

@@ -291,7 +291,7 @@ pub fn weather_tools() -> agent_core::ToolSet {
             agent_core::StaticToolSource::native("app").with_tool(agent_core::tool_fn(
                 "weather",
                 "Weather for a city.",
-                |w: Weather| async move { Ok::<_, String>(format!("Sunny in {}", w.location)) },
+                |w: Weather| async move { Ok(format!("Sunny in {}", w.location)) },
             )),
         )
         .build()

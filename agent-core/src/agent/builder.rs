@@ -1,0 +1,182 @@
+//! [`AgentBuilder`]: a model, tools and options, set in any order.
+//!
+//! Invariant: setters compose. Every option has a setter here, and
+//! [`AgentBuilder::options`] merges (settings it leaves unset keep what the
+//! builder already has), so no setting is silently lost whatever the order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Agent;
+use super::hooks::{StepContext, StepSettings, StepSummary, ToolResultContext};
+use super::options::AgentOptions;
+use crate::accounting::AccountingSink;
+use crate::approval::Approvals;
+use crate::budget::ContextBudget;
+use crate::model::{LanguageModel, ToolChoice};
+use crate::source::StaticToolSource;
+use crate::tool::{Tool, ToolOutput};
+use crate::toolset::ToolSet;
+use crate::typed::IntoTool;
+
+/// Name of the native source holding the tools given to
+/// [`AgentBuilder::tool`].
+pub const APP_SOURCE: &str = "app";
+
+/// Builds an [`Agent`].
+///
+/// ```
+/// use agent_core::{tool_fn, Agent};
+/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct City { city: String }
+///
+/// let agent = Agent::builder(model)
+///     .system("Be brief.")
+///     .tool(tool_fn("weather", "Weather in a city.", |c: City| async move { Ok(format!("Sunny in {}", c.city)) }))
+///     .max_steps(10)
+///     .build();
+/// assert_eq!(agent.options().max_steps, 10);
+/// ```
+///
+/// A builder left unbuilt is reported by the compiler:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # fn demo(model: std::sync::Arc<dyn agent_core::LanguageModel>) {
+/// agent_core::Agent::builder(model).system("Be brief.");
+/// # }
+/// ```
+#[must_use = "a builder does nothing until `build()`"]
+pub struct AgentBuilder {
+    model: Arc<dyn LanguageModel>,
+    tools: Option<Arc<ToolSet>>,
+    own_tools: Vec<Arc<dyn Tool>>,
+    options: AgentOptions,
+}
+
+/// Builder setters that forward to the [`AgentOptions`] setter of the same
+/// name.
+macro_rules! option_setters {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(
+            $(#[$doc])*
+            #[doc = concat!("\n\nSee [`AgentOptions::", stringify!($name), "`].")]
+            pub fn $name(mut self, $($arg: $ty),*) -> Self {
+                self.options = self.options.$name($($arg),*);
+                self
+            }
+        )*
+    };
+}
+
+impl AgentBuilder {
+    pub(super) fn new(model: Arc<dyn LanguageModel>) -> Self {
+        Self {
+            model,
+            tools: None,
+            own_tools: Vec::new(),
+            options: AgentOptions::default(),
+        }
+    }
+
+    /// Add one tool: a [`Tool`], a [`TypedTool`](crate::TypedTool), or a
+    /// shared `Arc<dyn Tool>`. The builder's tools form a native source
+    /// named [`APP_SOURCE`] (bare names, winning clashes) beside the set
+    /// given to [`AgentBuilder::tools`].
+    pub fn tool<M>(mut self, tool: impl IntoTool<M>) -> Self {
+        self.own_tools.push(tool.into_tool());
+        self
+    }
+
+    /// Use this tool set (MCP servers, coding tools, ...), beside the tools
+    /// added with [`AgentBuilder::tool`].
+    pub fn tools(mut self, tools: ToolSet) -> Self {
+        self.tools = Some(Arc::new(tools));
+        self
+    }
+
+    /// Use a tool set shared with other agents.
+    pub fn shared_tools(mut self, tools: Arc<ToolSet>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// Lay these options over the builder's: settings `options` sets win,
+    /// the others keep what the builder has (see [`AgentOptions::merge`]).
+    ///
+    /// ```
+    /// use agent_core::{Agent, AgentOptions};
+    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = Agent::builder(model)
+    ///     .system("Be brief.")
+    ///     .options(AgentOptions::default().max_steps(3))
+    ///     .build();
+    /// assert_eq!(agent.options().system.as_deref(), Some("Be brief."));
+    /// assert_eq!(agent.options().max_steps, 3);
+    /// ```
+    pub fn options(mut self, options: AgentOptions) -> Self {
+        self.options = self.options.merge(options);
+        self
+    }
+
+    option_setters! {
+        /// Set the system prompt.
+        system(text: impl Into<String>);
+        /// Set the step limit: model calls that may use tools.
+        max_steps(steps: u32);
+        /// Set the timeout of each tool call.
+        tool_timeout(timeout: Duration);
+        /// Set how many tool calls run at once.
+        tool_concurrency(n: usize);
+        /// Set the tool output cap in bytes.
+        max_tool_output_bytes(bytes: usize);
+        /// Set the sampling temperature.
+        temperature(t: f32);
+        /// Set nucleus sampling.
+        top_p(p: f32);
+        /// Set the output token limit per model call.
+        max_output_tokens(n: u32);
+        /// Set the tool choice.
+        tool_choice(choice: ToolChoice);
+        /// Allow or forbid several tool calls per step.
+        parallel_tool_calls(on: bool);
+        /// Ask before running tool calls.
+        approvals(approvals: Approvals);
+        /// Also write accounting entries to this sink.
+        accounting(sink: Arc<dyn AccountingSink>);
+        /// Guard the context window with this budget.
+        budget(budget: ContextBudget);
+        /// Cancel every run when this token is cancelled.
+        cancellation(token: CancellationToken);
+        /// Change each request before it is sent.
+        prepare_step(hook: impl Fn(&StepContext<'_>, &mut StepSettings) + Send + Sync + 'static);
+        /// End the run after a step when the predicate says so.
+        stop_when(predicate: impl Fn(&[StepSummary]) -> bool + Send + Sync + 'static);
+        /// Rewrite tool results before the model sees them.
+        on_tool_result(hook: impl Fn(&ToolResultContext<'_>, ToolOutput) -> ToolOutput + Send + Sync + 'static);
+    }
+
+    /// The agent.
+    pub fn build(self) -> Agent {
+        let tools = match (self.tools, self.own_tools.is_empty()) {
+            (Some(set), true) => set,
+            (None, true) => Arc::new(ToolSet::empty()),
+            (set, false) => {
+                let own = self.own_tools.into_iter().fold(
+                    StaticToolSource::native(APP_SOURCE),
+                    StaticToolSource::with_shared_tool,
+                );
+                let builder = set.map_or_else(ToolSet::builder, |s| s.to_builder());
+                Arc::new(builder.source(own).build())
+            }
+        };
+        Agent {
+            model: self.model,
+            tools,
+            options: self.options,
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! [`Conversation`]: a history that outlives its runs, persisted as JSON.
+//!
+//! Invariant: a turn's messages join the history when its run ends, however
+//! it ended, so the history says what happened (a tool that ran is never
+//! forgotten) and keeps one result per tool call. A turn that ended before
+//! the model said anything (an authentication error, a cancellation before
+//! the first answer) leaves the history as it was, so the same prompt can be
+//! sent again; so does a turn dropped before it ended.
+
+use std::future::IntoFuture;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::Agent;
+use super::events::{AgentEvent, AgentResult};
+use super::run::{AgentRun, RunAborted, RunError};
+use crate::message::Message;
+use crate::usage::Usage;
+
+/// A conversation kept across turns: plain data, so it serialises to JSON and
+/// back, and any agent can take the next turn (a cheaper model for a quick
+/// question, another with more tools).
+///
+/// ```no_run
+/// use agent_core::{Agent, Conversation};
+/// # async fn demo(agent: Agent) -> Result<(), Box<dyn std::error::Error>> {
+/// let mut chat = Conversation::new();
+/// let first = chat.send(&agent, "My name is Ada.").await?;
+/// std::fs::write("chat.json", serde_json::to_string(&chat)?)?;
+///
+/// let mut chat: Conversation = serde_json::from_str(&std::fs::read_to_string("chat.json")?)?;
+/// let second = chat.send(&agent, "What is my name?").await?;
+/// assert_eq!(chat.turns(), 2);
+/// # let _ = (first, second); Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Conversation {
+    /// Every message so far, in order.
+    #[serde(default)]
+    messages: Vec<Message>,
+    /// Usage of every turn so far.
+    #[serde(default)]
+    usage: Usage,
+    /// Turns that joined the history.
+    #[serde(default)]
+    turns: u32,
+}
+
+impl Conversation {
+    /// An empty conversation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A conversation continuing from these messages.
+    ///
+    /// ```
+    /// let chat = agent_core::Conversation::from_messages(vec![agent_core::Message::user("hi")]);
+    /// assert_eq!(chat.messages().len(), 1);
+    /// ```
+    pub fn from_messages(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// The messages so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Usage of every turn so far (turns that ended badly included).
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Turns that joined the history.
+    pub fn turns(&self) -> u32 {
+        self.turns
+    }
+
+    /// Send a user prompt to `agent` with this history. The returned turn
+    /// streams the run's events like an [`AgentRun`]; awaiting it (or its
+    /// [`Turn::into_result`]) gives the result. The history holds the turn
+    /// once its run has ended.
+    pub fn send<'a>(&'a mut self, agent: &Agent, prompt: impl Into<String>) -> Turn<'a> {
+        self.send_message(agent, Message::user(prompt))
+    }
+
+    /// Send any message (images, several parts) to `agent`.
+    pub fn send_message<'a>(&'a mut self, agent: &Agent, message: Message) -> Turn<'a> {
+        let mut messages = self.messages.clone();
+        messages.push(message.clone());
+        let run = agent.run(messages);
+        Turn {
+            conversation: self,
+            prompt: Some(message),
+            run,
+            finished: None,
+        }
+    }
+
+    /// Add a finished run's messages after its prompt (see the module's
+    /// invariant).
+    fn commit(&mut self, prompt: Message, result: &AgentResult) {
+        self.usage += result.usage;
+        if result.messages.is_empty() {
+            return;
+        }
+        self.messages.push(prompt);
+        self.messages.extend(result.messages.iter().cloned());
+        self.turns += 1;
+    }
+}
+
+/// One turn of a [`Conversation`]: a stream of [`AgentEvent`]s, then the
+/// result. Dropping it before the run ended cancels the run and leaves the
+/// conversation as it was.
+#[must_use = "a turn is cancelled when dropped: read its events, or await it or its `into_result()`"]
+pub struct Turn<'a> {
+    conversation: &'a mut Conversation,
+    /// Taken once the turn is committed.
+    prompt: Option<Message>,
+    run: AgentRun,
+    /// The result, once the event stream ended and it was committed.
+    finished: Option<AgentResult>,
+}
+
+impl Turn<'_> {
+    /// Cancel the turn's run.
+    pub fn cancel(&self) {
+        self.run.cancel();
+    }
+
+    /// Drain the events not read yet; the result as
+    /// [`AgentRun::into_result`] gives it. The conversation holds the turn.
+    pub async fn into_result(self) -> Result<AgentResult, RunError> {
+        RunError::check(self.into_outcome().await?)
+    }
+
+    /// Drain the events not read yet; the result however the run ended.
+    pub async fn into_outcome(self) -> Result<AgentResult, RunAborted> {
+        let Turn {
+            conversation,
+            prompt,
+            run,
+            finished,
+        } = self;
+        if let Some(result) = finished {
+            return Ok(result);
+        }
+        let result = run.into_outcome().await?;
+        if let Some(prompt) = prompt {
+            conversation.commit(prompt, &result);
+        }
+        Ok(result)
+    }
+}
+
+impl<'a> IntoFuture for Turn<'a> {
+    type Output = Result<AgentResult, RunError>;
+    type IntoFuture = BoxFuture<'a, Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.into_result())
+    }
+}
+
+impl Stream for Turn<'_> {
+    type Item = AgentEvent;
+
+    /// The run's events; when they end, the turn joins the conversation.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        let this = &mut *self;
+        let next = Pin::new(&mut this.run).poll_next(cx);
+        if let Poll::Ready(None) = next
+            && this.finished.is_none()
+            && let Some(Ok(result)) = this.run.take_finished()
+            && let Some(prompt) = this.prompt.take()
+        {
+            this.conversation.commit(prompt, &result);
+            this.finished = Some(result);
+        }
+        next
+    }
+}

@@ -1,0 +1,369 @@
+//! The loop of one run: model -> tool calls -> results -> model, until the
+//! model answers, the step limit's concluding call, a stop condition, a
+//! model error, the context budget or a cancellation ends it.
+//!
+//! Invariants (see the module above): every tool call in the history gets
+//! exactly one result; a step's calls run only after its stream completed;
+//! [`AgentEvent::Finished`] is the last event.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::account::{Accountant, LlmAttempt};
+use super::emit::Emitter;
+use super::events::{AgentEvent, AgentResult, ExitReason};
+use super::exec::{Batch, execute, not_run};
+use super::guard::Guard;
+use super::hooks::{StepContext, StepSettings, StepSummary};
+use super::options::{AgentOptions, CONCLUDE_INSTRUCTION};
+use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
+use crate::accounting::EntryStatus;
+use crate::fallback::model_label;
+use crate::message::{ContentPart, Message, Role};
+use crate::model::{LanguageModel, ModelRequest, ToolChoice};
+use crate::toolset::{ToolCatalog, ToolSet};
+use crate::usage::Usage;
+use crate::util::error_chain;
+
+pub(super) struct Run {
+    pub model: Arc<dyn LanguageModel>,
+    pub tools: Arc<ToolSet>,
+    pub options: AgentOptions,
+    pub cancel: CancellationToken,
+    pub emit: Emitter,
+    pub accountant: Accountant,
+}
+
+/// What the loop has gathered so far.
+#[derive(Default)]
+struct Progress {
+    new_messages: Vec<Message>,
+    usage: Usage,
+    step_usage: Vec<Usage>,
+    steps: u32,
+    text: String,
+    /// Kept only when a hook reads them.
+    summaries: Vec<StepSummary>,
+}
+
+/// One step's request and what the loop needs to run its calls.
+struct Planned {
+    request: ModelRequest,
+    /// Exposed names offered this step, when a hook narrowed them.
+    offered: Option<HashSet<String>>,
+}
+
+impl Run {
+    pub async fn drive(&self, input: Vec<Message>) -> AgentResult {
+        let mut history = Arc::new(input);
+        let input_len = history.len();
+        let mut progress = Progress::default();
+        // Listing tools may wait on a server; a cancelled run does not. The
+        // empty catalog is never used: the loop sees the cancellation first.
+        let mut catalog = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Arc::new(ToolCatalog::empty()),
+            catalog = self.tools.catalog() => catalog,
+        };
+        self.announce(&catalog).await;
+        let mut guard = self
+            .options
+            .budget
+            .clone()
+            .map(|b| Guard::new(b, self.model.provider(), self.model.model_id()));
+        // Set when the budget made the next step the concluding one.
+        let mut budget_forced = false;
+
+        let (exit, error) = loop {
+            if self.cancel.is_cancelled() {
+                break (ExitReason::Cancelled, None);
+            }
+            let step = progress.steps + 1;
+            let latest = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break (ExitReason::Cancelled, None),
+                catalog = self.tools.catalog() => catalog,
+            };
+            if !Arc::ptr_eq(&latest, &catalog) {
+                catalog = latest;
+                self.warn_all(catalog.warnings()).await;
+            }
+            // `max_steps` steps may use tools; the one after concludes.
+            let mut concluding = step > self.options.max_steps || budget_forced;
+            let mut settings = self.settings(&catalog);
+            if let Some(hook) = &self.options.hooks.prepare_step {
+                let ctx = StepContext {
+                    step,
+                    concluding,
+                    messages: &history,
+                    steps: &progress.summaries,
+                };
+                hook(&ctx, &mut settings);
+            }
+            if let Some(guard) = guard.as_mut() {
+                let conclude = [Message::user(CONCLUDE_INSTRUCTION)];
+                let extra: &[Message] = if concluding { &conclude } else { &[] };
+                let system = settings.system.as_deref();
+                if guard.project(system, &catalog, &history, extra) > guard.limit() {
+                    if !concluding && guard.project(system, &catalog, &history, &conclude) <= guard.limit() {
+                        guard.record("step", "forced_final");
+                        concluding = true;
+                        budget_forced = true;
+                    } else {
+                        guard.record("step", "token_limit");
+                        break (ExitReason::TokenLimit, None);
+                    }
+                }
+            }
+            let step_system = settings.system.clone();
+            let planned = self.plan(&history, &catalog, settings, concluding);
+            self.tell(AgentEvent::StepStarted { step }).await;
+            let output = match self.call_model(planned.request).await {
+                Ok(output) => output,
+                Err(StepFailure::Cancelled | StepFailure::Detached) => break (ExitReason::Cancelled, None),
+                Err(StepFailure::Model(e)) => break (ExitReason::ModelError, Some(e)),
+            };
+            progress.steps = step;
+            progress.usage += output.usage;
+            progress.step_usage.push(output.usage);
+            progress.text = output.text.clone();
+            self.tell(AgentEvent::StepFinished {
+                step,
+                finish_reason: output.finish_reason.clone(),
+                usage: output.usage,
+            })
+            .await;
+            if let Some(message) = output.message() {
+                Arc::make_mut(&mut history).push(message.clone());
+                progress.new_messages.push(message);
+            }
+            if output.calls.is_empty() {
+                break (exit_after_answer(concluding, budget_forced), None);
+            }
+            let results = if concluding {
+                not_run(
+                    &output.calls,
+                    "Not run: tools are no longer available (the step limit or the context budget was reached).",
+                )
+            } else {
+                let gate = guard.as_mut().map(|g| {
+                    let projected = g.project(step_system.as_deref(), &catalog, &history, &[]);
+                    g.results_gate(projected)
+                });
+                let executed = execute(Batch {
+                    calls: &output.calls,
+                    bad_json: &output.bad_json,
+                    catalog: &catalog,
+                    offered: planned.offered.as_ref(),
+                    options: &self.options,
+                    cancel: &self.cancel,
+                    emit: &self.emit,
+                    accountant: &self.accountant,
+                    gate: gate.as_ref(),
+                })
+                .await;
+                if executed.over_budget {
+                    if let Some(g) = &guard {
+                        g.record("tool_result", "result_replaced");
+                    }
+                    budget_forced = true;
+                }
+                executed.results
+            };
+            if self.options.hooks.reads_steps() {
+                progress.summaries.push(StepSummary {
+                    step,
+                    text: output.text.clone(),
+                    tool_calls: output.calls.clone(),
+                    tool_results: results.clone(),
+                    finish_reason: output.finish_reason.clone(),
+                    usage: output.usage,
+                });
+            }
+            let message = Message::new(
+                Role::Tool,
+                results.into_iter().map(ContentPart::ToolResult).collect(),
+            );
+            Arc::make_mut(&mut history).push(message.clone());
+            progress.new_messages.push(message);
+            if concluding {
+                break (exit_after_answer(true, budget_forced), None);
+            }
+            if let Some(stop) = &self.options.hooks.stop_when
+                && stop(&progress.summaries)
+            {
+                break (ExitReason::Stopped, None);
+            }
+        };
+        debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
+        self.tell(AgentEvent::Finished {
+            exit,
+            text: progress.text.clone(),
+            usage: progress.usage,
+            steps: progress.steps,
+            error: error.as_ref().map(|e| error_chain(e)),
+        })
+        .await;
+        AgentResult {
+            messages: progress.new_messages,
+            text: progress.text,
+            usage: progress.usage,
+            step_usage: progress.step_usage,
+            steps: progress.steps,
+            exit,
+            error,
+        }
+    }
+
+    /// `run_started`, then `mcp_connected` and warnings about the tools.
+    async fn announce(&self, catalog: &ToolCatalog) {
+        self.tell(AgentEvent::RunStarted {
+            provider: self.model.provider().to_owned(),
+            model: self.model.model_id().to_owned(),
+            tools: catalog.names().into_iter().map(str::to_owned).collect(),
+        })
+        .await;
+        if let Some(report) = self.tools.connection_report() {
+            self.tell(AgentEvent::McpConnected {
+                servers: report.servers.clone(),
+                failed: report.failed.clone(),
+            })
+            .await;
+            let failures: Vec<String> = report
+                .failed
+                .iter()
+                .map(|f| format!("mcp server {} is not connected: {}", f.server, f.error))
+                .collect();
+            self.warn_all(&failures).await;
+        }
+        self.warn_all(catalog.warnings()).await;
+    }
+
+    /// One model call, accounted (a fallback inside it accounts its own
+    /// failed attempts).
+    async fn call_model(&self, request: ModelRequest) -> Result<StepOutput, StepFailure> {
+        let mut attempt = AttemptInfo {
+            label: model_label(self.model.as_ref()),
+            started: Instant::now(),
+        };
+        let io = StepIo {
+            cancel: &self.cancel,
+            emit: &self.emit,
+            accountant: &self.accountant,
+        };
+        let outcome = run_step(self.model.as_ref(), request, &mut attempt, io).await;
+        let (status, error) = match &outcome {
+            Ok(_) => (EntryStatus::Ok, None),
+            Err(StepFailure::Model(e)) => (EntryStatus::Error, Some(error_chain(e))),
+            Err(StepFailure::Cancelled | StepFailure::Detached) => (EntryStatus::Cancelled, None),
+        };
+        self.accountant
+            .llm(LlmAttempt {
+                label: &attempt.label,
+                status,
+                latency: attempt.started.elapsed(),
+                usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
+                stop_reason: outcome.as_ref().ok().map(|o| &o.finish_reason),
+                error,
+            })
+            .await;
+        outcome
+    }
+
+    /// The system prompt: the options' prompt, then the sources' instructions.
+    fn system_prompt(&self, catalog: &ToolCatalog) -> Option<String> {
+        match (&self.options.system, catalog.instructions()) {
+            (Some(s), Some(i)) => Some(format!("{s}\n\n{i}")),
+            (Some(s), None) => Some(s.clone()),
+            (None, Some(i)) => Some(i.to_owned()),
+            (None, None) => None,
+        }
+    }
+
+    /// This step's settings before any hook: the run's options.
+    fn settings(&self, catalog: &ToolCatalog) -> StepSettings {
+        StepSettings {
+            system: self.system_prompt(catalog),
+            active_tools: None,
+            tool_choice: self.options.tool_choice.clone(),
+            temperature: self.options.temperature,
+            top_p: self.options.top_p,
+            max_output_tokens: self.options.max_output_tokens,
+            parallel_tool_calls: Some(self.options.parallel_tool_calls),
+            provider_options: Default::default(),
+        }
+    }
+
+    fn plan(
+        &self,
+        history: &Arc<Vec<Message>>,
+        catalog: &ToolCatalog,
+        settings: StepSettings,
+        concluding: bool,
+    ) -> Planned {
+        let offered: Option<HashSet<String>> = settings.active_tools.map(|names| names.into_iter().collect());
+        let tools = match &offered {
+            None => catalog.definitions().clone(),
+            Some(names) => Arc::new(
+                catalog
+                    .definitions()
+                    .iter()
+                    .filter(|d| names.contains(&d.name))
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        // Tools stay declared on the concluding step (Anthropic rejects a
+        // history holding tool calls without them); `ToolChoice::None`
+        // withholds them.
+        let mut request = ModelRequest {
+            system: settings.system,
+            temperature: settings.temperature,
+            top_p: settings.top_p,
+            max_output_tokens: settings.max_output_tokens,
+            cancellation: self.cancel.child_token(),
+            tools,
+            provider_options: settings.provider_options,
+            ..ModelRequest::default()
+        };
+        if concluding {
+            let mut messages = Vec::clone(history);
+            messages.push(Message::user(CONCLUDE_INSTRUCTION));
+            request.messages = Arc::new(messages);
+            request.tool_choice = ToolChoice::None;
+        } else {
+            request.messages = history.clone();
+            request.tool_choice = settings.tool_choice;
+            request.parallel_tool_calls = settings.parallel_tool_calls;
+        }
+        Planned { request, offered }
+    }
+
+    /// Send an event. A closed receiver is handled where it matters: the
+    /// drop guard has cancelled the run, and the next step sees it.
+    async fn tell(&self, event: AgentEvent) {
+        let _ = self.emit.send(event).await;
+    }
+
+    async fn warn_all(&self, warnings: &[String]) {
+        for message in warnings {
+            tracing::warn!(target: "agent_core", "{message}");
+            self.tell(AgentEvent::Warning {
+                message: message.clone(),
+            })
+            .await;
+        }
+    }
+}
+
+/// How a run that got an answer (or reached its concluding step) ends.
+fn exit_after_answer(concluding: bool, budget_forced: bool) -> ExitReason {
+    match (concluding, budget_forced) {
+        (_, true) => ExitReason::TokenLimit,
+        (true, false) => ExitReason::MaxSteps,
+        (false, false) => ExitReason::Completed,
+    }
+}

@@ -1,0 +1,251 @@
+//! [`AgentRun`]: the handle of a running conversation, and how it ends.
+//!
+//! Invariants: the run's result is sent before its event stream closes, so
+//! once the stream has ended the result is there to take; dropping the
+//! handle cancels the run.
+
+use std::fmt;
+use std::future::IntoFuture;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::events::{AgentEvent, AgentResult, ExitReason};
+use crate::model_error::ModelError;
+
+/// A running conversation: a stream of [`AgentEvent`]s ending with
+/// [`AgentEvent::Finished`]; then [`AgentRun::into_result`]. Awaiting the run
+/// itself skips the events and gives the result.
+///
+/// Dropping it cancels the run.
+///
+/// ```no_run
+/// # async fn demo(agent: agent_core::Agent) -> Result<(), agent_core::RunError> {
+/// let answer = agent.prompt("What is 2 + 2?").await?; // Err if the model failed
+/// println!("{}", answer.text);
+/// # Ok(()) }
+/// ```
+///
+/// A run started and dropped on the spot is a mistake the compiler reports
+/// (`#[must_use]`):
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// # fn demo(agent: agent_core::Agent) {
+/// agent.prompt("Clean up the logs"); // dropped at once: cancelled
+/// # }
+/// ```
+///
+/// ```
+/// #![deny(unused_must_use)]
+/// # fn demo(agent: agent_core::Agent) {
+/// let _run = agent.prompt("Clean up the logs"); // kept: compiles
+/// # }
+/// ```
+#[must_use = "a run is cancelled when dropped: read its events, or await it or its `into_result()`"]
+pub struct AgentRun {
+    pub(super) events: mpsc::Receiver<AgentEvent>,
+    pub(super) result: oneshot::Receiver<AgentResult>,
+    pub(super) cancel: CancellationToken,
+    pub(super) _guard: DropGuard,
+}
+
+/// The run's task ended without a result (it panicked or was aborted).
+///
+/// ```
+/// assert_eq!(agent_core::RunAborted.to_string(), "the agent run ended without a result (its task panicked or was aborted)");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the agent run ended without a result (its task panicked or was aborted)")]
+pub struct RunAborted;
+
+/// Why a run did not end with an answer. Each kind but `Aborted` carries
+/// what the run did before it ended ([`RunError::result`]): the messages to
+/// keep (every tool call with its result), the text so far, the usage.
+///
+/// ```
+/// # async fn demo(agent: agent_core::Agent) {
+/// match agent.prompt("Summarise the logs").await {
+///     Ok(result) => println!("{}", result.text),
+///     Err(agent_core::RunError::Model { error, .. }) if error.kind() == "authentication" => eprintln!("check the API key"),
+///     Err(e) => {
+///         eprintln!("{e}");
+///         if let Some(partial) = e.result() {
+///             eprintln!("{} steps done, text so far: {}", partial.steps, partial.text);
+///         }
+///     }
+/// }
+/// # }
+/// ```
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// A model call failed (after every fallback).
+    #[error("the model failed: {error}")]
+    Model {
+        /// The model's error.
+        #[source]
+        error: ModelError,
+        /// What the run did before.
+        result: Box<AgentResult>,
+    },
+    /// The conversation no longer fits the model's context window.
+    #[error("the conversation no longer fits the model's context window")]
+    TokenLimit {
+        /// What the run did before (with the concluding answer, if the
+        /// budget allowed one).
+        result: Box<AgentResult>,
+    },
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled {
+        /// What the run did before.
+        result: Box<AgentResult>,
+    },
+    /// The run's task ended without a result.
+    #[error(transparent)]
+    Aborted(#[from] RunAborted),
+}
+
+impl RunError {
+    /// The partial result, for every kind but `Aborted`.
+    pub fn result(&self) -> Option<&AgentResult> {
+        match self {
+            Self::Model { result, .. } | Self::TokenLimit { result } | Self::Cancelled { result } => {
+                Some(result)
+            }
+            Self::Aborted(_) => None,
+        }
+    }
+
+    /// The partial result, owned.
+    pub fn into_result(self) -> Option<AgentResult> {
+        match self {
+            Self::Model { result, .. } | Self::TokenLimit { result } | Self::Cancelled { result } => {
+                Some(*result)
+            }
+            Self::Aborted(_) => None,
+        }
+    }
+
+    /// The model's error, for `Model`.
+    pub fn model_error(&self) -> Option<&ModelError> {
+        match self {
+            Self::Model { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// `Ok` for a run that answered (completed, stopped by `stop_when`, or
+    /// concluded at the step limit), else the error carrying the result.
+    ///
+    /// ```
+    /// # fn demo(result: agent_core::AgentResult) -> Result<(), agent_core::RunError> {
+    /// let answered = agent_core::RunError::check(result)?;
+    /// # let _ = answered; Ok(()) }
+    /// ```
+    pub fn check(result: AgentResult) -> Result<AgentResult, RunError> {
+        match result.exit {
+            ExitReason::ModelError => {
+                let error = result
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| ModelError::server(None, "the model failed"));
+                Err(Self::Model {
+                    error,
+                    result: Box::new(result),
+                })
+            }
+            ExitReason::TokenLimit => Err(Self::TokenLimit {
+                result: Box::new(result),
+            }),
+            ExitReason::Cancelled => Err(Self::Cancelled {
+                result: Box::new(result),
+            }),
+            _ => Ok(result),
+        }
+    }
+}
+
+impl fmt::Debug for RunError {
+    /// Short: the kind, the error and the size of the partial result (not
+    /// every message), so `main() -> Result<_, RunError>` prints one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = match self {
+            Self::Model { error, .. } => {
+                let mut s = f.debug_struct("RunError::Model");
+                s.field("error", error);
+                s
+            }
+            Self::TokenLimit { .. } => f.debug_struct("RunError::TokenLimit"),
+            Self::Cancelled { .. } => f.debug_struct("RunError::Cancelled"),
+            Self::Aborted(_) => return f.write_str("RunError::Aborted"),
+        };
+        if let Some(r) = self.result() {
+            s.field("steps", &r.steps)
+                .field("messages", &r.messages.len())
+                .field("text", &r.text);
+        }
+        s.finish()
+    }
+}
+
+impl AgentRun {
+    /// Cancel the run: the model request and every running tool are
+    /// cancelled; the run then finishes with [`ExitReason::Cancelled`].
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// A token that cancels the run (for another task, a signal handler...).
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Drain the events not read yet and return the result: `Ok` when the
+    /// model answered (exit `completed`, `stopped` or `max_steps`), else a
+    /// [`RunError`] carrying the partial result.
+    pub async fn into_result(self) -> Result<AgentResult, RunError> {
+        RunError::check(self.into_outcome().await?)
+    }
+
+    /// Drain the events not read yet and return the result however the run
+    /// ended (look at [`AgentResult::exit`]); `Err` only when the run's task
+    /// ended without one.
+    pub async fn into_outcome(mut self) -> Result<AgentResult, RunAborted> {
+        while self.events.recv().await.is_some() {}
+        (&mut self.result).await.map_err(|_| RunAborted)
+    }
+
+    /// The result, once the event stream has ended (`None` before, or when
+    /// it was taken).
+    pub(crate) fn take_finished(&mut self) -> Option<Result<AgentResult, RunAborted>> {
+        match self.result.try_recv() {
+            Ok(result) => Some(Ok(result)),
+            Err(oneshot::error::TryRecvError::Closed) => Some(Err(RunAborted)),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+        }
+    }
+}
+
+impl IntoFuture for AgentRun {
+    type Output = Result<AgentResult, RunError>;
+    type IntoFuture = BoxFuture<'static, Self::Output>;
+
+    /// `run.await` is `run.into_result().await`.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.into_result())
+    }
+}
+
+impl Stream for AgentRun {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
