@@ -41,6 +41,7 @@ pub mod fallback;
 mod message;
 mod model;
 pub mod model_error;
+mod progress;
 pub mod schema;
 mod source;
 pub mod tool;

@@ -9,11 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::agent::CONCLUDE_INSTRUCTION;
 use agent_core::testing::{ScriptedModel, ScriptedStep};
 use agent_core::{
-    Agent, AgentEvent, AgentOptions, ExitReason, FinishReason, ModelError, ModelEvent, Role, ToolChoice,
-    ToolError, ToolOutput, Usage,
+    Agent, AgentEvent, AgentOptions, ExitReason, FinishReason, ModelError, ModelEvent, Role, ToolError,
+    ToolOutput, Usage,
 };
 use common::*;
 use futures::StreamExt;
@@ -278,108 +277,6 @@ async fn oversized_output_is_truncated_with_the_cut_marked() {
         _ => None,
     });
     assert!(event_text.unwrap().contains("output truncated"));
-}
-
-/// `max_steps(n)`: a model that calls a tool on every step gets `n` steps
-/// with tools, whose calls all run, then one concluding call without tools
-/// that is told to answer: `n + 1` requests, exit `max_steps`.
-async fn step_limit(n: u32) {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = ran.clone();
-    let tool = TestTool::new("look", object_schema(), move |_, _| {
-        r.fetch_add(1, Ordering::SeqCst);
-        async { Ok(ToolOutput::text("seen")) }
-    });
-    let ids: Vec<String> = (1..=n).map(|i| format!("c{i}")).collect();
-    let mut script: Vec<ScriptedStep> = ids
-        .iter()
-        .map(|id| ScriptedStep::tool_calls(&[(id.as_str(), "look", "{}")]))
-        .collect();
-    script.push(ScriptedStep::text("Here is what I found."));
-    let (events, result, model) = run(script, tools(vec![tool]), AgentOptions::default().max_steps(n)).await;
-    assert_eq!(result.exit, ExitReason::MaxSteps, "max_steps({n})");
-    assert_eq!(result.steps, n + 1);
-    assert_eq!(result.text, "Here is what I found.");
-    assert_eq!(
-        ran.load(Ordering::SeqCst),
-        n as usize,
-        "every tool step's call ran"
-    );
-    let requests = model.requests();
-    assert_eq!(requests.len(), n as usize + 1);
-    for (i, request) in requests[..n as usize].iter().enumerate() {
-        assert_eq!(request.tool_choice, ToolChoice::Auto, "step {}", i + 1);
-        assert!(request.messages.iter().all(|m| m.text() != CONCLUDE_INSTRUCTION));
-    }
-    let last = &requests[n as usize];
-    assert_eq!(last.tool_choice, ToolChoice::None);
-    assert_eq!(last.messages.last().unwrap().text(), CONCLUDE_INSTRUCTION);
-    // The instruction is for the model only; it is not part of the history.
-    assert!(result.messages.iter().all(|m| m.text() != CONCLUDE_INSTRUCTION));
-    assert!(matches!(
-        events.last(),
-        Some(AgentEvent::Finished { exit: ExitReason::MaxSteps, steps, .. }) if *steps == n + 1
-    ));
-}
-
-#[tokio::test]
-async fn max_steps_1_gives_one_step_with_tools_then_a_concluding_call() {
-    step_limit(1).await;
-}
-
-#[tokio::test]
-async fn max_steps_2_gives_two_steps_with_tools_then_a_concluding_call() {
-    step_limit(2).await;
-}
-
-#[tokio::test]
-async fn max_steps_n_gives_n_steps_with_tools_then_a_concluding_call() {
-    step_limit(7).await;
-}
-
-#[tokio::test]
-async fn an_answer_within_the_step_limit_completes_without_the_conclude_instruction() {
-    let (_, result, model) = run(
-        vec![ScriptedStep::text("Done.")],
-        tools(vec![]),
-        AgentOptions::default().max_steps(1),
-    )
-    .await;
-    assert_eq!(result.exit, ExitReason::Completed);
-    let requests = model.requests();
-    assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
-    assert!(
-        requests[0]
-            .messages
-            .iter()
-            .all(|m| m.text() != CONCLUDE_INSTRUCTION)
-    );
-}
-
-#[tokio::test]
-async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = ran.clone();
-    let tool = TestTool::new("look", object_schema(), move |_, _| {
-        r.fetch_add(1, Ordering::SeqCst);
-        async { Ok(ToolOutput::text("seen")) }
-    });
-    let (_, result, _) = run(
-        vec![
-            ScriptedStep::tool_calls(&[("c1", "look", "{}")]),
-            // The concluding call, ignoring `tool_choice: none`.
-            ScriptedStep::tool_calls(&[("c2", "look", "{}")]),
-        ],
-        tools(vec![tool]),
-        AgentOptions::default().max_steps(1),
-    )
-    .await;
-    assert_eq!(result.exit, ExitReason::MaxSteps);
-    assert_eq!(ran.load(Ordering::SeqCst), 1);
-    let results = results_by_id(&result);
-    assert!(!results["c1"].0);
-    assert!(results["c2"].0, "the concluding step's call gets an error result");
 }
 
 #[tokio::test]

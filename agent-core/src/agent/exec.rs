@@ -25,7 +25,8 @@ use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::ApprovalRequest;
 use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::message::{ToolCall, ToolOutputPart, ToolResult};
-use crate::tool::{OWN_TIMEOUT_GRACE, ProgressQueue, ProgressReporter, ToolContext, ToolError, ToolOutput};
+use crate::progress::ProgressQueue;
+use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
 use crate::toolset::ToolCatalog;
 use crate::util::rfc3339_now;
 
