@@ -5,7 +5,8 @@
 //! on a blocking thread (never on the async runtime's threads), so a crash
 //! loses at most the line being written; on open it cuts a torn last line
 //! left by an earlier crash (reading only the file's tail), so every line in
-//! the file is whole or absent.
+//! the file is whole or absent. A last line that is whole JSON but lacks its
+//! newline (written by another tool) is kept and ended.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -132,7 +133,8 @@ pub struct ToolEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Why it did not run or failed: `unknown_tool`, `invalid_input`,
-    /// `denied`, `timeout`, `cancelled`, `budget_exceeded`.
+    /// `denied`, `timeout`, `cancelled`, `budget_exceeded`, `not_run` (a
+    /// call made on the concluding step, which runs no tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
     /// Projected, limit and remaining tokens, when the context budget
@@ -183,8 +185,9 @@ pub struct JsonlSink {
 }
 
 impl JsonlSink {
-    /// Open (or create) the file for appending, cutting a torn last line.
-    /// Only the tail after the last newline is read.
+    /// Open (or create) the file for appending, cutting a torn last line
+    /// (one that is not JSON; a whole JSON line missing only its newline
+    /// gets one). Only the tail after the last newline is read.
     pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
         let mut file = OpenOptions::new()
             .create(true)
@@ -193,7 +196,14 @@ impl JsonlSink {
             .open(path)?;
         let len = file.metadata()?.len();
         if let Some(keep) = whole_lines_end(&mut file, len)? {
-            file.set_len(keep)?;
+            let mut tail = Vec::new();
+            file.seek(SeekFrom::Start(keep))?;
+            file.read_to_end(&mut tail)?;
+            if serde_json::from_slice::<serde_json::Value>(&tail).is_ok() {
+                file.write_all(b"\n")?;
+            } else {
+                file.set_len(keep)?;
+            }
         }
         Ok(Self {
             file: Arc::new(Mutex::new(file)),
@@ -274,6 +284,9 @@ mod tests {
         assert_eq!(repaired(b"{\"a\":1}\n{\"b\""), b"{\"a\":1}\n");
         assert_eq!(repaired(b"{\"a\":1}\n"), b"{\"a\":1}\n");
         assert_eq!(repaired(b"torn without any newline"), b"");
+        // Whole JSON missing only its newline is kept, and ended.
+        assert_eq!(repaired(b"{\"a\":1}\n{\"b\":2}"), b"{\"a\":1}\n{\"b\":2}\n");
+        assert_eq!(repaired(b"{\"only\":true}"), b"{\"only\":true}\n");
         // A torn line longer than one chunk, after whole lines.
         let mut long = b"{\"whole\":true}\n".to_vec();
         let keep = long.len();

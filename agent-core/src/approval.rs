@@ -9,8 +9,10 @@
 //!
 //! Invariants: with no [`Approvals`] installed every tier behaves as auto; a
 //! call waiting for approval holds up no other call; no answer within the
-//! timeout is a denial; a denied call is never executed and its result tells
-//! the model it was denied and why.
+//! timeout is a denial; with no [`Approver`], an `approval_requested` event
+//! dropped unanswered is a denial at once (nobody can answer it any more); a
+//! denied call is never executed and its result tells the model it was
+//! denied and why.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

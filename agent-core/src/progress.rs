@@ -6,6 +6,7 @@
 //! (see [`PROGRESS_BUFFER`]); a report made after its call's result is
 //! dropped.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,8 @@ struct QueueState {
 pub(crate) struct ProgressQueue {
     state: Mutex<QueueState>,
     notify: Notify,
+    /// Reporters alive; a receiver's `recv` ends once none is left.
+    reporters: AtomicUsize,
 }
 
 impl ProgressQueue {
@@ -120,10 +123,19 @@ impl ProgressQueue {
 /// assert_eq!((p.call_id.as_str(), p.progress), ("c1", 1.0));
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ProgressReporter {
     call_id: String,
     sink: Option<Arc<ProgressQueue>>,
+}
+
+impl Clone for ProgressReporter {
+    fn clone(&self) -> Self {
+        match &self.sink {
+            Some(queue) => Self::to_queue(self.call_id.clone(), queue.clone()),
+            None => Self::discard(self.call_id.clone()),
+        }
+    }
 }
 
 impl ProgressReporter {
@@ -151,6 +163,7 @@ impl ProgressReporter {
     }
 
     pub(crate) fn to_queue(call_id: impl Into<String>, queue: Arc<ProgressQueue>) -> Self {
+        queue.reporters.fetch_add(1, Ordering::SeqCst);
         Self {
             call_id: call_id.into(),
             sink: Some(queue),
@@ -172,9 +185,10 @@ impl ProgressReporter {
 
 impl Drop for ProgressReporter {
     fn drop(&mut self) {
-        // Wake a receiver waiting in `recv`, which then sees whether any
-        // reporter is left.
+        // Counted out before the wake-up, so the receiver it wakes sees
+        // whether any reporter is left.
         if let Some(sink) = &self.sink {
+            sink.reporters.fetch_sub(1, Ordering::SeqCst);
             sink.notify.notify_one();
         }
     }
@@ -199,8 +213,9 @@ impl ProgressReceiver {
             if let Some(p) = self.queue.pop() {
                 return Some(p);
             }
-            if Arc::strong_count(&self.queue) == 1 {
-                return None;
+            if self.queue.reporters.load(Ordering::SeqCst) == 0 {
+                // A report made just before the last reporter went.
+                return self.queue.pop();
             }
             self.queue.notified().await;
         }

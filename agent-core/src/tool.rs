@@ -438,11 +438,13 @@ pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
 /// Why a tool call failed. The agent loop turns it into an error result the
 /// model can read.
 ///
-/// `?` converts any error into it (as [`ToolError::Other`], keeping the error
-/// and its causes), so a tool's body can use `?` on I/O, HTTP or parsing
-/// errors alike. For that reason it is not itself a `std::error::Error`
-/// (as with `anyhow::Error`); it converts into
-/// `Box<dyn std::error::Error + Send + Sync>`.
+/// `?` converts any `std::error::Error + Send + Sync` into it (as
+/// [`ToolError::Other`], keeping the error and its causes), so a tool's body
+/// can use `?` on I/O, HTTP or parsing errors alike; a boxed error goes
+/// through [`ToolError::boxed`] (`.map_err(ToolError::boxed)?`), an
+/// `anyhow::Error` through `.map_err(|e| ToolError::boxed(e.into()))?`. For
+/// that reason it is not itself a `std::error::Error` (as with
+/// `anyhow::Error`); it converts into `Box<dyn std::error::Error + Send + Sync>`.
 ///
 /// ```
 /// use agent_core::ToolError;

@@ -97,14 +97,22 @@ async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
         r.fetch_add(1, Ordering::SeqCst);
         async { Ok(ToolOutput::text("seen")) }
     });
-    let (_, result, _) = run(
+    let hooked = Arc::new(AtomicUsize::new(0));
+    let h = hooked.clone();
+    let options = AgentOptions::default()
+        .max_steps(1)
+        .on_tool_result(move |_, output| {
+            h.fetch_add(1, Ordering::SeqCst);
+            output
+        });
+    let (events, result, _) = run(
         vec![
             ScriptedStep::tool_calls(&[("c1", "look", "{}")]),
             // The concluding call, ignoring `tool_choice: none`.
             ScriptedStep::tool_calls(&[("c2", "look", "{}")]),
         ],
         tools(vec![tool]),
-        AgentOptions::default().max_steps(1),
+        options,
     )
     .await;
     assert_eq!(result.exit, ExitReason::MaxSteps);
@@ -112,4 +120,18 @@ async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
     let results = results_by_id(&result);
     assert!(!results["c1"].0);
     assert!(results["c2"].0, "the concluding step's call gets an error result");
+    // Like every result: through the hook, with its event and accounting entry.
+    assert_eq!(hooked.load(Ordering::SeqCst), 2);
+    let not_run = events.iter().find_map(|e| match e {
+        AgentEvent::Accounting {
+            entry: agent_core::accounting::AccountingEntry::Tool(t),
+        } if t.details.as_deref() == Some("not_run") => Some(t.clone()),
+        _ => None,
+    });
+    assert!(not_run.is_some(), "no accounting entry for the refused call");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolResult { call_id, is_error: true, .. } if call_id == "c2"))
+    );
 }

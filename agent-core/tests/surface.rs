@@ -41,10 +41,22 @@ async fn a_401_is_an_error_of_the_run_not_an_empty_answer() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(err.to_string().contains("invalid x-api-key"), "{err}");
-    // The model error is the cause, for error reporters that walk the chain.
-    let source = std::error::Error::source(&err).unwrap();
-    assert!(source.to_string().contains("authentication failed"));
+    // Said once, whether printed alone or with its causes.
+    assert_eq!(
+        err.to_string(),
+        "the model failed: authentication failed (status 401): invalid x-api-key"
+    );
+    assert_eq!(agent_core::util::error_chain(&err), err.to_string());
+    // A cause of the model error is the run error's source.
+    let io = std::io::Error::other("connection reset by peer");
+    let (cut, _) = self::agent(vec![ScriptedStep::fail(
+        ModelError::stream_cut("body broke").with_source(io),
+    )]);
+    let err = cut.prompt("hi").await.unwrap_err();
+    assert_eq!(
+        std::error::Error::source(&err).unwrap().to_string(),
+        "connection reset by peer"
+    );
 }
 
 #[tokio::test]
@@ -306,9 +318,25 @@ async fn with_cancellation_scopes_one_agent_copy_to_a_token() {
     let err = tokio::time::timeout(HANG_GUARD, run).await.unwrap().unwrap_err();
     assert!(matches!(err, RunError::Cancelled { .. }));
     assert!(
-        agent.options().cancellation.is_none(),
+        agent.options().cancellation.is_empty(),
         "the original agent is untouched"
     );
+}
+
+#[tokio::test]
+async fn a_scoped_agent_keeps_the_tokens_it_had() {
+    let shutdown = CancellationToken::new();
+    let model = ScriptedModel::new(vec![ScriptedStep::events(vec![]).then_hang()]);
+    let agent = Agent::builder(Arc::new(model))
+        .cancellation(shutdown.clone())
+        .build();
+    let request = CancellationToken::new();
+    let run = agent.with_cancellation(request.clone()).prompt("hi");
+    // The application-wide token still cancels the request-scoped run.
+    shutdown.cancel();
+    let err = tokio::time::timeout(HANG_GUARD, run).await.unwrap().unwrap_err();
+    assert!(matches!(err, RunError::Cancelled { .. }));
+    assert!(!request.is_cancelled(), "a run never cancels its parents");
 }
 
 #[tokio::test]

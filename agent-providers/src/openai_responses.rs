@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use agent_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    ModelStream, Role, ToolChoice, Usage,
+    ModelStream, Role, ToolChoice,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use crate::http::Transport;
 use crate::openai_chat::{OPENAI_BASE_URL, openai_usage};
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
-use crate::tools::{PendingCall, complete, merge_options, num, object_schema};
+use crate::tools::{PendingCall, complete, merge_options, object_schema};
 
 /// A model behind the OpenAI Responses API.
 #[derive(Debug, Clone)]

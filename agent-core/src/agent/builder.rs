@@ -149,7 +149,7 @@ impl AgentBuilder {
         accounting(sink: Arc<dyn AccountingSink>);
         /// Guard the context window with this budget.
         budget(budget: ContextBudget);
-        /// Cancel every run when this token is cancelled.
+        /// Also cancel every run when this token is cancelled.
         cancellation(token: CancellationToken);
         /// Change each request before it is sent.
         prepare_step(hook: impl Fn(&StepContext<'_>, &mut StepSettings) + Send + Sync + 'static);

@@ -11,8 +11,8 @@ use std::future::IntoFuture;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::Stream;
 use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::Agent;
@@ -120,15 +120,17 @@ impl Conversation {
 }
 
 /// One turn of a [`Conversation`]: a stream of [`AgentEvent`]s, then the
-/// result. Dropping it before the run ended cancels the run and leaves the
-/// conversation as it was.
+/// result. The turn joins the conversation once its run has ended: when the
+/// `finished` event is read, when the result is taken, or when the turn is
+/// dropped after its run ended. Dropping it before cancels the run and
+/// leaves the conversation as it was.
 #[must_use = "a turn is cancelled when dropped: read its events, or await it or its `into_result()`"]
 pub struct Turn<'a> {
     conversation: &'a mut Conversation,
     /// Taken once the turn is committed.
     prompt: Option<Message>,
     run: AgentRun,
-    /// The result, once the event stream ended and it was committed.
+    /// The result, once it was committed while the events were read.
     finished: Option<AgentResult>,
 }
 
@@ -145,21 +147,33 @@ impl Turn<'_> {
     }
 
     /// Drain the events not read yet; the result however the run ended.
-    pub async fn into_outcome(self) -> Result<AgentResult, RunAborted> {
-        let Turn {
-            conversation,
-            prompt,
-            run,
-            finished,
-        } = self;
-        if let Some(result) = finished {
+    pub async fn into_outcome(mut self) -> Result<AgentResult, RunAborted> {
+        if let Some(result) = self.finished.take() {
             return Ok(result);
         }
-        let result = run.into_outcome().await?;
-        if let Some(prompt) = prompt {
-            conversation.commit(prompt, &result);
+        while self.run.next().await.is_some() {}
+        self.commit_finished();
+        self.finished.take().ok_or(RunAborted)
+    }
+
+    /// Commit the run's result if it is there and the turn is not committed
+    /// yet.
+    fn commit_finished(&mut self) {
+        if self.prompt.is_some()
+            && let Some(Ok(result)) = self.run.take_finished()
+            && let Some(prompt) = self.prompt.take()
+        {
+            self.conversation.commit(prompt, &result);
+            self.finished = Some(result);
         }
-        Ok(result)
+    }
+}
+
+impl Drop for Turn<'_> {
+    /// A turn whose run ended joins the conversation even when its events
+    /// were not read to the end.
+    fn drop(&mut self) {
+        self.commit_finished();
     }
 }
 
@@ -175,17 +189,13 @@ impl<'a> IntoFuture for Turn<'a> {
 impl Stream for Turn<'_> {
     type Item = AgentEvent;
 
-    /// The run's events; when they end, the turn joins the conversation.
+    /// The run's events; at `finished` (the result is sent just before it)
+    /// the turn joins the conversation.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         let this = &mut *self;
         let next = Pin::new(&mut this.run).poll_next(cx);
-        if let Poll::Ready(None) = next
-            && this.finished.is_none()
-            && let Some(Ok(result)) = this.run.take_finished()
-            && let Some(prompt) = this.prompt.take()
-        {
-            this.conversation.commit(prompt, &result);
-            this.finished = Some(result);
+        if let Poll::Ready(None | Some(AgentEvent::Finished { .. })) = &next {
+            this.commit_finished();
         }
         next
     }

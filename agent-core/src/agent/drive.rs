@@ -4,7 +4,8 @@
 //!
 //! Invariants (see the module above): every tool call in the history gets
 //! exactly one result; a step's calls run only after its stream completed;
-//! [`AgentEvent::Finished`] is the last event.
+//! [`AgentEvent::Finished`] is the last event, and the result is delivered
+//! before it, so whoever has seen `Finished` can take the result.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::account::{Accountant, LlmAttempt};
 use super::emit::Emitter;
 use super::events::{AgentEvent, AgentResult, ExitReason};
-use super::exec::{Batch, execute, not_run};
+use super::exec::{Batch, execute};
 use super::guard::Guard;
 use super::hooks::{StepContext, StepSettings, StepSummary};
 use super::options::{AgentOptions, CONCLUDE_INSTRUCTION};
@@ -57,7 +58,9 @@ struct Planned {
 }
 
 impl Run {
-    pub async fn drive(&self, input: Vec<Message>) -> AgentResult {
+    /// Run to the end; `deliver` gets the result just before the
+    /// `finished` event goes out.
+    pub async fn drive(&self, input: Vec<Message>, deliver: impl FnOnce(AgentResult)) {
         let mut history = Arc::new(input);
         let input_len = history.len();
         let mut progress = Progress::default();
@@ -91,18 +94,12 @@ impl Run {
                 catalog = latest;
                 self.warn_all(catalog.warnings()).await;
             }
-            // `max_steps` steps may use tools; the one after concludes.
-            let mut concluding = step > self.options.max_steps || budget_forced;
+            // `max_steps` steps may use tools (at least one, whatever the
+            // field was set to); the one after concludes.
+            let mut concluding = step > self.options.max_steps.max(1) || budget_forced;
             let mut settings = self.settings(&catalog);
-            if let Some(hook) = &self.options.hooks.prepare_step {
-                let ctx = StepContext {
-                    step,
-                    concluding,
-                    messages: &history,
-                    steps: &progress.summaries,
-                };
-                hook(&ctx, &mut settings);
-            }
+            // The budget decides first, so the hook is told whether this
+            // call concludes; text the hook adds is not counted.
             if let Some(guard) = guard.as_mut() {
                 let conclude = [Message::user(CONCLUDE_INSTRUCTION)];
                 let extra: &[Message] = if concluding { &conclude } else { &[] };
@@ -117,6 +114,15 @@ impl Run {
                         break (ExitReason::TokenLimit, None);
                     }
                 }
+            }
+            if let Some(hook) = &self.options.hooks.prepare_step {
+                let ctx = StepContext {
+                    step,
+                    concluding,
+                    messages: &history,
+                    steps: &progress.summaries,
+                };
+                hook(&ctx, &mut settings);
             }
             let step_system = settings.system.clone();
             let planned = self.plan(&history, &catalog, settings, concluding);
@@ -143,13 +149,8 @@ impl Run {
             if output.calls.is_empty() {
                 break (exit_after_answer(concluding, budget_forced), None);
             }
-            let results = if concluding {
-                not_run(
-                    &output.calls,
-                    "Not run: tools are no longer available (the step limit or the context budget was reached).",
-                )
-            } else {
-                let gate = guard.as_mut().map(|g| {
+            let results = {
+                let gate = guard.as_mut().filter(|_| !concluding).map(|g| {
                     let projected = g.project(step_system.as_deref(), &catalog, &history, &[]);
                     g.results_gate(projected)
                 });
@@ -158,6 +159,7 @@ impl Run {
                     bad_json: &output.bad_json,
                     catalog: &catalog,
                     offered: planned.offered.as_ref(),
+                    refuse: concluding.then_some(NOT_RUN_CONCLUDING),
                     options: &self.options,
                     cancel: &self.cancel,
                     emit: &self.emit,
@@ -199,15 +201,14 @@ impl Run {
             }
         };
         debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
-        self.tell(AgentEvent::Finished {
+        let finished = AgentEvent::Finished {
             exit,
             text: progress.text.clone(),
             usage: progress.usage,
             steps: progress.steps,
             error: error.as_ref().map(|e| error_chain(e)),
-        })
-        .await;
-        AgentResult {
+        };
+        deliver(AgentResult {
             messages: progress.new_messages,
             text: progress.text,
             usage: progress.usage,
@@ -215,7 +216,8 @@ impl Run {
             steps: progress.steps,
             exit,
             error,
-        }
+        });
+        self.tell(finished).await;
     }
 
     /// `run_started`, then `mcp_connected` and warnings about the tools.
@@ -304,17 +306,28 @@ impl Run {
         settings: StepSettings,
         concluding: bool,
     ) -> Planned {
-        let offered: Option<HashSet<String>> = settings.active_tools.map(|names| names.into_iter().collect());
-        let tools = match &offered {
-            None => catalog.definitions().clone(),
-            Some(names) => Arc::new(
+        // The concluding call declares every tool (its calls are refused
+        // anyway); a narrowed list that names no tool keeps them declared
+        // too and offers none (`ToolChoice::None`), since a history holding
+        // tool calls must be sent with tools.
+        let offered: Option<HashSet<String>> = settings
+            .active_tools
+            .filter(|_| !concluding)
+            .map(|names| names.into_iter().collect());
+        let narrowed: Option<Arc<Vec<_>>> = offered.as_ref().map(|names| {
+            Arc::new(
                 catalog
                     .definitions()
                     .iter()
                     .filter(|d| names.contains(&d.name))
                     .cloned()
                     .collect(),
-            ),
+            )
+        });
+        let none_offered = narrowed.as_ref().is_some_and(|n| n.is_empty());
+        let tools = match narrowed {
+            Some(narrowed) if !none_offered => narrowed,
+            _ => catalog.definitions().clone(),
         };
         // Tools stay declared on the concluding step (Anthropic rejects a
         // history holding tool calls without them); `ToolChoice::None`
@@ -336,7 +349,11 @@ impl Run {
             request.tool_choice = ToolChoice::None;
         } else {
             request.messages = history.clone();
-            request.tool_choice = settings.tool_choice;
+            request.tool_choice = if none_offered {
+                ToolChoice::None
+            } else {
+                settings.tool_choice
+            };
             request.parallel_tool_calls = settings.parallel_tool_calls;
         }
         Planned { request, offered }
@@ -358,6 +375,10 @@ impl Run {
         }
     }
 }
+
+/// The result of a call made on the concluding step, which runs no tool.
+const NOT_RUN_CONCLUDING: &str =
+    "Not run: tools are no longer available (the step limit or the context budget was reached).";
 
 /// How a run that got an answer (or reached its concluding step) ends.
 fn exit_after_answer(concluding: bool, budget_forced: bool) -> ExitReason {

@@ -95,7 +95,8 @@ pub enum AgentEvent {
     },
     /// A call waits for approval; answer through `responder` (or the
     /// installed approver answers). No answer within the approval timeout
-    /// denies it.
+    /// denies it; so does dropping this event unanswered when no approver
+    /// is installed (then at once).
     ApprovalRequested {
         /// The call's id.
         call_id: String,

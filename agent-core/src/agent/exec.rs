@@ -24,7 +24,7 @@ use super::truncate::truncate_output;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::ApprovalRequest;
 use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
-use crate::message::{ToolCall, ToolOutputPart, ToolResult};
+use crate::message::{ToolCall, ToolResult};
 use crate::progress::ProgressQueue;
 use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
 use crate::toolset::ToolCatalog;
@@ -48,6 +48,9 @@ pub(crate) struct Batch<'a> {
     pub catalog: &'a Arc<ToolCatalog>,
     /// Exposed names offered this step, when a hook narrowed them.
     pub offered: Option<&'a HashSet<String>>,
+    /// Run none of the calls: each gets this as its error result (the
+    /// concluding step).
+    pub refuse: Option<&'a str>,
     pub options: &'a AgentOptions,
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
@@ -144,6 +147,19 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             })
             .await
             .is_ok();
+        if let Some(reason) = batch.refuse {
+            outcomes[i] = Some(error_outcome(reason, "not_run"));
+            continue;
+        }
+        if let Some(offered) = batch.offered
+            && !offered.contains(&call.name)
+        {
+            outcomes[i] = Some(error_outcome(
+                not_offered_message(&call.name, offered, batch.catalog),
+                "unknown_tool",
+            ));
+            continue;
+        }
         let Some(exposed) = exposed else {
             outcomes[i] = Some(error_outcome(
                 unknown_tool_message(&call.name, batch.catalog),
@@ -151,25 +167,6 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             ));
             continue;
         };
-        if let Some(offered) = batch.offered
-            && !offered.contains(&call.name)
-        {
-            let mut names: Vec<&str> = offered.iter().map(String::as_str).collect();
-            names.sort_unstable();
-            outcomes[i] = Some(error_outcome(
-                format!(
-                    "Tool {} is not available in this step. Available tools: {}.",
-                    call.name,
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-                "unknown_tool",
-            ));
-            continue;
-        }
         if let Some(err) = bad_json.get(call.id.as_str()) {
             outcomes[i] = Some(error_outcome(
                 format!(
@@ -417,6 +414,23 @@ fn unknown_tool_message(name: &str, catalog: &ToolCatalog) -> String {
     format!("Unknown tool {name}. Available tools: {listed}.")
 }
 
+/// For a call to a tool a hook did not offer this step: the tools it did
+/// offer that exist.
+fn not_offered_message(name: &str, offered: &HashSet<String>, catalog: &ToolCatalog) -> String {
+    let mut names: Vec<&str> = offered
+        .iter()
+        .map(String::as_str)
+        .filter(|n| catalog.get(n).is_some())
+        .collect();
+    names.sort_unstable();
+    let listed = if names.is_empty() {
+        "none; answer without tools".to_owned()
+    } else {
+        names.join(", ")
+    };
+    format!("Tool {name} is not available in this step. Available tools: {listed}.")
+}
+
 fn format_duration(d: Duration) -> String {
     if d.subsec_millis() == 0 {
         format!("{} s", d.as_secs())
@@ -433,17 +447,4 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     } else {
         "(no message)".to_owned()
     }
-}
-
-/// Error results for calls that are not run because the run ends (step limit
-/// or cancellation), so the history keeps its one-result-per-call invariant.
-pub(crate) fn not_run(calls: &[ToolCall], why: &str) -> Vec<ToolResult> {
-    calls
-        .iter()
-        .map(|call| ToolResult {
-            call_id: call.id.clone(),
-            parts: vec![ToolOutputPart::text(why)],
-            is_error: true,
-        })
-        .collect()
 }

@@ -34,8 +34,10 @@ pub(crate) async fn pass(
         return Ok(());
     }
     // The event holds the only responder: once every copy of the event is
-    // gone unanswered (nobody reads the events, or the reader ignored it),
-    // the answer channel closes and nobody can answer any more.
+    // dropped unanswered (the run awaited without reading its events, or a
+    // reader that ignores it), the answer channel closes and nobody can
+    // answer any more. An event still waiting unread in the channel keeps
+    // its responder, so the call waits for the reader (or the timeout).
     let (responder, answer) = ApprovalResponder::new();
     let _ = emit
         .send(AgentEvent::ApprovalRequested {

@@ -10,7 +10,7 @@
 //!   failed stream never runs a tool;
 //! - dropping the [`AgentRun`] (or calling [`AgentRun::cancel`]) cancels the
 //!   model request and every running tool; [`AgentEvent::Finished`] is
-//!   always the last event, and the result is ready once the events end.
+//!   always the last event, and the result is ready once it was sent.
 
 mod account;
 mod builder;
@@ -103,15 +103,16 @@ impl Agent {
     }
 
     /// This agent, with runs that are also cancelled when `token` is (a
-    /// parent agent's tool call, a request's lifetime). Cheap: the model
-    /// and tools are shared.
+    /// parent agent's tool call, a request's lifetime), besides the tokens
+    /// it already had. Cheap: the model and tools are shared.
     ///
     /// ```
     /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// let agent = agent_core::Agent::builder(model).build();
+    /// let shutdown = agent_core::CancellationToken::new();
+    /// let agent = agent_core::Agent::builder(model).cancellation(shutdown).build();
     /// let request = agent_core::CancellationToken::new();
     /// let scoped = agent.with_cancellation(request.clone());
-    /// assert!(scoped.options().cancellation.is_some());
+    /// assert_eq!(scoped.options().cancellation.len(), 2);
     /// ```
     pub fn with_cancellation(&self, token: CancellationToken) -> Agent {
         Agent {
@@ -146,10 +147,7 @@ pub fn run_agent(
     messages: Vec<Message>,
     options: AgentOptions,
 ) -> AgentRun {
-    let cancel = options
-        .cancellation
-        .as_ref()
-        .map_or_else(CancellationToken::new, CancellationToken::child_token);
+    let cancel = run_token(&options.cancellation);
     let (emit, events) = Emitter::new();
     let (result_tx, result_rx) = oneshot::channel();
     let accountant = Accountant::new(emit.clone(), options.accounting.clone());
@@ -162,18 +160,41 @@ pub fn run_agent(
         accountant,
     };
     tokio::spawn(async move {
-        let result = run.drive(messages).await;
-        // The receiver may be gone; the result is then not wanted. The
-        // result goes before the events close (when `run` is dropped), so a
-        // reader who saw the stream end finds it.
-        let _ = result_tx.send(result);
-        drop(run);
+        // The receiver may be gone; the result is then not wanted. It goes
+        // out before the `finished` event (and so before the events close),
+        // so a reader who saw either finds it.
+        run.drive(messages, |result| {
+            let _ = result_tx.send(result);
+        })
+        .await;
     });
     AgentRun {
         events,
         result: result_rx,
         cancel: cancel.clone(),
         _guard: cancel.drop_guard(),
+    }
+}
+
+/// A run's token: cancelled when any parent is, never cancelling one. A
+/// single parent gives a child token; several are watched by a task that
+/// ends with the run's token.
+fn run_token(parents: &[CancellationToken]) -> CancellationToken {
+    match parents {
+        [] => CancellationToken::new(),
+        [parent] => parent.child_token(),
+        [first, rest @ ..] => {
+            let token = first.child_token();
+            let (watched, rest) = (token.clone(), rest.to_vec());
+            tokio::spawn(async move {
+                let any = futures::future::select_all(rest.iter().map(|p| Box::pin(p.cancelled())));
+                tokio::select! {
+                    _ = any => watched.cancel(),
+                    () = watched.cancelled() => {}
+                }
+            });
+            token
+        }
     }
 }
 

@@ -13,16 +13,20 @@ use crate::model::ToolChoice;
 use crate::tool::ToolOutput;
 
 /// Lays `theirs` over `mine`: an option field counts as set when it is
-/// `Some` (`set:`) or differs from its default (`changed:`); each hook when
-/// it is `Some`. The destructuring names every field, so a field added to
-/// [`AgentOptions`] and not listed here does not compile.
+/// `Some` (`set:`) or differs from its default (`changed:`); lists add up
+/// (`added:`); each hook counts when it is `Some`. The destructuring names
+/// every field of both structs, so a field added to [`AgentOptions`] or
+/// [`Hooks`] and not listed here does not compile.
 macro_rules! merge_fields {
     ($mine:ident, $theirs:ident, $defaults:ident;
-     set: $($set:ident),*; changed: $($changed:ident),*; hooks: $($hook:ident),*) => {
-        let AgentOptions { $($set,)* $($changed,)* hooks } = $theirs;
+     set: $($set:ident),*; changed: $($changed:ident),*; added: $($added:ident),*;
+     hooks: $($hook:ident),*) => {
+        let AgentOptions { $($set,)* $($changed,)* $($added,)* hooks } = $theirs;
+        let Hooks { $($hook,)* } = hooks;
         $(if $set.is_some() { $mine.$set = $set; })*
         $(if $changed != $defaults.$changed { $mine.$changed = $changed; })*
-        $(if hooks.$hook.is_some() { $mine.hooks.$hook = hooks.$hook; })*
+        $($mine.$added.extend($added);)*
+        $(if $hook.is_some() { $mine.hooks.$hook = $hook; })*
     };
 }
 
@@ -85,9 +89,10 @@ pub struct AgentOptions {
     pub accounting: Option<Arc<dyn AccountingSink>>,
     /// The model's context-window budget; `None` leaves requests unchecked.
     pub budget: Option<ContextBudget>,
-    /// Runs are cancelled when this token is (an application-wide shutdown,
-    /// a parent agent's call); each run gets a child of it.
-    pub cancellation: Option<CancellationToken>,
+    /// Runs are cancelled when any of these tokens is (an application-wide
+    /// shutdown, a request's lifetime, a parent agent's call); cancelling a
+    /// run never cancels them.
+    pub cancellation: Vec<CancellationToken>,
     /// Hooks into each step: [`AgentOptions::prepare_step`],
     /// [`AgentOptions::stop_when`], [`AgentOptions::on_tool_result`].
     pub hooks: Hooks,
@@ -109,7 +114,7 @@ impl Default for AgentOptions {
             approvals: None,
             accounting: None,
             budget: None,
-            cancellation: None,
+            cancellation: Vec::new(),
             hooks: Hooks::default(),
         }
     }
@@ -217,16 +222,16 @@ impl AgentOptions {
         self
     }
 
-    /// Cancel every run when `token` is cancelled (each run gets a child
-    /// token, so cancelling one run never cancels the parent).
+    /// Also cancel every run when `token` is cancelled (tokens set earlier
+    /// still count; cancelling a run never cancels them).
     ///
     /// ```
     /// let shutdown = agent_core::CancellationToken::new();
     /// let opts = agent_core::AgentOptions::default().cancellation(shutdown.clone());
-    /// assert!(opts.cancellation.is_some());
+    /// assert_eq!(opts.cancellation.len(), 1);
     /// ```
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancellation = Some(token);
+        self.cancellation.push(token);
         self
     }
 
@@ -289,9 +294,10 @@ impl AgentOptions {
 
     /// These options with every setting that `other` sets laid over them.
     /// A setting counts as set when it is `Some` (system prompt, sampling,
-    /// approvals, accounting, budget, cancellation, each hook) or differs
-    /// from its default (step limit, timeouts, limits, tool choice,
-    /// parallel calls); settings `other` leaves alone keep their value here.
+    /// approvals, accounting, budget, each hook) or differs from its default
+    /// (step limit, timeouts, limits, tool choice, parallel calls); settings
+    /// `other` leaves alone keep their value here, so `other` cannot put a
+    /// setting back to its default. Cancellation tokens add up.
     ///
     /// ```
     /// use agent_core::AgentOptions;
@@ -304,8 +310,9 @@ impl AgentOptions {
         let defaults = AgentOptions::default();
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
-            set: system, temperature, top_p, max_output_tokens, approvals, accounting, budget, cancellation;
+            set: system, temperature, top_p, max_output_tokens, approvals, accounting, budget;
             changed: max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls;
+            added: cancellation;
             hooks: prepare_step, stop_when, on_tool_result);
         self
     }

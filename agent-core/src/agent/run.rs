@@ -1,8 +1,8 @@
 //! [`AgentRun`]: the handle of a running conversation, and how it ends.
 //!
-//! Invariants: the run's result is sent before its event stream closes, so
-//! once the stream has ended the result is there to take; dropping the
-//! handle cancels the run.
+//! Invariants: the run's result is sent before its `finished` event, so once
+//! that event (or the end of the stream) was seen the result is there to
+//! take; dropping the handle cancels the run.
 
 use std::fmt;
 use std::future::IntoFuture;
@@ -81,34 +81,59 @@ pub struct RunAborted;
 /// }
 /// # }
 /// ```
-#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
     /// A model call failed (after every fallback).
-    #[error("the model failed: {error}")]
     Model {
         /// The model's error.
-        #[source]
         error: ModelError,
         /// What the run did before.
         result: Box<AgentResult>,
     },
     /// The conversation no longer fits the model's context window.
-    #[error("the conversation no longer fits the model's context window")]
     TokenLimit {
         /// What the run did before (with the concluding answer, if the
         /// budget allowed one).
         result: Box<AgentResult>,
     },
     /// The run was cancelled.
-    #[error("the run was cancelled")]
     Cancelled {
         /// What the run did before.
         result: Box<AgentResult>,
     },
     /// The run's task ended without a result.
-    #[error(transparent)]
-    Aborted(#[from] RunAborted),
+    Aborted(RunAborted),
+}
+
+impl fmt::Display for RunError {
+    /// One line saying why; for `Model`, the model's error (its own cause
+    /// is this error's [`source`](std::error::Error::source), so a report
+    /// that walks the chain says each thing once).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Model { error, .. } => write!(f, "the model failed: {error}"),
+            Self::TokenLimit { .. } => {
+                f.write_str("the conversation no longer fits the model's context window")
+            }
+            Self::Cancelled { .. } => f.write_str("the run was cancelled"),
+            Self::Aborted(aborted) => fmt::Display::fmt(aborted, f),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Model { error, .. } => std::error::Error::source(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<RunAborted> for RunError {
+    fn from(aborted: RunAborted) -> Self {
+        Self::Aborted(aborted)
+    }
 }
 
 impl RunError {
@@ -132,7 +157,7 @@ impl RunError {
         }
     }
 
-    /// The model's error, for `Model`.
+    /// The model's error, for `Model` (its kind, status, message).
     pub fn model_error(&self) -> Option<&ModelError> {
         match self {
             Self::Model { error, .. } => Some(error),
@@ -221,8 +246,8 @@ impl AgentRun {
         (&mut self.result).await.map_err(|_| RunAborted)
     }
 
-    /// The result, once the event stream has ended (`None` before, or when
-    /// it was taken).
+    /// The result, once the `finished` event was sent (`None` before, or
+    /// when it was taken).
     pub(crate) fn take_finished(&mut self) -> Option<Result<AgentResult, RunAborted>> {
         match self.result.try_recv() {
             Ok(result) => Some(Ok(result)),
