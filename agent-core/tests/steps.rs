@@ -9,19 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::agent::CONCLUDE_INSTRUCTION;
 use agent_core::testing::ScriptedStep;
-use agent_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice, ToolOutput};
+use agent_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice};
 use common::*;
 
 /// `max_steps(n)`: a model that calls a tool on every step gets `n` steps
 /// with tools, whose calls all run, then one concluding call without tools
 /// that is told to answer: `n + 1` requests, exit `max_steps`.
 async fn step_limit(n: u32) {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = ran.clone();
-    let tool = TestTool::new("look", object_schema(), move |_, _| {
-        r.fetch_add(1, Ordering::SeqCst);
-        async { Ok(ToolOutput::text("seen")) }
-    });
+    let (tool, ran) = counted_tool("look", "seen");
     let ids: Vec<String> = (1..=n).map(|i| format!("c{i}")).collect();
     let mut script: Vec<ScriptedStep> = ids
         .iter()
@@ -91,12 +86,7 @@ async fn an_answer_within_the_step_limit_completes_without_the_conclude_instruct
 
 #[tokio::test]
 async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let r = ran.clone();
-    let tool = TestTool::new("look", object_schema(), move |_, _| {
-        r.fetch_add(1, Ordering::SeqCst);
-        async { Ok(ToolOutput::text("seen")) }
-    });
+    let (tool, ran) = counted_tool("look", "seen");
     let hooked = Arc::new(AtomicUsize::new(0));
     let h = hooked.clone();
     let options = AgentOptions::default()

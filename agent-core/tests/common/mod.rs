@@ -54,6 +54,17 @@ impl Tool for TestTool {
     }
 }
 
+/// A tool answering `output`, and the count of its calls.
+pub fn counted_tool(name: &str, output: &'static str) -> (TestTool, Arc<std::sync::atomic::AtomicUsize>) {
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    let tool = TestTool::new(name, object_schema(), move |_, _| {
+        c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move { Ok(ToolOutput::text(output)) }
+    });
+    (tool, calls)
+}
+
 pub fn object_schema() -> Value {
     json!({"type": "object"})
 }
