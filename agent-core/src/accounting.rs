@@ -49,6 +49,9 @@ pub struct EntryTokens {
     pub output: u64,
     /// Cached prompt tokens.
     pub cached: u64,
+    /// Prompt tokens written to the cache.
+    #[serde(default)]
+    pub cache_write: u64,
     /// Reasoning tokens.
     pub reasoning: u64,
     /// Total.
@@ -61,6 +64,7 @@ impl From<Usage> for EntryTokens {
             input: u.input_tokens.unwrap_or(0),
             output: u.output_tokens.unwrap_or(0),
             cached: u.cached_input_tokens.unwrap_or(0),
+            cache_write: u.cache_write_tokens.unwrap_or(0),
             reasoning: u.reasoning_tokens.unwrap_or(0),
             total: u.total().unwrap_or(0),
         }

@@ -81,6 +81,13 @@ impl LanguageModel for FallbackModel {
         self.models.first().map_or("none", |m| m.model_id())
     }
 
+    /// What every model of the list can do (the same request goes to each).
+    fn capabilities(&self) -> crate::settings::ModelCapabilities {
+        let mut models = self.models.iter().map(|m| m.capabilities());
+        let first = models.next().unwrap_or_default();
+        models.fold(first, crate::settings::ModelCapabilities::intersect)
+    }
+
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         if self.models.is_empty() {
             return Err(ModelError::invalid_request(

@@ -41,8 +41,10 @@ pub mod fallback;
 mod message;
 mod model;
 pub mod model_error;
+pub mod output;
 mod progress;
 pub mod schema;
+mod settings;
 mod source;
 pub mod tool;
 pub mod toolset;
@@ -67,6 +69,8 @@ pub use fallback::FallbackModel;
 pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
 pub use model::{LanguageModel, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::ModelError;
+pub use output::{OutputError, OutputMode, OutputSpec};
+pub use settings::{ModelCapabilities, ReasoningConfig, ReasoningEffort, ResponseFormat, UnknownEffort};
 pub use source::{SourceKind, StaticToolSource, ToolSource, ToolSourceError};
 pub use tool::{
     ProgressReceiver, ProgressReporter, SharedTool, Tool, ToolAnnotations, ToolContext, ToolDefinition,

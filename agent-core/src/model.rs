@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::Message;
 use crate::model_error::ModelError;
+use crate::settings::{ModelCapabilities, ReasoningConfig, ResponseFormat};
 use crate::tool::ToolDefinition;
 use crate::usage::{FinishReason, Usage};
 
@@ -56,6 +57,12 @@ pub trait LanguageModel: Send + Sync {
 
     /// The model's id at that provider, such as `gpt-4.1`.
     fn model_id(&self) -> &str;
+
+    /// What the model can do (default: nothing beyond text and tools), so
+    /// that the agent asks only for what the model supports.
+    fn capabilities(&self) -> ModelCapabilities {
+        ModelCapabilities::default()
+    }
 
     /// Start one model call. Errors before the first event (connection,
     /// status, authentication) are returned here; later ones come through
@@ -126,6 +133,16 @@ pub struct ModelRequest {
     /// Free-form options keyed by provider name (`"openai"`, `"anthropic"`,
     /// ...), merged into that provider's request body.
     pub provider_options: BTreeMap<String, Value>,
+    /// The shape the answer must have (native structured output); a
+    /// provider whose model lacks it leaves it out.
+    pub response_format: Option<ResponseFormat>,
+    /// Reasoning effort and budget; left out for models that cannot reason.
+    pub reasoning: Option<ReasoningConfig>,
+    /// Mark the stable prefix (system prompt, tools, conversation so far)
+    /// for the provider's prompt cache where it needs marking (Anthropic
+    /// `cache_control`). The agent sets it from
+    /// `AgentOptions::prompt_caching` (on by default).
+    pub prompt_caching: bool,
 }
 
 impl ModelRequest {

@@ -10,6 +10,7 @@ use futures::StreamExt;
 
 use crate::model::{LanguageModel, ModelEvent, ModelRequest, ModelStream};
 use crate::model_error::ModelError;
+use crate::settings::ModelCapabilities;
 use crate::usage::{FinishReason, Usage};
 
 /// One scripted step: the events (or errors) the stream yields in order.
@@ -122,6 +123,7 @@ impl ScriptedStep {
 pub struct ScriptedModel {
     steps: Arc<Mutex<VecDeque<ScriptedStep>>>,
     requests: Arc<Mutex<Vec<ModelRequest>>>,
+    capabilities: ModelCapabilities,
 }
 
 impl ScriptedModel {
@@ -130,7 +132,21 @@ impl ScriptedModel {
         Self {
             steps: Arc::new(Mutex::new(steps.into())),
             requests: Arc::default(),
+            capabilities: ModelCapabilities::default(),
         }
+    }
+
+    /// The same model claiming these capabilities.
+    ///
+    /// ```
+    /// use agent_core::{LanguageModel, ModelCapabilities};
+    /// let m = agent_core::testing::ScriptedModel::new(vec![])
+    ///     .with_capabilities(ModelCapabilities::default().structured_output(true, true));
+    /// assert!(m.capabilities().structured_output);
+    /// ```
+    pub fn with_capabilities(mut self, capabilities: ModelCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 
     /// The requests received so far.
@@ -147,6 +163,10 @@ impl LanguageModel for ScriptedModel {
 
     fn model_id(&self) -> &str {
         "scripted-test-model"
+    }
+
+    fn capabilities(&self) -> ModelCapabilities {
+        self.capabilities
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {

@@ -28,6 +28,10 @@ pub struct Usage {
     pub output_tokens: Option<u64>,
     /// Prompt tokens served from the provider's cache.
     pub cached_input_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (Anthropic bills them
+    /// apart); part of `input_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     /// Completion tokens spent on reasoning.
     pub reasoning_tokens: Option<u64>,
     /// Total as the provider reports it (or input + output).
@@ -63,6 +67,8 @@ impl Usage {
         with_output => output_tokens;
         /// Set the prompt tokens served from the provider's cache.
         with_cached_input => cached_input_tokens;
+        /// Set the prompt tokens written to the provider's cache.
+        with_cache_write => cache_write_tokens;
         /// Set the completion tokens spent on reasoning.
         with_reasoning => reasoning_tokens;
         /// Set the total as the provider reports it.
@@ -106,6 +112,7 @@ impl Add for Usage {
             input_tokens: add_opt(self.input_tokens, rhs.input_tokens),
             output_tokens: add_opt(self.output_tokens, rhs.output_tokens),
             cached_input_tokens: add_opt(self.cached_input_tokens, rhs.cached_input_tokens),
+            cache_write_tokens: add_opt(self.cache_write_tokens, rhs.cache_write_tokens),
             reasoning_tokens: add_opt(self.reasoning_tokens, rhs.reasoning_tokens),
             total_tokens: add_opt(self.total(), rhs.total()),
         }

@@ -87,6 +87,7 @@ fn record_metrics(entry: &AccountingEntry) {
                 ("input", e.tokens.input),
                 ("output", e.tokens.output),
                 ("cached", e.tokens.cached),
+                ("cache_write", e.tokens.cache_write),
                 ("reasoning", e.tokens.reasoning),
             ] {
                 metrics::counter!(TOKENS_METRIC, "provider" => p.clone(), "model" => m.clone(), "kind" => kind).increment(n);

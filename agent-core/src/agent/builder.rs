@@ -16,6 +16,8 @@ use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
 use crate::budget::ContextBudget;
 use crate::model::{LanguageModel, ToolChoice};
+use crate::output::OutputSpec;
+use crate::settings::ReasoningConfig;
 use crate::source::StaticToolSource;
 use crate::tool::{Tool, ToolOutput};
 use crate::toolset::ToolSet;
@@ -149,6 +151,16 @@ impl AgentBuilder {
         accounting(sink: Arc<dyn AccountingSink>);
         /// Guard the context window with this budget.
         budget(budget: ContextBudget);
+        /// End with a final answer matching this schema.
+        output(spec: OutputSpec);
+        /// Set the retries after an answer that does not match the schema.
+        max_output_retries(retries: u32);
+        /// Set the reasoning effort (and budget).
+        reasoning(reasoning: impl Into<ReasoningConfig>);
+        /// Turn prompt-cache marking on or off.
+        prompt_caching(on: bool);
+        /// Merge raw options into a provider's request bodies.
+        provider_options(provider: impl Into<String>, options: serde_json::Value);
         /// Also cancel every run when this token is cancelled.
         cancellation(token: CancellationToken);
         /// Change each request before it is sent.

@@ -7,7 +7,7 @@
 //! [`AgentEvent::Finished`] is the last event, and the result is delivered
 //! before it, so whoever has seen `Finished` can take the result.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -21,13 +21,16 @@ use super::guard::Guard;
 use super::hooks::{StepContext, StepSettings, StepSummary};
 use super::options::{AgentOptions, CONCLUDE_INSTRUCTION};
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
+use super::structured::{Structured, Verdict};
 use crate::accounting::EntryStatus;
 use crate::fallback::model_label;
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{LanguageModel, ModelRequest, ToolChoice};
+use crate::output::OutputError;
 use crate::toolset::{ToolCatalog, ToolSet};
 use crate::usage::Usage;
 use crate::util::error_chain;
+use serde_json::Value;
 
 pub(super) struct Run {
     pub model: Arc<dyn LanguageModel>,
@@ -48,6 +51,10 @@ struct Progress {
     text: String,
     /// Kept only when a hook reads them.
     summaries: Vec<StepSummary>,
+    /// The validated final answer (runs with an output schema).
+    output: Option<Value>,
+    /// Why the final answer never validated.
+    output_error: Option<OutputError>,
 }
 
 /// One step's request and what the loop needs to run its calls.
@@ -72,6 +79,14 @@ impl Run {
             catalog = self.tools.catalog() => catalog,
         };
         self.announce(&catalog).await;
+        let mut structured = self.options.output.clone().map(|spec| {
+            Structured::new(
+                spec,
+                self.model.as_ref(),
+                !catalog.tools().is_empty(),
+                self.options.max_output_retries,
+            )
+        });
         let mut guard = self
             .options
             .budget
@@ -125,7 +140,10 @@ impl Run {
                 hook(&ctx, &mut settings);
             }
             let step_system = settings.system.clone();
-            let planned = self.plan(&history, &catalog, settings, concluding);
+            let mut planned = self.plan(&history, &catalog, settings, concluding);
+            if let Some(s) = &structured {
+                s.prepare(&mut planned.request, concluding);
+            }
             self.tell(AgentEvent::StepStarted { step }).await;
             let output = match self.call_model(planned.request).await {
                 Ok(output) => output,
@@ -146,8 +164,32 @@ impl Run {
                 Arc::make_mut(&mut history).push(message.clone());
                 progress.new_messages.push(message);
             }
+            let mut answered = HashMap::new();
+            let verdict = structured
+                .as_mut()
+                .map_or(Verdict::NotFinal, |s| s.judge(&output, &mut answered));
             if output.calls.is_empty() {
-                break (exit_after_answer(concluding, budget_forced), None);
+                match verdict {
+                    Verdict::NotFinal => break (exit_after_answer(concluding, budget_forced), None),
+                    Verdict::Accepted(value) => {
+                        progress.output = Some(value);
+                        break (exit_after_answer(concluding, budget_forced), None);
+                    }
+                    Verdict::Rejected(e) => {
+                        // Only a run with an output schema rejects an answer.
+                        let Some(s) = structured.as_mut() else {
+                            break (exit_after_answer(concluding, budget_forced), None);
+                        };
+                        if !s.take_retry() {
+                            progress.output_error = Some(e);
+                            break (ExitReason::OutputInvalid, None);
+                        }
+                        let retry = s.retry_message(&e);
+                        Arc::make_mut(&mut history).push(retry.clone());
+                        progress.new_messages.push(retry);
+                        continue;
+                    }
+                }
             }
             let results = {
                 let gate = guard.as_mut().filter(|_| !concluding).map(|g| {
@@ -160,6 +202,7 @@ impl Run {
                     catalog: &catalog,
                     offered: planned.offered.as_ref(),
                     refuse: concluding.then_some(NOT_RUN_CONCLUDING),
+                    answered: &answered,
                     options: &self.options,
                     cancel: &self.cancel,
                     emit: &self.emit,
@@ -191,7 +234,19 @@ impl Run {
             );
             Arc::make_mut(&mut history).push(message.clone());
             progress.new_messages.push(message);
-            if concluding {
+            match verdict {
+                Verdict::Accepted(value) => {
+                    progress.output = Some(value);
+                    break (exit_after_answer(concluding, budget_forced), None);
+                }
+                // The final-answer call's result told the model what to fix.
+                Verdict::Rejected(e) if !structured.as_mut().is_some_and(Structured::take_retry) => {
+                    progress.output_error = Some(e);
+                    break (ExitReason::OutputInvalid, None);
+                }
+                _ => {}
+            }
+            if concluding && structured.as_ref().is_none_or(|s| !s.via_tool()) {
                 break (exit_after_answer(true, budget_forced), None);
             }
             if let Some(stop) = &self.options.hooks.stop_when
@@ -201,12 +256,18 @@ impl Run {
             }
         };
         debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
+        if let Some(value) = &progress.output {
+            self.tell(AgentEvent::Output { value: value.clone() }).await;
+        }
         let finished = AgentEvent::Finished {
             exit,
             text: progress.text.clone(),
             usage: progress.usage,
             steps: progress.steps,
-            error: error.as_ref().map(|e| error_chain(e)),
+            error: error
+                .as_ref()
+                .map(|e| error_chain(e))
+                .or_else(|| progress.output_error.as_ref().map(ToString::to_string)),
         };
         deliver(AgentResult {
             messages: progress.new_messages,
@@ -216,6 +277,8 @@ impl Run {
             steps: progress.steps,
             exit,
             error,
+            output: progress.output,
+            output_error: progress.output_error,
         });
         self.tell(finished).await;
     }
@@ -295,7 +358,8 @@ impl Run {
             top_p: self.options.top_p,
             max_output_tokens: self.options.max_output_tokens,
             parallel_tool_calls: Some(self.options.parallel_tool_calls),
-            provider_options: Default::default(),
+            provider_options: self.options.provider_options.clone(),
+            reasoning: self.options.reasoning,
         }
     }
 
@@ -340,6 +404,8 @@ impl Run {
             cancellation: self.cancel.child_token(),
             tools,
             provider_options: settings.provider_options,
+            reasoning: settings.reasoning,
+            prompt_caching: self.options.prompt_caching,
             ..ModelRequest::default()
         };
         if concluding {

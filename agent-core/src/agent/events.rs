@@ -8,6 +8,7 @@ use crate::accounting::AccountingEntry;
 use crate::approval::ApprovalResponder;
 use crate::message::{Message, ToolOutputPart};
 use crate::model_error::ModelError;
+use crate::output::OutputError;
 use crate::usage::{FinishReason, Usage};
 
 /// How a run ended.
@@ -27,6 +28,9 @@ pub enum ExitReason {
     MaxSteps,
     /// A `stop_when` predicate ended the run after a step's tool calls.
     Stopped,
+    /// The final answer never matched the output schema (after the
+    /// retries).
+    OutputInvalid,
     /// The run was cancelled (or its event stream dropped).
     Cancelled,
     /// A model call failed.
@@ -171,6 +175,12 @@ pub enum AgentEvent {
         /// What happened.
         message: String,
     },
+    /// The final answer, validated against the output schema (sent just
+    /// before `finished`, for runs with an output schema).
+    Output {
+        /// The answer.
+        value: Value,
+    },
     /// The run is over; always the last event.
     Finished {
         /// How it ended.
@@ -230,6 +240,13 @@ pub struct AgentResult {
     /// The model error, for [`ExitReason::ModelError`].
     #[serde(serialize_with = "error_text", skip_serializing_if = "Option::is_none")]
     pub error: Option<ModelError>,
+    /// The validated final answer, for a run with an output schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Why the final answer never validated, for
+    /// [`ExitReason::OutputInvalid`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<OutputError>,
 }
 
 fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {

@@ -51,6 +51,9 @@ pub(crate) struct Batch<'a> {
     /// Run none of the calls: each gets this as its error result (the
     /// concluding step).
     pub refuse: Option<&'a str>,
+    /// Calls already answered (the final-answer tool), by call id: not run,
+    /// and their results reported like any other.
+    pub answered: &'a HashMap<String, ToolOutput>,
     pub options: &'a AgentOptions,
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
@@ -147,6 +150,15 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             })
             .await
             .is_ok();
+        if let Some(output) = batch.answered.get(&call.id) {
+            outcomes[i] = Some(Outcome {
+                output: output.clone(),
+                duration: Duration::ZERO,
+                details: Some("final_answer"),
+                budget: None,
+            });
+            continue;
+        }
         if let Some(reason) = batch.refuse {
             outcomes[i] = Some(error_outcome(reason, "not_run"));
             continue;

@@ -65,6 +65,8 @@ pub struct StepSettings {
     pub parallel_tool_calls: Option<bool>,
     /// Options for one provider's request body, keyed by provider name.
     pub provider_options: BTreeMap<String, Value>,
+    /// Reasoning effort and budget.
+    pub reasoning: Option<crate::settings::ReasoningConfig>,
 }
 
 /// One finished step, as `stop_when` and `prepare_step` see it.

@@ -25,6 +25,7 @@ mod hooks;
 mod options;
 mod run;
 mod step;
+mod structured;
 mod truncate;
 
 use std::sync::Arc;
@@ -136,6 +137,44 @@ impl Agent {
     pub fn prompt(&self, text: impl Into<String>) -> AgentRun {
         self.run(vec![Message::user(text)])
     }
+
+    /// Run one prompt whose final answer is a `T`: the schema comes from
+    /// `T` (in the mode of the agent's own output spec, if it has one), the
+    /// answer is validated (and sent back to be fixed, see
+    /// [`AgentOptions::output`]), then read as a `T`.
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: agent_core::Agent) -> Result<(), agent_core::RunError> {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Capital { city: String, population: u64 }
+    ///
+    /// let capital: Capital = agent.prompt_typed("The capital of Portugal?").await?;
+    /// println!("{} ({})", capital.city, capital.population);
+    /// # Ok(()) }
+    /// ```
+    pub async fn prompt_typed<T>(&self, text: impl Into<String>) -> Result<T, RunError>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        let mode = self
+            .options
+            .output
+            .as_ref()
+            .map(crate::output::OutputSpec::output_mode);
+        let spec = crate::output::OutputSpec::of::<T>().mode(mode.unwrap_or_default());
+        let agent = Agent {
+            options: self.options.clone().output(spec),
+            ..self.clone()
+        };
+        let result = agent.prompt(text).await?;
+        match result.output::<T>() {
+            Ok(value) => Ok(value),
+            Err(error) => Err(RunError::Output {
+                error,
+                result: Box::new(result),
+            }),
+        }
+    }
 }
 
 /// Start a run: the free-function form of [`Agent::run`].
@@ -207,5 +246,25 @@ impl AgentResult {
     /// The model error, if the run ended with one.
     pub fn model_error(&self) -> Option<&crate::model_error::ModelError> {
         self.error.as_ref()
+    }
+
+    /// The validated final answer read as a `T` (runs with an output
+    /// schema).
+    ///
+    /// ```
+    /// # fn demo(result: agent_core::AgentResult) -> Result<(), agent_core::OutputError> {
+    /// #[derive(serde::Deserialize)]
+    /// struct Verdict { ok: bool }
+    /// let verdict: Verdict = result.output()?;
+    /// # let _ = verdict; Ok(()) }
+    /// ```
+    pub fn output<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::output::OutputError> {
+        match &self.output {
+            Some(value) => crate::output::typed(value),
+            None => Err(crate::output::OutputError::new(
+                "the run has no structured output (set an output schema)",
+                self.text.clone(),
+            )),
+        }
     }
 }

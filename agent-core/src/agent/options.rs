@@ -1,7 +1,10 @@
 //! Run options and their defaults.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use serde_json::Value;
 
 use tokio_util::sync::CancellationToken;
 
@@ -10,6 +13,8 @@ use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
 use crate::budget::ContextBudget;
 use crate::model::ToolChoice;
+use crate::output::{DEFAULT_MAX_OUTPUT_RETRIES, OutputSpec};
+use crate::settings::ReasoningConfig;
 use crate::tool::ToolOutput;
 
 /// Lays `theirs` over `mine`: an option field counts as set when it is
@@ -96,6 +101,19 @@ pub struct AgentOptions {
     /// Hooks into each step: [`AgentOptions::prepare_step`],
     /// [`AgentOptions::stop_when`], [`AgentOptions::on_tool_result`].
     pub hooks: Hooks,
+    /// The schema the final answer must match; see [`AgentOptions::output`].
+    pub output: Option<OutputSpec>,
+    /// Retries after a final answer that does not match the output schema.
+    pub max_output_retries: u32,
+    /// Reasoning effort (and budget) for models that reason.
+    pub reasoning: Option<ReasoningConfig>,
+    /// Mark the stable prefix of each request for the provider's prompt
+    /// cache where it needs marking (Anthropic); on by default.
+    pub prompt_caching: bool,
+    /// Raw options merged into a provider's request body, keyed by
+    /// provider name (`openai`, `anthropic`, `google`, `ollama`, or a
+    /// configured compatible provider's name).
+    pub provider_options: BTreeMap<String, Value>,
 }
 
 impl Default for AgentOptions {
@@ -116,6 +134,11 @@ impl Default for AgentOptions {
             budget: None,
             cancellation: Vec::new(),
             hooks: Hooks::default(),
+            output: None,
+            max_output_retries: DEFAULT_MAX_OUTPUT_RETRIES,
+            reasoning: None,
+            prompt_caching: true,
+            provider_options: BTreeMap::new(),
         }
     }
 }
@@ -222,6 +245,73 @@ impl AgentOptions {
         self
     }
 
+    /// End the run with a final answer that is JSON matching `spec`: it is
+    /// validated against the schema, and an answer that does not match goes
+    /// back to the model with the validator's errors, at most
+    /// [`AgentOptions::max_output_retries`] times. Tools may be called on
+    /// the steps before.
+    ///
+    /// ```
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict { ok: bool, reason: String }
+    /// let opts = agent_core::AgentOptions::default().output(agent_core::OutputSpec::of::<Verdict>());
+    /// assert!(opts.output.is_some());
+    /// ```
+    pub fn output(mut self, spec: OutputSpec) -> Self {
+        self.output = Some(spec);
+        self
+    }
+
+    /// Set how often a final answer that does not match the output schema
+    /// is sent back to be fixed (default [`DEFAULT_MAX_OUTPUT_RETRIES`]).
+    pub fn max_output_retries(mut self, retries: u32) -> Self {
+        self.max_output_retries = retries;
+        self
+    }
+
+    /// Set the reasoning effort (and, with a [`ReasoningConfig`], a token
+    /// budget). Models that cannot reason get nothing added.
+    ///
+    /// ```
+    /// use agent_core::{AgentOptions, ReasoningConfig, ReasoningEffort};
+    /// let opts = AgentOptions::default().reasoning(ReasoningEffort::High);
+    /// let budgeted = AgentOptions::default().reasoning(ReasoningConfig::from(ReasoningEffort::Low).budget_tokens(2_048));
+    /// assert_eq!(budgeted.reasoning.unwrap().budget(), Some(2_048));
+    /// # let _ = opts;
+    /// ```
+    pub fn reasoning(mut self, reasoning: impl Into<ReasoningConfig>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Turn prompt-cache marking on or off (on by default).
+    pub fn prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
+        self
+    }
+
+    /// Merge `options` (a JSON object) into `provider`'s request bodies, for
+    /// what this library does not model. Keys given again replace earlier
+    /// ones.
+    ///
+    /// ```
+    /// let opts = agent_core::AgentOptions::default()
+    ///     .provider_options("openai", serde_json::json!({"service_tier": "flex"}))
+    ///     .provider_options("openai", serde_json::json!({"store": false}));
+    /// assert_eq!(opts.provider_options["openai"], serde_json::json!({"service_tier": "flex", "store": false}));
+    /// ```
+    pub fn provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
+        let slot = self
+            .provider_options
+            .entry(provider.into())
+            .or_insert(Value::Null);
+        match (slot, options) {
+            (Value::Object(existing), Value::Object(more)) => existing.extend(more),
+            (slot, options) => *slot = options,
+        }
+        self
+    }
+
     /// Also cancel every run when `token` is cancelled (tokens set earlier
     /// still count; cancelling a run never cancels them).
     ///
@@ -310,9 +400,10 @@ impl AgentOptions {
         let defaults = AgentOptions::default();
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
-            set: system, temperature, top_p, max_output_tokens, approvals, accounting, budget;
-            changed: max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls;
-            added: cancellation;
+            set: system, temperature, top_p, max_output_tokens, approvals, accounting, budget, output, reasoning;
+            changed: max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
+                max_output_retries, prompt_caching;
+            added: cancellation, provider_options;
             hooks: prepare_step, stop_when, on_tool_result);
         self
     }

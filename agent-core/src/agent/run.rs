@@ -16,6 +16,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::events::{AgentEvent, AgentResult, ExitReason};
 use crate::model_error::ModelError;
+use crate::output::OutputError;
 
 /// A running conversation: a stream of [`AgentEvent`]s ending with
 /// [`AgentEvent::Finished`]; then [`AgentRun::into_result`]. Awaiting the run
@@ -101,6 +102,14 @@ pub enum RunError {
         /// What the run did before.
         result: Box<AgentResult>,
     },
+    /// The final answer never matched the output schema (or could not be
+    /// read as the type asked for).
+    Output {
+        /// The last validation error and the raw answer.
+        error: OutputError,
+        /// What the run did before (its text is the raw answer).
+        result: Box<AgentResult>,
+    },
     /// The run's task ended without a result.
     Aborted(RunAborted),
 }
@@ -116,6 +125,7 @@ impl fmt::Display for RunError {
                 f.write_str("the conversation no longer fits the model's context window")
             }
             Self::Cancelled { .. } => f.write_str("the run was cancelled"),
+            Self::Output { error, .. } => fmt::Display::fmt(error, f),
             Self::Aborted(aborted) => fmt::Display::fmt(aborted, f),
         }
     }
@@ -140,9 +150,10 @@ impl RunError {
     /// The partial result, for every kind but `Aborted`.
     pub fn result(&self) -> Option<&AgentResult> {
         match self {
-            Self::Model { result, .. } | Self::TokenLimit { result } | Self::Cancelled { result } => {
-                Some(result)
-            }
+            Self::Model { result, .. }
+            | Self::TokenLimit { result }
+            | Self::Cancelled { result }
+            | Self::Output { result, .. } => Some(result),
             Self::Aborted(_) => None,
         }
     }
@@ -150,9 +161,10 @@ impl RunError {
     /// The partial result, owned.
     pub fn into_result(self) -> Option<AgentResult> {
         match self {
-            Self::Model { result, .. } | Self::TokenLimit { result } | Self::Cancelled { result } => {
-                Some(*result)
-            }
+            Self::Model { result, .. }
+            | Self::TokenLimit { result }
+            | Self::Cancelled { result }
+            | Self::Output { result, .. } => Some(*result),
             Self::Aborted(_) => None,
         }
     }
@@ -191,6 +203,16 @@ impl RunError {
             ExitReason::Cancelled => Err(Self::Cancelled {
                 result: Box::new(result),
             }),
+            ExitReason::OutputInvalid => {
+                let error = result
+                    .output_error
+                    .clone()
+                    .unwrap_or_else(|| OutputError::new("the answer did not validate", result.text.clone()));
+                Err(Self::Output {
+                    error,
+                    result: Box::new(result),
+                })
+            }
             _ => Ok(result),
         }
     }
@@ -208,6 +230,11 @@ impl fmt::Debug for RunError {
             }
             Self::TokenLimit { .. } => f.debug_struct("RunError::TokenLimit"),
             Self::Cancelled { .. } => f.debug_struct("RunError::Cancelled"),
+            Self::Output { error, .. } => {
+                let mut s = f.debug_struct("RunError::Output");
+                s.field("error", &error.message);
+                s
+            }
             Self::Aborted(_) => return f.write_str("RunError::Aborted"),
         };
         if let Some(r) = self.result() {

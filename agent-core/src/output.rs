@@ -1,0 +1,381 @@
+//! Structured final output: the answer a run ends with must be JSON matching
+//! a schema ([`OutputSpec`]).
+//!
+//! Invariants: the answer is validated against the schema as given (never
+//! against an adapted copy); what is sent to the model may be adapted (a
+//! non-object root is wrapped as `{"value": ...}`, and providers make it
+//! strict where they can, see [`strict_schema`]) and the answer is unwrapped
+//! before validation; an answer that does not match goes back to the model
+//! with the validator's errors, at most `max_output_retries` times.
+
+use std::fmt;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::schema::input_schema_for;
+use crate::toolset::sanitize_tool_name;
+
+/// Name of the synthetic tool through which the model gives its final answer
+/// in [`OutputMode::Tool`].
+pub const FINAL_ANSWER_TOOL: &str = "final_answer";
+
+/// Retries after a final answer that does not match the schema: most models
+/// fix their answer once they read the validator's message; more rarely
+/// helps.
+pub const DEFAULT_MAX_OUTPUT_RETRIES: u32 = 2;
+
+/// Property under which a non-object answer travels (object roots are what
+/// tool inputs and strict modes accept).
+pub const WRAPPED_PROPERTY: &str = "value";
+
+/// How the model is made to give a structured answer.
+///
+/// ```
+/// assert_eq!(agent_core::OutputMode::default(), agent_core::OutputMode::Auto);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OutputMode {
+    /// Native where the model supports it (with tools, when the run has
+    /// tools), else the tool mode.
+    #[default]
+    Auto,
+    /// The provider's own structured output (`response_format`,
+    /// `text.format`, `output_config.format`, `responseJsonSchema`,
+    /// Ollama's `format`).
+    Native,
+    /// A synthetic [`FINAL_ANSWER_TOOL`] whose input schema is the output
+    /// schema; the run ends when the model calls it with a valid answer.
+    Tool,
+}
+
+/// The schema a run's final answer must match.
+///
+/// ```
+/// use agent_core::OutputSpec;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Forecast {
+///     /// Degrees Celsius.
+///     celsius: f64,
+///     summary: String,
+/// }
+///
+/// let spec = OutputSpec::of::<Forecast>();
+/// assert_eq!(spec.name(), "Forecast");
+/// assert!(spec.validate(&serde_json::json!({"celsius": 21.5, "summary": "mild"})).is_ok());
+/// let err = spec.validate(&serde_json::json!({"celsius": "warm"})).unwrap_err();
+/// assert!(err.contains("summary") && err.contains("/celsius"), "{err}");
+/// ```
+#[derive(Clone)]
+pub struct OutputSpec {
+    name: String,
+    schema: Value,
+    wire: Value,
+    wrapped: bool,
+    mode: OutputMode,
+    validator: Result<Arc<jsonschema::Validator>, String>,
+}
+
+/// A raw output schema that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("output schema {name}: {message}")]
+#[non_exhaustive]
+pub struct OutputSchemaError {
+    /// The schema's name.
+    pub name: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl OutputSpec {
+    /// The schema of a Rust type (schemars, flattened: definitions inlined),
+    /// named after the type.
+    pub fn of<T: JsonSchema>() -> Self {
+        Self::build(T::schema_name().into_owned(), input_schema_for::<T>())
+    }
+
+    /// A raw JSON Schema. Fails when it does not compile.
+    ///
+    /// ```
+    /// let spec = agent_core::OutputSpec::from_schema("colors", serde_json::json!({
+    ///     "type": "array", "items": {"type": "string"}
+    /// })).unwrap();
+    /// assert!(spec.validate(&serde_json::json!(["red"])).is_ok());
+    /// // Sent to the model wrapped in an object, as tools and strict modes need.
+    /// assert_eq!(spec.wire_schema()["required"], serde_json::json!(["value"]));
+    /// assert!(agent_core::OutputSpec::from_schema("bad", serde_json::json!({"type": 7})).is_err());
+    /// ```
+    pub fn from_schema(name: impl Into<String>, schema: Value) -> Result<Self, OutputSchemaError> {
+        let spec = Self::build(name.into(), schema);
+        match &spec.validator {
+            Ok(_) => Ok(spec),
+            Err(message) => Err(OutputSchemaError {
+                name: spec.name.clone(),
+                message: message.clone(),
+            }),
+        }
+    }
+
+    fn build(name: String, schema: Value) -> Self {
+        let name = sanitize_tool_name(&name);
+        let validator = jsonschema::validator_for(&schema)
+            .map(Arc::new)
+            .map_err(|e| format!("does not compile: {e}"));
+        let wrapped = !is_object_schema(&schema);
+        let wire = if wrapped { wrap(&schema) } else { schema.clone() };
+        Self {
+            name,
+            schema,
+            wire,
+            wrapped,
+            mode: OutputMode::Auto,
+            validator,
+        }
+    }
+
+    /// The same spec with this mode.
+    pub fn mode(mut self, mode: OutputMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The schema's name (sanitised to `^[a-zA-Z0-9_-]{1,64}$`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema as given.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// The schema sent to the model: the schema as given when its root is an
+    /// object, else an object holding it under [`WRAPPED_PROPERTY`].
+    pub fn wire_schema(&self) -> &Value {
+        &self.wire
+    }
+
+    /// The mode asked for.
+    pub fn output_mode(&self) -> OutputMode {
+        self.mode
+    }
+
+    /// Check a value against the schema as given; `Err` lists each error
+    /// with the place in the value it is about.
+    pub fn validate(&self, value: &Value) -> Result<(), String> {
+        let validator = self.validator.as_ref().map_err(Clone::clone)?;
+        let messages: Vec<String> = validator
+            .iter_errors(value)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{e} (at {path})")
+                }
+            })
+            .collect();
+        if messages.is_empty() {
+            Ok(())
+        } else {
+            Err(messages.join("; "))
+        }
+    }
+
+    /// The answer inside what the model sent for the wire schema.
+    pub(crate) fn unwrap_value(&self, mut sent: Value) -> Value {
+        if self.wrapped {
+            sent.get_mut(WRAPPED_PROPERTY)
+                .map(Value::take)
+                .unwrap_or(Value::Null)
+        } else {
+            sent
+        }
+    }
+}
+
+impl fmt::Debug for OutputSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutputSpec")
+            .field("name", &self.name)
+            .field("mode", &self.mode)
+            .field("wrapped", &self.wrapped)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A final answer that did not match the schema (after the retries), or
+/// that could not be read as the type asked for.
+///
+/// ```
+/// let e = agent_core::OutputError::new("\"celsius\" is a required property", "{}");
+/// assert_eq!(e.to_string(), "the answer does not match the output schema: \"celsius\" is a required property");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("the answer does not match the output schema: {message}")]
+#[non_exhaustive]
+pub struct OutputError {
+    /// The last validation error (or why the answer is not JSON).
+    pub message: String,
+    /// The answer as the model gave it.
+    pub raw: String,
+}
+
+impl OutputError {
+    /// An error with this message about this raw answer.
+    pub fn new(message: impl Into<String>, raw: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            raw: raw.into(),
+        }
+    }
+}
+
+/// Read a typed value from a validated answer.
+pub(crate) fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, OutputError> {
+    T::deserialize(value).map_err(|e| {
+        OutputError::new(
+            format!("not a valid {}: {e}", std::any::type_name::<T>()),
+            value.to_string(),
+        )
+    })
+}
+
+/// The JSON value in a model's text answer: the whole text, or the inside
+/// of one fenced block (```` ```json ... ``` ````) around it.
+///
+/// ```
+/// use agent_core::output::answer_json;
+/// assert_eq!(answer_json(" {\"a\": 1} ").unwrap(), serde_json::json!({"a": 1}));
+/// assert_eq!(answer_json("```json\n[1, 2]\n```").unwrap(), serde_json::json!([1, 2]));
+/// assert!(answer_json("It is sunny.").unwrap_err().contains("not JSON"));
+/// ```
+pub fn answer_json(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let inner = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+        .map(|body| body.split_once('\n').map_or(body, |(_, after)| after))
+        .unwrap_or(trimmed);
+    serde_json::from_str(inner.trim()).map_err(|e| format!("the answer is not JSON ({e})"))
+}
+
+fn is_object_schema(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(_) => false,
+        None => schema.get("properties").is_some(),
+    }
+}
+
+/// `schema` under [`WRAPPED_PROPERTY`] of an object schema; its definitions
+/// move to the new root so `$ref`s keep resolving.
+fn wrap(schema: &Value) -> Value {
+    let mut inner = schema.clone();
+    let mut root = Map::new();
+    root.insert("type".into(), json!("object"));
+    for defs in ["$defs", "definitions"] {
+        if let Some(found) = inner.as_object_mut().and_then(|o| o.remove(defs)) {
+            root.insert(defs.into(), found);
+        }
+    }
+    root.insert("properties".into(), json!({ WRAPPED_PROPERTY: inner }));
+    root.insert("required".into(), json!([WRAPPED_PROPERTY]));
+    root.insert("additionalProperties".into(), json!(false));
+    Value::Object(root)
+}
+
+/// The schema adapted to the strict modes of OpenAI (Chat and Responses):
+/// every object gets `additionalProperties: false`, and an optional property
+/// whose schema accepts `null` becomes required (the model sends `null` for
+/// "absent", which the original schema accepts). `None` when that is not
+/// enough: an optional property that does not accept `null`, or an object
+/// whose `additionalProperties` is a schema; the provider then sends the
+/// schema unchanged and non-strict.
+///
+/// ```
+/// use serde_json::json;
+/// let strict = agent_core::output::strict_schema(&json!({
+///     "type": "object",
+///     "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}},
+///     "required": ["a"]
+/// })).unwrap();
+/// assert_eq!(strict["required"], json!(["a", "b"]));
+/// assert_eq!(strict["additionalProperties"], json!(false));
+/// // An optional property that cannot be null: no strict form.
+/// assert!(agent_core::output::strict_schema(&json!({
+///     "type": "object", "properties": {"a": {"type": "string"}}
+/// })).is_none());
+/// ```
+pub fn strict_schema(schema: &Value) -> Option<Value> {
+    let mut out = schema.clone();
+    make_strict(&mut out).then_some(out)
+}
+
+fn make_strict(schema: &mut Value) -> bool {
+    let Some(obj) = schema.as_object_mut() else {
+        return true;
+    };
+    let mut ok = true;
+    for key in ["items", "not"] {
+        if let Some(sub) = obj.get_mut(key) {
+            ok &= make_strict(sub);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(subs)) = obj.get_mut(key) {
+            ok &= subs.iter_mut().all(make_strict);
+        }
+    }
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(defs)) = obj.get_mut(key) {
+            ok &= defs.values_mut().all(make_strict);
+        }
+    }
+    if !is_object_schema(&Value::Object(obj.clone())) {
+        return ok;
+    }
+    match obj.get("additionalProperties") {
+        None | Some(Value::Bool(_)) => {
+            obj.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        Some(_) => return false,
+    }
+    let mut required: Vec<String> = obj
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for (name, sub) in props.iter_mut() {
+            if !required.contains(name) {
+                if !accepts_null(sub) {
+                    return false;
+                }
+                required.push(name.clone());
+            }
+            ok &= make_strict(sub);
+        }
+    }
+    obj.insert("required".into(), json!(required));
+    ok
+}
+
+fn accepts_null(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "null",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+        _ => ["anyOf", "oneOf"].iter().any(|k| {
+            schema
+                .get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|subs| subs.iter().any(accepts_null))
+        }),
+    }
+}
