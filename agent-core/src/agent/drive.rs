@@ -166,7 +166,7 @@ impl Run {
             }
             let mut answered = HashMap::new();
             let verdict = structured
-                .as_mut()
+                .as_ref()
                 .map_or(Verdict::NotFinal, |s| s.judge(&output, &mut answered));
             if output.calls.is_empty() {
                 match verdict {

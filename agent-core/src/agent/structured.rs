@@ -117,8 +117,8 @@ impl Structured {
     /// Judge a completed step. In tool mode the final-answer calls get
     /// their results here (in `answered`, by call id); a step with other
     /// calls is not final unless it also holds a valid final answer.
-    pub fn judge(&mut self, output: &StepOutput, answered: &mut HashMap<String, ToolOutput>) -> Verdict {
-        let verdict = match self.mode {
+    pub fn judge(&self, output: &StepOutput, answered: &mut HashMap<String, ToolOutput>) -> Verdict {
+        match self.mode {
             Resolved::Native if output.calls.is_empty() => self.check_text(&output.text),
             Resolved::Native => Verdict::NotFinal,
             Resolved::Tool => {
@@ -152,8 +152,7 @@ impl Structured {
                     }
                 }
             }
-        };
-        verdict
+        }
     }
 
     /// Use up one retry after a rejected answer; false when none is left.
