@@ -116,7 +116,7 @@ async fn invalid_json_then_a_schema_violation_then_a_valid_answer() {
     let model = ScriptedModel::new(vec![
         ScriptedStep::text("Sunny and mild."),
         ScriptedStep::text(r#"{"celsius": "warm", "summary": "mild"}"#),
-        ScriptedStep::text(&format!("```json\n{VALID}\n```")),
+        ScriptedStep::text(format!("```json\n{VALID}\n```")),
     ])
     .with_capabilities(native());
     let (agent, _) = agent(&model, OutputMode::Native);
