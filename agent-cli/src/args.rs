@@ -103,6 +103,22 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ApproveMode::Auto)]
     pub approve: ApproveMode,
 
+    /// The final answer must be JSON matching this JSON Schema file; stdout
+    /// gets the validated value alone, as one line [default:
+    /// defaults.outputSchema].
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
+
+    /// How structured answers are asked for: native (the provider's own
+    /// structured output), tool (a final_answer tool), or auto.
+    #[arg(long, value_enum, default_value_t = OutputModeArg::Auto)]
+    pub output_mode: OutputModeArg,
+
+    /// Reasoning effort for models that reason: none, minimal, low, medium
+    /// or high [default: defaults.reasoning].
+    #[arg(long, value_name = "EFFORT", value_parser = parse_effort)]
+    pub reasoning: Option<agent_sdk::ReasoningEffort>,
+
     /// Append one JSON line per model attempt and tool call to FILE.
     #[arg(long, value_name = "FILE")]
     pub accounting: Option<PathBuf>,
@@ -152,6 +168,31 @@ fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
     agent_sdk::config::parse_duration(&value)
 }
 
+fn parse_effort(text: &str) -> Result<agent_sdk::ReasoningEffort, String> {
+    text.parse().map_err(|e: agent_sdk::UnknownEffort| e.to_string())
+}
+
+/// `--output-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputModeArg {
+    /// Native where the model supports it, else the tool.
+    Auto,
+    /// The provider's own structured output.
+    Native,
+    /// A final_answer tool.
+    Tool,
+}
+
+impl From<OutputModeArg> for agent_sdk::OutputMode {
+    fn from(mode: OutputModeArg) -> Self {
+        match mode {
+            OutputModeArg::Auto => Self::Auto,
+            OutputModeArg::Native => Self::Native,
+            OutputModeArg::Tool => Self::Tool,
+        }
+    }
+}
+
 const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
-fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 130 interrupted \
-(143 on SIGTERM).";
+fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 6 the answer never \
+matched --output-schema, 130 interrupted (143 on SIGTERM).";

@@ -14,6 +14,8 @@ pub const TOKEN_LIMIT: u8 = 4;
 /// model was asked to conclude without tools (its answer, if any, was
 /// printed).
 pub const MAX_STEPS: u8 = 5;
+/// The final answer never matched the output schema (after the retries).
+pub const OUTPUT_INVALID: u8 = 6;
 /// Interrupted (Ctrl-C): the run was cancelled and the servers closed.
 pub const INTERRUPTED: u8 = 130;
 
@@ -27,6 +29,7 @@ pub fn for_exit(exit: ExitReason) -> u8 {
         ExitReason::MaxSteps => MAX_STEPS,
         ExitReason::TokenLimit => TOKEN_LIMIT,
         ExitReason::Cancelled => INTERRUPTED,
+        ExitReason::OutputInvalid => OUTPUT_INVALID,
         _ => MODEL_ERROR,
     }
 }

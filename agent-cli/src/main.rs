@@ -16,7 +16,7 @@ use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_sdk::config::{AgentConfig, ChosenModel};
+use agent_sdk::config::{AgentConfig, ChosenModel, SchemaSource};
 use agent_sdk::{Agent, AgentOptions, Approvals, JsonlSink};
 use clap::Parser;
 use futures::StreamExt;
@@ -214,12 +214,15 @@ async fn drive(
         }
     };
     let options = options(args, config, system, &chosen)?;
+    let structured = options.output.is_some();
     let agent = Agent::builder(chosen.model.clone())
         .shared_tools(tools.set.clone())
         .options(options)
         .build();
     let mode = if args.events {
         Mode::Events
+    } else if structured {
+        Mode::Output
     } else if args.quiet {
         Mode::Quiet
     } else {
@@ -252,7 +255,7 @@ async fn drive(
         .into_outcome()
         .await
         .map_err(|_| Failure::usage("the run stopped without a result"))?;
-    renderer.finish(&result.text);
+    renderer.finish(&result);
     Ok(stopped_by.unwrap_or_else(|| exit::for_exit(result.exit)))
 }
 
@@ -264,6 +267,15 @@ fn options(
     system: Option<String>,
     chosen: &ChosenModel,
 ) -> Result<AgentOptions, Failure> {
+    // --output-schema, else defaults.outputSchema.
+    let source = match &args.output_schema {
+        Some(file) => Some(SchemaSource::File(file.clone())),
+        None => config.defaults.output_schema.clone(),
+    };
+    let output = source
+        .map(|s| s.load().map_err(|e| Failure::usage(format!("output schema {e}"))))
+        .transpose()?
+        .map(|spec| spec.mode(args.output_mode.into()));
     let sink = match &args.accounting {
         Some(file) => Some(
             JsonlSink::open(file)
@@ -302,6 +314,12 @@ fn options(
         }
         if let Some(sink) = sink {
             options = options.accounting(Arc::new(sink));
+        }
+        if let Some(effort) = args.reasoning {
+            options = options.reasoning(effort);
+        }
+        if let Some(spec) = output {
+            options = options.output(spec);
         }
         options
     };

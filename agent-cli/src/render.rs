@@ -6,12 +6,14 @@
 //!   errors always go to stderr.
 //! - Events (`--events`): every event as one JSON line on stdout.
 //! - Quiet (`--quiet`): only the final text, at the end.
+//! - Output (`--output-schema`, unless `--events`): only the validated JSON
+//!   value, on one line at the end; tool activity as in text mode.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use agent_sdk::AgentEvent;
+use agent_sdk::{AgentEvent, AgentResult};
 
 /// How often the spinner line is redrawn.
 pub const SPINNER_TICK: Duration = Duration::from_millis(100);
@@ -27,6 +29,8 @@ pub enum Mode {
     Events,
     /// Final text only.
     Quiet,
+    /// The validated structured answer only, as one JSON line.
+    Output,
 }
 
 /// Prints events as they come.
@@ -50,7 +54,7 @@ impl Renderer {
     pub fn new(mode: Mode) -> Self {
         Self {
             mode,
-            activity: mode == Mode::Text && std::io::stderr().is_terminal(),
+            activity: matches!(mode, Mode::Text | Mode::Output) && std::io::stderr().is_terminal(),
             running: BTreeMap::new(),
             status_shown: false,
             frame: 0,
@@ -176,12 +180,18 @@ impl Renderer {
     }
 
     /// The run is over: end the answer's line, or print the final text in
-    /// quiet mode.
-    pub fn finish(&mut self, final_text: &str) {
+    /// quiet mode, or the structured answer (one JSON line) in output mode.
+    pub fn finish(&mut self, result: &AgentResult) {
         self.clear_status();
+        let final_text = result.text.as_str();
         match self.mode {
             Mode::Quiet if !final_text.is_empty() => println!("{}", final_text.trim_end_matches('\n')),
             Mode::Text if self.wrote_text && self.open_line => println!(),
+            Mode::Output => {
+                if let Some(line) = result.output.as_ref().and_then(|v| serde_json::to_string(v).ok()) {
+                    println!("{line}");
+                }
+            }
             _ => {}
         }
         let _ = std::io::stdout().flush();

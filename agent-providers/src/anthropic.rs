@@ -3,14 +3,16 @@
 use std::collections::HashMap;
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
+    ModelEvent, ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolOutputPart, Usage,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
+use crate::features::json_schema_format;
 use crate::http::Transport;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
@@ -31,6 +33,8 @@ pub struct AnthropicModel {
     base: String,
     transport: Transport,
     default_max_tokens: u32,
+    /// Merged into every request body.
+    options: Option<Value>,
 }
 
 /// Builder for [`AnthropicModel`].
@@ -68,6 +72,7 @@ impl AnthropicBuilder {
             auth.push(("x-api-key".to_owned(), key.clone()));
         }
         Ok(AnthropicModel {
+            options: self.settings.body_options.clone(),
             transport: self.settings.transport(auth)?,
             base: self.settings.base().to_owned(),
             model: self.model,
@@ -149,25 +154,54 @@ impl AnthropicModel {
                 _ => messages.push(json!({"role": role, "content": content})),
             }
         }
+        // Thinking, for a model that thinks: its budget.
+        let thinking = request
+            .reasoning
+            .as_ref()
+            .filter(|_| self.capabilities().reasoning)
+            .and_then(ReasoningConfig::budget);
+        if request.prompt_caching {
+            mark_last_user_block(&mut messages);
+        }
+        let max_tokens = request.max_output_tokens.unwrap_or(self.default_max_tokens);
         let mut body = json!({
             "model": self.model,
             "messages": messages,
-            "max_tokens": request.max_output_tokens.unwrap_or(self.default_max_tokens),
+            // max_tokens counts the thinking too: raised above the budget so
+            // the answer keeps its room.
+            "max_tokens": match thinking {
+                Some(budget) if max_tokens <= budget => max_tokens + budget,
+                _ => max_tokens,
+            },
             "stream": true,
         });
         if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+            let text = system.join("\n\n");
+            body["system"] = if request.prompt_caching {
+                json!([{"type": "text", "text": text, "cache_control": cache_point()}])
+            } else {
+                json!(text)
+            };
         }
         if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": object_schema(t)}))
                 .collect();
+            if request.prompt_caching
+                && let Some(last) = tools.last_mut()
+            {
+                last["cache_control"] = cache_point();
+            }
             body["tools"] = Value::Array(tools);
             let mut choice = match &request.tool_choice {
                 ToolChoice::Auto => json!({"type": "auto"}),
                 ToolChoice::None => json!({"type": "none"}),
+                // Thinking allows only `auto` and `none`.
+                ToolChoice::Required | ToolChoice::Tool { .. } if thinking.is_some() => {
+                    json!({"type": "auto"})
+                }
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool { name } => json!({"type": "tool", "name": name}),
                 // A choice added to agent-core later: let the model decide.
@@ -178,14 +212,54 @@ impl AnthropicModel {
             }
             body["tool_choice"] = choice;
         }
-        if let Some(t) = request.temperature {
-            body["temperature"] = json!(t);
+        match thinking {
+            Some(budget) => {
+                // Thinking takes no temperature, and top_p only from 0.95.
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+                if let Some(p) = request.top_p.filter(|p| *p >= MIN_TOP_P_WITH_THINKING) {
+                    body["top_p"] = json!(p);
+                }
+            }
+            None => {
+                if let Some(t) = request.temperature {
+                    body["temperature"] = json!(t);
+                }
+                if let Some(p) = request.top_p {
+                    body["top_p"] = json!(p);
+                }
+            }
         }
-        if let Some(p) = request.top_p {
-            body["top_p"] = json!(p);
+        // Anthropic's structured output takes an object schema whose objects
+        // all say `additionalProperties: false` (made so where possible).
+        if let Some((_, schema, _)) = request.response_format.as_ref().and_then(json_schema_format) {
+            body["output_config"] = json!({"format": {"type": "json_schema", "schema": schema}});
         }
+        merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("anthropic"));
         body
+    }
+}
+
+/// A prompt-cache breakpoint (Anthropic caches the prefix up to it; three
+/// are set, of the four it allows: system, tools, last user turn).
+fn cache_point() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// The smallest `top_p` Anthropic accepts with thinking on.
+const MIN_TOP_P_WITH_THINKING: f32 = 0.95;
+
+/// Put a cache breakpoint on the last block of the last user turn, so the
+/// conversation so far is cached for the next step.
+fn mark_last_user_block(messages: &mut [Value]) {
+    if let Some(last) = messages
+        .iter_mut()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|blocks| blocks.last_mut())
+    {
+        last["cache_control"] = cache_point();
     }
 }
 
@@ -197,6 +271,10 @@ impl LanguageModel for AnthropicModel {
 
     fn model_id(&self) -> &str {
         &self.model
+    }
+
+    fn capabilities(&self) -> ModelCapabilities {
+        capabilities::anthropic(&self.model)
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
@@ -235,6 +313,9 @@ impl AnthropicDecoder {
         }
         if cache_read.is_some() {
             self.usage.cached_input_tokens = cache_read;
+        }
+        if cache_write.is_some() {
+            self.usage.cache_write_tokens = cache_write;
         }
         if let Some(output) = num(u, "output_tokens") {
             self.usage.output_tokens = Some(output);

@@ -149,6 +149,10 @@ pub struct ProviderConfig {
     /// Whether the server accepts `tool_choice: "required"` (OpenAI family).
     #[serde(default)]
     pub supports_required_tool_choice: Option<bool>,
+    /// A JSON object merged into every request body of this provider's
+    /// models, for what this library does not model.
+    #[serde(default)]
+    pub options: Option<serde_json::Value>,
 }
 
 /// The `providers` section of a configuration.
@@ -481,6 +485,7 @@ fn resolve(
         base_url,
         api_key,
         headers,
+        body_options: cfg.options,
         ..ProviderSettings::default()
     };
     Ok(Resolved {

@@ -3,14 +3,16 @@
 use std::collections::HashMap;
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
+    ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
+use crate::features::{gemini_thinking, json_schema_raw};
 use crate::gemini_schema::gemini_parameters;
 use crate::http::Transport;
 use crate::settings::{ProviderSettings, settings_methods};
@@ -26,6 +28,8 @@ pub struct GeminiModel {
     model: String,
     base: String,
     transport: Transport,
+    /// Merged into every request body.
+    options: Option<Value>,
 }
 
 /// Builder for [`GeminiModel`].
@@ -56,6 +60,7 @@ impl GeminiBuilder {
         };
         let model = self.model.trim_start_matches("models/").to_owned();
         Ok(GeminiModel {
+            options: self.settings.body_options.clone(),
             transport: self.settings.transport(auth)?,
             base: self.settings.base().to_owned(),
             model,
@@ -210,9 +215,19 @@ impl GeminiModel {
         if let Some(n) = request.max_output_tokens {
             generation.insert("maxOutputTokens".into(), json!(n));
         }
+        if let Some(schema) = request.response_format.as_ref().and_then(json_schema_raw) {
+            generation.insert("responseMimeType".into(), json!("application/json"));
+            generation.insert("responseJsonSchema".into(), schema);
+        }
+        if let Some(reasoning) = &request.reasoning
+            && self.capabilities().reasoning
+        {
+            generation.insert("thinkingConfig".into(), gemini_thinking(&self.model, reasoning));
+        }
         if !generation.is_empty() {
             body["generationConfig"] = Value::Object(generation);
         }
+        merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("google"));
         body
     }
@@ -226,6 +241,10 @@ impl LanguageModel for GeminiModel {
 
     fn model_id(&self) -> &str {
         &self.model
+    }
+
+    fn capabilities(&self) -> ModelCapabilities {
+        capabilities::gemini(&self.model)
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {

@@ -37,10 +37,12 @@
 
 mod anthropic;
 mod budget;
+pub mod capabilities;
 mod config;
 pub mod decode;
 mod driver;
 pub mod error;
+pub mod features;
 mod gemini;
 mod gemini_schema;
 pub mod http;

@@ -3,14 +3,16 @@
 use std::collections::HashMap;
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    ModelStream, Role, ToolChoice, Usage,
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
+    ModelEvent, ModelRequest, ModelStream, ReasoningEffort, Role, ToolChoice, Usage,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::invalid;
+use crate::features::json_schema_raw;
 use crate::http::Transport;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, ndjson_frames};
@@ -25,6 +27,8 @@ pub struct OllamaModel {
     model: String,
     api: String,
     transport: Transport,
+    /// Merged into every request body.
+    options: Option<Value>,
 }
 
 /// Builder for [`OllamaModel`].
@@ -78,6 +82,7 @@ impl OllamaBuilder {
             None => Vec::new(),
         };
         Ok(OllamaModel {
+            options: self.settings.body_options.clone(),
             transport: self.settings.transport(auth)?,
             api: ollama_api_root(&self.settings.base_url),
             model: self.model,
@@ -188,6 +193,21 @@ impl OllamaModel {
         if !options.is_empty() {
             body["options"] = Value::Object(options);
         }
+        if let Some(schema) = request.response_format.as_ref().and_then(json_schema_raw) {
+            body["format"] = schema;
+        }
+        if let Some(reasoning) = &request.reasoning
+            && self.capabilities().reasoning
+        {
+            // gpt-oss takes a level; the other thinking models on or off.
+            body["think"] = match (self.model.starts_with("gpt-oss"), reasoning.effort) {
+                (_, ReasoningEffort::None) => json!(false),
+                (true, ReasoningEffort::Minimal) => json!("low"),
+                (true, effort) => json!(effort.as_str()),
+                (false, _) => json!(true),
+            };
+        }
+        merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("ollama"));
         body
     }
@@ -201,6 +221,10 @@ impl LanguageModel for OllamaModel {
 
     fn model_id(&self) -> &str {
         &self.model
+    }
+
+    fn capabilities(&self) -> ModelCapabilities {
+        capabilities::ollama(&self.model)
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {

@@ -3,14 +3,16 @@
 //! servers (vLLM, llama.cpp, LM Studio, Groq, DeepSeek, xAI, Mistral, ...).
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    ModelStream, Role, ToolChoice, Usage,
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
+    ModelEvent, ModelRequest, ModelStream, ReasoningEffort, Role, ToolChoice, Usage,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
+use crate::features::{json_schema_format, openai_effort};
 use crate::http::Transport;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
@@ -41,6 +43,8 @@ pub struct OpenAiChatModel {
     base: String,
     transport: Transport,
     supports_required: bool,
+    /// Merged into every request body.
+    options: Option<Value>,
 }
 
 /// Builder for [`OpenAiChatModel`].
@@ -117,6 +121,7 @@ impl OpenAiChatBuilder {
             None => Vec::new(),
         };
         Ok(OpenAiChatModel {
+            options: self.settings.body_options.clone(),
             transport: self.settings.transport(auth)?,
             base: self.settings.base().to_owned(),
             provider: self.provider,
@@ -180,6 +185,33 @@ impl OpenAiChatModel {
             };
             body[key] = json!(n);
         }
+        if let Some((name, schema, strict)) = request.response_format.as_ref().and_then(json_schema_format) {
+            body["response_format"] = json!({"type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": strict}});
+        }
+        if let Some(reasoning) = &request.reasoning
+            && self.capabilities().reasoning
+        {
+            match self.flavor {
+                // OpenRouter's own field, which it maps for every model that reasons.
+                ChatFlavor::OpenRouter => {
+                    body["reasoning"] = match reasoning.effort {
+                        ReasoningEffort::None => json!({"enabled": false}),
+                        ReasoningEffort::Minimal => json!({"effort": "low"}),
+                        effort => json!({"effort": effort.as_str()}),
+                    };
+                }
+                _ => {
+                    body["reasoning_effort"] = json!(openai_effort(&self.model, reasoning.effort));
+                    // OpenAI's reasoning models refuse sampling settings.
+                    if let Some(obj) = body.as_object_mut() {
+                        obj.remove("temperature");
+                        obj.remove("top_p");
+                    }
+                }
+            }
+        }
+        merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for(&self.provider));
         body
     }
@@ -275,6 +307,17 @@ impl LanguageModel for OpenAiChatModel {
 
     fn model_id(&self) -> &str {
         &self.model
+    }
+
+    /// OpenAI's models by id; OpenRouter maps reasoning for every model but
+    /// structured output only for some (so `auto` uses the tool mode);
+    /// another compatible server is not assumed to do either.
+    fn capabilities(&self) -> ModelCapabilities {
+        match self.flavor {
+            ChatFlavor::OpenAi => capabilities::openai(&self.model),
+            ChatFlavor::OpenRouter => ModelCapabilities::default().reasoning(true),
+            ChatFlavor::Compatible => ModelCapabilities::default(),
+        }
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {

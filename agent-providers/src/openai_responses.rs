@@ -4,14 +4,16 @@
 use std::collections::HashMap;
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    ModelStream, Role, ToolChoice,
+    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
+    ModelEvent, ModelRequest, ModelStream, Role, ToolChoice,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
+use crate::features::{json_schema_format, openai_effort};
 use crate::http::Transport;
 use crate::openai_chat::{OPENAI_BASE_URL, openai_usage};
 use crate::settings::{ProviderSettings, settings_methods};
@@ -24,6 +26,8 @@ pub struct OpenAiResponsesModel {
     model: String,
     base: String,
     transport: Transport,
+    /// Merged into every request body.
+    options: Option<Value>,
 }
 
 /// Builder for [`OpenAiResponsesModel`].
@@ -53,6 +57,7 @@ impl OpenAiResponsesBuilder {
             None => Vec::new(),
         };
         Ok(OpenAiResponsesModel {
+            options: self.settings.body_options.clone(),
             transport: self.settings.transport(auth)?,
             base: self.settings.base().to_owned(),
             model: self.model,
@@ -179,6 +184,22 @@ impl OpenAiResponsesModel {
         if let Some(n) = request.max_output_tokens {
             body["max_output_tokens"] = json!(n);
         }
+        if let Some((name, schema, strict)) = request.response_format.as_ref().and_then(json_schema_format) {
+            body["text"] =
+                json!({"format": {"type": "json_schema", "name": name, "schema": schema, "strict": strict}});
+        }
+        if let Some(reasoning) = &request.reasoning
+            && self.capabilities().reasoning
+        {
+            body["reasoning"] =
+                json!({"effort": openai_effort(&self.model, reasoning.effort), "summary": "auto"});
+            // Reasoning models refuse sampling settings.
+            if let Some(obj) = body.as_object_mut() {
+                obj.remove("temperature");
+                obj.remove("top_p");
+            }
+        }
+        merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("openai"));
         body
     }
@@ -192,6 +213,10 @@ impl LanguageModel for OpenAiResponsesModel {
 
     fn model_id(&self) -> &str {
         &self.model
+    }
+
+    fn capabilities(&self) -> ModelCapabilities {
+        capabilities::openai(&self.model)
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {

@@ -17,6 +17,9 @@ pub struct ProviderSettings {
     pub http: HttpOptions,
     /// A client to use instead of the default one.
     pub client: Option<reqwest::Client>,
+    /// A JSON object merged into every request body (before the request's
+    /// own provider options), for what this library does not model.
+    pub body_options: Option<serde_json::Value>,
 }
 
 impl ProviderSettings {
@@ -82,6 +85,13 @@ macro_rules! settings_methods {
         /// Longest silence between two stream chunks.
         pub fn inactivity_timeout(mut self, timeout: std::time::Duration) -> Self {
             self.settings.http.inactivity_timeout = timeout;
+            self
+        }
+
+        /// Merge this JSON object into every request body (the request's own
+        /// provider options are merged after it).
+        pub fn body_options(mut self, options: serde_json::Value) -> Self {
+            self.settings.body_options = Some(options);
             self
         }
 

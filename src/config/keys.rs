@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ConfigFileError, Defaults, parse_duration};
+use super::{ConfigFileError, Defaults, SchemaSource, parse_duration};
 
 const TOP: &[&str] = &["$schema", "providers", "mcpServers", "defaults", "accounting"];
 const DEFAULTS: &[&str] = &[
@@ -17,6 +17,8 @@ const DEFAULTS: &[&str] = &[
     "maxSteps",
     "toolResponseMaxBytes",
     "contextWindowBufferTokens",
+    "reasoning",
+    "outputSchema",
 ];
 const ACCOUNTING: &[&str] = &["file"];
 const PROVIDER: &[&str] = &[
@@ -26,6 +28,7 @@ const PROVIDER: &[&str] = &[
     "headers",
     "models",
     "supportsRequiredToolChoice",
+    "options",
 ];
 const MODEL: &[&str] = &["contextWindow", "tokenizer"];
 
@@ -167,8 +170,64 @@ pub(super) fn defaults(
             })
         })
         .transpose()?;
+    let reasoning = get("reasoning")
+        .map(|v| {
+            let effort = |text: &str| {
+                text.parse::<agent_core::ReasoningEffort>()
+                    .map_err(|e| invalid(&path("reasoning"), e.to_string()))
+            };
+            match v {
+                Value::String(text) => effort(text).map(agent_core::ReasoningConfig::from),
+                Value::Object(obj) => {
+                    let text = obj.get("effort").and_then(Value::as_str).ok_or_else(|| {
+                        invalid(
+                            &path("reasoning.effort"),
+                            "expected one of none, minimal, low, medium, high".into(),
+                        )
+                    })?;
+                    let config = agent_core::ReasoningConfig::from(effort(text)?);
+                    match obj.get("budgetTokens") {
+                        None | Some(Value::Null) => Ok(config),
+                        Some(b) => b
+                            .as_u64()
+                            .and_then(|n| u32::try_from(n).ok())
+                            .map(|n| config.budget_tokens(n))
+                            .ok_or_else(|| {
+                                invalid(
+                                    &path("reasoning.budgetTokens"),
+                                    format!("expected a token count, got {b}"),
+                                )
+                            }),
+                    }
+                }
+                other => Err(invalid(
+                    &path("reasoning"),
+                    format!(
+                        "expected an effort or {{effort, budgetTokens}}, got {}",
+                        type_name(other)
+                    ),
+                )),
+            }
+        })
+        .transpose()?;
+    let output_schema = match get("outputSchema") {
+        None => None,
+        Some(Value::String(file)) => Some(SchemaSource::File(file.into())),
+        Some(Value::Object(_)) => get("outputSchema").cloned().map(SchemaSource::Inline),
+        Some(other) => {
+            return Err(invalid(
+                &path("outputSchema"),
+                format!(
+                    "expected a JSON Schema file path or an object, got {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
     Ok(Defaults {
         model,
+        reasoning,
+        output_schema,
         llm_timeout: duration("llmTimeout")?,
         tool_timeout: duration("toolTimeout")?,
         temperature: float("temperature")?,

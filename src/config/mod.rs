@@ -127,6 +127,51 @@ pub struct Defaults {
     pub tool_response_max_bytes: Option<usize>,
     /// Tokens kept free in the context window.
     pub context_window_buffer_tokens: Option<u64>,
+    /// Reasoning effort and budget (`reasoning`: an effort, or
+    /// `{"effort": "high", "budgetTokens": 16000}`).
+    pub reasoning: Option<agent_core::ReasoningConfig>,
+    /// The schema the final answer must match (`outputSchema`: a file path,
+    /// relative to the config file, or an inline object).
+    pub output_schema: Option<SchemaSource>,
+}
+
+/// Where an output schema comes from.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SchemaSource {
+    /// A JSON Schema file (resolved against the config file's directory
+    /// by [`AgentConfig::load`]).
+    File(PathBuf),
+    /// The schema itself.
+    Inline(Value),
+}
+
+impl SchemaSource {
+    /// The output spec: the schema read (from its file) and compiled, named
+    /// after the file's stem (`output` for an inline schema).
+    ///
+    /// ```
+    /// use agent_sdk::config::SchemaSource;
+    /// let inline = SchemaSource::Inline(serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
+    /// assert_eq!(inline.load().unwrap().name(), "output");
+    /// let missing = SchemaSource::File("/no/such/schema.json".into()).load().unwrap_err();
+    /// assert!(missing.contains("/no/such/schema.json"), "{missing}");
+    /// ```
+    pub fn load(&self) -> Result<agent_core::OutputSpec, String> {
+        match self {
+            Self::Inline(schema) => {
+                agent_core::OutputSpec::from_schema("output", schema.clone()).map_err(|e| e.to_string())
+            }
+            Self::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let schema: Value =
+                    serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+                let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("output");
+                agent_core::OutputSpec::from_schema(name, schema)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            }
+        }
+    }
 }
 
 impl Defaults {
@@ -161,6 +206,9 @@ impl Defaults {
         }
         if let Some(n) = self.tool_response_max_bytes {
             options = options.max_tool_output_bytes(n);
+        }
+        if let Some(r) = self.reasoning {
+            options = options.reasoning(r);
         }
         options
     }
@@ -217,6 +265,12 @@ impl AgentConfig {
             && file.is_relative()
         {
             config.accounting_file = Some(dir.join(file));
+        }
+        if let (Some(SchemaSource::File(file)), Some(dir)) =
+            (&mut config.defaults.output_schema, path.parent())
+            && file.is_relative()
+        {
+            *file = dir.join(&*file);
         }
         config.path = Some(path.to_path_buf());
         Ok(config)
