@@ -420,3 +420,24 @@ async fn the_conversation_example_saves_and_resumes_between_turns() {
     assert_eq!(saved["messages"].as_array().unwrap().len(), 6);
     assert_eq!(saved["messages"][5]["content"][0]["text"], "Ada.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_structured_output_example_returns_the_typed_answer_after_an_mcp_call() {
+    let server = ModelServer::start(vec![
+        call("demo__word_count", json!({"text": "the quick brown fox jumps over the lazy dog"})),
+        // Ollama is not asked for a schema alongside tools: the final-answer tool carries it.
+        call(
+            "final_answer",
+            json!({"text": "the quick brown fox jumps over the lazy dog", "words": 9, "summary": "A pangram."}),
+        ),
+    ])
+    .await;
+    let (_, stdout, _) = server.run_example("structured_output", &[], b"").await;
+    let stats: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(stats["words"], 9);
+    assert_eq!(stats["summary"], "A pangram.");
+    let bodies = server.bodies();
+    assert!(tool_names(&bodies[0]).contains(&"final_answer".to_string()));
+    // The word count came from the MCP server, and went back to the model.
+    assert!(bodies[1]["messages"].to_string().contains("9"));
+}
