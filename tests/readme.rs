@@ -53,6 +53,9 @@ fn the_readme_configuration_parses_without_warnings() {
     assert_eq!(d.model, ["anthropic/claude-sonnet-4-5", "work/gpt-4.1"]);
     assert_eq!(d.tool_timeout, Some(std::time::Duration::from_secs(30)));
     assert_eq!(d.context_window_buffer_tokens, Some(4096));
+    assert_eq!(d.reasoning, Some(agent_sdk::ReasoningEffort::Medium.into()));
+    let work = &config.providers.providers["work"];
+    assert_eq!(work.options, Some(serde_json::json!({"service_tier": "flex"})));
     assert!(config.accounting_file.is_some());
 }
 
