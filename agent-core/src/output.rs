@@ -295,9 +295,10 @@ fn wrap(schema: &Value) -> Value {
 /// every object gets `additionalProperties: false`, and an optional property
 /// whose schema accepts `null` becomes required (the model sends `null` for
 /// "absent", which the original schema accepts). `None` when that is not
-/// enough: an optional property that does not accept `null`, or an object
-/// whose `additionalProperties` is a schema; the provider then sends the
-/// schema unchanged and non-strict.
+/// enough: an optional property that does not accept `null`, an object
+/// whose `additionalProperties` is a schema, or a keyword strict mode
+/// refuses ([`STRICT_UNSUPPORTED`]); the provider then sends the schema
+/// unchanged and non-strict.
 ///
 /// ```
 /// use serde_json::json;
@@ -312,16 +313,37 @@ fn wrap(schema: &Value) -> Value {
 /// assert!(agent_core::output::strict_schema(&json!({
 ///     "type": "object", "properties": {"a": {"type": "string"}}
 /// })).is_none());
+/// // Nor a keyword strict mode refuses.
+/// assert!(agent_core::output::strict_schema(&json!({
+///     "type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}, "required": ["a"]
+/// })).is_none());
 /// ```
 pub fn strict_schema(schema: &Value) -> Option<Value> {
     let mut out = schema.clone();
     make_strict(&mut out).then_some(out)
 }
 
+/// Keywords OpenAI's strict mode refuses with a 400 (its "supported
+/// schemas" list): a schema using one is sent non-strict.
+pub const STRICT_UNSUPPORTED: [&str; 9] = [
+    "allOf",
+    "not",
+    "oneOf",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+];
+
 fn make_strict(schema: &mut Value) -> bool {
     let Some(obj) = schema.as_object_mut() else {
         return true;
     };
+    if STRICT_UNSUPPORTED.iter().any(|k| obj.contains_key(*k)) {
+        return false;
+    }
     let mut ok = true;
     for key in ["items", "not"] {
         if let Some(sub) = obj.get_mut(key) {

@@ -154,12 +154,14 @@ impl AnthropicModel {
                 _ => messages.push(json!({"role": role, "content": content})),
             }
         }
-        // Thinking, for a model that thinks: its budget.
+        // Thinking, for a model that thinks: its budget, at least the
+        // smallest Anthropic accepts.
         let thinking = request
             .reasoning
             .as_ref()
             .filter(|_| self.capabilities().reasoning)
-            .and_then(ReasoningConfig::budget);
+            .and_then(ReasoningConfig::budget)
+            .map(|b| b.max(MIN_THINKING_BUDGET));
         if request.prompt_caching {
             mark_last_user_block(&mut messages);
         }
@@ -167,12 +169,9 @@ impl AnthropicModel {
         let mut body = json!({
             "model": self.model,
             "messages": messages,
-            // max_tokens counts the thinking too: raised above the budget so
-            // the answer keeps its room.
-            "max_tokens": match thinking {
-                Some(budget) if max_tokens <= budget => max_tokens + budget,
-                _ => max_tokens,
-            },
+            // max_tokens counts the thinking too: the budget is added, so the
+            // answer keeps its room and max_tokens stays above the budget.
+            "max_tokens": max_tokens + thinking.unwrap_or(0),
             "stream": true,
         });
         if !system.is_empty() {
@@ -245,6 +244,9 @@ impl AnthropicModel {
 fn cache_point() -> Value {
     json!({"type": "ephemeral"})
 }
+
+/// The smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u32 = 1_024;
 
 /// The smallest `top_p` Anthropic accepts with thinking on.
 const MIN_TOP_P_WITH_THINKING: f32 = 0.95;

@@ -112,6 +112,12 @@ fn gemini_version(model: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Whether a Gemini model takes `responseJsonSchema` (2.5 on; earlier ones
+/// take only the OpenAPI-subset `responseSchema`).
+pub fn gemini_json_schema(model: &str) -> bool {
+    gemini_version(model).is_some_and(|v| v >= (2, 5))
+}
+
 /// Whether a Gemini model is of the 3 series (thinking levels, structured
 /// output with tools).
 pub fn gemini_3(model: &str) -> bool {

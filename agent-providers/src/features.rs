@@ -32,13 +32,15 @@ pub(crate) fn json_schema_raw(format: &ResponseFormat) -> Option<Value> {
 }
 
 /// OpenAI's `reasoning_effort` for a model: `gpt-5.1` and later take
-/// `none`; `gpt-5` takes `minimal` (also for `none`); the `o` series takes
-/// `low`, `medium`, `high` (`minimal` and `none` become `low`).
+/// `none`, `low`, `medium`, `high` (`minimal` becomes `low`: they refuse
+/// it); `gpt-5` takes `minimal` (also for `none`, which it refuses); the `o`
+/// series takes `low`, `medium`, `high` (`minimal` and `none` become `low`).
 ///
 /// ```
 /// use agent_core::ReasoningEffort::*;
 /// use agent_providers::features::openai_effort as effort;
 /// assert_eq!(effort("gpt-5.1", None), "none");
+/// assert_eq!(effort("gpt-5.1", Minimal), "low");
 /// assert_eq!(effort("gpt-5-mini", None), "minimal");
 /// assert_eq!(effort("o3", Minimal), "low");
 /// assert_eq!(effort("o4-mini", High), "high");
@@ -49,7 +51,7 @@ pub fn openai_effort(model: &str, effort: ReasoningEffort) -> &'static str {
     let takes_none = gpt5 && !(m.starts_with("gpt-5-") || m == "gpt-5");
     match effort {
         ReasoningEffort::None if takes_none => "none",
-        ReasoningEffort::None | ReasoningEffort::Minimal if gpt5 => "minimal",
+        ReasoningEffort::None | ReasoningEffort::Minimal if gpt5 && !takes_none => "minimal",
         ReasoningEffort::None | ReasoningEffort::Minimal | ReasoningEffort::Low => "low",
         ReasoningEffort::High => "high",
         _ => "medium",

@@ -217,7 +217,13 @@ impl GeminiModel {
         }
         if let Some(schema) = request.response_format.as_ref().and_then(json_schema_raw) {
             generation.insert("responseMimeType".into(), json!("application/json"));
-            generation.insert("responseJsonSchema".into(), schema);
+            // Standard JSON Schema from Gemini 2.5; before, the OpenAPI
+            // subset the function declarations use.
+            if capabilities::gemini_json_schema(&self.model) {
+                generation.insert("responseJsonSchema".into(), schema);
+            } else if let Some(openapi) = gemini_parameters(&schema) {
+                generation.insert("responseSchema".into(), openapi);
+            }
         }
         if let Some(reasoning) = &request.reasoning
             && self.capabilities().reasoning

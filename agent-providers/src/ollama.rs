@@ -193,7 +193,12 @@ impl OllamaModel {
         if !options.is_empty() {
             body["options"] = Value::Object(options);
         }
-        if let Some(schema) = request.response_format.as_ref().and_then(json_schema_raw) {
+        // Ollama's grammar would forbid tool calls: the schema goes only
+        // on a request that offers no tools (a concluding call, or a run
+        // without tools).
+        if body.get("tools").is_none()
+            && let Some(schema) = request.response_format.as_ref().and_then(json_schema_raw)
+        {
             body["format"] = schema;
         }
         if let Some(reasoning) = &request.reasoning

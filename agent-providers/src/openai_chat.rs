@@ -4,7 +4,7 @@
 
 use agent_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, ReasoningEffort, Role, ToolChoice, Usage,
+    ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, Usage,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -195,11 +195,7 @@ impl OpenAiChatModel {
             match self.flavor {
                 // OpenRouter's own field, which it maps for every model that reasons.
                 ChatFlavor::OpenRouter => {
-                    body["reasoning"] = match reasoning.effort {
-                        ReasoningEffort::None => json!({"enabled": false}),
-                        ReasoningEffort::Minimal => json!({"effort": "low"}),
-                        effort => json!({"effort": effort.as_str()}),
-                    };
+                    body["reasoning"] = json!({"effort": reasoning.effort.as_str()});
                 }
                 _ => {
                     body["reasoning_effort"] = json!(openai_effort(&self.model, reasoning.effort));
