@@ -34,10 +34,7 @@ struct TextStats {
 
 #[tokio::main]
 async fn main() {
-    if let Some(served) = demo_server::serve_if_asked().await {
-        std::process::exit(i32::from(served.is_err()));
-    }
-    std::process::exit(run().await);
+    std::process::exit(demo_server::serve_or(run()).await);
 }
 
 async fn run() -> i32 {

@@ -58,20 +58,7 @@ async fn native_mode_sends_the_response_format_and_reads_the_text_answer() {
     let dir = tmp_dir();
     let config = write_config(dir.path(), &server, json!({}));
     let schema = schema_file(dir.path());
-    let out = run_local(
-        &config,
-        &[
-            "--output-schema",
-            &schema,
-            "--output-mode",
-            "native",
-            "--no-mcp",
-            "Oslo?",
-        ],
-        &[],
-        dir.path(),
-    )
-    .await;
+    let out = ask_natively(&config, &schema, dir.path()).await;
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "{\"celsius\":-3,\"city\":\"Oslo\"}\n");
@@ -89,20 +76,7 @@ async fn an_answer_that_never_validates_exits_6_saying_why() {
     let dir = tmp_dir();
     let config = write_config(dir.path(), &server, json!({}));
     let schema = schema_file(dir.path());
-    let out = run_local(
-        &config,
-        &[
-            "--output-schema",
-            &schema,
-            "--output-mode",
-            "native",
-            "--no-mcp",
-            "Oslo?",
-        ],
-        &[],
-        dir.path(),
-    )
-    .await;
+    let out = ask_natively(&config, &schema, dir.path()).await;
     assert_exit(&out, 6, "\"celsius\" is a required property");
     let (stdout, _) = texts(&out);
     assert!(stdout.is_empty(), "{stdout}");
@@ -207,6 +181,19 @@ async fn a_bad_schema_or_effort_is_a_usage_error() {
     assert_exit(&out, 2, "nope.json");
     let out = run_local(&config, &["--reasoning", "extreme", "hi"], &[], dir.path()).await;
     assert_exit(&out, 2, "unknown reasoning effort `extreme`");
+}
+
+/// `agent --output-schema SCHEMA --output-mode native --no-mcp "Oslo?"`.
+async fn ask_natively(config: &Path, schema: &str, cwd: &Path) -> std::process::Output {
+    let args = [
+        "--output-schema",
+        schema,
+        "--output-mode",
+        "native",
+        "--no-mcp",
+        "Oslo?",
+    ];
+    run_local(config, &args, &[], cwd).await
 }
 
 fn tmp_dir() -> tempfile::TempDir {

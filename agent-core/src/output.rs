@@ -170,22 +170,7 @@ impl OutputSpec {
     /// with the place in the value it is about.
     pub fn validate(&self, value: &Value) -> Result<(), String> {
         let validator = self.validator.as_ref().map_err(Clone::clone)?;
-        let messages: Vec<String> = validator
-            .iter_errors(value)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{e} (at {path})")
-                }
-            })
-            .collect();
-        if messages.is_empty() {
-            Ok(())
-        } else {
-            Err(messages.join("; "))
-        }
+        crate::schema::validation_errors(validator, value)
     }
 
     /// The answer inside what the model sent for the wire schema.

@@ -118,3 +118,27 @@ pub fn input_schema_for<T: schemars::JsonSchema>() -> Value {
     }
     flat
 }
+
+/// Every error of `value` against `validator`, each with the place in the
+/// value it is about, joined by `; `; `Ok` when there is none.
+pub(crate) fn validation_errors(
+    validator: &jsonschema::Validator,
+    value: &serde_json::Value,
+) -> Result<(), String> {
+    let messages: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e} (at {path})")
+            }
+        })
+        .collect();
+    if messages.is_empty() {
+        Ok(())
+    } else {
+        Err(messages.join("; "))
+    }
+}

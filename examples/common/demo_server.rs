@@ -87,6 +87,15 @@ pub async fn serve_if_asked() -> Option<Result<(), Box<dyn std::error::Error>>> 
     })
 }
 
+/// The exit status of `run`, or of serving when the arguments ask for it
+/// (an example's `main` with the demo server built in).
+pub async fn serve_or(run: impl std::future::Future<Output = i32>) -> i32 {
+    match serve_if_asked().await {
+        Some(served) => i32::from(served.is_err()),
+        None => run.await,
+    }
+}
+
 /// Serve one session on stdin/stdout.
 pub async fn serve_stdio() -> Result<(), Box<dyn std::error::Error>> {
     let running = Demo::new().serve(rmcp::transport::stdio()).await?;

@@ -357,24 +357,9 @@ impl ExposedTool {
     /// Check an input against the tool's schema. `Err` carries the
     /// validator's messages with the place in the input each one is about.
     pub fn validate(&self, input: &Value) -> Result<(), String> {
-        let Some(validator) = &self.validator else {
-            return Ok(());
-        };
-        let messages: Vec<String> = validator
-            .iter_errors(input)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{e} (at {path})")
-                }
-            })
-            .collect();
-        if messages.is_empty() {
-            Ok(())
-        } else {
-            Err(messages.join("; "))
+        match &self.validator {
+            Some(validator) => crate::schema::validation_errors(validator, input),
+            None => Ok(()),
         }
     }
 }
