@@ -170,6 +170,28 @@ fn ollama_text(text: &str) -> Reply {
     ollama_reply(json!({"role": "assistant", "content": text}))
 }
 
+/// Claude Sonnet 4.5 at the local server.
+fn anthropic_at(s: &Server) -> Arc<dyn LanguageModel> {
+    Arc::new(
+        AnthropicModel::builder("claude-sonnet-4-5")
+            .base_url(format!("{}/v1", s.url))
+            .api_key("k")
+            .build()
+            .unwrap(),
+    )
+}
+
+/// GPT-5 through the Responses API at the local server.
+fn responses_at(s: &Server) -> Arc<dyn LanguageModel> {
+    Arc::new(
+        OpenAiResponsesModel::builder("gpt-5")
+            .base_url(format!("{}/v1", s.url))
+            .api_key("k")
+            .build()
+            .unwrap(),
+    )
+}
+
 fn wires() -> Vec<Wire> {
     vec![
         Wire {
@@ -189,30 +211,14 @@ fn wires() -> Vec<Wire> {
         },
         Wire {
             name: "openai responses",
-            model: |s| {
-                Arc::new(
-                    OpenAiResponsesModel::builder("gpt-4.1")
-                        .base_url(format!("{}/v1", s.url))
-                        .api_key("k")
-                        .build()
-                        .unwrap(),
-                )
-            },
+            model: responses_at,
             call: responses_call,
             text: responses_text,
             format: |b| b.get("text").and_then(|t| t.get("format")),
         },
         Wire {
             name: "anthropic",
-            model: |s| {
-                Arc::new(
-                    AnthropicModel::builder("claude-sonnet-4-5")
-                        .base_url(format!("{}/v1", s.url))
-                        .api_key("k")
-                        .build()
-                        .unwrap(),
-                )
-            },
+            model: anthropic_at,
             call: anthropic_call,
             text: anthropic_text,
             format: |b| b.get("output_config").and_then(|c| c.get("format")),
@@ -357,6 +363,24 @@ async fn anthropic_cache_tokens_reach_the_usage() {
     assert_eq!(usage.output_tokens, Some(7));
 }
 
+/// A run with reasoning on: step 1 (`first`) calls `weather`, step 2
+/// answers "Sunny."; the body of step 2's request.
+async fn second_body_with_reasoning(
+    first: Reply,
+    answer: Reply,
+    model: fn(&Server) -> Arc<dyn LanguageModel>,
+    effort: ReasoningEffort,
+) -> Value {
+    let server = Server::start(vec![first, answer]).await;
+    let agent = Agent::builder(model(&server))
+        .tools(weather_tools())
+        .reasoning(effort)
+        .build();
+    let result = agent.prompt("Weather in Paris?").await.unwrap();
+    assert_eq!(result.text, "Sunny.");
+    server.received()[1].body.clone()
+}
+
 /// With reasoning on, Anthropic's step 2 both asks for thinking and replays
 /// step 1's signed thinking block before its tool call.
 #[tokio::test]
@@ -373,23 +397,13 @@ async fn anthropic_thinking_is_asked_for_and_replayed() {
         json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
         json!({"type": "message_stop"}),
     ];
-    let server = Server::start(vec![
+    let second = second_body_with_reasoning(
         Reply::ok(sse(&lines(&first), true, "\n")),
         anthropic_text("Sunny."),
-    ])
+        anthropic_at,
+        ReasoningEffort::Low,
+    )
     .await;
-    let model = AnthropicModel::builder("claude-sonnet-4-5")
-        .base_url(format!("{}/v1", server.url))
-        .api_key("k")
-        .build()
-        .unwrap();
-    let agent = Agent::builder(Arc::new(model))
-        .tools(weather_tools())
-        .reasoning(ReasoningEffort::Low)
-        .build();
-    let result = agent.prompt("Weather in Paris?").await.unwrap();
-    assert_eq!(result.text, "Sunny.");
-    let second = &server.received()[1].body;
     assert_eq!(
         second["thinking"],
         json!({"type": "enabled", "budget_tokens": 4096})
@@ -416,23 +430,13 @@ async fn responses_reasoning_is_asked_for_and_replayed() {
         json!({"type": "response.output_item.done", "output_index": 1, "item": call}),
         responses_completed(),
     ];
-    let server = Server::start(vec![
+    let second = second_body_with_reasoning(
         Reply::ok(sse(&lines(&first), true, "\n")),
         responses_text("Sunny."),
-    ])
+        responses_at,
+        ReasoningEffort::High,
+    )
     .await;
-    let model = OpenAiResponsesModel::builder("gpt-5")
-        .base_url(format!("{}/v1", server.url))
-        .api_key("k")
-        .build()
-        .unwrap();
-    let agent = Agent::builder(Arc::new(model))
-        .tools(weather_tools())
-        .reasoning(ReasoningEffort::High)
-        .build();
-    let result = agent.prompt("Weather in Paris?").await.unwrap();
-    assert_eq!(result.text, "Sunny.");
-    let second = &server.received()[1].body;
     assert_eq!(second["reasoning"], json!({"effort": "high", "summary": "auto"}));
     let input = second["input"].to_string();
     assert!(
