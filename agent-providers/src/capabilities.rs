@@ -31,11 +31,16 @@ fn bare(model: &str) -> String {
     model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase()
 }
 
+/// Whether an OpenAI model is of the `o` series (`o1`, `o3-mini`, `o4-mini`, ...).
+pub(crate) fn openai_o_series(model: &str) -> bool {
+    let m = bare(model);
+    m.len() > 1 && m.starts_with('o') && m[1..].starts_with(|c: char| c.is_ascii_digit())
+}
+
 /// Whether an OpenAI model reasons (`o1`, `o3`, `o4-mini`, `gpt-5`, ...).
 pub fn openai_reasons(model: &str) -> bool {
     let m = bare(model);
-    let o_series = m.len() > 1 && m.starts_with('o') && m[1..].starts_with(|c: char| c.is_ascii_digit());
-    o_series || (m.starts_with("gpt-5") && !m.starts_with("gpt-5-chat"))
+    openai_o_series(&m) || (m.starts_with("gpt-5") && !m.starts_with("gpt-5-chat"))
 }
 
 /// OpenAI Chat Completions and Responses models.

@@ -218,8 +218,13 @@ impl GeminiModel {
         if let Some(schema) = request.response_format.as_ref().and_then(json_schema_raw) {
             generation.insert("responseMimeType".into(), json!("application/json"));
             // Standard JSON Schema from Gemini 2.5; before, the OpenAPI
-            // subset the function declarations use.
-            if capabilities::gemini_json_schema(&self.model) {
+            // subset the function declarations use. Before Gemini 3 a JSON
+            // response type beside function declarations is refused: the
+            // schema then goes only on a request without tools.
+            let refused = body.get("tools").is_some() && !capabilities::gemini_3(&self.model);
+            if refused {
+                generation.remove("responseMimeType");
+            } else if capabilities::gemini_json_schema(&self.model) {
                 generation.insert("responseJsonSchema".into(), schema);
             } else if let Some(openapi) = gemini_parameters(&schema) {
                 generation.insert("responseSchema".into(), openapi);

@@ -205,7 +205,10 @@ impl OllamaModel {
             && self.capabilities().reasoning
         {
             // gpt-oss takes a level; the other thinking models on or off.
-            body["think"] = match (self.model.starts_with("gpt-oss"), reasoning.effort) {
+            body["think"] = match (
+                self.model.to_ascii_lowercase().starts_with("gpt-oss"),
+                reasoning.effort,
+            ) {
                 (_, ReasoningEffort::None) => json!(false),
                 (true, ReasoningEffort::Minimal) => json!("low"),
                 (true, effort) => json!(effort.as_str()),

@@ -167,7 +167,11 @@ impl OpenAiChatModel {
                 // A choice added to agent-core later: let the model decide.
                 _ => json!("auto"),
             };
-            if let Some(parallel) = request.parallel_tool_calls {
+            // OpenAI's o series refuses the setting ("Unsupported parameter").
+            let refused = self.flavor == ChatFlavor::OpenAi && capabilities::openai_o_series(&self.model);
+            if let Some(parallel) = request.parallel_tool_calls
+                && !refused
+            {
                 body["parallel_tool_calls"] = json!(parallel);
             }
         }

@@ -148,8 +148,12 @@ impl OpenAiResponsesModel {
             "input": input,
             "stream": true,
             "store": false,
-            "include": ["reasoning.encrypted_content"],
         });
+        // Stateless: reasoning comes back encrypted to be replayed. Models
+        // that do not reason refuse to be asked for it.
+        if self.capabilities().reasoning {
+            body["include"] = json!(["reasoning.encrypted_content"]);
+        }
         if let Some(system) = &request.system {
             body["instructions"] = json!(system);
         }

@@ -15,7 +15,8 @@ use common::*;
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> OpenAiResponsesModel {
-    OpenAiResponsesModel::builder("gpt-test")
+    // The recorded responses came from a reasoning model.
+    OpenAiResponsesModel::builder("gpt-5.1-codex-max")
         .base_url(format!("{}/v1", server.url))
         .api_key("sk-x")
         .build()

@@ -37,6 +37,12 @@ fn with_format(schema: Value) -> ModelRequest {
     r
 }
 
+fn no_tools_format() -> ModelRequest {
+    let mut r = with_format(adaptable());
+    r.tools = Arc::new(Vec::new());
+    r
+}
+
 fn with_effort(effort: ReasoningEffort) -> ModelRequest {
     let mut r = request();
     r.reasoning = Some(effort.into());
@@ -137,6 +143,12 @@ fn openai_responses_text_format_and_reasoning() {
     }
     let body = responses("gpt-4.1").request_body(&with_effort(ReasoningEffort::High));
     assert!(body.get("reasoning").is_none());
+    // Encrypted reasoning is asked for only from models that reason.
+    assert!(body.get("include").is_none());
+    assert_eq!(
+        responses("o3").request_body(&request())["include"],
+        json!(["reasoning.encrypted_content"])
+    );
 }
 
 /// Anthropic: `output_config.format` with the schema made strict.
@@ -224,14 +236,24 @@ fn anthropic_cache_breakpoints() {
 /// before.
 #[test]
 fn gemini_response_schema_by_version() {
-    let body = gemini("gemini-2.5-flash").request_body(&with_format(adaptable()));
+    let body = gemini("gemini-2.5-flash").request_body(&no_tools_format());
     let generation = &body["generationConfig"];
     assert_eq!(generation["responseMimeType"], "application/json");
     assert_eq!(generation["responseJsonSchema"], adaptable());
-    let body = gemini("gemini-2.0-flash").request_body(&with_format(adaptable()));
+    let mut no_tools = with_format(adaptable());
+    no_tools.tools = Arc::new(Vec::new());
+    let body = gemini("gemini-2.0-flash").request_body(&no_tools);
     let generation = &body["generationConfig"];
     assert!(generation.get("responseJsonSchema").is_none());
     assert_eq!(generation["responseSchema"]["type"], "object");
+    // Before Gemini 3, a JSON response beside tools is refused: left out.
+    let body = gemini("gemini-2.5-flash").request_body(&with_format(adaptable()));
+    assert!(
+        body.get("generationConfig")
+            .is_none_or(|g| g.get("responseMimeType").is_none())
+    );
+    let body = gemini("gemini-3-pro-preview").request_body(&with_format(adaptable()));
+    assert_eq!(body["generationConfig"]["responseJsonSchema"], adaptable());
 }
 
 /// Gemini thinking: budgets on 2.5 (0 for None, 128 on Pro), levels on 3,

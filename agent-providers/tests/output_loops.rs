@@ -297,8 +297,9 @@ async fn native_mode_on_every_wire_format() {
         let bodies = structured_run(&wire, OutputMode::Native).await;
         for body in &bodies {
             let format = (wire.format)(body);
-            if wire.name == "ollama" {
-                assert!(format.is_none(), "ollama: format with tools");
+            // Ollama's grammar and Gemini 2.5's JSON mode exclude tools: left out.
+            if wire.name == "ollama" || wire.name == "gemini" {
+                assert!(format.is_none(), "{}: format with tools", wire.name);
             } else {
                 let format = format.unwrap_or_else(|| panic!("{}: no response format in {body}", wire.name));
                 assert!(format.to_string().contains("sunny"), "{}: {format}", wire.name);
