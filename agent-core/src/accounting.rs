@@ -90,6 +90,34 @@ pub enum AccountingEntry {
     Tool(ToolEntry),
 }
 
+impl AccountingEntry {
+    /// The path of the agent that made the entry, when it was recorded by
+    /// a run (see [`LlmEntry::agent_path`]).
+    ///
+    /// ```
+    /// use agent_core::accounting::AccountingEntry;
+    /// let line = r#"{"type":"llm","timestamp":"2026-01-01T00:00:00.000Z","status":"ok","provider":"openai","model":"m",
+    ///   "latency_ms":9,"tokens":{"input":1,"output":2,"cached":0,"reasoning":0,"total":3},"stop_reason":"stop",
+    ///   "agent_path":"coordinator/researcher"}"#;
+    /// let e: AccountingEntry = serde_json::from_str(line).unwrap();
+    /// assert_eq!(e.agent_path(), Some("coordinator/researcher"));
+    /// ```
+    pub fn agent_path(&self) -> Option<&str> {
+        match self {
+            Self::Llm(e) => e.agent_path.as_deref(),
+            Self::Tool(e) => e.agent_path.as_deref(),
+        }
+    }
+
+    pub(crate) fn set_agent_path(&mut self, path: &str) {
+        let slot = match self {
+            Self::Llm(e) => &mut e.agent_path,
+            Self::Tool(e) => &mut e.agent_path,
+        };
+        *slot = Some(path.to_owned());
+    }
+}
+
 /// A model attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -111,6 +139,11 @@ pub struct LlmEntry {
     /// The error, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The agent that made it, as a path from the agent the application
+    /// ran (`coordinator/researcher`; a lone agent's name, `agent` by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_path: Option<String>,
 }
 
 /// A tool call.
@@ -145,6 +178,11 @@ pub struct ToolEntry {
     /// replaced the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::BudgetFigures>,
+    /// The agent that made it, as a path from the agent the application
+    /// ran (`coordinator/researcher`; a lone agent's name, `agent` by
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_path: Option<String>,
 }
 
 /// Where accounting entries are kept besides the event stream.

@@ -57,8 +57,9 @@ pub mod testing;
 
 pub use accounting::{AccountingSink, JsonlSink};
 pub use agent::{
-    Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, Conversation, ExitReason,
-    RunAborted, RunError, StepContext, StepSettings, StepSummary, ToolResultContext, Turn, run_agent,
+    Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, AgentSlot, AgentTool, Conversation,
+    ExitReason, RunAborted, RunError, StepContext, StepSettings, StepSummary, ToolResultContext, Turn,
+    run_agent,
 };
 pub use approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession, ApprovalTier,

@@ -221,6 +221,9 @@ pub struct ToolContext {
     cancellation: CancellationToken,
     deadline: Option<Instant>,
     progress: ProgressReporter,
+    /// The calling run's place in its tree of agents (absent when the
+    /// tool is called directly).
+    scope: Option<crate::agent::SharedScope>,
 }
 
 impl ToolContext {
@@ -238,6 +241,7 @@ impl ToolContext {
             call_id,
             cancellation: CancellationToken::new(),
             deadline: None,
+            scope: None,
         }
     }
 
@@ -278,6 +282,25 @@ impl ToolContext {
     pub fn with_progress(mut self, progress: ProgressReporter) -> Self {
         self.progress = progress;
         self
+    }
+
+    pub(crate) fn with_scope(mut self, scope: crate::agent::SharedScope) -> Self {
+        self.scope = Some(scope);
+        self
+    }
+
+    pub(crate) fn scope(&self) -> Option<&crate::agent::SharedScope> {
+        self.scope.as_ref()
+    }
+
+    /// The path of the agent whose run made this call
+    /// (`coordinator/researcher`), when a run made it.
+    ///
+    /// ```
+    /// assert_eq!(agent_core::ToolContext::new("c").agent_path(), None);
+    /// ```
+    pub fn agent_path(&self) -> Option<&str> {
+        self.scope.as_deref().map(|s| s.path.as_str())
     }
 
     /// The id of the call being run.

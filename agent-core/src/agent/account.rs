@@ -9,10 +9,13 @@ use crate::accounting::{AccountingEntry, AccountingSink, EntryStatus, EntryToken
 use crate::usage::{FinishReason, Usage};
 use crate::util::rfc3339_now;
 
+/// Stamps each entry with the run's agent path, then records it: metrics
+/// (labelled by agent), the sink, an `accounting` event.
 #[derive(Clone)]
 pub(crate) struct Accountant {
     emit: Emitter,
     sink: Option<Arc<dyn AccountingSink>>,
+    path: Arc<str>,
 }
 
 /// What one model attempt did, for its entry.
@@ -26,12 +29,17 @@ pub(crate) struct LlmAttempt<'a> {
 }
 
 impl Accountant {
-    pub fn new(emit: Emitter, sink: Option<Arc<dyn AccountingSink>>) -> Self {
-        Self { emit, sink }
+    pub fn new(emit: Emitter, sink: Option<Arc<dyn AccountingSink>>, path: &str) -> Self {
+        Self {
+            emit,
+            sink,
+            path: Arc::from(path),
+        }
     }
 
-    pub async fn record(&self, entry: AccountingEntry) {
-        record_metrics(&entry);
+    pub async fn record(&self, mut entry: AccountingEntry) {
+        entry.set_agent_path(&self.path);
+        record_metrics(&entry, &self.path);
         if let Some(sink) = &self.sink
             && let Err(e) = sink.record(&entry).await
         {
@@ -56,6 +64,7 @@ impl Accountant {
             tokens: EntryTokens::from(attempt.usage),
             stop_reason,
             error: attempt.error,
+            agent_path: None,
         }))
         .await;
     }
@@ -76,12 +85,14 @@ fn status_label(status: EntryStatus) -> &'static str {
     }
 }
 
-fn record_metrics(entry: &AccountingEntry) {
+/// Every metric is labelled `agent` with the agent path.
+fn record_metrics(entry: &AccountingEntry, agent: &str) {
+    let a = agent.to_owned();
     match entry {
         AccountingEntry::Llm(e) => {
             let (p, m) = (e.provider.clone(), e.model.clone());
-            metrics::counter!(MODEL_CALLS_METRIC, "provider" => p.clone(), "model" => m.clone(), "status" => status_label(e.status)).increment(1);
-            metrics::histogram!(MODEL_LATENCY_METRIC, "provider" => p.clone(), "model" => m.clone())
+            metrics::counter!(MODEL_CALLS_METRIC, "agent" => a.clone(), "provider" => p.clone(), "model" => m.clone(), "status" => status_label(e.status)).increment(1);
+            metrics::histogram!(MODEL_LATENCY_METRIC, "agent" => a.clone(), "provider" => p.clone(), "model" => m.clone())
                 .record(e.latency_ms as f64 / 1000.0);
             for (kind, n) in [
                 ("input", e.tokens.input),
@@ -90,12 +101,12 @@ fn record_metrics(entry: &AccountingEntry) {
                 ("cache_write", e.tokens.cache_write),
                 ("reasoning", e.tokens.reasoning),
             ] {
-                metrics::counter!(TOKENS_METRIC, "provider" => p.clone(), "model" => m.clone(), "kind" => kind).increment(n);
+                metrics::counter!(TOKENS_METRIC, "agent" => a.clone(), "provider" => p.clone(), "model" => m.clone(), "kind" => kind).increment(n);
             }
         }
         AccountingEntry::Tool(e) => {
-            metrics::counter!(TOOL_CALLS_METRIC, "tool" => e.tool.clone(), "source" => e.source.clone(), "status" => status_label(e.status)).increment(1);
-            metrics::histogram!(TOOL_LATENCY_METRIC, "tool" => e.tool.clone(), "source" => e.source.clone())
+            metrics::counter!(TOOL_CALLS_METRIC, "agent" => a.clone(), "tool" => e.tool.clone(), "source" => e.source.clone(), "status" => status_label(e.status)).increment(1);
+            metrics::histogram!(TOOL_LATENCY_METRIC, "agent" => a, "tool" => e.tool.clone(), "source" => e.source.clone())
                 .record(e.latency_ms as f64 / 1000.0);
         }
     }

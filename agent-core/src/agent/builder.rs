@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Agent;
 use super::hooks::{StepContext, StepSettings, StepSummary, ToolResultContext};
 use super::options::AgentOptions;
+use super::sub_agent::{AgentTool, SUB_AGENT_SOURCE};
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
 use crate::budget::ContextBudget;
@@ -20,7 +21,7 @@ use crate::output::OutputSpec;
 use crate::settings::ReasoningConfig;
 use crate::source::StaticToolSource;
 use crate::tool::{Tool, ToolOutput};
-use crate::toolset::ToolSet;
+use crate::toolset::{Naming, SourceOptions, ToolSet};
 use crate::typed::IntoTool;
 
 /// Name of the native source holding the tools given to
@@ -56,6 +57,7 @@ pub struct AgentBuilder {
     model: Arc<dyn LanguageModel>,
     tools: Option<Arc<ToolSet>>,
     own_tools: Vec<Arc<dyn Tool>>,
+    sub_agents: Vec<Arc<dyn Tool>>,
     options: AgentOptions,
 }
 
@@ -80,6 +82,7 @@ impl AgentBuilder {
             model,
             tools: None,
             own_tools: Vec::new(),
+            sub_agents: Vec::new(),
             options: AgentOptions::default(),
         }
     }
@@ -90,6 +93,23 @@ impl AgentBuilder {
     /// given to [`AgentBuilder::tools`].
     pub fn tool<M>(mut self, tool: impl IntoTool<M>) -> Self {
         self.own_tools.push(tool.into_tool());
+        self
+    }
+
+    /// Add a sub-agent: the model sees it as `agent__<name>` (the native
+    /// source [`SUB_AGENT_SOURCE`], namespaced; the usual sanitising and
+    /// clash rules apply). See [`AgentTool`].
+    ///
+    /// ```
+    /// # let model = || std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// let coder = agent_core::Agent::builder(model()).name("coder").build();
+    /// let lead = agent_core::Agent::builder(model()).sub_agent(coder.as_tool().description("Writes patches.")).build();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert!(lead.tools().catalog().await.get("agent__coder").is_some());
+    /// # });
+    /// ```
+    pub fn sub_agent(mut self, tool: AgentTool) -> Self {
+        self.sub_agents.push(Arc::new(tool));
         self
     }
 
@@ -125,6 +145,10 @@ impl AgentBuilder {
     }
 
     option_setters! {
+        /// Set the agent's name (its segment of agent paths).
+        name(name: impl Into<String>);
+        /// Set how deep sub-agents may nest below this agent's runs.
+        max_depth(n: u32);
         /// Set the system prompt.
         system(text: impl Into<String>);
         /// Set the step limit: model calls that may use tools.
@@ -173,22 +197,36 @@ impl AgentBuilder {
 
     /// The agent.
     pub fn build(self) -> Agent {
-        let tools = match (self.tools, self.own_tools.is_empty()) {
+        let tools = match (
+            self.tools,
+            self.own_tools.is_empty() && self.sub_agents.is_empty(),
+        ) {
             (Some(set), true) => set,
             (None, true) => Arc::new(ToolSet::empty()),
             (set, false) => {
-                let own = self.own_tools.into_iter().fold(
-                    StaticToolSource::native(APP_SOURCE),
-                    StaticToolSource::with_shared_tool,
-                );
-                let builder = set.map_or_else(ToolSet::builder, |s| s.to_builder());
-                Arc::new(builder.source(own).build())
+                let mut builder = set.map_or_else(ToolSet::builder, |s| s.to_builder());
+                if !self.own_tools.is_empty() {
+                    let own = self.own_tools.into_iter().fold(
+                        StaticToolSource::native(APP_SOURCE),
+                        StaticToolSource::with_shared_tool,
+                    );
+                    builder = builder.source(own);
+                }
+                if !self.sub_agents.is_empty() {
+                    let agents = self.sub_agents.into_iter().fold(
+                        StaticToolSource::native(SUB_AGENT_SOURCE),
+                        StaticToolSource::with_shared_tool,
+                    );
+                    builder = builder.source_with(agents, SourceOptions::default().naming(Naming::Prefixed));
+                }
+                Arc::new(builder.build())
             }
         };
         Agent {
             model: self.model,
             tools,
             options: self.options,
+            id: super::next_agent_id(),
         }
     }
 }

@@ -39,6 +39,8 @@ pub(super) struct Run {
     pub cancel: CancellationToken,
     pub emit: Emitter,
     pub accountant: Accountant,
+    /// This run's place in its tree of agents.
+    pub scope: super::scope::SharedScope,
 }
 
 /// What the loop has gathered so far.
@@ -207,6 +209,7 @@ impl Run {
                     cancel: &self.cancel,
                     emit: &self.emit,
                     accountant: &self.accountant,
+                    scope: &self.scope,
                     gate: gate.as_ref(),
                 })
                 .await;
@@ -269,10 +272,13 @@ impl Run {
                 .map(|e| error_chain(e))
                 .or_else(|| progress.output_error.as_ref().map(ToString::to_string)),
         };
+        let mut tree_usage = progress.usage;
+        tree_usage += self.scope.children_usage();
         deliver(AgentResult {
             messages: progress.new_messages,
             text: progress.text,
             usage: progress.usage,
+            tree_usage,
             step_usage: progress.step_usage,
             steps: progress.steps,
             exit,

@@ -181,6 +181,24 @@ pub enum AgentEvent {
         /// The answer.
         value: Value,
     },
+    /// An event of a sub-agent's run (an [`AgentTool`](crate::AgentTool)
+    /// call), in the order the sub-agent sent it. Events of deeper
+    /// sub-agents come wrapped once, with their full path.
+    ///
+    /// ```
+    /// let e = agent_core::AgentEvent::SubAgent {
+    ///     path: "coordinator/researcher".into(),
+    ///     event: Box::new(agent_core::AgentEvent::TextDelta { text: "Hi".into() }),
+    /// };
+    /// assert_eq!(serde_json::to_value(&e).unwrap(), serde_json::json!(
+    ///     {"type": "sub_agent", "path": "coordinator/researcher", "event": {"type": "text_delta", "text": "Hi"}}));
+    /// ```
+    SubAgent {
+        /// The sub-agent's path (`coordinator/researcher`).
+        path: String,
+        /// Its event.
+        event: Box<AgentEvent>,
+    },
     /// The run is over; always the last event.
     Finished {
         /// How it ended.
@@ -229,8 +247,11 @@ pub struct AgentResult {
     pub messages: Vec<Message>,
     /// The final answer text.
     pub text: String,
-    /// Total usage.
+    /// Total usage of this run's own model calls.
     pub usage: Usage,
+    /// `usage` plus the usage of every sub-agent run it started, theirs
+    /// included (equal to `usage` for a run without sub-agents).
+    pub tree_usage: Usage,
     /// Usage of each step.
     pub step_usage: Vec<Usage>,
     /// Steps taken.

@@ -58,6 +58,8 @@ pub(crate) struct Batch<'a> {
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
     pub accountant: &'a Accountant,
+    /// The run's place in its tree, for the tools' contexts.
+    pub scope: &'a super::scope::SharedScope,
     /// Admits results while the context window has room.
     pub gate: Option<&'a ResultsGate>,
 }
@@ -210,6 +212,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         let progress = ProgressReporter::to_queue(call.id.clone(), progress_queue.clone());
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
+        let scope = batch.scope.clone();
         let approval = batch.options.approvals.clone().map(|approvals| {
             let request = ApprovalRequest {
                 call_id: call.id.clone(),
@@ -247,7 +250,8 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             let ctx = ToolContext::new(call_id)
                 .with_cancellation(token.clone())
                 .with_deadline(deadline)
-                .with_progress(progress);
+                .with_progress(progress)
+                .with_scope(scope);
             let (output, details) = tokio::select! {
                 result = tool.call(input, ctx) => match result {
                     Ok(output) => (output, None),
@@ -394,6 +398,7 @@ async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
                 .then(|| text.chars().take(MAX_ERROR_CHARS).collect()),
             details: outcome.details.map(str::to_owned),
             budget: outcome.budget,
+            agent_path: None,
         }))
         .await;
     batch

@@ -24,8 +24,10 @@ mod guard;
 mod hooks;
 mod options;
 mod run;
+mod scope;
 mod step;
 mod structured;
+mod sub_agent;
 mod truncate;
 
 use std::sync::Arc;
@@ -41,15 +43,19 @@ pub use hooks::{
     Hooks, OnToolResult, PrepareStep, StepContext, StepSettings, StepSummary, StopWhen, ToolResultContext,
 };
 pub use options::{
-    AgentOptions, CONCLUDE_INSTRUCTION, DEFAULT_MAX_STEPS, DEFAULT_MAX_TOOL_OUTPUT_BYTES,
-    DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
+    AgentOptions, CONCLUDE_INSTRUCTION, DEFAULT_AGENT_NAME, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS,
+    DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
 };
 pub use run::{AgentRun, RunAborted, RunError};
+pub use scope::AGENT_PATH_SEPARATOR;
+pub use sub_agent::{AgentSlot, AgentTool, DEFAULT_SUB_AGENT_TIMEOUT, SUB_AGENT_SOURCE};
 pub use truncate::truncate_output;
 
 use account::Accountant;
 use drive::Run;
 use emit::Emitter;
+pub(crate) use scope::SharedScope;
+use scope::{Lineage, Scope};
 
 use crate::message::Message;
 use crate::model::LanguageModel;
@@ -80,12 +86,33 @@ pub struct Agent {
     model: Arc<dyn LanguageModel>,
     tools: Arc<ToolSet>,
     options: AgentOptions,
+    /// Identity for the sub-agent self-call guard: unique per `build()`,
+    /// kept by clones and by [`Agent::with_cancellation`].
+    id: u64,
+}
+
+/// Identities of built agents; 0 is never given out.
+static NEXT_AGENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_agent_id() -> u64 {
+    NEXT_AGENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Agent {
     /// A builder for an agent using this model.
     pub fn builder(model: Arc<dyn LanguageModel>) -> AgentBuilder {
         AgentBuilder::new(model)
+    }
+
+    /// The agent's name ([`AgentOptions::name`], or [`DEFAULT_AGENT_NAME`]).
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = agent_core::Agent::builder(model).name("researcher").build();
+    /// assert_eq!(agent.name(), "researcher");
+    /// ```
+    pub fn name(&self) -> &str {
+        self.options.name.as_deref().unwrap_or(DEFAULT_AGENT_NAME)
     }
 
     /// The options.
@@ -125,11 +152,18 @@ impl Agent {
     /// Start a run on this conversation (usually ending with a user message).
     /// Must be called inside a tokio runtime: the run is a spawned task.
     pub fn run(&self, messages: Vec<Message>) -> AgentRun {
-        run_agent(
+        let lineage = Lineage::root(
+            self.name(),
+            self.id,
+            self.options.max_depth,
+            self.options.accounting.clone(),
+        );
+        start(
             self.model.clone(),
             self.tools.clone(),
             messages,
             self.options.clone(),
+            lineage,
         )
     }
 
@@ -186,10 +220,26 @@ pub fn run_agent(
     messages: Vec<Message>,
     options: AgentOptions,
 ) -> AgentRun {
+    let name = options.name.as_deref().unwrap_or(DEFAULT_AGENT_NAME);
+    let lineage = Lineage::root(name, 0, options.max_depth, options.accounting.clone());
+    start(model, tools, messages, options, lineage)
+}
+
+/// Start a run at its place in a tree of agents; entries go to the tree's
+/// sink (the root's) when it has one, else to the run's own.
+fn start(
+    model: Arc<dyn LanguageModel>,
+    tools: Arc<ToolSet>,
+    messages: Vec<Message>,
+    options: AgentOptions,
+    lineage: Lineage,
+) -> AgentRun {
     let cancel = run_token(&options.cancellation);
     let (emit, events) = Emitter::new();
     let (result_tx, result_rx) = oneshot::channel();
-    let accountant = Accountant::new(emit.clone(), options.accounting.clone());
+    let sink = lineage.sink.clone().or_else(|| options.accounting.clone());
+    let scope = Arc::new(Scope::new(lineage, emit.clone()));
+    let accountant = Accountant::new(emit.clone(), sink, &scope.path);
     let run = Run {
         model,
         tools,
@@ -197,6 +247,7 @@ pub fn run_agent(
         cancel: cancel.clone(),
         emit,
         accountant,
+        scope,
     };
     tokio::spawn(async move {
         // The receiver may be gone; the result is then not wanted. It goes

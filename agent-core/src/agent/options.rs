@@ -47,6 +47,12 @@ pub const DEFAULT_TOOL_CONCURRENCY: usize = 16;
 /// A tool output beyond this many bytes is cut (head and tail kept): about
 /// 12k tokens, which keeps one result from crowding out the conversation.
 pub const DEFAULT_MAX_TOOL_OUTPUT_BYTES: usize = 50 * 1024;
+/// How deep sub-agents may nest below the agent the application runs (a
+/// coordinator, its sub-agents, theirs): enough for real delegation,
+/// bounded so agents that call each other cannot recurse without end.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+/// The name of an agent not given one (in accounting entries and paths).
+pub const DEFAULT_AGENT_NAME: &str = "agent";
 /// Told to the model on the concluding call, when tools are withheld.
 pub const CONCLUDE_INSTRUCTION: &str = "You have reached the maximum number of steps for this task, and tools \
 are no longer available. Do not call any tool. Answer now with what you have found so far, and say what is \
@@ -68,6 +74,14 @@ left undone.";
 #[non_exhaustive]
 #[must_use]
 pub struct AgentOptions {
+    /// The agent's name: its segment of agent paths (`coordinator/researcher`)
+    /// in accounting entries, metrics and `sub_agent` events, and the default
+    /// name of its [`AgentTool`](crate::AgentTool); `None` is
+    /// [`DEFAULT_AGENT_NAME`].
+    pub name: Option<String>,
+    /// How deep sub-agents may nest below a run of this agent; see
+    /// [`AgentOptions::max_depth`].
+    pub max_depth: u32,
     /// The system prompt.
     pub system: Option<String>,
     /// Model calls that may use tools; see [`AgentOptions::max_steps`].
@@ -119,6 +133,8 @@ pub struct AgentOptions {
 impl Default for AgentOptions {
     fn default() -> Self {
         Self {
+            name: None,
+            max_depth: DEFAULT_MAX_DEPTH,
             system: None,
             max_steps: DEFAULT_MAX_STEPS,
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
@@ -144,6 +160,33 @@ impl Default for AgentOptions {
 }
 
 impl AgentOptions {
+    /// Set the agent's name (see [`AgentOptions::name`]).
+    ///
+    /// ```
+    /// let opts = agent_core::AgentOptions::default().name("researcher");
+    /// assert_eq!(opts.name.as_deref(), Some("researcher"));
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Set how deep sub-agents may nest below a run of this agent: a
+    /// sub-agent at depth `depth` (its parent is at `depth - 1`, the run
+    /// the application started at 0) may start only while `depth <= n`; a
+    /// call beyond gets an error result and no model call. A sub-agent's
+    /// runs use the limit of the root of their tree, not their own.
+    ///
+    /// ```
+    /// let opts = agent_core::AgentOptions::default().max_depth(1); // sub-agents, but none of their own
+    /// assert_eq!(opts.max_depth, 1);
+    /// assert_eq!(agent_core::AgentOptions::default().max_depth, agent_core::agent::DEFAULT_MAX_DEPTH);
+    /// ```
+    pub fn max_depth(mut self, n: u32) -> Self {
+        self.max_depth = n;
+        self
+    }
+
     /// Set the system prompt.
     pub fn system(mut self, text: impl Into<String>) -> Self {
         self.system = Some(text.into());
@@ -400,8 +443,8 @@ impl AgentOptions {
         let defaults = AgentOptions::default();
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
-            set: system, temperature, top_p, max_output_tokens, approvals, accounting, budget, output, reasoning;
-            changed: max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
+            set: name, system, temperature, top_p, max_output_tokens, approvals, accounting, budget, output, reasoning;
+            changed: max_depth, max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
                 max_output_retries, prompt_caching;
             added: cancellation, provider_options;
             hooks: prepare_step, stop_when, on_tool_result);

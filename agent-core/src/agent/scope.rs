@@ -1,0 +1,107 @@
+//! Where a run sits in a tree of agents: its path from the root, the
+//! identities of its ancestors, the root's depth limit and accounting sink,
+//! and where its sub-agents' events and usage go.
+//!
+//! Invariants: a run started by the application is a root (depth 0, path =
+//! its agent's name); a sub-agent's run is one level deeper, its path is its
+//! parent's path, `/`, its own name, and it inherits the root's depth limit
+//! and sink; the usage of every run of a subtree is added to its parent's
+//! `children_usage` exactly once, when the sub-agent's run has ended.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use super::emit::Emitter;
+use crate::accounting::AccountingSink;
+use crate::usage::Usage;
+
+/// Separates the agent names of a path (`coordinator/researcher`).
+pub const AGENT_PATH_SEPARATOR: char = '/';
+
+/// What a run inherits from the run that started it (or, for a root, from
+/// its own agent).
+#[derive(Clone)]
+pub(crate) struct Lineage {
+    /// Agent names, root first, ending with this run's agent.
+    pub names: Vec<String>,
+    /// Agent identities in the same order (0: an agent built without one).
+    pub ids: Vec<u64>,
+    /// The root's depth limit.
+    pub max_depth: u32,
+    /// The root's accounting sink, shared by the whole tree.
+    pub sink: Option<Arc<dyn AccountingSink>>,
+}
+
+impl Lineage {
+    /// The lineage of a root run of agent `id` named `name`.
+    pub fn root(name: &str, id: u64, max_depth: u32, sink: Option<Arc<dyn AccountingSink>>) -> Self {
+        Self {
+            names: vec![name.to_owned()],
+            ids: vec![id],
+            max_depth,
+            sink,
+        }
+    }
+
+    /// The path, `/`-separated.
+    pub fn path(&self) -> String {
+        self.names.join(&AGENT_PATH_SEPARATOR.to_string())
+    }
+
+    /// 0 for a root.
+    pub fn depth(&self) -> usize {
+        self.names.len().saturating_sub(1)
+    }
+}
+
+/// A running agent's place in its tree, handed to its tools through their
+/// [`ToolContext`](crate::ToolContext).
+pub(crate) struct Scope {
+    pub lineage: Lineage,
+    /// `lineage.path()`, computed once.
+    pub path: String,
+    /// The run's own event stream, where sub-agents' events are forwarded.
+    pub emit: Emitter,
+    /// Usage of the sub-agent runs this run started, their subtrees
+    /// included. Locked only to add or read, never across an `.await`.
+    pub children_usage: Mutex<Usage>,
+}
+
+impl Scope {
+    pub fn new(lineage: Lineage, emit: Emitter) -> Self {
+        Self {
+            path: lineage.path(),
+            lineage,
+            emit,
+            children_usage: Mutex::new(Usage::default()),
+        }
+    }
+
+    /// Add a finished sub-agent run's usage (its subtree's).
+    pub fn add_child_usage(&self, usage: Usage) {
+        let mut total = self
+            .children_usage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *total += usage;
+    }
+
+    pub fn children_usage(&self) -> Usage {
+        *self
+            .children_usage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scope")
+            .field("path", &self.path)
+            .field("max_depth", &self.lineage.max_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Shared by a run's tool contexts.
+pub(crate) type SharedScope = Arc<Scope>;

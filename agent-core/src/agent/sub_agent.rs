@@ -1,0 +1,374 @@
+//! [`AgentTool`]: an agent as a tool of another agent (a sub-agent).
+//!
+//! Invariants:
+//! - each call runs the sub-agent in a fresh conversation whose one user
+//!   message is the call's `prompt` (or, with a custom input schema, the
+//!   call's arguments as JSON); nothing of the caller's conversation goes
+//!   along;
+//! - a call that would nest deeper than the root's depth limit, or run an
+//!   agent already running among its callers, gets an error result and
+//!   makes no model call;
+//! - the sub-agent's run ends with the call: it is cancelled with the
+//!   calling run, at its own timeout, and when the call's task is dropped;
+//! - every event of the sub-agent's run reaches the caller's event stream,
+//!   wrapped once in [`AgentEvent::SubAgent`] with its path, in order,
+//!   before the call's result;
+//! - the sub-agent's usage (its subtree's) is added to the caller's tree
+//!   usage once, however its run ended; its accounting entries go to the
+//!   tree's sink, stamped with its path.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::events::{AgentEvent, AgentResult, ExitReason};
+use super::scope::{AGENT_PATH_SEPARATOR, Lineage};
+use super::{Agent, start};
+use crate::message::Message;
+use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use crate::util::error_chain;
+
+/// The source name of sub-agent tools added with
+/// [`AgentBuilder::sub_agent`](crate::AgentBuilder::sub_agent): the model
+/// sees them as `agent__<name>`.
+pub const SUB_AGENT_SOURCE: &str = "agent";
+
+/// How long one sub-agent call may run: a sub-agent makes many model and
+/// tool calls, so it gets far longer than one tool call's timeout, bounded
+/// so a stuck sub-agent cannot hold its caller forever.
+pub const DEFAULT_SUB_AGENT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// The input property of the default schema.
+const PROMPT_PROPERTY: &str = "prompt";
+
+/// The default input schema: one `prompt` string.
+fn prompt_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            PROMPT_PROPERTY: {
+                "type": "string",
+                "description": "The task, with everything the agent needs to know: it sees nothing of this conversation."
+            }
+        },
+        "required": [PROMPT_PROPERTY],
+        "additionalProperties": false
+    })
+}
+
+/// The agent a tool runs: given, or set later through an [`AgentSlot`].
+#[derive(Clone)]
+enum Target {
+    Ready(Agent),
+    Deferred(Arc<OnceLock<Agent>>),
+}
+
+/// An [`Agent`] as a [`Tool`]: each call runs the agent on the call's
+/// input, and its answer (its structured output as JSON when it has an
+/// output schema, else its final text) is the result. A run that did not
+/// complete (model error, token limit, step limit, invalid output,
+/// timeout, cancellation) gives an error result with the reason and its
+/// partial text; the calling run goes on.
+///
+/// ```
+/// use agent_core::{Agent, AgentTool, Tool};
+/// # let model = || std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+/// let researcher = Agent::builder(model()).name("researcher").system("Find sources.").build();
+/// let coordinator = Agent::builder(model())
+///     .name("coordinator")
+///     .sub_agent(AgentTool::new(researcher).description("Finds and summarises sources on a question."))
+///     .build();
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let catalog = coordinator.tools().catalog().await;
+/// assert_eq!(catalog.names(), ["agent__researcher"]);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct AgentTool {
+    target: Target,
+    definition: ToolDefinition,
+    /// The input is the default `{prompt}` (else it is sent as JSON).
+    prompt_input: bool,
+    timeout: Duration,
+}
+
+/// Where the agent of a [`AgentTool::deferred`] tool goes once it is built
+/// (agents that call each other).
+///
+/// ```
+/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+/// let (tool, slot) = agent_core::AgentTool::deferred("critic", "Reviews a draft.");
+/// let critic = agent_core::Agent::builder(model).name("critic").sub_agent(tool).build();
+/// assert!(slot.set(critic).is_ok());
+/// ```
+#[derive(Clone)]
+pub struct AgentSlot(Arc<OnceLock<Agent>>);
+
+impl AgentSlot {
+    /// Set the agent; `Err` gives it back when one was set already.
+    pub fn set(&self, agent: Agent) -> Result<(), Agent> {
+        self.0.set(agent)
+    }
+}
+
+impl AgentTool {
+    /// A tool running `agent`, named after it ([`Agent::name`]), with a
+    /// generic description (set a better one), the input `{prompt}` and,
+    /// when the agent has an output schema, that schema as the tool's
+    /// output schema.
+    pub fn new(agent: Agent) -> Self {
+        let name = agent.name().to_owned();
+        let output = agent.options.output.as_ref().map(|o| o.schema().clone());
+        let mut definition = ToolDefinition::new(&name, default_description(&name), prompt_schema());
+        if let Some(schema) = output {
+            definition = definition.with_output_schema(schema);
+        }
+        Self {
+            target: Target::Ready(agent),
+            definition,
+            prompt_input: true,
+            timeout: DEFAULT_SUB_AGENT_TIMEOUT,
+        }
+    }
+
+    /// A tool whose agent is set later through the returned slot, for
+    /// agents that call each other (the agent being built needs the tool
+    /// first). A call made before the slot is set gets an error result.
+    /// The tool keeps its agent alive, so agents joined in a cycle this way
+    /// live as long as any of them.
+    pub fn deferred(name: impl Into<String>, description: impl Into<String>) -> (Self, AgentSlot) {
+        let slot = Arc::new(OnceLock::new());
+        let tool = Self {
+            target: Target::Deferred(slot.clone()),
+            definition: ToolDefinition::new(name, description, prompt_schema()),
+            prompt_input: true,
+            timeout: DEFAULT_SUB_AGENT_TIMEOUT,
+        };
+        (tool, AgentSlot(slot))
+    }
+
+    /// The tool's name (before its source's namespace).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.definition = self.definition.with_name(name);
+        self
+    }
+
+    /// What the calling model reads about the agent: what it is for and
+    /// what to give it.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.definition.description = description.into();
+        self
+    }
+
+    /// Take arguments matching `schema` (a JSON Schema object) instead of
+    /// `{prompt}`; the sub-agent's prompt is then the arguments as JSON.
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// # let agent = agent_core::Agent::builder(model).name("coder").build();
+    /// use agent_core::Tool;
+    /// let schema = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}, "change": {"type": "string"}},
+    ///                                  "required": ["file", "change"]});
+    /// let tool = agent_core::AgentTool::new(agent).input_schema(schema.clone());
+    /// assert_eq!(tool.definition().input_schema, schema);
+    /// ```
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.definition.input_schema = schema;
+        self.prompt_input = false;
+        self
+    }
+
+    /// Declare this output schema for the tool (set from the agent's own
+    /// when it has one; use it for a [`deferred`](Self::deferred) tool).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.definition = self.definition.with_output_schema(schema);
+        self
+    }
+
+    /// How long one call may run (default [`DEFAULT_SUB_AGENT_TIMEOUT`]);
+    /// it replaces the calling run's tool timeout for this tool.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn agent(&self) -> Option<Agent> {
+        match &self.target {
+            Target::Ready(agent) => Some(agent.clone()),
+            Target::Deferred(slot) => slot.get().cloned(),
+        }
+    }
+
+    fn prompt(&self, input: &Value) -> String {
+        match input.get(PROMPT_PROPERTY).and_then(Value::as_str) {
+            Some(prompt) if self.prompt_input => prompt.to_owned(),
+            _ => input.to_string(),
+        }
+    }
+}
+
+fn default_description(name: &str) -> String {
+    format!("Hand a task to the {name} agent and get its answer.")
+}
+
+impl Agent {
+    /// This agent as a tool of another agent; see [`AgentTool`].
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// use agent_core::Tool;
+    /// let tool = agent_core::Agent::builder(model).name("researcher").build().as_tool();
+    /// assert_eq!(tool.definition().name, "researcher");
+    /// ```
+    pub fn as_tool(&self) -> AgentTool {
+        AgentTool::new(self.clone())
+    }
+}
+
+#[async_trait]
+impl Tool for AgentTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn timeout_for(&self, _input: &Value) -> Option<Duration> {
+        Some(self.timeout)
+    }
+
+    async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(agent) = self.agent() else {
+            return Ok(ToolOutput::error(format!(
+                "The agent {} is not available yet (its definition was not finished). Do the task another way.",
+                self.definition.name
+            )));
+        };
+        let parent = ctx.scope().cloned();
+        let lineage = match &parent {
+            Some(parent) => {
+                let lineage = &parent.lineage;
+                let path = format!("{}{AGENT_PATH_SEPARATOR}{}", parent.path, agent.name());
+                if agent.id != 0 && lineage.ids.contains(&agent.id) {
+                    return Ok(ToolOutput::error(format!(
+                        "Not run: {path} would have the agent {} call itself (it is already running in {}). \
+                         An agent cannot hand a task to itself; do this part yourself.",
+                        agent.name(),
+                        parent.path
+                    )));
+                }
+                let depth = lineage.depth() + 1;
+                if depth > lineage.max_depth as usize {
+                    return Ok(ToolOutput::error(format!(
+                        "Not run: {path} would be {depth} levels deep, and sub-agents may nest at most {} deep. \
+                         Do this part yourself.",
+                        lineage.max_depth
+                    )));
+                }
+                let mut child = lineage.clone();
+                child.names.push(agent.name().to_owned());
+                child.ids.push(agent.id);
+                child
+            }
+            // Called directly: the sub-agent is a root of its own.
+            None => Lineage::root(
+                agent.name(),
+                agent.id,
+                agent.options.max_depth,
+                agent.options.accounting.clone(),
+            ),
+        };
+        let path = lineage.path();
+        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        let messages = vec![Message::user(self.prompt(&input))];
+        let mut run = start(
+            agent.model.clone(),
+            agent.tools.clone(),
+            messages,
+            options,
+            lineage,
+        );
+
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let mut timed_out = false;
+        loop {
+            tokio::select! {
+                event = run.next() => {
+                    let Some(event) = event else { break };
+                    if let Some(parent) = &parent {
+                        let event = match event {
+                            nested @ AgentEvent::SubAgent { .. } => nested,
+                            event => AgentEvent::SubAgent { path: path.clone(), event: Box::new(event) },
+                        };
+                        // A caller no longer listening is being cancelled;
+                        // the sub-agent's run hears it through its token.
+                        let _ = parent.emit.send(event).await;
+                    }
+                }
+                () = &mut deadline, if !timed_out => {
+                    timed_out = true;
+                    run.cancel();
+                }
+            }
+        }
+        let result = match run.into_outcome().await {
+            Ok(result) => result,
+            Err(aborted) => {
+                return Ok(ToolOutput::error(format!(
+                    "The sub-agent {path} failed: {aborted}. Do the task another way."
+                )));
+            }
+        };
+        if let Some(parent) = &parent {
+            parent.add_child_usage(result.tree_usage);
+        }
+        if result.exit == ExitReason::Completed {
+            return Ok(match result.output {
+                Some(value) => ToolOutput::json(value),
+                None => ToolOutput::text(result.text),
+            });
+        }
+        if result.exit == ExitReason::Cancelled && !timed_out && ctx.cancellation().is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        Ok(ToolOutput::error(incomplete_message(
+            &path,
+            &result,
+            timed_out.then_some(self.timeout),
+        )))
+    }
+}
+
+/// The error result of a sub-agent run that did not complete: why, what
+/// it had written, and what the caller can do.
+fn incomplete_message(path: &str, result: &AgentResult, timed_out: Option<Duration>) -> String {
+    let reason = match (result.exit, timed_out) {
+        (_, Some(after)) => format!("it timed out after {} s", after.as_secs()),
+        (ExitReason::MaxSteps, _) => format!("it reached its step limit ({} model calls)", result.steps),
+        (ExitReason::ModelError, _) => match &result.error {
+            Some(error) => format!("its model failed: {}", error_chain(error)),
+            None => "its model failed".to_owned(),
+        },
+        (ExitReason::TokenLimit, _) => {
+            "its conversation no longer fits its model's context window".to_owned()
+        }
+        (ExitReason::OutputInvalid, _) => match &result.output_error {
+            Some(error) => format!("its answer never matched its output schema ({error})"),
+            None => "its answer never matched its output schema".to_owned(),
+        },
+        (ExitReason::Stopped, _) => "a stop condition ended it".to_owned(),
+        (ExitReason::Cancelled, _) => "it was cancelled".to_owned(),
+        (other, _) => format!("it ended with {other:?}"),
+    };
+    let partial = if result.text.trim().is_empty() {
+        "It wrote no answer.".to_owned()
+    } else {
+        format!("Its partial answer:\n{}", result.text)
+    };
+    format!(
+        "The sub-agent {path} did not complete: {reason}. {partial}\n\nRetry with a smaller task, do it another way, \
+         or answer with what you have."
+    )
+}
