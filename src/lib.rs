@@ -1,9 +1,11 @@
 //! # agent-sdk
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
-//! features (`core`, `mcp`, `providers`, `tools` and `config`, all on by
-//! default). See `agent_core` for the loop and the traits, and [`config`] for
-//! the configuration file the `agent` command reads.
+//! features (`core`, `mcp`, `providers`, `tools`, `config` and `files`, all
+//! on by default). See `agent_core` for the loop and the traits, [`config`]
+//! for the configuration file the `agent` command reads, and [`files`] for
+//! agents defined in Markdown files, with sub-agents (any agent is also a
+//! tool of another: [`AgentTool`]).
 //!
 //! The library: a typed tool with its call's context, MCP servers' tools,
 //! a streamed run, a conversation continued and persisted, and `?` on a run
@@ -67,3 +69,7 @@ pub use agent_tools as tools;
 /// The `agent` command's configuration file (feature `config`).
 #[cfg(feature = "config")]
 pub mod config;
+
+/// Agent definition files and sub-agents built from them (feature `files`).
+#[cfg(feature = "files")]
+pub mod files;

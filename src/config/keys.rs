@@ -78,7 +78,7 @@ fn unknown(map: &Map<String, Value>, path: &str, known: &[&str], warn: &mut dyn 
 }
 
 /// A JSON type's name for messages.
-pub(super) fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -96,7 +96,7 @@ fn from_text<T: std::str::FromStr>(v: &Value) -> Option<T> {
 }
 
 /// Read `defaults` (already expanded).
-pub(super) fn defaults(
+pub(crate) fn defaults(
     value: &Value,
     invalid: &dyn Fn(&str, String) -> ConfigFileError,
 ) -> Result<Defaults, ConfigFileError> {

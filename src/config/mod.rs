@@ -27,7 +27,7 @@
 
 mod choose;
 mod expand;
-mod keys;
+pub(crate) mod keys;
 mod run;
 mod secrets;
 
