@@ -23,9 +23,25 @@ pub enum ApproveMode {
 /// and standard input is not a terminal.
 #[derive(Debug, Parser)]
 #[command(name = "agent", version, about, after_help = EXIT_CODES)]
+#[command(group = clap::ArgGroup::new("coding_tools_or_agent").args(["coding_tools", "agent"]).multiple(true))]
 pub struct Args {
     /// The task. `-` reads it from standard input.
     pub prompt: Option<String>,
+
+    /// Run the agent this agent file defines (Markdown with YAML
+    /// frontmatter; its `agents` become tools `agent__<name>`). The flags
+    /// below override the file's settings for this agent.
+    #[arg(long, value_name = "FILE")]
+    pub agent: Option<PathBuf>,
+
+    /// A prompt variable for agent files: `${NAME}` in their bodies
+    /// (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var, action = ArgAction::Append, requires = "agent")]
+    pub vars: Vec<(String, String)>,
+
+    /// How deep sub-agents may nest [default: 3].
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
 
     /// Configuration file [default: ./.ai-agent.json, then ~/.ai-agent.json].
     #[arg(long, value_name = "FILE")]
@@ -57,11 +73,11 @@ pub struct Args {
     pub coding_tools: bool,
 
     /// The coding tools' workspace [default: the current directory].
-    #[arg(long, value_name = "DIR", requires = "coding_tools")]
+    #[arg(long, value_name = "DIR", requires = "coding_tools_or_agent")]
     pub workspace: Option<PathBuf>,
 
     /// Let the coding tools reach outside the workspace.
-    #[arg(long, requires = "coding_tools")]
+    #[arg(long, requires = "coding_tools_or_agent")]
     pub full_access: bool,
 
     /// Model calls that may use tools [default: 30]. When the model still
@@ -166,6 +182,13 @@ fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
         Err(_) => serde_json::Value::from(text),
     };
     agent_sdk::config::parse_duration(&value)
+}
+
+fn parse_var(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("expected NAME=VALUE, got `{text}`")),
+    }
 }
 
 fn parse_effort(text: &str) -> Result<agent_sdk::ReasoningEffort, String> {

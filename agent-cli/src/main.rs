@@ -7,6 +7,7 @@
 mod approve;
 mod args;
 mod exit;
+mod files;
 mod model;
 mod render;
 mod tools;
@@ -158,8 +159,21 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             std::fs::read_to_string(file)
                 .map_err(|e| Failure::usage(format!("--system-file {}: {e}", file.display())))?,
         ),
+        // An agent file's body is its system prompt.
+        (None, None) if args.agent.is_some() => None,
         (None, None) => args.coding_tools.then(|| CODING_SYSTEM.to_string()),
     };
+    if let Some(file) = &args.agent {
+        return files::run(
+            &args,
+            file,
+            &config,
+            system,
+            prompt.unwrap_or_default(),
+            &mut stop,
+        )
+        .await;
+    }
 
     // Interrupted while connecting: dropping the connections ends the
     // servers already started (their process groups are killed on drop).
@@ -197,7 +211,7 @@ async fn drive(
 ) -> Result<u8, Failure> {
     if args.list_tools {
         return Ok(tokio::select! {
-            () = tools::list(tools) => exit::OK,
+            () = tools::list(&tools.set) => exit::OK,
             status = stop.requested() => status,
         });
     }
@@ -214,14 +228,19 @@ async fn drive(
         }
     };
     let options = options(args, config, system, &chosen)?;
-    let structured = options.output.is_some();
     let agent = Agent::builder(chosen.model.clone())
         .shared_tools(tools.set.clone())
         .options(options)
         .build();
+    run_prompt(args, &agent, prompt, stop).await
+}
+
+/// Run the prompt to the end, printing as the flags say; the exit status
+/// says how it ended.
+async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop) -> Result<u8, Failure> {
     let mode = if args.events {
         Mode::Events
-    } else if structured {
+    } else if agent.options().output.is_some() {
         Mode::Output
     } else if args.quiet {
         Mode::Quiet
@@ -259,6 +278,80 @@ async fn drive(
     Ok(stopped_by.unwrap_or_else(|| exit::for_exit(result.exit)))
 }
 
+/// How tool calls that need approval are answered, per `--approve`.
+fn approvals(args: &Args) -> Option<Approvals> {
+    match args.approve {
+        ApproveMode::Auto => None,
+        ApproveMode::Ask => Some(Approvals::with_approver(approve::TerminalApprover::default())),
+        ApproveMode::Deny => Some(Approvals::with_approver(approve::DenyAll)),
+    }
+}
+
+/// The output spec `--output-schema` asks for, in `--output-mode`.
+fn output_spec(args: &Args, source: Option<SchemaSource>) -> Result<Option<agent_sdk::OutputSpec>, Failure> {
+    Ok(source
+        .map(|s| s.load().map_err(|e| Failure::usage(format!("output schema {e}"))))
+        .transpose()?
+        .map(|spec| spec.mode(args.output_mode.into())))
+}
+
+/// The accounting sink `--accounting` asks for.
+fn accounting_sink(args: &Args) -> Result<Option<Arc<JsonlSink>>, Failure> {
+    args.accounting
+        .as_ref()
+        .map(|file| {
+            JsonlSink::open(file)
+                .map(Arc::new)
+                .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))
+        })
+        .transpose()
+}
+
+/// The command line's run settings over `options` (all but approvals,
+/// which the callers set for every agent).
+fn command_line_options(
+    args: &Args,
+    mut options: AgentOptions,
+    system: Option<String>,
+    sink: Option<Arc<JsonlSink>>,
+    output: Option<agent_sdk::OutputSpec>,
+) -> AgentOptions {
+    if let Some(system) = system {
+        options = options.system(system);
+    }
+    if let Some(n) = args.max_steps {
+        options = options.max_steps(n);
+    }
+    if let Some(n) = args.max_depth {
+        options = options.max_depth(n);
+    }
+    if let Some(t) = args.tool_timeout {
+        options = options.tool_timeout(t);
+    }
+    if let Some(t) = args.temperature {
+        options = options.temperature(t);
+    }
+    if let Some(p) = args.top_p {
+        options = options.top_p(p);
+    }
+    if let Some(n) = args.max_output_tokens {
+        options = options.max_output_tokens(n);
+    }
+    if let Some(on) = args.parallel_tool_calls() {
+        options = options.parallel_tool_calls(on);
+    }
+    if let Some(sink) = sink {
+        options = options.accounting(sink);
+    }
+    if let Some(effort) = args.reasoning {
+        options = options.reasoning(effort);
+    }
+    if let Some(spec) = output {
+        options = options.output(spec);
+    }
+    options
+}
+
 /// The run's options: the config's defaults, then the command line, then
 /// the accounting file and the context budget (the library's order).
 fn options(
@@ -272,56 +365,15 @@ fn options(
         Some(file) => Some(SchemaSource::File(file.clone())),
         None => config.defaults.output_schema.clone(),
     };
-    let output = source
-        .map(|s| s.load().map_err(|e| Failure::usage(format!("output schema {e}"))))
-        .transpose()?
-        .map(|spec| spec.mode(args.output_mode.into()));
-    let sink = match &args.accounting {
-        Some(file) => Some(
-            JsonlSink::open(file)
-                .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))?,
-        ),
-        None => None,
-    };
-    let command_line = |mut options: AgentOptions| {
-        if let Some(system) = system {
-            options = options.system(system);
+    let output = output_spec(args, source)?;
+    let sink = accounting_sink(args)?;
+    let approvals = approvals(args);
+    let command_line = |options: AgentOptions| {
+        let options = command_line_options(args, options, system, sink, output);
+        match approvals {
+            Some(approvals) => options.approvals(approvals),
+            None => options,
         }
-        if let Some(n) = args.max_steps {
-            options = options.max_steps(n);
-        }
-        if let Some(t) = args.tool_timeout {
-            options = options.tool_timeout(t);
-        }
-        if let Some(t) = args.temperature {
-            options = options.temperature(t);
-        }
-        if let Some(p) = args.top_p {
-            options = options.top_p(p);
-        }
-        if let Some(n) = args.max_output_tokens {
-            options = options.max_output_tokens(n);
-        }
-        if let Some(on) = args.parallel_tool_calls() {
-            options = options.parallel_tool_calls(on);
-        }
-        match args.approve {
-            ApproveMode::Auto => {}
-            ApproveMode::Ask => {
-                options = options.approvals(Approvals::with_approver(approve::TerminalApprover::default()))
-            }
-            ApproveMode::Deny => options = options.approvals(Approvals::with_approver(approve::DenyAll)),
-        }
-        if let Some(sink) = sink {
-            options = options.accounting(Arc::new(sink));
-        }
-        if let Some(effort) = args.reasoning {
-            options = options.reasoning(effort);
-        }
-        if let Some(spec) = output {
-            options = options.output(spec);
-        }
-        options
     };
     config
         .agent_options(chosen, command_line)

@@ -128,6 +128,50 @@ impl Renderer {
             AgentEvent::Finished {
                 error: Some(error), ..
             } => self.line_to_stderr(&format!("error: {error}")),
+            AgentEvent::SubAgent { path, event } => self.sub_agent(path, event),
+            _ => {}
+        }
+    }
+
+    /// A sub-agent's activity on stderr, named by its path (its text is
+    /// its caller's tool result, not the answer).
+    fn sub_agent(&mut self, path: &str, event: &AgentEvent) {
+        match event {
+            AgentEvent::ToolCall { call_id, tool, .. } => {
+                self.running.insert(
+                    format!("{path}/{call_id}"),
+                    (format!("{path}: {tool}"), Instant::now()),
+                );
+                self.tick();
+            }
+            AgentEvent::ToolResult {
+                call_id,
+                tool,
+                is_error,
+                output,
+                duration_ms,
+            } => {
+                self.running.remove(&format!("{path}/{call_id}"));
+                if self.activity {
+                    self.clear_status();
+                    let mark = if *is_error { '✗' } else { '✓' };
+                    let detail = if *is_error {
+                        let text = agent_sdk::ToolOutput::new(output.clone()).as_text();
+                        format!(": {}", first_line(&text))
+                    } else {
+                        String::new()
+                    };
+                    self.line_to_stderr(&format!("{mark} {path}: {tool} {duration_ms} ms{detail}"));
+                    self.tick();
+                }
+            }
+            AgentEvent::Warning { message } => self.line_to_stderr(&format!("warning: {path}: {message}")),
+            AgentEvent::ModelFallback { from, to, error } => {
+                self.line_to_stderr(&format!("{path}: model {from} failed ({error}); trying {to}"));
+            }
+            AgentEvent::Finished {
+                error: Some(error), ..
+            } => self.line_to_stderr(&format!("{path}: error: {error}")),
             _ => {}
         }
     }

@@ -53,13 +53,13 @@ pub async fn build(args: &Args, config: &AgentConfig) -> Result<Tools, Failure> 
 
 /// Print the tools as JSON lines on stdout; failed servers and name clashes
 /// on stderr.
-pub async fn list(tools: &Tools) {
-    if let Some(report) = tools.set.connection_report() {
+pub async fn list(set: &ToolSet) {
+    if let Some(report) = set.connection_report() {
         for failure in &report.failed {
             eprintln!("mcp server {} not connected: {}", failure.server, failure.error);
         }
     }
-    let catalog = tools.set.catalog().await;
+    let catalog = set.catalog().await;
     for warning in catalog.warnings() {
         eprintln!("warning: {warning}");
     }

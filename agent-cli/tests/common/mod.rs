@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub mod routed;
+
 use futures::StreamExt;
 use serde_json::{Value, json};
 

@@ -1,0 +1,87 @@
+//! `--agent FILE`: the agent an agent file defines, its sub-agents as
+//! tools `agent__<name>`. The command line's flags override the file's
+//! settings for that agent (the root); `--approve` holds for every agent of
+//! the tree; the tree's MCP servers are connected once and closed at the end.
+
+use agent_sdk::config::{AgentConfig, SchemaSource};
+use agent_sdk::files::{AgentFile, BuildOptions};
+use agent_sdk::tools::Workspace;
+
+use crate::args::Args;
+use crate::exit::Failure;
+use crate::{Stop, accounting_sink, approvals, command_line_options, output_spec, run_prompt};
+
+/// Build the file's agents, then list their tools or run the prompt.
+pub async fn run(
+    args: &Args,
+    file: &std::path::Path,
+    config: &AgentConfig,
+    system: Option<String>,
+    prompt: String,
+    stop: &mut Stop,
+) -> Result<u8, Failure> {
+    let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
+    let options = build_options(args, system)?;
+    let built = tokio::select! {
+        built = definition.build_with(config, options) => built.map_err(|e| Failure::usage(format!("agent file {e}")))?,
+        status = stop.requested() => return Ok(status),
+    };
+    for warning in &built.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let status = if args.list_tools {
+        tokio::select! {
+            () = crate::tools::list(built.agent.tools()) => Ok(crate::exit::OK),
+            status = stop.requested() => Ok(status),
+        }
+    } else {
+        run_prompt(args, &built.agent, prompt, stop).await
+    };
+    tokio::select! {
+        () = built.connected.close_all() => {}
+        _ = stop.requested() => {}
+    }
+    status
+}
+
+/// The command line as build options.
+fn build_options(args: &Args, system: Option<String>) -> Result<BuildOptions, Failure> {
+    let output = output_spec(args, args.output_schema.clone().map(SchemaSource::File))?;
+    let sink = accounting_sink(args)?;
+    let root = command_line_options(args, agent_sdk::AgentOptions::default(), system, sink, output);
+    let mut options = BuildOptions::default()
+        .model(args.model.clone())
+        .root_options(root);
+    for (name, value) in &args.vars {
+        options = options.var(name.clone(), value.clone());
+    }
+    if let Some(timeout) = args.llm_timeout {
+        options = options.llm_timeout(timeout);
+    }
+    if let Some(approvals) = approvals(args) {
+        options = options.approvals(approvals);
+    }
+    if args.no_mcp {
+        options = options.no_mcp();
+    } else if !args.mcp.is_empty() {
+        options = options.mcp(args.mcp.clone());
+    }
+    if args.coding_tools {
+        options = options.coding_tools();
+    }
+    if let Some(dir) = &args.workspace {
+        let workspace = if args.full_access {
+            Workspace::full(dir)
+        } else {
+            Workspace::limited(dir)
+        }
+        .map_err(|e| Failure::usage(format!("--workspace {}: {e}", dir.display())))?;
+        options = options.workspace(workspace);
+    } else if args.full_access {
+        let dir = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+        let workspace =
+            Workspace::full(&dir).map_err(|e| Failure::usage(format!("workspace {}: {e}", dir.display())))?;
+        options = options.workspace(workspace);
+    }
+    Ok(options)
+}

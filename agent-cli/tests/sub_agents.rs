@@ -1,0 +1,269 @@
+//! `agent --agent FILE`: a coordinator file with two sub-agent files using
+//! different models (Chat Completions and Anthropic Messages, served by a
+//! local model server) and an MCP server from the config file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+
+use common::routed::{RoutedServer, anthropic_answer, anthropic_call, chat_answer, chat_calls};
+use common::*;
+use serde_json::{Value, json};
+
+const COORDINATOR: &str = "---
+description: Splits a task between a researcher and a coder.
+model: local/coord-model
+agents: [researcher.md, coder.md]
+maxSteps: 4
+---
+You coordinate on ${OS}. Team: ${TEAM}. ${UNKNOWN_THING}
+";
+
+const RESEARCHER: &str = "---
+description: Looks things up with the test server's tools.
+model: claude/claude-test
+mcp: [test]
+tools: [\"test__echo\"]
+---
+You research.
+";
+
+const CODER: &str = "---
+name: coder
+description: Writes patches.
+model: local/coder-model
+---
+You write code.
+";
+
+fn write_files(dir: &Path, server: &RoutedServer) -> std::path::PathBuf {
+    let config = json!({
+        "providers": {
+            "local": {"type": "openai-compatible", "baseUrl": server.base_url()},
+            "claude": {"type": "anthropic", "apiKey": "test-key", "baseUrl": server.base_url()}
+        },
+        "mcpServers": {"test": {"command": mcp_test_server()}, "unused": {"command": "/no/such/server"}}
+    });
+    let path = dir.join("agent.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    std::fs::write(dir.join("coordinator.md"), COORDINATOR).unwrap();
+    std::fs::write(dir.join("researcher.md"), RESEARCHER).unwrap();
+    std::fs::write(dir.join("coder.md"), CODER).unwrap();
+    path
+}
+
+async fn server() -> RoutedServer {
+    RoutedServer::start(vec![
+        (
+            "coord-model",
+            vec![
+                chat_calls(&[
+                    ("call_r", "agent__researcher", json!({"prompt": "find the echo"})),
+                    ("call_c", "agent__coder", json!({"prompt": "write the patch"})),
+                ]),
+                chat_answer("Both done."),
+            ],
+        ),
+        (
+            "claude-test",
+            vec![
+                anthropic_call("toolu_1", "test__echo", json!({"text": "ping"})),
+                anthropic_answer("The echo said ping."),
+            ],
+        ),
+        ("coder-model", vec![chat_answer("Patched.")]),
+    ])
+    .await
+}
+
+#[tokio::test]
+async fn a_coordinator_file_runs_two_sub_agents_with_their_own_models_and_mcp_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server().await;
+    let config = write_files(dir.path(), &server);
+    let ledger = dir.path().join("ledger.jsonl");
+    let out = run_agent(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--agent",
+            dir.path().join("coordinator.md").to_str().unwrap(),
+            "--var",
+            "TEAM=search",
+            "--events",
+            "--accounting",
+            ledger.to_str().unwrap(),
+            "Fix the echo",
+        ],
+        &[],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("UNKNOWN_THING"),
+        "an unknown variable is a warning: {stderr}"
+    );
+    let events = json_lines(&stdout);
+
+    // The coordinator's model saw both sub-agents as tools, its body as the system prompt.
+    let coord = server.bodies_for("coord-model");
+    assert_eq!(coord.len(), 2);
+    let tools: Vec<&str> = coord[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["agent__coder", "agent__researcher"]);
+    let system = coord[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("Team: search.") && system.contains(std::env::consts::OS),
+        "{system}"
+    );
+    assert!(system.contains("${UNKNOWN_THING}"), "left as is: {system}");
+
+    // The researcher spoke Anthropic's format, saw only test__echo, and got the MCP result.
+    let research = server.bodies_for("claude-test");
+    assert_eq!(research.len(), 2);
+    let research_tools: Vec<&str> = research[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(research_tools, ["test__echo"]);
+    assert_eq!(research[0]["messages"][0]["content"][0]["text"], "find the echo");
+    assert!(research[1].to_string().contains("ping"));
+
+    // The coordinator's second request carries both sub-agents' answers.
+    let second = coord[1].to_string();
+    assert!(
+        second.contains("The echo said ping.") && second.contains("Patched."),
+        "{second}"
+    );
+
+    // Nested events, with their paths.
+    let nested: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "sub_agent")
+        .map(|e| (e["path"].as_str().unwrap(), e["event"]["type"].as_str().unwrap()))
+        .collect();
+    for path in ["coordinator/researcher", "coordinator/coder"] {
+        assert!(nested.contains(&(path, "run_started")), "{nested:?}");
+        assert!(nested.contains(&(path, "finished")), "{nested:?}");
+    }
+    assert!(nested.contains(&("coordinator/researcher", "tool_result")));
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["exit"].as_str()),
+        (Some("finished"), Some("completed"))
+    );
+
+    // Accounting: every entry with its agent's path; the MCP call is the researcher's.
+    let ledger = std::fs::read_to_string(&ledger).unwrap();
+    let entries: Vec<Value> = json_lines(&ledger);
+    let mut paths: Vec<&str> = entries
+        .iter()
+        .map(|e| e["agent_path"].as_str().unwrap())
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    assert_eq!(
+        paths,
+        ["coordinator", "coordinator/coder", "coordinator/researcher"]
+    );
+    let echo = entries
+        .iter()
+        .find(|e| e["type"] == "tool" && e["tool"] == "test__echo")
+        .expect("the echo call is accounted");
+    assert_eq!(echo["agent_path"], "coordinator/researcher");
+    let models: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e["type"] == "llm")
+        .map(|e| (e["agent_path"].as_str().unwrap(), e["model"].as_str().unwrap()))
+        .collect();
+    assert!(
+        models.contains(&("coordinator/researcher", "claude-test")),
+        "{models:?}"
+    );
+    assert!(
+        models.contains(&("coordinator/coder", "coder-model")),
+        "{models:?}"
+    );
+}
+
+#[tokio::test]
+async fn list_tools_with_an_agent_file_shows_what_that_agent_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server().await;
+    let config = write_files(dir.path(), &server);
+    for (file, expected) in [
+        ("coordinator.md", vec!["agent__coder", "agent__researcher"]),
+        ("researcher.md", vec!["test__echo"]),
+    ] {
+        let out = run_agent(
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--agent",
+                dir.path().join(file).to_str().unwrap(),
+                "--list-tools",
+            ],
+            &[],
+            dir.path(),
+        )
+        .await;
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let names: Vec<String> = json_lines(&stdout)
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, expected, "{file}");
+    }
+    // Nothing was asked of a model.
+    assert!(server.bodies_for("coord-model").is_empty());
+}
+
+#[tokio::test]
+async fn agent_file_errors_name_the_file_key_and_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server().await;
+    let config = write_files(dir.path(), &server);
+    let cases = [
+        (
+            "bad-key.md",
+            "---\ndescription: x\nmaxStep: 3\n---\nBody",
+            "bad-key.md:3: unknown key `maxStep`",
+        ),
+        (
+            "missing.md",
+            "---\nagents:\n  - nowhere.md\n---\nBody",
+            "missing.md:3: agents[0]",
+        ),
+        (
+            "no-server.md",
+            "---\nmodel: local/coord-model\nmcp: [ghost]\n---\nBody",
+            "no-server.md: mcp: no MCP server named ghost",
+        ),
+    ];
+    for (file, text, needle) in cases {
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let out = run_agent(
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--agent",
+                dir.path().join(file).to_str().unwrap(),
+                "go",
+            ],
+            &[],
+            dir.path(),
+        )
+        .await;
+        assert_exit(&out, 2, needle);
+    }
+}
