@@ -441,3 +441,49 @@ async fn the_structured_output_example_returns_the_typed_answer_after_an_mcp_cal
     // The word count came from the MCP server, and went back to the model.
     assert!(bodies[1]["messages"].to_string().contains("9"));
 }
+
+#[tokio::test]
+async fn the_sub_agents_example_runs_a_coordinator_file_with_two_sub_agent_files() {
+    let text = "the quick brown fox jumps over the lazy dog";
+    let server = ModelServer::start(vec![
+        // The coordinator hands the counting to the researcher...
+        call(
+            "agent__researcher",
+            json!({"prompt": format!("Count the words of: {text}")}),
+        ),
+        // ...who asks the MCP server, then reports.
+        call("demo__word_count", json!({"text": text})),
+        answer("It has 9 words."),
+        // Then the reviewer gets the text (its own input schema) and answers with its schema.
+        call("agent__reviewer", json!({"text": text})),
+        answer(r#"{"reads_well": true, "reason": "A pangram."}"#),
+        answer("It has 9 words and reads well: a pangram."),
+    ])
+    .await;
+    let (_, stdout, stderr) = server.run_example("sub_agents", &[], b"").await;
+    assert!(stdout.contains("It has 9 words and reads well"), "{stdout}");
+    assert!(
+        stderr.contains("[coordinator/researcher] calls demo__word_count"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[coordinator/reviewer] Completed"), "{stderr}");
+    assert!(stderr.contains("for the whole tree"), "{stderr}");
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 6);
+    // The coordinator's prompt is its file's body, variables expanded.
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You coordinate a small team. Today is 20"),
+        "{system}"
+    );
+    assert_eq!(tool_names(&bodies[0]), ["agent__researcher", "agent__reviewer"]);
+    // The researcher sees only the tool its file allows.
+    assert_eq!(tool_names(&bodies[1]), ["demo__word_count"]);
+    assert!(bodies[2]["messages"].to_string().contains('9'));
+    // The reviewer's prompt is its structured input; its answer format is its schema.
+    let review = bodies[4]["messages"].to_string();
+    assert!(review.contains(r#"{\"text\":\"the quick brown fox"#), "{review}");
+    assert_eq!(bodies[4]["format"]["required"], json!(["reads_well", "reason"]));
+    // The coordinator got the reviewer's verdict as JSON.
+    assert!(bodies[5]["messages"].to_string().contains("A pangram."));
+}

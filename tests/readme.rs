@@ -76,3 +76,27 @@ fn the_mcp_readme_configuration_means_what_its_prose_says() {
     assert_eq!(kind("remote"), ("http", true));
     assert_eq!(servers.len(), 6);
 }
+
+#[cfg(feature = "files")]
+#[test]
+fn the_readme_agent_file_parses_into_what_its_prose_says() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["researcher.md", "coder.md"] {
+        std::fs::write(dir.path().join(sub), "---\ndescription: x\n---\nHelp.").unwrap();
+    }
+    let text = readme_block("## Agents as files, agents as tools").join("\n");
+    let path = dir.path().join("lead.md");
+    std::fs::write(&path, text).unwrap();
+    let file = agent_sdk::files::AgentFile::load(&path).expect("README.md's agent file");
+    assert_eq!(file.name, "lead");
+    assert_eq!(file.model.len(), 2);
+    assert_eq!(file.agents.len(), 2);
+    assert_eq!(
+        (file.mcp.as_slice(), file.max_steps),
+        (&["github".to_owned()][..], Some(12))
+    );
+    let (prompt, warnings) =
+        file.system_prompt(&agent_sdk::files::PromptVars::new().var("REPO", "agent-sdk"));
+    assert!(prompt.contains("the repository is agent-sdk."), "{prompt}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
