@@ -62,7 +62,7 @@ fn prompt_schema() -> Value {
 /// The agent a tool runs: given, or set later through an [`AgentSlot`].
 #[derive(Clone)]
 enum Target {
-    Ready(Agent),
+    Ready(Box<Agent>),
     Deferred(Arc<OnceLock<Agent>>),
 }
 
@@ -102,15 +102,16 @@ pub struct AgentTool {
 /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
 /// let (tool, slot) = agent_core::AgentTool::deferred("critic", "Reviews a draft.");
 /// let critic = agent_core::Agent::builder(model).name("critic").sub_agent(tool).build();
-/// assert!(slot.set(critic).is_ok());
+/// assert!(slot.set(critic));
 /// ```
 #[derive(Clone)]
 pub struct AgentSlot(Arc<OnceLock<Agent>>);
 
 impl AgentSlot {
-    /// Set the agent; `Err` gives it back when one was set already.
-    pub fn set(&self, agent: Agent) -> Result<(), Agent> {
-        self.0.set(agent)
+    /// Set the agent; false (and the agent dropped) when one was set
+    /// already.
+    pub fn set(&self, agent: Agent) -> bool {
+        self.0.set(agent).is_ok()
     }
 }
 
@@ -127,7 +128,7 @@ impl AgentTool {
             definition = definition.with_output_schema(schema);
         }
         Self {
-            target: Target::Ready(agent),
+            target: Target::Ready(Box::new(agent)),
             definition,
             prompt_input: true,
             timeout: DEFAULT_SUB_AGENT_TIMEOUT,
@@ -197,7 +198,7 @@ impl AgentTool {
 
     fn agent(&self) -> Option<Agent> {
         match &self.target {
-            Target::Ready(agent) => Some(agent.clone()),
+            Target::Ready(agent) => Some(Agent::clone(agent)),
             Target::Deferred(slot) => slot.get().cloned(),
         }
     }
