@@ -95,32 +95,14 @@ impl Renderer {
                     self.wrote_text = true;
                 }
             }
-            AgentEvent::ToolCall { call_id, tool, .. } => {
-                self.running
-                    .insert(call_id.clone(), (tool.clone(), Instant::now()));
-                self.tick();
-            }
+            AgentEvent::ToolCall { call_id, tool, .. } => self.tool_call(call_id.clone(), tool.clone()),
             AgentEvent::ToolResult {
                 call_id,
                 tool,
                 is_error,
                 output,
                 duration_ms,
-            } => {
-                self.running.remove(call_id);
-                if self.activity {
-                    self.clear_status();
-                    let mark = if *is_error { '✗' } else { '✓' };
-                    let detail = if *is_error {
-                        let text = agent_sdk::ToolOutput::new(output.clone()).as_text();
-                        format!(": {}", first_line(&text))
-                    } else {
-                        String::new()
-                    };
-                    self.line_to_stderr(&format!("{mark} {tool} {duration_ms} ms{detail}"));
-                    self.tick();
-                }
-            }
+            } => self.tool_result(call_id, tool, *is_error, output, *duration_ms),
             AgentEvent::Warning { message } => self.line_to_stderr(&format!("warning: {message}")),
             AgentEvent::ModelFallback { from, to, error } => {
                 self.line_to_stderr(&format!("model {from} failed ({error}); trying {to}"));
@@ -138,11 +120,7 @@ impl Renderer {
     fn sub_agent(&mut self, path: &str, event: &AgentEvent) {
         match event {
             AgentEvent::ToolCall { call_id, tool, .. } => {
-                self.running.insert(
-                    format!("{path}/{call_id}"),
-                    (format!("{path}: {tool}"), Instant::now()),
-                );
-                self.tick();
+                self.tool_call(format!("{path}/{call_id}"), format!("{path}: {tool}"));
             }
             AgentEvent::ToolResult {
                 call_id,
@@ -150,21 +128,13 @@ impl Renderer {
                 is_error,
                 output,
                 duration_ms,
-            } => {
-                self.running.remove(&format!("{path}/{call_id}"));
-                if self.activity {
-                    self.clear_status();
-                    let mark = if *is_error { '✗' } else { '✓' };
-                    let detail = if *is_error {
-                        let text = agent_sdk::ToolOutput::new(output.clone()).as_text();
-                        format!(": {}", first_line(&text))
-                    } else {
-                        String::new()
-                    };
-                    self.line_to_stderr(&format!("{mark} {path}: {tool} {duration_ms} ms{detail}"));
-                    self.tick();
-                }
-            }
+            } => self.tool_result(
+                &format!("{path}/{call_id}"),
+                &format!("{path}: {tool}"),
+                *is_error,
+                output,
+                *duration_ms,
+            ),
             AgentEvent::Warning { message } => self.line_to_stderr(&format!("warning: {path}: {message}")),
             AgentEvent::ModelFallback { from, to, error } => {
                 self.line_to_stderr(&format!("{path}: model {from} failed ({error}); trying {to}"));
@@ -173,6 +143,36 @@ impl Renderer {
                 error: Some(error), ..
             } => self.line_to_stderr(&format!("{path}: error: {error}")),
             _ => {}
+        }
+    }
+
+    /// A call began: it joins the spinner line under `label`.
+    fn tool_call(&mut self, key: String, label: String) {
+        self.running.insert(key, (label, Instant::now()));
+        self.tick();
+    }
+
+    /// A call ended: a line on stderr (its error's first line, if any).
+    fn tool_result(
+        &mut self,
+        key: &str,
+        label: &str,
+        is_error: bool,
+        output: &[agent_sdk::ToolOutputPart],
+        duration_ms: u64,
+    ) {
+        self.running.remove(key);
+        if self.activity {
+            self.clear_status();
+            let mark = if is_error { '✗' } else { '✓' };
+            let detail = if is_error {
+                let text = agent_sdk::ToolOutput::new(output.to_vec()).as_text();
+                format!(": {}", first_line(&text))
+            } else {
+                String::new()
+            };
+            self.line_to_stderr(&format!("{mark} {label} {duration_ms} ms{detail}"));
+            self.tick();
         }
     }
 

@@ -53,19 +53,7 @@ fn scripted(steps: Vec<ScriptedStep>) -> (Arc<ScriptedModel>, ScriptedModel) {
 
 /// Run `agent` on a prompt to the end, with the events.
 async fn run_all(agent: &Agent) -> (Vec<AgentEvent>, AgentResult) {
-    let mut run = agent.prompt("coordinate");
-    let events = tokio::time::timeout(HANG_GUARD, async {
-        let mut events = Vec::new();
-        while let Some(e) = run.next().await {
-            events.push(e);
-        }
-        events
-    })
-    .await
-    .expect("run hung");
-    let result = run.into_outcome().await.expect("result");
-    assert_history_invariant(&result.messages);
-    (events, result)
+    collect(agent.prompt("coordinate")).await
 }
 
 /// The sub-agent events by path: (path, inner event type).
@@ -161,9 +149,10 @@ async fn two_sub_agents_run_in_parallel_and_roll_up_usage_accounting_and_events(
     assert!(child_finished < call_result);
 }
 
-#[tokio::test]
-async fn events_of_deeper_sub_agents_are_wrapped_once_with_their_full_path() {
-    let (leaf_model, _) = scripted(vec![ScriptedStep::text("leaf answer")]);
+/// root -> mid -> leaf, each answering once its sub-agent answered; the
+/// root with `max_depth` and an accounting sink. Returns the leaf's model.
+fn three_levels(max_depth: u32) -> (Agent, ScriptedModel, Arc<Entries>) {
+    let (leaf_model, leaf_calls) = scripted(vec![ScriptedStep::text("leaf answer")]);
     let leaf = Agent::builder(leaf_model).name("leaf").build();
     let (mid_model, _) = scripted(vec![
         ScriptedStep::tool_calls(&[("l", "agent__leaf", r#"{"prompt": "go"}"#)]),
@@ -180,9 +169,16 @@ async fn events_of_deeper_sub_agents_are_wrapped_once_with_their_full_path() {
     let sink = Arc::new(Entries::default());
     let root = Agent::builder(root_model)
         .name("root")
+        .max_depth(max_depth)
         .sub_agent(mid.as_tool())
         .accounting(sink.clone())
         .build();
+    (root, leaf_calls, sink)
+}
+
+#[tokio::test]
+async fn events_of_deeper_sub_agents_are_wrapped_once_with_their_full_path() {
+    let (root, _, sink) = three_levels(agent_core::agent::DEFAULT_MAX_DEPTH);
     let (events, result) = run_all(&root).await;
     assert_eq!(result.text, "root answer");
     assert_eq!(results_by_id(&result)["m"], (false, "mid answer".to_owned()));
@@ -201,32 +197,10 @@ async fn events_of_deeper_sub_agents_are_wrapped_once_with_their_full_path() {
     }
 }
 
-#[tokio::test]
-async fn the_depth_limit_refuses_without_a_model_call() {
-    let (leaf_model, leaf_calls) = scripted(vec![ScriptedStep::text("too deep")]);
-    let leaf = Agent::builder(leaf_model).name("leaf").build();
-    let (mid_model, _) = scripted(vec![
-        ScriptedStep::tool_calls(&[("l", "agent__leaf", r#"{"prompt": "go"}"#)]),
-        ScriptedStep::text("mid gave up"),
-    ]);
-    let mid = Agent::builder(mid_model)
-        .name("mid")
-        .sub_agent(leaf.as_tool())
-        .build();
-    let (root_model, _) = scripted(vec![
-        ScriptedStep::tool_calls(&[("m", "agent__mid", r#"{"prompt": "go"}"#)]),
-        ScriptedStep::text("done"),
-    ]);
-    let root = Agent::builder(root_model)
-        .name("root")
-        .max_depth(1)
-        .sub_agent(mid.as_tool())
-        .build();
-    let (events, result) = run_all(&root).await;
-    assert_eq!(result.exit, ExitReason::Completed);
-    assert_eq!(leaf_calls.requests().len(), 0, "the leaf must not call its model");
-    let refused = events.iter().find_map(|e| match e {
-        AgentEvent::SubAgent { path, event } if path == "root/mid" => match event.as_ref() {
+/// The text of the first error result in `path`'s events.
+fn error_result_of(events: &[AgentEvent], path: &str) -> Option<String> {
+    events.iter().find_map(|e| match e {
+        AgentEvent::SubAgent { path: p, event } if p == path => match event.as_ref() {
             AgentEvent::ToolResult {
                 is_error: true,
                 output,
@@ -235,7 +209,16 @@ async fn the_depth_limit_refuses_without_a_model_call() {
             _ => None,
         },
         _ => None,
-    });
+    })
+}
+
+#[tokio::test]
+async fn the_depth_limit_refuses_without_a_model_call() {
+    let (root, leaf_calls, _) = three_levels(1);
+    let (events, result) = run_all(&root).await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(leaf_calls.requests().len(), 0, "the leaf must not call its model");
+    let refused = error_result_of(&events, "root/mid");
     let refused = refused.expect("the mid agent's call of leaf gets an error result");
     assert!(
         refused.contains("root/mid/leaf would be 2 levels deep") && refused.contains("at most 1"),
@@ -263,20 +246,7 @@ async fn an_agent_calling_itself_through_its_callers_is_refused_without_a_model_
     assert_eq!(result.text, "a answered");
     // a: its two calls only; b: its two calls.
     assert_eq!((a_calls.requests().len(), b_calls.requests().len()), (2, 2));
-    let refused = events
-        .iter()
-        .find_map(|e| match e {
-            AgentEvent::SubAgent { path, event } if path == "a/b" => match event.as_ref() {
-                AgentEvent::ToolResult {
-                    is_error: true,
-                    output,
-                    ..
-                } => Some(format!("{output:?}")),
-                _ => None,
-            },
-            _ => None,
-        })
-        .expect("b's call of a gets an error result");
+    let refused = error_result_of(&events, "a/b").expect("b's call of a gets an error result");
     assert!(
         refused.contains("would have the agent a call itself"),
         "{refused}"

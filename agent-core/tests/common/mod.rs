@@ -89,7 +89,13 @@ pub async fn run(
         .tools(toolset)
         .options(options)
         .build();
-    let mut run = agent.prompt("do the task");
+    let (events, result) = collect(agent.prompt("do the task")).await;
+    (events, result, model)
+}
+
+/// Every event of `run` and its result, under the hang guard; checks the
+/// history invariant and that `finished` came last.
+pub async fn collect(mut run: agent_core::AgentRun) -> (Vec<AgentEvent>, AgentResult) {
     let events = tokio::time::timeout(HANG_GUARD, async {
         let mut events = Vec::new();
         while let Some(e) = run.next().await {
@@ -105,7 +111,7 @@ pub async fn run(
         matches!(events.last(), Some(AgentEvent::Finished { .. })),
         "Finished must be last"
     );
-    (events, result, model)
+    (events, result)
 }
 
 /// Run one step making `calls`, then a step answering "done", with default
