@@ -2,10 +2,14 @@
 //! options, for each of the five wire formats.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
+use common::models::*;
+
 use agent_core::{
     Message, ModelRequest, ReasoningConfig, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition,
 };
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -49,26 +53,6 @@ fn with_effort(effort: ReasoningEffort) -> ModelRequest {
     r.temperature = Some(0.3);
     r.top_p = Some(0.5);
     r
-}
-
-fn chat(model: &str) -> OpenAiChatModel {
-    OpenAiChatModel::openai(model).api_key("k").build().unwrap()
-}
-
-fn responses(model: &str) -> OpenAiResponsesModel {
-    OpenAiResponsesModel::builder(model).api_key("k").build().unwrap()
-}
-
-fn anthropic(model: &str) -> AnthropicModel {
-    AnthropicModel::builder(model).api_key("k").build().unwrap()
-}
-
-fn gemini(model: &str) -> GeminiModel {
-    GeminiModel::builder(model).api_key("k").build().unwrap()
-}
-
-fn ollama(model: &str) -> OllamaModel {
-    OllamaModel::builder(model).build().unwrap()
 }
 
 /// OpenAI Chat: the schema made strict where it can be, else sent as given

@@ -6,13 +6,17 @@
 //! tool-result turn, each provider's own options key).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
+use common::models::*;
+
 use std::sync::Arc;
 
 use agent_core::{
     ContentPart, ImageSource, Message, ModelRequest, ReasoningConfig, ReasoningEffort, ResponseFormat, Role,
     ToolCall, ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
 };
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 
 use ReasoningEffort::{High, Low, Medium, Minimal};
@@ -44,26 +48,6 @@ fn with_reasoning(reasoning: impl Into<ReasoningConfig>) -> ModelRequest {
     r.temperature = Some(0.3);
     r.top_p = Some(0.5);
     r
-}
-
-fn chat(model: &str) -> OpenAiChatModel {
-    OpenAiChatModel::openai(model).api_key("k").build().unwrap()
-}
-
-fn responses(model: &str) -> OpenAiResponsesModel {
-    OpenAiResponsesModel::builder(model).api_key("k").build().unwrap()
-}
-
-fn anthropic(model: &str) -> AnthropicModel {
-    AnthropicModel::builder(model).api_key("k").build().unwrap()
-}
-
-fn gemini(model: &str) -> GeminiModel {
-    GeminiModel::builder(model).api_key("k").build().unwrap()
-}
-
-fn ollama(model: &str) -> OllamaModel {
-    OllamaModel::builder(model).build().unwrap()
 }
 
 /// A schema with an optional property that cannot be null: no strict form.
