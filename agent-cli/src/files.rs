@@ -37,6 +37,7 @@ pub async fn run(
     } else {
         run_prompt(args, &built.agent, prompt, stop).await
     };
+    crate::release_stdout();
     tokio::select! {
         () = built.connected.close_all() => {}
         _ = stop.requested() => {}

@@ -190,6 +190,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         &mut stop,
     )
     .await;
+    release_stdout();
     // Every path ends here: the servers (and their process groups) are
     // closed, gracefully unless another signal comes; then dropping them
     // kills their groups at once.
@@ -276,6 +277,17 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
         .map_err(|_| Failure::usage("the run stopped without a result"))?;
     renderer.finish(&result);
     Ok(stopped_by.unwrap_or_else(|| exit::for_exit(result.exit)))
+}
+
+/// The output is complete: flush standard output and close it (it then
+/// points at /dev/null), so a pipe reader sees the end at once instead of
+/// waiting while the MCP servers shut down. Errors still go to stderr.
+fn release_stdout() {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
 }
 
 /// How tool calls that need approval are answered, per `--approve`.

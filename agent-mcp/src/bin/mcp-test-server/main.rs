@@ -10,7 +10,8 @@
 //! Faults: `--slow-init MS` delays the answer to `initialize`, `--garbage`
 //! prints non-JSON lines on stdout (stdio) or sends a non-JSON SSE event
 //! before every event stream (HTTP), `--pid-file PATH` writes its pid,
-//! `--stderr-env NAME` prints that variable's value on stderr. The
+//! `--stderr-env NAME` prints that variable's value on stderr, `--linger-ms MS`
+//! waits that long after stdin closed before exiting. The
 //! tools misbehave on request (see `server.rs`). In stdio mode a SIGTERM
 //! is logged (`got SIGTERM`, see `TEST_SERVER_LOG`) before it exits.
 
@@ -58,7 +59,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("this line is not JSON");
         println!("{{\"neither\": \"is this a message\"}}");
     }
+    let linger = value_of("--linger-ms").map(|ms| Duration::from_millis(ms.parse().unwrap_or(0)));
     let service = server.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
+    // A server slow to shut down after stdin closed (server-everything
+    // takes ~300 ms): still running, not ignoring the close.
+    if let Some(linger) = linger {
+        tokio::time::sleep(linger).await;
+    }
     Ok(())
 }
