@@ -16,72 +16,16 @@
 
 use std::time::Duration;
 
+use agent_sdk::mcp::McpToolSource;
 use agent_sdk::mcp::rmcp;
-use agent_sdk::mcp::{McpServerConfig, McpToolSource};
 use agent_sdk::{ToolContext, ToolSource};
 use criterion::{BenchmarkId, Criterion, criterion_group};
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolRequestParams, ServerCapabilities, ServerConfig};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::{ClientHandler, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
+use echo_server::{SERVE_ENV, bare_client, serve, server_config};
+use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
-/// Set in the environment of the child that serves.
-const SERVE_ENV: &str = "AGENT_BENCH_MCP_SERVER";
-/// How long `sleep` sleeps.
-const SLEEP: Duration = Duration::from_millis(100);
-
-#[derive(Clone)]
-struct BenchServer {
-    #[expect(dead_code, reason = "read by the code #[tool_handler] generates")]
-    tool_router: ToolRouter<Self>,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Text {
-    text: String,
-}
-
-#[tool_router]
-impl BenchServer {
-    #[tool(description = "Echo the text back.")]
-    async fn echo(&self, Parameters(Text { text }): Parameters<Text>) -> String {
-        text
-    }
-
-    #[tool(description = "Sleep 100 ms.")]
-    async fn sleep(&self) -> String {
-        tokio::time::sleep(SLEEP).await;
-        "slept".into()
-    }
-}
-
-#[tool_handler]
-impl ServerHandler for BenchServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-}
-
-fn serve() {
-    let Ok(rt) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
-        return;
-    };
-    rt.block_on(async {
-        let server = BenchServer {
-            tool_router: BenchServer::tool_router(),
-        };
-        if let Ok(running) = server.serve(rmcp::transport::stdio()).await {
-            let _ = running.waiting().await;
-        }
-    });
-}
-
-fn server_config() -> McpServerConfig {
-    let me = std::env::current_exe().unwrap();
-    McpServerConfig::stdio("bench", me.to_string_lossy()).env(SERVE_ENV, "1")
-}
+#[path = "common/echo_server.rs"]
+mod echo_server;
 
 /// What a round trip is timed with.
 #[derive(Clone, Copy)]
@@ -106,24 +50,6 @@ impl Clock {
             }
         }
     }
-}
-
-#[derive(Clone, Default)]
-struct BareClient;
-impl ClientHandler for BareClient {}
-
-/// A bare rmcp client on its own server process of this binary.
-async fn bare_client() -> (tokio::process::Child, RunningService<RoleClient, BareClient>) {
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .env(SERVE_ENV, "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let client = BareClient.serve((stdout, stdin)).await.unwrap();
-    (child, client)
 }
 
 /// The agent-mcp tool of this name.

@@ -1,0 +1,257 @@
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
+//! End to end: what a step of a real run costs above the I/O it must do.
+//!
+//! An [`Agent`] with an OpenAI-compatible provider and one stdio MCP server
+//! (the in-repo echo server, this binary run again; and server-everything
+//! from `tests-deps/`) runs N steps against a local model server (Rust,
+//! axum, on its own thread): each step the model calls `echo` once, then
+//! answers. The floor is the same work without the library: the request
+//! bodies the run sent, posted again by a bare `reqwest` client on one
+//! kept-alive connection, and N `tools/call` sent by a bare rmcp client to
+//! the same kind of server. Per step above the floor:
+//! `((run(N) - run(1)) - (model floor(N) - model floor(1)) - (mcp floor(N) - mcp floor(1))) / (N - 1)`.
+//!
+//! Run with `cargo bench --bench e2e`; it prints medians over `RUNS` runs
+//! with their range.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_sdk::mcp::rmcp::model::CallToolRequestParams;
+use agent_sdk::mcp::{McpServerConfig, McpToolSource};
+use agent_sdk::providers::OpenAiChatModel;
+use agent_sdk::{Agent, ToolSet};
+use bytes::Bytes;
+use echo_server::{SERVE_ENV, bare_client, bare_client_of, serve, server_config};
+use serde_json::{Value, json};
+
+#[path = "common/echo_server.rs"]
+mod echo_server;
+
+/// Steps (echo calls) per run.
+const STEPS: [usize; 3] = [1, 100, 300];
+/// Runs per figure (medians reported).
+const RUNS: usize = 5;
+
+/// What the local model server plays: `steps` echo calls, then an answer.
+#[derive(Default)]
+struct Script {
+    steps: AtomicUsize,
+    tool: Mutex<(String, Value)>,
+    bodies: Mutex<Vec<Bytes>>,
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let mut c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    if finish.is_some() {
+        c["usage"] = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
+    }
+    format!("data: {c}\n\n")
+}
+
+/// The reply to a request: a call while fewer than `steps` tool results
+/// are in it, else the answer.
+fn reply(script: &Script, body: &[u8]) -> String {
+    let request: Value = serde_json::from_slice(body).unwrap_or_default();
+    let done = request["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+    if done < script.steps.load(Ordering::SeqCst) {
+        let (tool, args) = script.tool.lock().unwrap().clone();
+        let call = json!([{"index": 0, "id": format!("call_{done}"), "type": "function",
+            "function": {"name": tool, "arguments": args.to_string()}}]);
+        chunk(json!({"role": "assistant", "tool_calls": call}), None)
+            + &chunk(json!({}), Some("tool_calls"))
+            + "data: [DONE]\n\n"
+    } else {
+        chunk(json!({"role": "assistant", "content": "done"}), None)
+            + &chunk(json!({}), Some("stop"))
+            + "data: [DONE]\n\n"
+    }
+}
+
+/// Serve `script` on 127.0.0.1 from a thread of its own.
+fn start_model_server(script: Arc<Script>) -> std::net::SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |body: Bytes| {
+                    let script = script.clone();
+                    async move {
+                        let text = reply(&script, &body);
+                        script.bodies.lock().unwrap().push(body);
+                        ([("content-type", "text/event-stream")], text)
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// One MCP server to measure with.
+struct Server {
+    label: &'static str,
+    config: McpServerConfig,
+    /// Starts the same server for the bare client.
+    command: fn() -> tokio::process::Command,
+    tool: &'static str,
+    args: Value,
+}
+
+fn everything_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests-deps/node_modules/.bin/mcp-server-everything")
+}
+
+fn servers() -> Vec<Server> {
+    let mut list = vec![Server {
+        label: "in-repo echo server",
+        config: server_config(),
+        command: || {
+            let mut c = tokio::process::Command::new(std::env::current_exe().unwrap());
+            c.env(SERVE_ENV, "1");
+            c
+        },
+        tool: "echo",
+        args: json!({"text": "step"}),
+    }];
+    if everything_path().exists() {
+        list.push(Server {
+            label: "server-everything",
+            config: McpServerConfig::stdio("everything", everything_path().to_string_lossy()),
+            command: || tokio::process::Command::new(everything_path()),
+            tool: "echo",
+            args: json!({"message": "step"}),
+        });
+    } else {
+        eprintln!(
+            "server-everything is not installed (bash scripts/test.sh installs it): measuring the in-repo server only"
+        );
+    }
+    list
+}
+
+/// Median, min and max in milliseconds.
+fn stats(mut runs: Vec<Duration>) -> (f64, f64, f64) {
+    runs.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    (ms(runs[runs.len() / 2]), ms(runs[0]), ms(runs[runs.len() - 1]))
+}
+
+struct Figures {
+    run: (f64, f64, f64),
+    model_floor: (f64, f64, f64),
+    mcp_floor: (f64, f64, f64),
+}
+
+async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize) -> Figures {
+    let source = McpToolSource::connect(server.config.clone()).await.unwrap();
+    let name = server.config.name.clone();
+    *script.tool.lock().unwrap() = (format!("{name}__{}", server.tool), server.args.clone());
+    script.steps.store(steps, Ordering::SeqCst);
+    let model = OpenAiChatModel::compatible("local", url, "bench")
+        .build()
+        .unwrap();
+    let agent = Agent::builder(Arc::new(model))
+        .tools(ToolSet::builder().source(source.clone()).build())
+        .max_steps(u32::try_from(steps).unwrap() + 1)
+        .build();
+
+    let (mut runs, mut model_floor, mut mcp_floor) = (Vec::new(), Vec::new(), Vec::new());
+    let http = reqwest::Client::new();
+    let (_child, bare) = bare_client_of((server.command)()).await;
+    let args = server.args.as_object().cloned().unwrap();
+    for _ in 0..RUNS {
+        script.bodies.lock().unwrap().clear();
+        let start = Instant::now();
+        let result = agent.prompt("go").await.unwrap();
+        runs.push(start.elapsed());
+        assert_eq!(result.steps as usize, steps + 1, "{:?}", result.exit);
+
+        let bodies = std::mem::take(&mut *script.bodies.lock().unwrap());
+        let start = Instant::now();
+        for body in bodies {
+            let response = http
+                .post(format!("{url}/chat/completions"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            std::hint::black_box(response.bytes().await.unwrap());
+        }
+        model_floor.push(start.elapsed());
+
+        let start = Instant::now();
+        for _ in 0..steps {
+            let params = CallToolRequestParams::new(server.tool).with_arguments(args.clone());
+            std::hint::black_box(bare.call_tool(params).await.unwrap());
+        }
+        mcp_floor.push(start.elapsed());
+    }
+    let _ = bare.cancel().await;
+    source.close().await;
+    Figures {
+        run: stats(runs),
+        model_floor: stats(model_floor),
+        mcp_floor: stats(mcp_floor),
+    }
+}
+
+fn show((median, min, max): (f64, f64, f64)) -> String {
+    format!("{median:.1} ms [{min:.1}-{max:.1}]")
+}
+
+fn main() {
+    if std::env::var_os(SERVE_ENV).is_some() {
+        serve();
+        return;
+    }
+    // `cargo bench` passes `--bench`; a filter argument is not supported.
+    let script = Arc::new(Script::default());
+    let addr = start_model_server(script.clone());
+    let url = format!("http://{addr}/v1");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Warm the bare client path once (process start, connection).
+    rt.block_on(async { drop(bare_client().await) });
+    for server in servers() {
+        println!("{}:", server.label);
+        let mut figures = Vec::new();
+        for steps in STEPS {
+            let f = rt.block_on(measure(&server, &script, &url, steps));
+            println!(
+                "  {steps:>3} steps: run {}, model floor {}, mcp floor {}",
+                show(f.run),
+                show(f.model_floor),
+                show(f.mcp_floor)
+            );
+            figures.push((steps, f));
+        }
+        let (_, one) = &figures[0];
+        for (steps, f) in &figures[1..] {
+            let n = (*steps - 1) as f64;
+            let above = ((f.run.0 - one.run.0)
+                - (f.model_floor.0 - one.model_floor.0)
+                - (f.mcp_floor.0 - one.mcp_floor.0))
+                / n;
+            let run_per_step = (f.run.0 - one.run.0) / n;
+            println!("  {steps:>3} steps: {run_per_step:.3} ms a step, {above:.3} ms a step above the floor");
+        }
+    }
+}
