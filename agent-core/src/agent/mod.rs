@@ -149,6 +149,24 @@ impl Agent {
         }
     }
 
+    /// This agent with its options changed by `change`: the same model,
+    /// tools and identity (a served request's own output schema or
+    /// temperature, say). Cheap: the model and tools are shared.
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = agent_core::Agent::builder(model).name("writer").build();
+    /// let cooler = agent.map_options(|o| o.temperature(0.2));
+    /// assert_eq!(cooler.options().temperature, Some(0.2));
+    /// assert_eq!(cooler.name(), "writer");
+    /// ```
+    pub fn map_options(&self, change: impl FnOnce(AgentOptions) -> AgentOptions) -> Agent {
+        Agent {
+            options: change(self.options.clone()),
+            ..self.clone()
+        }
+    }
+
     /// Start a run on this conversation (usually ending with a user message).
     /// Must be called inside a tokio runtime: the run is a spawned task.
     pub fn run(&self, messages: Vec<Message>) -> AgentRun {

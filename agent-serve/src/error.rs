@@ -1,0 +1,160 @@
+//! Errors: what starting a server can fail with ([`ServeError`]), and the
+//! error a request gets ([`ApiError`]), written in each surface's own shape
+//! so that every official client raises its own error class.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::limit::{RETRY_AFTER_SECS, Refused};
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Nothing to serve.
+    #[error("no agent to serve")]
+    NoAgent,
+    /// Two agents under one name.
+    #[error("two agents are named {name:?}: served agents need unique names")]
+    DuplicateAgent {
+        /// The name.
+        name: String,
+    },
+    /// An address could not be bound.
+    #[error("cannot listen on {addr} for the {surface} surface: {source}")]
+    Bind {
+        /// The surface.
+        surface: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A surface was asked for that this build leaves out.
+    #[error("the {surface} surface is not built in (cargo feature `{surface}` of agent-serve)")]
+    NotBuilt {
+        /// The surface.
+        surface: &'static str,
+    },
+}
+
+/// The wire format errors are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    OpenAi,
+    Anthropic,
+    Plain,
+}
+
+/// What kind of error, independent of the surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    Overloaded,
+    Unavailable,
+    Upstream,
+}
+
+/// An error answer.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    pub(crate) kind: Kind,
+    pub(crate) message: String,
+    pub(crate) shape: Shape,
+}
+
+impl ApiError {
+    pub(crate) fn new(shape: Shape, kind: Kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            shape,
+        }
+    }
+
+    pub(crate) fn refused(shape: Shape, refused: Refused) -> Self {
+        match refused {
+            Refused::QueueFull => Self::new(
+                shape,
+                Kind::Overloaded,
+                "too many requests are waiting for this agent; retry later",
+            ),
+            Refused::Stopping => Self::new(shape, Kind::Unavailable, "the server is shutting down"),
+        }
+    }
+
+    pub(crate) fn unknown_agent(shape: Shape, name: &str, known: &[String]) -> Self {
+        Self::new(
+            shape,
+            Kind::NotFound,
+            format!(
+                "no agent named {name:?} is served here (served: {})",
+                known.join(", ")
+            ),
+        )
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        match self.kind {
+            Kind::BadRequest => StatusCode::BAD_REQUEST,
+            Kind::Unauthorized => StatusCode::UNAUTHORIZED,
+            Kind::Forbidden => StatusCode::FORBIDDEN,
+            Kind::NotFound => StatusCode::NOT_FOUND,
+            Kind::Overloaded | Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Upstream => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    /// The `type` of the error in this shape.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match (self.shape, self.kind) {
+            (Shape::Anthropic, Kind::BadRequest) => "invalid_request_error",
+            (Shape::Anthropic, Kind::Unauthorized) => "authentication_error",
+            (Shape::Anthropic, Kind::Forbidden) => "permission_error",
+            (Shape::Anthropic, Kind::NotFound) => "not_found_error",
+            (Shape::Anthropic, Kind::Overloaded | Kind::Unavailable) => "overloaded_error",
+            (Shape::Anthropic, Kind::Upstream) => "api_error",
+            (_, Kind::BadRequest | Kind::NotFound) => "invalid_request_error",
+            (_, Kind::Unauthorized) => "authentication_error",
+            (_, Kind::Forbidden) => "permission_error",
+            (_, Kind::Overloaded | Kind::Unavailable | Kind::Upstream) => "server_error",
+        }
+    }
+
+    /// The error body in this shape.
+    pub(crate) fn body(&self) -> serde_json::Value {
+        match self.shape {
+            Shape::OpenAi => {
+                let code = match self.kind {
+                    Kind::NotFound => json!("model_not_found"),
+                    Kind::Unauthorized => json!("invalid_api_key"),
+                    _ => serde_json::Value::Null,
+                };
+                json!({"error": {"message": self.message, "type": self.type_name(), "param": null, "code": code}})
+            }
+            Shape::Anthropic => {
+                json!({"type": "error", "error": {"type": self.type_name(), "message": self.message}})
+            }
+            Shape::Plain => json!({"error": {"type": self.type_name(), "message": self.message}}),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status(), axum::Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        if matches!(self.kind, Kind::Overloaded | Kind::Unavailable) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        if self.kind == Kind::Unauthorized {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,163 @@
+//! Who may call an instance: bearer keys and, for loopback binds, the
+//! `Host` / `Origin` check against DNS rebinding.
+//!
+//! Invariants: the check runs before any handler; a refusal is written in
+//! the surface's own error shape (401 for a missing or wrong key, 403 for
+//! a foreign host or origin); keys are compared in constant time and never
+//! logged.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, Kind, Shape};
+use crate::run::Instance;
+
+/// Host names a loopback bind accepts by default: what a local client
+/// writes, never a name an attacker's DNS can point at 127.0.0.1.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// The middleware's state: the instance and how to write a refusal.
+#[derive(Clone)]
+pub(crate) struct Guard {
+    pub(crate) instance: Arc<Instance>,
+    pub(crate) shape: Shape,
+}
+
+/// Refuse requests without a valid key or from a foreign host.
+pub(crate) async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    if let Some(hosts) = &guard.instance.allowed_hosts
+        && let Err(message) = host_allowed(request.headers(), hosts)
+    {
+        return ApiError::new(guard.shape, Kind::Forbidden, message).into_response();
+    }
+    if !guard.instance.keys.is_empty() && !key_valid(request.headers(), &guard.instance.keys) {
+        return ApiError::new(
+            guard.shape,
+            Kind::Unauthorized,
+            "missing or invalid API key: send `Authorization: Bearer <key>` (or `x-api-key: <key>`)",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// The key the request carries: `Authorization: Bearer` (OpenAI, MCP,
+/// REST) or `x-api-key` (Anthropic's clients).
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    if let Some(value) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        let (scheme, key) = value.split_once(' ')?;
+        return scheme.eq_ignore_ascii_case("bearer").then_some(key.trim());
+    }
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+fn key_valid(headers: &HeaderMap, keys: &[String]) -> bool {
+    let Some(presented) = presented_key(headers) else {
+        return false;
+    };
+    // Every key is compared, each in constant time for its length.
+    keys.iter().fold(false, |found, key| {
+        found | constant_time_eq(presented.as_bytes(), key.as_bytes())
+    })
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The host part of `Host` or of an origin's authority, without the port.
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        // [::1]:8080 -> [::1]
+        return match rest.find(']') {
+            Some(end) => &authority[..end + 2],
+            None => authority,
+        };
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+fn host_allowed(headers: &HeaderMap, hosts: &[String]) -> Result<(), String> {
+    let allowed = |name: &str| hosts.iter().any(|h| h.eq_ignore_ascii_case(name));
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .ok_or("the request has no Host header")?;
+    if !allowed(host_name(host)) {
+        return Err(format!(
+            "Host {host:?} is not accepted here (this server listens on a loopback address and accepts {})",
+            hosts.join(", ")
+        ));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+        if origin != "null" && !allowed(host_name(authority)) {
+            return Err(format!("Origin {origin:?} is not accepted here"));
+        }
+        if origin == "null" {
+            return Err("Origin \"null\" is not accepted here".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    fn loopback() -> Vec<String> {
+        LOOPBACK_HOSTS.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn loopback_hosts_pass_and_others_do_not() {
+        for ok in ["localhost:8080", "127.0.0.1:1", "[::1]:9", "localhost"] {
+            assert!(
+                host_allowed(&headers(&[("host", ok)]), &loopback()).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in ["evil.example:8080", "127.0.0.1.evil.example", "[::2]:80"] {
+            assert!(
+                host_allowed(&headers(&[("host", bad)]), &loopback()).is_err(),
+                "{bad}"
+            );
+        }
+        let foreign = headers(&[("host", "localhost:1"), ("origin", "http://evil.example")]);
+        assert!(host_allowed(&foreign, &loopback()).is_err());
+        let local = headers(&[("host", "localhost:1"), ("origin", "http://localhost:3000")]);
+        assert!(host_allowed(&local, &loopback()).is_ok());
+    }
+
+    #[test]
+    fn keys_come_as_bearer_or_x_api_key() {
+        let keys = vec!["k1".to_string(), "secret-2".to_string()];
+        assert!(key_valid(
+            &headers(&[("authorization", "Bearer secret-2")]),
+            &keys
+        ));
+        assert!(key_valid(&headers(&[("x-api-key", "k1")]), &keys));
+        assert!(!key_valid(&headers(&[("authorization", "Bearer k2")]), &keys));
+        assert!(!key_valid(&headers(&[("authorization", "Basic k1")]), &keys));
+        assert!(!key_valid(&headers(&[]), &keys));
+    }
+}

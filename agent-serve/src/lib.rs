@@ -1,0 +1,58 @@
+//! Serve agents to other programs: as a model behind the OpenAI Chat
+//! Completions or Anthropic Messages API that every client already speaks,
+//! as tools of an MCP server, or over plain REST.
+//!
+//! ```no_run
+//! # async fn demo(agent: agent_core::Agent) -> Result<(), agent_serve::ServeError> {
+//! use agent_serve::{Serve, ServedAgent};
+//! let running = Serve::new()
+//!     .agent(ServedAgent::new(agent).with_description("Answers questions about the codebase."))
+//!     .openai("127.0.0.1:8080".parse().unwrap())
+//!     .concurrency(4)
+//!     .start()
+//!     .await?;
+//! for bound in running.addresses() {
+//!     eprintln!("{} on http://{}", bound.surface, bound.addr);
+//! }
+//! running.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Each surface instance (one per address) has its own limit on runs in
+//! flight ([`DEFAULT_CONCURRENCY`]), strict FIFO, with an optional queue
+//! bound answered 503 with `Retry-After`. A client that disconnects while
+//! queued leaves the queue and its run never starts; one that disconnects
+//! while its run is going cancels it. Loopback binds accept only loopback
+//! `Host` and `Origin` headers (DNS rebinding protection); bearer keys are
+//! optional. Shutdown stops accepting, lets runs finish within a grace
+//! ([`DEFAULT_SHUTDOWN_GRACE`]), then cancels them.
+//!
+//! The agents are shared by every request: their MCP connections are one
+//! per configured server, calls multiplexed, never one per request.
+
+mod agents;
+#[cfg(feature = "anthropic")]
+mod anthropic;
+mod error;
+mod guard;
+mod limit;
+#[cfg(feature = "mcp")]
+mod mcp;
+#[cfg(feature = "openai")]
+mod openai;
+#[cfg(feature = "rest")]
+mod rest;
+mod run;
+mod server;
+mod sse;
+
+pub use agents::ServedAgent;
+pub use error::ServeError;
+pub use guard::LOOPBACK_HOSTS;
+pub use limit::{DEFAULT_CONCURRENCY, RETRY_AFTER_SECS};
+pub use server::{Bound, DEFAULT_SHUTDOWN_GRACE, Running, Serve, Surface};
+
+/// rmcp, as this crate uses it (its server side), for applications that
+/// add their own MCP handlers beside the agents.
+#[cfg(feature = "mcp")]
+pub use rmcp;

@@ -1,0 +1,167 @@
+//! The MCP surface (rmcp's server side): one tool per served agent, over
+//! stdio or streamable HTTP at `/mcp`.
+//!
+//! Invariants:
+//! - a tool's name, description and input schema are the agent's; an
+//!   agent with an output schema declares it as the tool's `outputSchema`
+//!   and answers with `structuredContent`; a run that did not complete is
+//!   an `isError` result saying why, with the text it had written;
+//! - with a progress token, each of the agent's tool calls and results
+//!   goes out as a progress notification (the progress value only grows);
+//! - `notifications/cancelled` (the request's cancellation) leaves the
+//!   queue or cancels the run, its tools and MCP calls included.
+
+use std::sync::Arc;
+
+use agent_core::{AgentEvent, ExitReason};
+use futures::StreamExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Map, Value};
+
+use crate::agents::ServedAgent;
+use crate::error::Shape;
+use crate::run::Instance;
+
+/// The MCP server of one instance; clones (one per HTTP session) share it.
+#[derive(Clone)]
+pub(crate) struct McpSurface {
+    pub(crate) instance: Arc<Instance>,
+}
+
+fn object(schema: Value) -> Option<Arc<Map<String, Value>>> {
+    match schema {
+        Value::Object(map) => Some(Arc::new(map)),
+        _ => None,
+    }
+}
+
+fn tool(served: &ServedAgent) -> Tool {
+    let input = object(served.input_schema()).unwrap_or_default();
+    let mut tool = Tool::new(served.name().to_owned(), served.description().to_owned(), input);
+    // MCP output schemas describe an object; other answers go out as text.
+    tool.output_schema = served
+        .agent()
+        .options()
+        .output
+        .as_ref()
+        .map(|spec| spec.schema().clone())
+        .filter(|s| s.get("type").and_then(Value::as_str) == Some("object"))
+        .and_then(object);
+    tool
+}
+
+fn text_result(text: String, is_error: bool) -> CallToolResponse {
+    let content = vec![ContentBlock::text(text)];
+    CallToolResponse::Complete(if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    })
+}
+
+impl ServerHandler for McpSurface {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("agent-serve", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "Agents as tools: {}. Each call runs the agent on its input in a fresh conversation.",
+                self.instance.agents.names().join(", ")
+            ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.instance.agents.all().iter().map(tool).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(served) = self.instance.agents.get(&request.name).cloned() else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "no tool named {:?} (tools: {})",
+                    request.name,
+                    self.instance.agents.names().join(", ")
+                ),
+                None,
+            ));
+        };
+        let input = Value::Object(request.arguments.clone().unwrap_or_default());
+        let messages = vec![served.input_message(&input)];
+        let started = tokio::select! {
+            started = self.instance.start(&served, messages, |o| o, Shape::Plain) => started,
+            () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled by the client", None)),
+        };
+        let mut started = match started {
+            Ok(started) => started,
+            Err(refused) => return Ok(text_result(refused.message, true)),
+        };
+        let token = context.meta.get_progress_token();
+        let mut progress = 0u32;
+        loop {
+            let event = tokio::select! {
+                event = started.run.next() => event,
+                // Dropping the run cancels it (and its tools).
+                () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled by the client", None)),
+            };
+            let Some(event) = event else { break };
+            let note = match &event {
+                AgentEvent::ToolCall { tool, .. } => format!("calling {tool}"),
+                AgentEvent::ToolResult { tool, is_error, .. } => {
+                    format!("{tool} {}", if *is_error { "failed" } else { "done" })
+                }
+                _ => continue,
+            };
+            if let Some(token) = &token {
+                progress += 1;
+                let param =
+                    ProgressNotificationParam::new(token.clone(), f64::from(progress)).with_message(note);
+                let _ = context.peer.notify_progress(param).await;
+            }
+        }
+        let result = match started.run.into_outcome().await {
+            Ok(result) => result,
+            Err(aborted) => {
+                return Ok(text_result(
+                    format!("the run stopped without a result: {aborted}"),
+                    true,
+                ));
+            }
+        };
+        if result.exit == ExitReason::Completed {
+            return Ok(match result.output {
+                Some(value) if tool(&served).output_schema.is_some() => {
+                    CallToolResponse::Complete(CallToolResult::structured(value))
+                }
+                Some(value) => text_result(value.to_string(), false),
+                None => text_result(result.text, false),
+            });
+        }
+        let why = match crate::run::ending(&result) {
+            crate::run::Ending::Failed(message) => message,
+            crate::run::Ending::Answer { .. } => format!("the run ended early ({:?})", result.exit),
+        };
+        let partial = if result.text.is_empty() {
+            String::new()
+        } else {
+            format!("\n\nWhat it had written:\n{}", result.text)
+        };
+        Ok(text_result(
+            format!("The agent {} did not complete: {why}.{partial}", served.name()),
+            true,
+        ))
+    }
+}

@@ -1,0 +1,113 @@
+//! The REST surface: `POST /v1/agents/{name}` with `{prompt | messages,
+//! stream?}` answers the run's result as JSON, or streams the same event
+//! JSON as `agent --events` over server-sent events; `GET /health`.
+//!
+//! Invariants: a result answers 200 whatever the run's exit (its `exit`
+//! field says how it ended); a request that never ran answers an error
+//! `{error: {type, message}}` with its status; a streamed run always ends
+//! with its `finished` event unless the client left.
+
+use std::sync::Arc;
+
+use agent_core::Message;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::error::{ApiError, Kind, Shape};
+use crate::run::Instance;
+use crate::sse::{closed_or, event_stream};
+
+const SHAPE: Shape = Shape::Plain;
+
+/// The routes of one instance.
+pub(crate) fn router(instance: Arc<Instance>) -> Router {
+    Router::new()
+        .route("/v1/agents/{name}", post(run))
+        .route("/health", get(health))
+        .with_state(instance)
+}
+
+async fn health(State(instance): State<Arc<Instance>>) -> Response {
+    axum::Json(json!({
+        "status": if instance.lifecycle.stopping.is_cancelled() { "stopping" } else { "ok" },
+        "agents": instance.agents.names(),
+        "in_flight": instance.limiter.in_flight(),
+        "queued": instance.limiter.queued(),
+    }))
+    .into_response()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRequest {
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    messages: Option<Vec<Message>>,
+    #[serde(default)]
+    stream: bool,
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::new(SHAPE, Kind::BadRequest, message)
+}
+
+async fn run(State(instance): State<Arc<Instance>>, Path(name): Path<String>, body: Bytes) -> Response {
+    match run_checked(instance, name, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Result<Response, ApiError> {
+    let request: RunRequest = serde_json::from_slice(&body).map_err(|e| {
+        bad(format!(
+            "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \
+             \"stream\": {e}"
+        ))
+    })?;
+    let messages = match (request.prompt, request.messages) {
+        (Some(prompt), None) => vec![Message::user(prompt)],
+        (None, Some(messages)) if !messages.is_empty() => messages,
+        (None, Some(_)) => return Err(bad("messages is empty")),
+        (Some(_), Some(_)) => return Err(bad("give either prompt or messages, not both")),
+        (None, None) => return Err(bad("give prompt or messages")),
+    };
+    let served = instance.agent(&name, SHAPE)?.clone();
+    let mut started = instance.start(&served, messages, |o| o, SHAPE).await?;
+    if !request.stream {
+        while started.run.next().await.is_some() {}
+        let result =
+            started.run.into_outcome().await.map_err(|aborted| {
+                ApiError::new(SHAPE, Kind::Upstream, format!("the run stopped: {aborted}"))
+            })?;
+        return Ok(axum::Json(result).into_response());
+    }
+    Ok(event_stream(move |tx| async move {
+        let mut started = started;
+        loop {
+            let Some(next) = closed_or(&tx, started.run.next()).await else {
+                return;
+            };
+            let Some(event) = next else { return };
+            let data = match serde_json::to_string(&event) {
+                Ok(data) => data,
+                Err(e) => {
+                    json!({"type": "warning", "message": format!("an event could not be written: {e}")})
+                        .to_string()
+                }
+            };
+            if tx.send(Event::default().data(data)).await.is_err() {
+                return;
+            }
+        }
+    })
+    .into_response())
+}

@@ -1,0 +1,314 @@
+//! What every surface shares: an instance (agents, limiter, keys,
+//! lifecycle), starting a run under the limit, and reading a run's events
+//! as the pieces a client sees.
+//!
+//! Invariants:
+//! - a run starts only once its request holds a permit, and is cancelled
+//!   when the request's response is dropped (the client went away): the
+//!   [`Started`] owns both the permit and the [`AgentRun`], whose drop
+//!   cancels the run with its tools and MCP calls;
+//! - what a client reads is the same whether it streams or not: the text
+//!   of every step in order (steps separated by a blank line), or, when it
+//!   asked for structured output, only the final JSON answer.
+
+use std::sync::Arc;
+
+use agent_core::{AgentEvent, AgentOptions, AgentResult, AgentRun, ExitReason, Message, Usage};
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::{Agents, ServedAgent};
+use crate::error::{ApiError, Shape};
+use crate::limit::{Limiter, Permit};
+
+/// A server's lifecycle, shared by its instances.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lifecycle {
+    /// Cancelled when the server stops accepting work: waiting requests
+    /// are refused, listeners close.
+    pub(crate) stopping: CancellationToken,
+    /// Cancelled when the shutdown grace is over: every run still going is
+    /// cancelled.
+    pub(crate) hard: CancellationToken,
+}
+
+/// One surface instance: its agents, its own limiter, who may call it.
+#[derive(Debug)]
+pub(crate) struct Instance {
+    pub(crate) agents: Arc<Agents>,
+    pub(crate) limiter: Limiter,
+    pub(crate) keys: Arc<[String]>,
+    pub(crate) lifecycle: Lifecycle,
+    /// Host names accepted in `Host` and `Origin`; `None`: any.
+    pub(crate) allowed_hosts: Option<Arc<[String]>>,
+}
+
+/// A run in flight and its permit.
+pub(crate) struct Started {
+    pub(crate) run: AgentRun,
+    _permit: Permit,
+}
+
+impl Instance {
+    /// Find an agent or answer 404 in `shape`.
+    pub(crate) fn agent(&self, name: &str, shape: Shape) -> Result<&ServedAgent, ApiError> {
+        self.agents
+            .get(name)
+            .ok_or_else(|| ApiError::unknown_agent(shape, name, &self.agents.names()))
+    }
+
+    /// Wait for a permit, then start `served` on `messages` with its
+    /// options changed by `change`.
+    pub(crate) async fn start(
+        &self,
+        served: &ServedAgent,
+        messages: Vec<Message>,
+        change: impl FnOnce(AgentOptions) -> AgentOptions,
+        shape: Shape,
+    ) -> Result<Started, ApiError> {
+        let permit = self
+            .limiter
+            .acquire(&self.lifecycle.stopping)
+            .await
+            .map_err(|refused| ApiError::refused(shape, refused))?;
+        let agent = served
+            .agent()
+            .with_cancellation(self.lifecycle.hard.clone())
+            .map_options(change);
+        Ok(Started {
+            run: agent.run(messages),
+            _permit: permit,
+        })
+    }
+}
+
+/// Something a client sees, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Piece {
+    Text(String),
+    Reasoning(String),
+}
+
+/// Turns a run's events into [`Piece`]s.
+#[derive(Debug, Default)]
+pub(crate) struct Transcript {
+    structured: bool,
+    any_text: bool,
+    step_text: bool,
+}
+
+/// Between the text of two steps.
+const STEP_SEPARATOR: &str = "\n\n";
+
+impl Transcript {
+    /// For a run whose client asked for structured output (`structured`:
+    /// its text is not shown, only the final answer) or not.
+    pub(crate) fn new(structured: bool) -> Self {
+        Self {
+            structured,
+            ..Self::default()
+        }
+    }
+
+    /// The piece this event shows, if any. Events of sub-agents show
+    /// nothing: clients see the served agent's own answer.
+    pub(crate) fn piece(&mut self, event: &AgentEvent) -> Option<Piece> {
+        match event {
+            AgentEvent::StepStarted { .. } => {
+                self.step_text = false;
+                None
+            }
+            AgentEvent::TextDelta { text } if !self.structured && !text.is_empty() => {
+                let text = if !self.step_text && self.any_text {
+                    format!("{STEP_SEPARATOR}{text}")
+                } else {
+                    text.clone()
+                };
+                self.step_text = true;
+                self.any_text = true;
+                Some(Piece::Text(text))
+            }
+            AgentEvent::ReasoningDelta { text } if !text.is_empty() => Some(Piece::Reasoning(text.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// Why a run's answer ended, as clients name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The agent answered.
+    End,
+    /// A step or token limit cut it short.
+    Length,
+}
+
+/// How a run ended, for a client.
+#[derive(Debug, Clone)]
+pub(crate) enum Ending {
+    /// An answer (for structured output, the JSON to show after the pieces).
+    Answer { stop: Stop, output: Option<String> },
+    /// No answer: what went wrong.
+    Failed(String),
+}
+
+/// How `result` ended, for a client.
+pub(crate) fn ending(result: &AgentResult) -> Ending {
+    let output = result.output.as_ref().map(|v| v.to_string());
+    match result.exit {
+        ExitReason::Completed | ExitReason::Stopped => Ending::Answer {
+            stop: Stop::End,
+            output,
+        },
+        ExitReason::MaxSteps | ExitReason::TokenLimit => Ending::Answer {
+            stop: Stop::Length,
+            output,
+        },
+        ExitReason::OutputInvalid => Ending::Failed(format!(
+            "the agent's final answer did not match the requested schema: {}",
+            result
+                .output_error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )),
+        ExitReason::ModelError => Ending::Failed(format!(
+            "the agent's model failed: {}",
+            result
+                .error
+                .as_ref()
+                .map(|e| agent_core::util::error_chain(e))
+                .unwrap_or_else(|| "unknown error".into())
+        )),
+        ExitReason::Cancelled => Ending::Failed("the run was cancelled: the server is shutting down".into()),
+        _ => Ending::Failed(format!("the run ended without an answer ({:?})", result.exit)),
+    }
+}
+
+/// Drive `started` to its end, collecting the pieces (for answers that do
+/// not stream). The run's permit is held until this returns.
+pub(crate) async fn collect(
+    mut started: Started,
+    structured: bool,
+) -> (Vec<Piece>, Result<AgentResult, String>) {
+    use futures::StreamExt;
+    let mut transcript = Transcript::new(structured);
+    let mut pieces: Vec<Piece> = Vec::new();
+    while let Some(event) = started.run.next().await {
+        if let Some(piece) = transcript.piece(&event) {
+            push_merged(&mut pieces, piece);
+        }
+    }
+    let result = started
+        .run
+        .into_outcome()
+        .await
+        .map_err(|aborted| format!("the run stopped without a result: {aborted}"));
+    (pieces, result)
+}
+
+/// Append `piece`, joining it to the last one when of the same kind.
+pub(crate) fn push_merged(pieces: &mut Vec<Piece>, piece: Piece) {
+    match (pieces.last_mut(), piece) {
+        (Some(Piece::Text(last)), Piece::Text(more)) => last.push_str(&more),
+        (Some(Piece::Reasoning(last)), Piece::Reasoning(more)) => last.push_str(&more),
+        (_, piece) => pieces.push(piece),
+    }
+}
+
+/// Token counts a client sees: the whole tree's.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tokens {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+    pub(crate) cached: u64,
+    pub(crate) cache_write: u64,
+    pub(crate) reasoning: u64,
+}
+
+impl From<&Usage> for Tokens {
+    fn from(u: &Usage) -> Self {
+        Self {
+            input: u.input_tokens.unwrap_or(0),
+            output: u.output_tokens.unwrap_or(0),
+            cached: u.cached_input_tokens.unwrap_or(0),
+            cache_write: u.cache_write_tokens.unwrap_or(0),
+            reasoning: u.reasoning_tokens.unwrap_or(0),
+        }
+    }
+}
+
+/// Seconds since the Unix epoch (the `created` of OpenAI objects).
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A fresh response id with `prefix` (`chatcmpl-`, `msg_`).
+pub(crate) fn response_id(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}{:x}{n:06x}", unix_now())
+}
+
+/// `options` with a request's system texts after the agent's own prompt.
+pub(crate) fn add_system(options: AgentOptions, extra: &[String]) -> AgentOptions {
+    let extra: Vec<&str> = extra
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    if extra.is_empty() {
+        return options;
+    }
+    let joined = extra.join(STEP_SEPARATOR);
+    let system = match &options.system {
+        Some(own) if !own.trim().is_empty() => format!("{own}{STEP_SEPARATOR}{joined}"),
+        _ => joined,
+    };
+    options.system(system)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(t: &str) -> AgentEvent {
+        AgentEvent::TextDelta { text: t.into() }
+    }
+
+    #[test]
+    fn steps_are_separated_and_structured_runs_show_no_text() {
+        let events = [
+            AgentEvent::StepStarted { step: 1 },
+            text("Let me look."),
+            AgentEvent::StepStarted { step: 2 },
+            AgentEvent::ReasoningDelta { text: "hmm".into() },
+            text("It is "),
+            text("sunny."),
+        ];
+        let mut pieces = Vec::new();
+        let mut t = Transcript::new(false);
+        for e in &events {
+            if let Some(p) = t.piece(e) {
+                push_merged(&mut pieces, p);
+            }
+        }
+        assert_eq!(
+            pieces,
+            [
+                Piece::Text("Let me look.".into()),
+                Piece::Reasoning("hmm".into()),
+                Piece::Text("\n\nIt is sunny.".into())
+            ]
+        );
+        let mut structured = Transcript::new(true);
+        assert!(
+            events
+                .iter()
+                .filter_map(|e| structured.piece(e))
+                .all(|p| matches!(p, Piece::Reasoning(_)))
+        );
+    }
+}

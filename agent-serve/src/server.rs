@@ -1,0 +1,446 @@
+//! Starting and stopping a server: [`Serve`] collects the agents and the
+//! surfaces, [`Serve::start`] binds every address, [`Running::shutdown`]
+//! ends it.
+//!
+//! Invariants:
+//! - every address is bound before `start` returns (a bind failure is an
+//!   error naming the surface and address, and nothing is left running);
+//! - each surface instance has its own limiter and guard;
+//! - shutdown stops accepting and refuses queued requests at once, lets
+//!   runs in flight finish for the grace, then cancels them, then gives
+//!   connections [`CONNECTION_DRAIN`] to end before their tasks are
+//!   aborted: `shutdown` always returns.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use tokio::task::JoinHandle;
+
+use crate::agents::{Agents, ServedAgent};
+use crate::error::{ServeError, Shape};
+use crate::guard::{Guard, LOOPBACK_HOSTS, check};
+use crate::limit::{DEFAULT_CONCURRENCY, Limiter};
+use crate::run::{Instance, Lifecycle};
+
+/// How long runs in flight may go on after a shutdown begins before they
+/// are cancelled: long enough for a typical answer to finish.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long connections get to close after the runs are cancelled (a
+/// cancelled run still writes its error event) before their tasks end.
+const CONNECTION_DRAIN: Duration = Duration::from_secs(3);
+
+/// How often shutdown looks whether the runs in flight are done.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
+
+/// A kind of surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Surface {
+    /// OpenAI Chat Completions (`/v1/models`, `/v1/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`/v1/models`, `/v1/messages`).
+    Anthropic,
+    /// REST (`/v1/agents/{name}`, `/health`).
+    Rest,
+    /// MCP over streamable HTTP (`/mcp`).
+    McpHttp,
+    /// MCP over this process's standard input and output.
+    McpStdio,
+}
+
+impl std::fmt::Display for Surface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Surface::OpenAi => "openai",
+            Surface::Anthropic => "anthropic",
+            Surface::Rest => "rest",
+            Surface::McpHttp => "mcp-http",
+            Surface::McpStdio => "mcp-stdio",
+        })
+    }
+}
+
+/// A surface listening on an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Bound {
+    /// What it serves.
+    pub surface: Surface,
+    /// Where (the port chosen when 0 was asked for).
+    pub addr: SocketAddr,
+}
+
+impl Bound {
+    /// The URL clients use: the API base for OpenAI (`…/v1`), the host for
+    /// Anthropic and REST, the endpoint for MCP (`…/mcp`).
+    ///
+    /// ```
+    /// let b = agent_serve::Bound::new(agent_serve::Surface::OpenAi, "127.0.0.1:8080".parse().unwrap());
+    /// assert_eq!(b.url(), "http://127.0.0.1:8080/v1");
+    /// ```
+    pub fn url(&self) -> String {
+        let base = format!("http://{}", self.addr);
+        match self.surface {
+            Surface::OpenAi => format!("{base}/v1"),
+            Surface::McpHttp => format!("{base}/mcp"),
+            _ => base,
+        }
+    }
+
+    /// A bound surface (for tests and displays).
+    pub fn new(surface: Surface, addr: SocketAddr) -> Self {
+        Self { surface, addr }
+    }
+}
+
+/// A server to start: its agents, surfaces and limits.
+///
+/// ```
+/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+/// # let agent = agent_core::Agent::builder(model).build();
+/// let serve = agent_serve::Serve::new()
+///     .agent(agent_serve::ServedAgent::new(agent))
+///     .openai("127.0.0.1:0".parse().unwrap())
+///     .mcp_http("127.0.0.1:0".parse().unwrap())
+///     .concurrency(2)
+///     .queue(16);
+/// # let _ = serve;
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a Serve does nothing until started"]
+pub struct Serve {
+    agents: Vec<ServedAgent>,
+    listeners: Vec<(Surface, SocketAddr)>,
+    mcp_stdio: bool,
+    concurrency: usize,
+    queue: Option<usize>,
+    keys: Vec<String>,
+    grace: Duration,
+    allowed_hosts: Option<Vec<String>>,
+}
+
+impl Default for Serve {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Serve {
+    /// Nothing served yet; limits at their defaults.
+    pub fn new() -> Self {
+        Self {
+            agents: Vec::new(),
+            listeners: Vec::new(),
+            mcp_stdio: false,
+            concurrency: DEFAULT_CONCURRENCY,
+            queue: None,
+            keys: Vec::new(),
+            grace: DEFAULT_SHUTDOWN_GRACE,
+            allowed_hosts: None,
+        }
+    }
+
+    /// Serve this agent (names must be unique).
+    pub fn agent(mut self, agent: ServedAgent) -> Self {
+        self.agents.push(agent);
+        self
+    }
+
+    /// An instance of `surface` on `addr` (any number of each).
+    pub fn listen(mut self, surface: Surface, addr: SocketAddr) -> Self {
+        if surface == Surface::McpStdio {
+            self.mcp_stdio = true;
+        } else {
+            self.listeners.push((surface, addr));
+        }
+        self
+    }
+
+    /// The OpenAI Chat Completions surface on `addr`.
+    pub fn openai(self, addr: SocketAddr) -> Self {
+        self.listen(Surface::OpenAi, addr)
+    }
+
+    /// The Anthropic Messages surface on `addr`.
+    pub fn anthropic(self, addr: SocketAddr) -> Self {
+        self.listen(Surface::Anthropic, addr)
+    }
+
+    /// The REST surface on `addr`.
+    pub fn rest(self, addr: SocketAddr) -> Self {
+        self.listen(Surface::Rest, addr)
+    }
+
+    /// MCP over streamable HTTP at `http://addr/mcp`.
+    pub fn mcp_http(self, addr: SocketAddr) -> Self {
+        self.listen(Surface::McpHttp, addr)
+    }
+
+    /// MCP over standard input and output (this process is the server a
+    /// client started).
+    pub fn mcp_stdio(self) -> Self {
+        self.listen(Surface::McpStdio, SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Runs in flight per instance ([`DEFAULT_CONCURRENCY`]).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// At most `n` requests waiting per instance; more are answered 503
+    /// with `Retry-After` (default: no bound).
+    pub fn queue(mut self, n: usize) -> Self {
+        self.queue = Some(n);
+        self
+    }
+
+    /// Accept this bearer key (any of the keys given); with none, no key is
+    /// asked for.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.keys.push(key.into());
+        self
+    }
+
+    /// How long runs may go on after shutdown begins
+    /// ([`DEFAULT_SHUTDOWN_GRACE`]).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// The host names accepted in `Host` and `Origin`. Default: for a
+    /// loopback bind [`LOOPBACK_HOSTS`], for any other bind no check.
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    fn instance(
+        &self,
+        agents: &Arc<Agents>,
+        name: String,
+        addr: Option<SocketAddr>,
+        lifecycle: &Lifecycle,
+    ) -> Arc<Instance> {
+        let allowed_hosts = match (&self.allowed_hosts, addr) {
+            (Some(hosts), _) => Some(hosts.clone().into()),
+            (None, Some(addr)) if addr.ip().is_loopback() => Some(
+                LOOPBACK_HOSTS
+                    .iter()
+                    .map(|h| (*h).to_owned())
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+            (None, _) => None,
+        };
+        Arc::new(Instance {
+            agents: agents.clone(),
+            limiter: Limiter::new(name, self.concurrency, self.queue),
+            keys: self.keys.clone().into(),
+            lifecycle: lifecycle.clone(),
+            allowed_hosts,
+        })
+    }
+
+    /// Bind every address and start serving.
+    pub async fn start(self) -> Result<Running, ServeError> {
+        let agents = Arc::new(Agents::new(self.agents.clone())?);
+        let lifecycle = Lifecycle::default();
+        let mut listeners = Vec::new();
+        for (surface, addr) in &self.listeners {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| ServeError::Bind {
+                    surface: surface_name(*surface),
+                    addr: *addr,
+                    source,
+                })?;
+            let bound = listener.local_addr().map_err(|source| ServeError::Bind {
+                surface: surface_name(*surface),
+                addr: *addr,
+                source,
+            })?;
+            listeners.push((*surface, listener, bound));
+        }
+        let mut running = Running {
+            bound: Vec::new(),
+            lifecycle: lifecycle.clone(),
+            instances: Vec::new(),
+            tasks: Vec::new(),
+            stdio: None,
+            grace: self.grace,
+        };
+        for (surface, listener, addr) in listeners {
+            let instance = self.instance(&agents, format!("{surface}@{addr}"), Some(addr), &lifecycle);
+            let router = router(surface, instance.clone())?;
+            let shape = match surface {
+                Surface::OpenAi => Shape::OpenAi,
+                Surface::Anthropic => Shape::Anthropic,
+                _ => Shape::Plain,
+            };
+            let guard = Guard {
+                instance: instance.clone(),
+                shape,
+            };
+            let app = router.layer(axum::middleware::from_fn_with_state(guard, check));
+            let stopping = lifecycle.stopping.clone();
+            running.tasks.push(tokio::spawn(async move {
+                let served = axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned());
+                if let Err(e) = served.await {
+                    tracing::warn!(%addr, error = %e, "a surface stopped serving");
+                }
+            }));
+            running.instances.push(instance);
+            running.bound.push(Bound { surface, addr });
+            tracing::info!(%surface, %addr, "serving");
+        }
+        if self.mcp_stdio {
+            let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle);
+            running.stdio = Some(mcp_stdio(instance.clone())?);
+            running.instances.push(instance);
+        }
+        Ok(running)
+    }
+}
+
+fn surface_name(surface: Surface) -> &'static str {
+    match surface {
+        Surface::OpenAi => "openai",
+        Surface::Anthropic => "anthropic",
+        Surface::Rest => "rest",
+        Surface::McpHttp => "mcp-http",
+        Surface::McpStdio => "mcp-stdio",
+    }
+}
+
+fn router(surface: Surface, instance: Arc<Instance>) -> Result<Router, ServeError> {
+    let _ = &instance;
+    match surface {
+        #[cfg(feature = "openai")]
+        Surface::OpenAi => Ok(crate::openai::router(instance)),
+        #[cfg(feature = "anthropic")]
+        Surface::Anthropic => Ok(crate::anthropic::router(instance)),
+        #[cfg(feature = "rest")]
+        Surface::Rest => Ok(crate::rest::router(instance)),
+        #[cfg(feature = "mcp")]
+        Surface::McpHttp => Ok(mcp_http(instance)),
+        other => Err(ServeError::NotBuilt {
+            surface: surface_name(other),
+        }),
+    }
+}
+
+#[cfg(feature = "mcp")]
+fn mcp_http(instance: Arc<Instance>) -> Router {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let mut config = StreamableHttpServerConfig::default();
+    // The guard checks Host and Origin for every surface alike.
+    config = config.disable_allowed_hosts();
+    config.cancellation_token = instance.lifecycle.hard.child_token();
+    let surface = crate::mcp::McpSurface { instance };
+    let service = StreamableHttpService::new(
+        move || Ok(surface.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new().route_service("/mcp", service)
+}
+
+#[cfg(feature = "mcp")]
+fn mcp_stdio(instance: Arc<Instance>) -> Result<JoinHandle<()>, ServeError> {
+    use rmcp::ServiceExt;
+    let hard = instance.lifecycle.hard.clone();
+    let surface = crate::mcp::McpSurface { instance };
+    Ok(tokio::spawn(async move {
+        let service = match surface.serve(rmcp::transport::stdio()).await {
+            Ok(service) => service,
+            Err(e) => {
+                tracing::warn!(error = %e, "the MCP client on standard input did not initialize");
+                return;
+            }
+        };
+        let token = service.cancellation_token();
+        tokio::select! {
+            _ = service.waiting() => {}
+            () = hard.cancelled() => token.cancel(),
+        }
+    }))
+}
+
+#[cfg(not(feature = "mcp"))]
+fn mcp_stdio(_instance: Arc<Instance>) -> Result<JoinHandle<()>, ServeError> {
+    Err(ServeError::NotBuilt { surface: "mcp-stdio" })
+}
+
+/// A started server.
+#[derive(Debug)]
+#[must_use = "dropping a Running server leaves it serving until the runtime ends; call shutdown"]
+pub struct Running {
+    bound: Vec<Bound>,
+    lifecycle: Lifecycle,
+    instances: Vec<Arc<Instance>>,
+    tasks: Vec<JoinHandle<()>>,
+    stdio: Option<JoinHandle<()>>,
+    grace: Duration,
+}
+
+impl Running {
+    /// Where each surface listens.
+    pub fn addresses(&self) -> &[Bound] {
+        &self.bound
+    }
+
+    /// The first address serving `surface`.
+    pub fn address(&self, surface: Surface) -> Option<SocketAddr> {
+        self.bound.iter().find(|b| b.surface == surface).map(|b| b.addr)
+    }
+
+    /// Runs in flight, over all instances.
+    pub fn in_flight(&self) -> usize {
+        self.instances.iter().map(|i| i.limiter.in_flight()).sum()
+    }
+
+    /// Requests waiting, over all instances.
+    pub fn queued(&self) -> usize {
+        self.instances.iter().map(|i| i.limiter.queued()).sum()
+    }
+
+    /// Resolves when the MCP client on standard input has gone (never,
+    /// without the stdio surface).
+    pub async fn stdio_closed(&mut self) {
+        match &mut self.stdio {
+            Some(task) => {
+                let _ = task.await;
+                self.stdio = None;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Stop: accept nothing more, refuse waiting requests, let runs in
+    /// flight finish within the grace, then cancel them.
+    pub async fn shutdown(mut self) {
+        self.lifecycle.stopping.cancel();
+        let deadline = tokio::time::Instant::now() + self.grace;
+        while self.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
+        self.lifecycle.hard.cancel();
+        let mut tasks = std::mem::take(&mut self.tasks);
+        tasks.extend(self.stdio.take());
+        let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
+        if tokio::time::timeout(CONNECTION_DRAIN, futures::future::join_all(tasks))
+            .await
+            .is_err()
+        {
+            for abort in aborts {
+                abort.abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! The concurrency limit, counted at the model: a model whose answers wait
+//! until the test releases them. Strict limits, queued clients that leave,
+//! running clients that leave, the queue bound, and shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agent_core::{
+    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
+};
+use agent_serve::{Running, Serve, ServedAgent, Surface};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+/// Upper bound used only to detect a hang.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// A model whose every answer waits for one permit of `release`.
+struct GatedModel {
+    release: Arc<Semaphore>,
+    /// Model calls started.
+    started: AtomicUsize,
+    /// Model calls going now.
+    in_flight: Arc<AtomicUsize>,
+    /// The most ever going at once.
+    peak: Arc<AtomicUsize>,
+    /// Calls whose stream was dropped before it answered.
+    dropped: Arc<AtomicUsize>,
+}
+
+impl GatedModel {
+    fn new() -> Self {
+        Self {
+            release: Arc::new(Semaphore::new(0)),
+            started: AtomicUsize::new(0),
+            in_flight: Arc::default(),
+            peak: Arc::default(),
+            dropped: Arc::default(),
+        }
+    }
+}
+
+/// Counts a call out when its stream goes, answered or not.
+struct Going {
+    in_flight: Arc<AtomicUsize>,
+    dropped: Arc<AtomicUsize>,
+    answered: bool,
+}
+
+impl Drop for Going {
+    fn drop(&mut self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if !self.answered {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for GatedModel {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "gated"
+    }
+    async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        let mut going = Going {
+            in_flight: self.in_flight.clone(),
+            dropped: self.dropped.clone(),
+            answered: false,
+        };
+        let release = self.release.clone();
+        let answer = async move {
+            release.acquire().await.unwrap().forget();
+            going.answered = true;
+            drop(going);
+            futures::stream::iter(vec![
+                Ok(ModelEvent::TextDelta { text: "done".into() }),
+                Ok(ModelEvent::Finish {
+                    reason: FinishReason::Stop,
+                    usage: Usage::new(10, 1),
+                }),
+            ])
+        };
+        Ok(futures::stream::once(answer).flatten().boxed())
+    }
+}
+
+struct Fixture {
+    model: Arc<GatedModel>,
+    running: Running,
+    url: String,
+}
+
+async fn serve(concurrency: usize, queue: Option<usize>) -> Fixture {
+    let model = Arc::new(GatedModel::new());
+    let agent = Agent::builder(model.clone()).name("gated").build();
+    let mut serve = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .rest("127.0.0.1:0".parse().unwrap())
+        .concurrency(concurrency)
+        .shutdown_grace(Duration::from_millis(200));
+    if let Some(n) = queue {
+        serve = serve.queue(n);
+    }
+    let running = serve.start().await.unwrap();
+    let url = format!(
+        "http://{}/v1/agents/gated",
+        running.address(Surface::Rest).unwrap()
+    );
+    Fixture { model, running, url }
+}
+
+async fn post(url: String) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(url)
+        .json(&json!({"prompt": "go"}))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Wait until `check` holds (a hang is a failure).
+async fn until(what: &str, check: impl Fn() -> bool) {
+    tokio::time::timeout(HANG_GUARD, async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_two_and_five_requests_give_exactly_two_runs_in_flight() {
+    let f = serve(2, None).await;
+    let clients: Vec<_> = (0..5).map(|_| tokio::spawn(post(f.url.clone()))).collect();
+    until("2 runs at the model and 3 queued", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 2 && f.running.queued() == 3
+    })
+    .await;
+    // Released one at a time: each release lets exactly one more in.
+    for done in 1..=5 {
+        f.model.release.add_permits(1);
+        until("the next run to answer", || {
+            f.model.started.load(Ordering::SeqCst) == (done + 2).min(5)
+                && f.model.in_flight.load(Ordering::SeqCst) == (5 - done).min(2)
+        })
+        .await;
+    }
+    for client in clients {
+        let body: Value = client.await.unwrap().json().await.unwrap();
+        assert_eq!(body["exit"], "completed", "{body}");
+        assert_eq!(body["text"], "done");
+    }
+    assert_eq!(f.model.peak.load(Ordering::SeqCst), 2);
+    assert_eq!(f.model.started.load(Ordering::SeqCst), 5);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_client_that_leaves_never_starts_a_run() {
+    let f = serve(1, None).await;
+    let first = tokio::spawn(post(f.url.clone()));
+    until("the first run at the model", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let second = tokio::spawn(post(f.url.clone()));
+    until("the second request queued", || f.running.queued() == 1).await;
+    second.abort();
+    until("the queue empty again", || f.running.queued() == 0).await;
+    f.model.release.add_permits(1);
+    assert_eq!(first.await.unwrap().status(), 200);
+    // A third request runs next: the second one never did.
+    f.model.release.add_permits(1);
+    assert_eq!(post(f.url.clone()).await.status(), 200);
+    assert_eq!(f.model.started.load(Ordering::SeqCst), 2);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_client_that_leaves_cancels_its_run() {
+    let f = serve(1, None).await;
+    let client = tokio::spawn(post(f.url.clone()));
+    until("the run at the model", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    client.abort();
+    until("the model call dropped unanswered", || {
+        f.model.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    until("the permit back", || f.running.in_flight() == 0).await;
+    // The next client gets the slot.
+    f.model.release.add_permits(1);
+    assert_eq!(post(f.url.clone()).await.status(), 200);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_answers_503_with_retry_after() {
+    let f = serve(1, Some(1)).await;
+    let first = tokio::spawn(post(f.url.clone()));
+    until("the first run at the model", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let second = tokio::spawn(post(f.url.clone()));
+    until("the second request queued", || f.running.queued() == 1).await;
+    let third = post(f.url.clone()).await;
+    assert_eq!(third.status(), 503);
+    assert_eq!(third.headers()["retry-after"], "5");
+    let body: Value = third.json().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("retry later"),
+        "{body}"
+    );
+    f.model.release.add_permits(2);
+    assert_eq!(first.await.unwrap().status(), 200);
+    assert_eq!(second.await.unwrap().status(), 200);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_refuses_the_queue_and_cancels_runs_after_the_grace() {
+    let f = serve(1, None).await;
+    let running_client = tokio::spawn(post(f.url.clone()));
+    until("the run at the model", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let queued_client = tokio::spawn(post(f.url.clone()));
+    until("one queued", || f.running.queued() == 1).await;
+    let model = f.model.clone();
+    tokio::time::timeout(HANG_GUARD, f.running.shutdown())
+        .await
+        .expect("shutdown hung");
+    // The queued one was refused; the running one was cancelled after the grace.
+    assert_eq!(queued_client.await.unwrap().status(), 503);
+    let body: Value = running_client.await.unwrap().json().await.unwrap();
+    assert_eq!(body["exit"], "cancelled", "{body}");
+    assert_eq!(model.dropped.load(Ordering::SeqCst), 1);
+    assert_eq!(model.started.load(Ordering::SeqCst), 1);
+}
