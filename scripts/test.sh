@@ -7,13 +7,15 @@
 #   that the suite needs;
 # - tests-deps/python/mcp1 and mcp2 (PyPI, pinned with hashes by
 #   requirements.txt): the Python MCP SDKs, mcp-server-time and
-#   mcp-server-git, each in its own virtual environment.
+#   mcp-server-git, each in its own virtual environment; clients: the
+#   official openai and anthropic packages and the MCP SDK's client, which
+#   the agent-serve tests drive.
 # After the tests, scripts/leftovers.sh fails if any process they started
 # (our binaries, the npm and Python servers) is still alive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm ci --prefix tests-deps --no-audit --no-fund
-for env in tests-deps/python/mcp1 tests-deps/python/mcp2; do
+for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients; do
     [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
     "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
 done

@@ -2,7 +2,7 @@
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config` and `files`, all
-//! on by default). See `agent_core` for the loop and the traits, [`config`]
+//! on by default, and `serve`, the headends). See `agent_core` for the loop and the traits, [`config`]
 //! for the configuration file the `agent` command reads, and [`files`] for
 //! agents defined in Markdown files, with sub-agents (any agent is also a
 //! tool of another: [`AgentTool`]).
@@ -73,3 +73,8 @@ pub mod config;
 /// Agent definition files and sub-agents built from them (feature `files`).
 #[cfg(feature = "files")]
 pub mod files;
+
+/// Agents served to other programs (feature `serve`): as an OpenAI- or
+/// Anthropic-compatible API, as an MCP server, over REST.
+#[cfg(feature = "serve")]
+pub use agent_serve as serve;

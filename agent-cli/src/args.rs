@@ -31,8 +31,9 @@ pub struct Args {
     /// Run the agent this agent file defines (Markdown with YAML
     /// frontmatter; its `agents` become tools `agent__<name>`). The flags
     /// below override the file's settings for this agent.
-    #[arg(long, value_name = "FILE")]
-    pub agent: Option<PathBuf>,
+    /// (`agent serve`: repeat to serve several agents.)
+    #[arg(long, value_name = "FILE", action = ArgAction::Append)]
+    pub agent: Vec<PathBuf>,
 
     /// A prompt variable for agent files: `${NAME}` in their bodies
     /// (repeatable).
@@ -163,6 +164,80 @@ pub struct Args {
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// `agent serve`: serve agents to other programs, as an OpenAI- or
+/// Anthropic-compatible API, an MCP server, or over REST.
+///
+/// With no `--agent`, one agent named `agent`, built from the configuration
+/// and the flags as `agent` itself would run it. Every surface flag is
+/// repeatable; each address is an instance with its own concurrency limit.
+/// ADDR is PORT (on 127.0.0.1) or HOST:PORT. What it listens on is printed
+/// on stderr. SIGTERM or Ctrl-C: stop accepting, let runs finish within
+/// --shutdown-grace, then cancel them.
+#[derive(Debug, Parser)]
+#[command(name = "agent serve", version)]
+pub struct ServeArgs {
+    /// OpenAI Chat Completions at http://ADDR/v1.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub openai: Vec<std::net::SocketAddr>,
+
+    /// Anthropic Messages at http://ADDR/v1/messages.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub anthropic: Vec<std::net::SocketAddr>,
+
+    /// MCP over streamable HTTP at http://ADDR/mcp.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub mcp_http: Vec<std::net::SocketAddr>,
+
+    /// MCP over standard input and output.
+    #[arg(long)]
+    pub mcp_stdio: bool,
+
+    /// REST at http://ADDR/v1/agents/NAME and /health.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub rest: Vec<std::net::SocketAddr>,
+
+    /// Runs in flight per instance [default: 10]; the others wait in order.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+
+    /// Requests that may wait per instance; more are answered 503 with
+    /// Retry-After [default: no bound].
+    #[arg(long, value_name = "N")]
+    pub queue: Option<usize>,
+
+    /// Require a bearer key: the value of this environment variable
+    /// (repeatable: any of them).
+    #[arg(long, value_name = "VAR", action = ArgAction::Append)]
+    pub api_key_env: Vec<String>,
+
+    /// Accept this host name in Host and Origin headers (repeatable) [default:
+    /// localhost, 127.0.0.1 and [::1] on loopback binds, any otherwise].
+    #[arg(long = "allow-host", value_name = "HOST", action = ArgAction::Append)]
+    pub allowed_hosts: Vec<String>,
+
+    /// How long runs may go on after SIGTERM or Ctrl-C [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub shutdown_grace: Option<std::time::Duration>,
+
+    /// The agents' settings, as for `agent` (no prompt).
+    #[command(flatten)]
+    pub run: Args,
+}
+
+fn parse_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    use std::net::ToSocketAddrs;
+    text.to_socket_addrs()
+        .map_err(|e| format!("`{text}` is not PORT or HOST:PORT: {e}"))?
+        .next()
+        .ok_or_else(|| format!("`{text}` names no address"))
 }
 
 impl Args {

@@ -46,7 +46,7 @@ pub async fn run(
 }
 
 /// The command line as build options.
-fn build_options(args: &Args, system: Option<String>) -> Result<BuildOptions, Failure> {
+pub(crate) fn build_options(args: &Args, system: Option<String>) -> Result<BuildOptions, Failure> {
     let output = output_spec(args, args.output_schema.clone().map(SchemaSource::File))?;
     let sink = accounting_sink(args)?;
     let root = command_line_options(args, agent_sdk::AgentOptions::default(), system, sink, output);

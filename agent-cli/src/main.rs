@@ -10,6 +10,7 @@ mod exit;
 mod files;
 mod model;
 mod render;
+mod serve;
 mod tools;
 mod trace;
 
@@ -33,10 +34,20 @@ change anything: use Glob, Grep and Read to find your way, Edit for small change
 run tests. Keep going until the task is done, then say briefly what you changed and how you checked it.";
 
 fn main() {
-    let args = Args::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = match argv.get(1) {
+        // `agent serve ...`; a prompt that is the word serve: `agent -- serve`.
+        Some(first) if first == "serve" => Command::Serve(args::ServeArgs::parse_from(
+            std::iter::once(std::ffi::OsString::from("agent serve")).chain(argv.into_iter().skip(2)),
+        )),
+        _ => Command::Run(Args::parse_from(argv)),
+    };
     let status = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => {
-            let status = runtime.block_on(run(args));
+            let status = match command {
+                Command::Run(args) => runtime.block_on(run(args)),
+                Command::Serve(args) => runtime.block_on(serve::run(args)),
+            };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
             runtime.shutdown_background();
@@ -48,6 +59,14 @@ fn main() {
         }
     };
     std::process::exit(i32::from(status));
+}
+
+/// What the command line asks for.
+enum Command {
+    /// Run one prompt.
+    Run(Args),
+    /// Serve agents (`agent serve`).
+    Serve(args::ServeArgs),
 }
 
 async fn run(args: Args) -> u8 {
@@ -153,17 +172,13 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
     // From here on Ctrl-C ends the run cleanly (before, while a prompt is
     // typed on the terminal, it simply ends the process: nothing runs yet).
     let mut stop = Stop::new()?;
-    let system = match (&args.system, &args.system_file) {
-        (Some(text), _) => Some(text.clone()),
-        (None, Some(file)) => Some(
-            std::fs::read_to_string(file)
-                .map_err(|e| Failure::usage(format!("--system-file {}: {e}", file.display())))?,
-        ),
-        // An agent file's body is its system prompt.
-        (None, None) if args.agent.is_some() => None,
-        (None, None) => args.coding_tools.then(|| CODING_SYSTEM.to_string()),
-    };
-    if let Some(file) = &args.agent {
+    let system = system_prompt(&args)?;
+    if args.agent.len() > 1 {
+        return Err(Failure::usage(
+            "--agent names one file here (several are for `agent serve`)",
+        ));
+    }
+    if let Some(file) = args.agent.first() {
         return files::run(
             &args,
             file,
@@ -199,6 +214,21 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         _ = stop.requested() => {}
     }
     status
+}
+
+/// The system prompt the flags give: `--system`, `--system-file`, the
+/// coding prompt with `--coding-tools`, none for agent files (their body).
+fn system_prompt(args: &Args) -> Result<Option<String>, Failure> {
+    Ok(match (&args.system, &args.system_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(file)) => Some(
+            std::fs::read_to_string(file)
+                .map_err(|e| Failure::usage(format!("--system-file {}: {e}", file.display())))?,
+        ),
+        // An agent file's body is its system prompt.
+        (None, None) if !args.agent.is_empty() => None,
+        (None, None) => args.coding_tools.then(|| CODING_SYSTEM.to_string()),
+    })
 }
 
 /// List the tools, or choose the model and run the prompt to the end.

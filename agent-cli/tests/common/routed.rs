@@ -105,6 +105,15 @@ pub fn chat_calls(calls: &[(&str, &str, Value)]) -> String {
     body + &chat_chunk(json!({}), Some("tool_calls")) + "data: [DONE]\n\n"
 }
 
+/// A Chat Completions step reasoning `reasoning` (as `reasoning_content`),
+/// then answering `text`.
+pub fn chat_reasoned_answer(reasoning: &str, text: &str) -> String {
+    chat_chunk(json!({"role": "assistant", "reasoning_content": reasoning}), None)
+        + &chat_chunk(json!({"content": text}), None)
+        + &chat_chunk(json!({}), Some("stop"))
+        + "data: [DONE]\n\n"
+}
+
 /// A Chat Completions step answering `text`.
 pub fn chat_answer(text: &str) -> String {
     chat_chunk(json!({"role": "assistant", "content": text}), None)

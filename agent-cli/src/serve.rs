@@ -1,0 +1,221 @@
+//! `agent serve`: the agents of `--agent` files (or one agent named
+//! `agent` from the configuration and flags) served by
+//! `agent_sdk::serve` on the surfaces the flags name, until SIGTERM or
+//! Ctrl-C (or, with `--mcp-stdio` alone, until the client closes standard
+//! input). Standard output is the MCP channel with `--mcp-stdio`: nothing
+//! else is ever written to it.
+
+use agent_sdk::Agent;
+use agent_sdk::config::AgentConfig;
+use agent_sdk::files::AgentFile;
+use agent_sdk::mcp::Connected;
+use agent_sdk::serve::{Serve, ServedAgent};
+
+use crate::args::{ApproveMode, ServeArgs};
+use crate::exit::{self, Failure};
+use crate::{Stop, load_config, system_prompt, trace};
+
+/// Serve until stopped; the exit status is 0 after a clean stop.
+pub async fn run(args: ServeArgs) -> u8 {
+    match run_checked(args).await {
+        Ok(status) => status,
+        Err(failure) => {
+            eprintln!("agent serve: {}", failure.message);
+            failure.status
+        }
+    }
+}
+
+async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
+    let keys = check(&args)?;
+    let config = load_config(&args.run)?;
+    let run = &args.run;
+    trace::init(
+        trace::TraceOptions {
+            verbose: run.verbose,
+            llm: run.trace_llm,
+            mcp: run.trace_mcp,
+        },
+        config.secret_values(),
+    );
+    let mut stop = Stop::new()?;
+    let mut connected = Vec::new();
+    let built = tokio::select! {
+        built = agents(&args, &config, &mut connected) => built,
+        status = stop.requested() => {
+            close(connected, &mut stop).await;
+            return Ok(status);
+        }
+    };
+    let served = match built {
+        Ok(served) => served,
+        Err(failure) => {
+            close(connected, &mut stop).await;
+            return Err(failure);
+        }
+    };
+    let names: Vec<String> = served.iter().map(|a| a.name().to_owned()).collect();
+    let serve = match settings(&args, served, keys) {
+        Ok(serve) => serve,
+        Err(failure) => {
+            close(connected, &mut stop).await;
+            return Err(failure);
+        }
+    };
+    let mut running = match serve.start().await {
+        Ok(running) => running,
+        Err(e) => {
+            close(connected, &mut stop).await;
+            return Err(Failure::usage(e.to_string()));
+        }
+    };
+    eprintln!("agent serve: agents {}", names.join(", "));
+    for bound in running.addresses() {
+        eprintln!("agent serve: {} on {}", bound.surface, bound.url());
+    }
+    if args.mcp_stdio {
+        eprintln!("agent serve: mcp on standard input and output");
+    }
+    let only_stdio = args.mcp_stdio && running.addresses().is_empty();
+    tokio::select! {
+        _ = stop.requested() => eprintln!("agent serve: stopping"),
+        () = running.stdio_closed(), if only_stdio => {}
+    }
+    // A second signal stops waiting for runs; the servers still close.
+    tokio::select! {
+        () = running.shutdown() => {}
+        _ = stop.requested() => {}
+    }
+    close(connected, &mut stop).await;
+    Ok(exit::OK)
+}
+
+/// Usage errors found before anything starts; the API keys.
+fn check(args: &ServeArgs) -> Result<Vec<String>, Failure> {
+    if args.run.prompt.is_some() {
+        return Err(Failure::usage("agent serve takes no prompt: clients send them"));
+    }
+    if args.openai.is_empty()
+        && args.anthropic.is_empty()
+        && args.mcp_http.is_empty()
+        && args.rest.is_empty()
+        && !args.mcp_stdio
+    {
+        return Err(Failure::usage(
+            "nothing to serve on: give --openai ADDR, --anthropic ADDR, --mcp-http ADDR, --rest ADDR or --mcp-stdio",
+        ));
+    }
+    if args.run.approve == ApproveMode::Ask {
+        return Err(Failure::usage(
+            "--approve ask needs a terminal, and a server has none; use auto or deny",
+        ));
+    }
+    if args.run.list_tools || args.run.events {
+        return Err(Failure::usage(
+            "--list-tools and --events are for running one prompt, not for agent serve",
+        ));
+    }
+    args.api_key_env
+        .iter()
+        .map(|var| match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Ok(key.trim().to_owned()),
+            _ => Err(Failure::usage(format!(
+                "--api-key-env {var}: the environment variable {var} is not set (or empty)"
+            ))),
+        })
+        .collect()
+}
+
+/// The served agents: one per `--agent` file, else the flags' agent.
+async fn agents(
+    args: &ServeArgs,
+    config: &AgentConfig,
+    connected: &mut Vec<Connected>,
+) -> Result<Vec<ServedAgent>, Failure> {
+    let run = &args.run;
+    let system = system_prompt(run)?;
+    if run.agent.is_empty() {
+        let tools = crate::tools::build(run, config).await?;
+        let set = tools.set.clone();
+        connected.push(tools.connected);
+        let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;
+        let options = crate::options(run, config, system, &chosen)?;
+        let agent = Agent::builder(chosen.model.clone())
+            .shared_tools(set)
+            .options(options)
+            .build();
+        return Ok(vec![ServedAgent::new(agent)]);
+    }
+    let mut served = Vec::new();
+    for file in &run.agent {
+        let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
+        let options = crate::files::build_options(run, system.clone())?;
+        let built = definition
+            .clone()
+            .build_with(config, options)
+            .await
+            .map_err(|e| Failure::usage(format!("agent file {e}")))?;
+        for warning in &built.warnings {
+            eprintln!("warning: {warning}");
+        }
+        connected.push(built.connected);
+        let mut agent = ServedAgent::new(built.agent);
+        if let Some(description) = &definition.description {
+            agent = agent.with_description(description.clone());
+        }
+        if let Some(input) = &definition.input {
+            agent = agent.with_input_schema(input.clone());
+        }
+        served.push(agent);
+    }
+    Ok(served)
+}
+
+/// The server the flags describe.
+fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Result<Serve, Failure> {
+    let mut serve = Serve::new();
+    for agent in agents {
+        serve = serve.agent(agent);
+    }
+    for addr in &args.openai {
+        serve = serve.openai(*addr);
+    }
+    for addr in &args.anthropic {
+        serve = serve.anthropic(*addr);
+    }
+    for addr in &args.mcp_http {
+        serve = serve.mcp_http(*addr);
+    }
+    for addr in &args.rest {
+        serve = serve.rest(*addr);
+    }
+    if args.mcp_stdio {
+        serve = serve.mcp_stdio();
+    }
+    if let Some(n) = args.concurrency {
+        serve = serve.concurrency(n);
+    }
+    if let Some(n) = args.queue {
+        serve = serve.queue(n);
+    }
+    if let Some(grace) = args.shutdown_grace {
+        serve = serve.shutdown_grace(grace);
+    }
+    if !args.allowed_hosts.is_empty() {
+        serve = serve.allowed_hosts(args.allowed_hosts.clone());
+    }
+    for key in keys {
+        serve = serve.api_key(key);
+    }
+    Ok(serve)
+}
+
+/// Close every MCP server (a second signal cuts it short; dropping them
+/// then kills their process groups).
+async fn close(connected: Vec<Connected>, stop: &mut Stop) {
+    let all = futures::future::join_all(connected.iter().map(Connected::close_all));
+    tokio::select! {
+        _ = all => {}
+        _ = stop.requested() => {}
+    }
+}

@@ -1,0 +1,342 @@
+//! `agent serve` as a real process, called by the official clients: the
+//! `openai` and `anthropic` Python packages and the MCP Python SDK's
+//! client (over streamable HTTP and over stdio), and by a plain HTTP
+//! client on the REST surface. The agents are files; their model is a
+//! local server playing Chat Completions scripts per model; their tools
+//! come from the in-repo MCP server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::routed::{RoutedServer, chat_answer, chat_calls, chat_reasoned_answer};
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The key clients must send.
+const KEY: &str = "serve-test-key-7781";
+
+const ASSISTANT: &str = "---
+description: Says hi through the echo tool.
+model: local/chat-model
+mcp: [test]
+tools: [\"test__echo\"]
+---
+You say hi.
+";
+
+const EXTRACTOR: &str = "---
+description: Finds a city.
+model: local/json-model
+output:
+  type: object
+  properties:
+    city: {type: string}
+    population: {type: integer}
+  required: [city, population]
+  additionalProperties: false
+---
+You find cities.
+";
+
+const SLEEPER: &str = "---
+description: Sleeps in a tool.
+model: local/slow-model
+mcp: [test]
+tools: [\"test__slow\"]
+---
+You sleep.
+";
+
+/// `tests-deps/python/clients/<rest>`, which must exist.
+fn clients(rest: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests-deps/python/clients")
+        .join(rest);
+    assert!(
+        path.exists(),
+        "{} is missing: scripts/test.sh installs the Python clients",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+fn script(name: &str) -> String {
+    format!("{}/tests/serve/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Each model's script: the assistant calls echo then answers with
+/// reasoning; the extractor answers through final_answer; the sleeper
+/// calls a tool that sleeps a minute.
+async fn models() -> RoutedServer {
+    let echo = chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]);
+    let answer = chat_reasoned_answer("Thinking about the echo.", "The echo said hi.");
+    let pairs: Vec<String> = (0..20).flat_map(|_| [echo.clone(), answer.clone()]).collect();
+    RoutedServer::start(vec![
+        ("chat-model", pairs),
+        (
+            "json-model",
+            vec![chat_calls(&[(
+                "call_fa",
+                "final_answer",
+                json!({"city": "Paris", "population": 2100000}),
+            )])],
+        ),
+        (
+            "slow-model",
+            vec![
+                chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))]),
+                chat_answer("Slept."),
+            ],
+        ),
+    ])
+    .await
+}
+
+/// The config and the agent files; returns the config path.
+fn write_files(dir: &Path, server: &RoutedServer, log: &Path) -> PathBuf {
+    let config = json!({
+        "providers": {"local": {"type": "openai-compatible", "baseUrl": server.base_url()}},
+        "mcpServers": {"test": {"command": mcp_test_server(), "env": {"TEST_SERVER_LOG": log}}}
+    });
+    let path = dir.join("agent.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    for (name, text) in [
+        ("assistant.md", ASSISTANT),
+        ("extractor.md", EXTRACTOR),
+        ("sleeper.md", SLEEPER),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    path
+}
+
+fn serve_args(dir: &Path, config: &Path) -> Vec<String> {
+    let mut args: Vec<String> = vec!["serve".into(), "--config".into(), config.to_str().unwrap().into()];
+    for file in ["assistant.md", "extractor.md", "sleeper.md"] {
+        args.push("--agent".into());
+        args.push(dir.join(file).to_str().unwrap().into());
+    }
+    args
+}
+
+/// Read stderr until every surface said where it listens: surface -> URL.
+async fn listening(
+    child: &mut tokio::process::Child,
+    surfaces: usize,
+) -> (HashMap<String, String>, Vec<String>) {
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut urls = HashMap::new();
+    let mut seen = Vec::new();
+    tokio::time::timeout(HANG_GUARD, async {
+        while urls.len() < surfaces {
+            let Some(line) = lines.next_line().await.unwrap() else {
+                panic!("agent serve ended: {seen:?}")
+            };
+            seen.push(line.clone());
+            if let Some(rest) = line.strip_prefix("agent serve: ")
+                && let Some((surface, url)) = rest.split_once(" on ")
+                && url.starts_with("http://")
+            {
+                urls.insert(surface.to_owned(), url.to_owned());
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("agent serve never listened: {seen:?}"));
+    // Keep draining stderr so the server never blocks on it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (urls, seen)
+}
+
+/// Run a client script with the clients' Python; it must print `ok`.
+async fn python(args: &[&str]) {
+    let out = tokio::time::timeout(
+        HANG_GUARD,
+        tokio::process::Command::new(clients(".venv/bin/python"))
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("a client script hung")
+    .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(
+        out.status.success(),
+        "{args:?}\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(stdout.contains(" ok"), "{stdout}");
+}
+
+async fn wait_for_log(log: &Path, needle: &str) {
+    let found = tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            if std::fs::read_to_string(log).unwrap_or_default().contains(needle) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        found.is_ok(),
+        "`{needle}` never in the MCP server's log: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_clients_talk_to_agent_serve() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    let mut args = serve_args(dir.path(), &config);
+    args.extend(
+        [
+            "--openai",
+            "0",
+            "--anthropic",
+            "0",
+            "--mcp-http",
+            "0",
+            "--rest",
+            "0",
+            "--api-key-env",
+            "SERVE_KEY",
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir.path())
+        .spawn()
+        .unwrap();
+    let (urls, said) = listening(&mut child, 4).await;
+    assert!(
+        said.iter()
+            .any(|l| l == "agent serve: agents assistant, extractor, sleeper"),
+        "{said:?}"
+    );
+
+    python(&[&script("openai_client.py"), &urls["openai"], KEY]).await;
+    python(&[&script("anthropic_client.py"), &urls["anthropic"], KEY]).await;
+    python(&[&script("mcp_client.py"), "http", &urls["mcp-http"], KEY]).await;
+    // The cancelled sleeper's MCP call was cancelled at the MCP server.
+    wait_for_log(&log, "cancelled slow").await;
+
+    // REST: a result, the same events as `agent --events`, health, errors.
+    let http = reqwest::Client::new();
+    let rest = &urls["rest"];
+    let post = |path: &str, body: Value| {
+        http.post(format!("{rest}{path}"))
+            .bearer_auth(KEY)
+            .json(&body)
+            .send()
+    };
+    let result: Value = post("/v1/agents/assistant", json!({"prompt": "hi"}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (result["exit"].as_str(), result["text"].as_str()),
+        (Some("completed"), Some("The echo said hi.")),
+        "{result}"
+    );
+    let events = post("/v1/agents/assistant", json!({"prompt": "hi", "stream": true}))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events: Vec<Value> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"run_started"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"finished"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"tool_call") && kinds.contains(&"reasoning_delta"),
+        "{kinds:?}"
+    );
+    let unknown = post("/v1/agents/nobody", json!({"prompt": "hi"})).await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    let bad = post("/v1/agents/assistant", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(bad.status(), 400);
+    let anonymous = http.get(format!("{rest}/health")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let health: Value = http
+        .get(format!("{rest}/health"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        health["agents"],
+        json!(["assistant", "extractor", "sleeper"]),
+        "{health}"
+    );
+    // DNS rebinding: a foreign Host is refused on a loopback bind.
+    let rebound = http
+        .get(format!("{rest}/health"))
+        .bearer_auth(KEY)
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), 403);
+
+    // SIGTERM: a clean stop, and the MCP server it started is gone.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_sdk_client_runs_agent_serve_over_stdio() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    let mut args = vec![
+        script("mcp_client.py"),
+        "stdio".into(),
+        agent_bin().to_str().unwrap().into(),
+    ];
+    args.extend(serve_args(dir.path(), &config));
+    args.push("--mcp-stdio".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    python(&args).await;
+    wait_for_log(&log, "cancelled slow").await;
+}
+
+#[tokio::test]
+async fn agent_serve_says_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_agent(&["serve", "--model", "local/x"], &[], dir.path()).await;
+    assert_exit(&out, 2, "nothing to serve on: give --openai ADDR");
+    let out = run_agent(&["serve", "--openai", "0", "a prompt"], &[], dir.path()).await;
+    assert_exit(&out, 2, "agent serve takes no prompt");
+    let out = run_agent(
+        &["serve", "--openai", "0", "--api-key-env", "NO_SUCH_VAR_1"],
+        &[],
+        dir.path(),
+    )
+    .await;
+    assert_exit(&out, 2, "--api-key-env NO_SUCH_VAR_1");
+}

@@ -1,0 +1,70 @@
+"""The MCP Python SDK's client against `agent serve --mcp-http` or
+`--mcp-stdio`.
+
+Usage: mcp_client.py http URL KEY
+       mcp_client.py stdio COMMAND ARG...
+"""
+import sys
+
+import anyio
+import jsonschema
+from mcp import Client, StdioServerParameters
+
+
+async def main() -> None:
+    if sys.argv[1] == "http":
+        import httpx2
+
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {sys.argv[3]}"}, timeout=60)
+        target = streamable_http_client(sys.argv[2], http_client=http)
+    else:
+        target = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+    async with Client(target) as client:
+        listed = await client.list_tools()
+        tools = {t.name: t for t in listed.tools}
+        assert sorted(tools) == ["assistant", "extractor", "sleeper"], sorted(tools)
+        assert tools["assistant"].description == "Says hi through the echo tool.", tools["assistant"]
+        assert tools["assistant"].input_schema["required"] == ["prompt"], tools["assistant"].input_schema
+        schema = tools["extractor"].output_schema
+        assert schema and schema["properties"]["population"]["type"] == "integer", schema
+
+        found = await client.call_tool("extractor", {"prompt": "The capital of France?"})
+        assert not found.is_error, found
+        jsonschema.validate(found.structured_content, schema)
+        assert found.structured_content == {"city": "Paris", "population": 2100000}, found
+
+        notes = []
+
+        async def note(progress, total, message):
+            notes.append(message)
+
+        said = await client.call_tool("assistant", {"prompt": "hi"}, progress_callback=note)
+        assert not said.is_error and said.content[0].text == "The echo said hi.", said
+        assert notes == ["calling test__echo", "test__echo done"], notes
+
+        # Cancelled once its tool call is under way: the run (and the MCP
+        # call it made) is cancelled; the test checks the server's log.
+        calling = anyio.Event()
+
+        async def slow_note(progress, total, message):
+            if message == "calling test__slow":
+                calling.set()
+
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool("sleeper", {"prompt": "sleep"}, progress_callback=slow_note)
+
+            group.start_soon(call)
+            with anyio.fail_after(30):
+                await calling.wait()
+            group.cancel_scope.cancel()
+        # The session still works after a cancellation.
+        again = await client.call_tool("extractor", {"prompt": "Again?"})
+        assert again.structured_content["city"] == "Paris", again
+    print("mcp ok")
+
+
+anyio.run(main)
