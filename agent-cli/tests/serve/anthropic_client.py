@@ -12,7 +12,7 @@ client = anthropic.Anthropic(base_url=base, api_key=key, max_retries=0)
 ask = [{"role": "user", "content": "Say hi through the echo tool."}]
 
 models = sorted(m.id for m in client.models.list())
-assert models == ["assistant", "extractor", "sleeper"], models
+assert models == ["assistant", "broken", "extractor", "sleeper"], models
 
 done = client.messages.create(model="assistant", max_tokens=1024, system="Be brief.", messages=ask)
 kinds = [b.type for b in done.content]
@@ -62,5 +62,17 @@ try:
     raise AssertionError("a wrong key was accepted")
 except anthropic.AuthenticationError as e:
     assert "API key" in str(e), e
+
+try:
+    with client.messages.stream(model="broken", max_tokens=10, messages=ask) as stream:
+        stream.get_final_message()
+    raise AssertionError("a failed run streamed no error")
+except anthropic.APIError as e:
+    assert "the agent's model failed" in str(e), e
+try:
+    client.messages.create(model="broken", max_tokens=10, messages=ask)
+    raise AssertionError("a failed run answered")
+except anthropic.InternalServerError as e:
+    assert e.status_code == 502, e
 
 print("anthropic ok")

@@ -24,7 +24,7 @@ async def main() -> None:
     async with Client(target) as client:
         listed = await client.list_tools()
         tools = {t.name: t for t in listed.tools}
-        assert sorted(tools) == ["assistant", "extractor", "sleeper"], sorted(tools)
+        assert sorted(tools) == ["assistant", "broken", "extractor", "sleeper"], sorted(tools)
         assert tools["assistant"].description == "Says hi through the echo tool.", tools["assistant"]
         assert tools["assistant"].input_schema["required"] == ["prompt"], tools["assistant"].input_schema
         schema = tools["extractor"].output_schema
@@ -34,6 +34,9 @@ async def main() -> None:
         assert not found.is_error, found
         jsonschema.validate(found.structured_content, schema)
         assert found.structured_content == {"city": "Paris", "population": 2100000}, found
+
+        failed = await client.call_tool("broken", {"prompt": "x"})
+        assert failed.is_error and "did not complete" in failed.content[0].text, failed
 
         notes = []
 

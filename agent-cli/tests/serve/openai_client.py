@@ -13,7 +13,7 @@ client = openai.OpenAI(base_url=base, api_key=key, max_retries=0)
 ask = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi through the echo tool."}]
 
 models = sorted(m.id for m in client.models.list())
-assert models == ["assistant", "extractor", "sleeper"], models
+assert models == ["assistant", "broken", "extractor", "sleeper"], models
 
 done = client.chat.completions.create(model="assistant", messages=ask)
 choice = done.choices[0]
@@ -70,5 +70,19 @@ try:
     raise AssertionError("a wrong key was accepted")
 except openai.AuthenticationError as e:
     assert "API key" in str(e), e
+
+# A run that fails: an error the SDK raises, streamed or not, never a
+# silently short answer.
+try:
+    for _ in client.chat.completions.create(model="broken", messages=ask, stream=True):
+        pass
+    raise AssertionError("a failed run streamed no error")
+except openai.APIError as e:
+    assert "the agent's model failed" in str(e), e
+try:
+    client.chat.completions.create(model="broken", messages=ask)
+    raise AssertionError("a failed run answered")
+except openai.InternalServerError as e:
+    assert e.status_code == 502 and "the agent's model failed" in str(e), e
 
 print("openai ok")
