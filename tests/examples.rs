@@ -487,3 +487,63 @@ async fn the_sub_agents_example_runs_a_coordinator_file_with_two_sub_agent_files
     // The coordinator got the reviewer's verdict as JSON.
     assert!(bodies[5]["messages"].to_string().contains("A pangram."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c() {
+    use tokio::io::AsyncBufReadExt;
+    let server = ModelServer::start(vec![
+        call("word_count", json!({"text": "to be or not to be"})),
+        answer("Six words."),
+    ])
+    .await;
+    let mut child = tokio::process::Command::new(built("examples/serve"))
+        .arg("0")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("OLLAMA_HOST", format!("http://{}", server.addr))
+        .env("AGENT_MODEL", "ollama/test")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the examples are built by `cargo test`");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the example ended");
+            if let Some(url) = line.strip_prefix("openai on ") {
+                return url.to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{base}/chat/completions"))
+        .json(&json!({"model": "counter", "messages": [{"role": "user", "content": "Count: to be or not to be"}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["choices"][0]["message"]["content"], "Six words.",
+        "{answer}"
+    );
+    // The agent's tool ran: its result went back to the model.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        bodies[1]["messages"].to_string().contains("\"6\""),
+        "{}",
+        bodies[1]["messages"]
+    );
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}

@@ -182,6 +182,41 @@ async fn python(args: &[&str]) {
     assert!(stdout.contains(" ok"), "{stdout}");
 }
 
+/// README.md's Python client, pointed at this server's agent, prints the
+/// answer.
+async fn readme_client(base: &str) {
+    let readme = include_str!("../../README.md");
+    let after = &readme[readme.find("## Serving agents").unwrap()..];
+    let code = after
+        .split("```python")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    assert!(
+        code.contains("http://127.0.0.1:8080/v1") && code.contains("model=\"lead\""),
+        "{code}"
+    );
+    let code = code
+        .replace("http://127.0.0.1:8080/v1", base)
+        .replace("model=\"lead\"", "model=\"assistant\"");
+    let out = tokio::time::timeout(
+        HANG_GUARD,
+        tokio::process::Command::new(clients(".venv/bin/python"))
+            .args(["-c", &code])
+            .env("SERVE_KEY", KEY)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the README client hung")
+    .unwrap();
+    let (stdout, stderr) = texts(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "The echo said hi.");
+}
+
 async fn wait_for_log(log: &Path, needle: &str) {
     let found = tokio::time::timeout(HANG_GUARD, async {
         loop {
@@ -235,6 +270,7 @@ async fn the_official_clients_talk_to_agent_serve() {
     python(&[&script("openai_client.py"), &urls["openai"], KEY]).await;
     python(&[&script("anthropic_client.py"), &urls["anthropic"], KEY]).await;
     python(&[&script("mcp_client.py"), "http", &urls["mcp-http"], KEY]).await;
+    readme_client(&urls["openai"]).await;
     // The cancelled sleeper's MCP call was cancelled at the MCP server.
     wait_for_log(&log, "cancelled slow").await;
 
