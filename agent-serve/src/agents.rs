@@ -4,7 +4,7 @@
 //! REST), a description and the schema of its input.
 
 use agent_core::{Agent, Message};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The description used when none is given.
 const DEFAULT_DESCRIPTION: &str = "An agent: give it a task, it answers.";
@@ -102,7 +102,9 @@ impl ServedAgent {
 
     /// The input schema (the default one when none was set).
     pub fn input_schema(&self) -> Value {
-        self.input_schema.clone().unwrap_or_else(prompt_schema)
+        self.input_schema
+            .clone()
+            .unwrap_or_else(agent_core::agent::default_input_schema)
     }
 
     /// The agent.
@@ -118,21 +120,6 @@ impl ServedAgent {
             _ => Message::user(input.to_string()),
         }
     }
-}
-
-/// The default input schema: one `prompt` string.
-fn prompt_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            PROMPT_PROPERTY: {
-                "type": "string",
-                "description": "The task, with everything the agent needs to know."
-            }
-        },
-        "required": [PROMPT_PROPERTY],
-        "additionalProperties": false
-    })
 }
 
 /// The served agents, in the order they were added; names are unique.

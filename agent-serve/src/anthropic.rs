@@ -24,16 +24,14 @@ use axum::extract::State;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
 use crate::run::{
-    Ending, Instance, Piece, Started, Stop, Tokens, Transcript, add_system, collect, ending, push_merged,
-    response_id,
+    Ending, Instance, Piece, Started, Stop, Tokens, add_system, collect, ending, push_merged, response_id,
 };
-use crate::sse::{closed_or, event_stream};
+use crate::sse::{event_stream, relay};
 
 const SHAPE: Shape = Shape::Anthropic;
 
@@ -363,8 +361,6 @@ fn stream(
     structured: bool,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     event_stream(move |tx| async move {
-        let mut started = started;
-        let mut transcript = Transcript::new(structured);
         let mut blocks = Blocks { index: 0, open: None };
         let start = json!({"type": "message_start", "message": {
             "id": id, "type": "message", "role": "assistant", "model": model, "content": [],
@@ -379,55 +375,21 @@ fn stream(
                 return;
             }
         }
-        loop {
-            let Some(next) = closed_or(&tx, started.run.next()).await else {
-                return;
-            };
-            let Some(next) = next else { break };
-            let Some(piece) = transcript.piece(&next) else {
-                continue;
-            };
-            for e in blocks.piece(piece) {
-                if tx.send(e).await.is_err() {
-                    return;
-                }
-            }
-        }
-        let result = match started.run.into_outcome().await {
-            Ok(result) => result,
-            Err(aborted) => {
-                let _ = tx
-                    .send(error_event(&format!(
-                        "the run stopped without a result: {aborted}"
-                    )))
-                    .await;
-                return;
-            }
+        let relayed = relay(started, structured, &tx, |piece| blocks.piece(piece), error_event).await;
+        let Some((result, stop, output)) = relayed else {
+            return;
         };
-        let stop = match ending(&result) {
-            Ending::Answer { stop, output } => {
-                let mut out: Vec<Event> = output
-                    .map(|json| blocks.piece(Piece::Text(json)))
-                    .unwrap_or_default();
-                out.extend(blocks.close());
-                for e in out {
-                    if tx.send(e).await.is_err() {
-                        return;
-                    }
-                }
-                stop
-            }
-            Ending::Failed(message) => {
-                let _ = tx.send(error_event(&message)).await;
-                return;
-            }
-        };
-        let delta = json!({"type": "message_delta", "delta": {"stop_reason": stop_reason(stop), "stop_sequence": null},
-            "usage": usage(&Tokens::from(&result.tree_usage))});
-        for e in [
-            event("message_delta", delta),
-            event("message_stop", json!({"type": "message_stop"})),
-        ] {
+        let mut tail: Vec<Event> = output
+            .map(|json| blocks.piece(Piece::Text(json)))
+            .unwrap_or_default();
+        tail.extend(blocks.close());
+        tail.push(event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason(stop), "stop_sequence": null},
+                "usage": usage(&Tokens::from(&result.tree_usage))}),
+        ));
+        tail.push(event("message_stop", json!({"type": "message_stop"})));
+        for e in tail {
             if tx.send(e).await.is_err() {
                 return;
             }

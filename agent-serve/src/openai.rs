@@ -24,15 +24,12 @@ use axum::extract::State;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
-use crate::run::{
-    Ending, Instance, Piece, Started, Stop, Tokens, Transcript, collect, ending, response_id, unix_now,
-};
-use crate::sse::{closed_or, event_stream};
+use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, response_id, unix_now};
+use crate::sse::{event_stream, relay};
 
 const SHAPE: Shape = Shape::OpenAi;
 
@@ -348,8 +345,6 @@ fn stream(
     include_usage: bool,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     event_stream(move |tx| async move {
-        let mut started = started;
-        let mut transcript = Transcript::new(structured);
         if tx
             .send(chunk(&meta, json!({"role": "assistant", "content": ""}), None))
             .await
@@ -357,65 +352,34 @@ fn stream(
         {
             return;
         }
-        loop {
-            let Some(event) = closed_or(&tx, started.run.next()).await else {
-                return;
+        let render = |piece| {
+            let delta = match piece {
+                Piece::Text(t) => json!({"content": t}),
+                Piece::Reasoning(t) => json!({"reasoning_content": t}),
             };
-            let Some(event) = event else { break };
-            let delta = match transcript.piece(&event) {
-                Some(Piece::Text(t)) => json!({"content": t}),
-                Some(Piece::Reasoning(t)) => json!({"reasoning_content": t}),
-                None => continue,
-            };
-            if tx.send(chunk(&meta, delta, None)).await.is_err() {
-                return;
-            }
-        }
-        let result = match started.run.into_outcome().await {
-            Ok(result) => result,
-            Err(aborted) => {
-                let _ = tx
-                    .send(error_event(&format!(
-                        "the run stopped without a result: {aborted}"
-                    )))
-                    .await;
-                return;
-            }
+            vec![chunk(&meta, delta, None)]
         };
-        let stop = match ending(&result) {
-            Ending::Answer { stop, output } => {
-                if let Some(json) = output
-                    && tx
-                        .send(chunk(&meta, json!({"content": json}), None))
-                        .await
-                        .is_err()
-                {
-                    return;
-                }
-                stop
-            }
-            Ending::Failed(message) => {
-                let _ = tx.send(error_event(&message)).await;
-                return;
-            }
-        };
-        if tx
-            .send(chunk(&meta, json!({}), Some(finish_reason(stop))))
-            .await
-            .is_err()
-        {
+        let Some((result, stop, output)) = relay(started, structured, &tx, render, error_event).await else {
             return;
-        }
+        };
+        let mut tail: Vec<Event> = output
+            .map(|json| chunk(&meta, json!({"content": json}), None))
+            .into_iter()
+            .collect();
+        tail.push(chunk(&meta, json!({}), Some(finish_reason(stop))));
         if include_usage {
             let data = json!({
                 "id": meta.id, "object": "chat.completion.chunk", "created": meta.created, "model": meta.model,
                 "choices": [], "usage": usage(&Tokens::from(&result.tree_usage)),
             });
-            if tx.send(Event::default().data(data.to_string())).await.is_err() {
+            tail.push(Event::default().data(data.to_string()));
+        }
+        tail.push(Event::default().data("[DONE]"));
+        for e in tail {
+            if tx.send(e).await.is_err() {
                 return;
             }
         }
-        let _ = tx.send(Event::default().data("[DONE]")).await;
     })
 }
 

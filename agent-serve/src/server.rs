@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::serve::ListenerExt;
 use tokio::task::JoinHandle;
 
 use crate::agents::{Agents, ServedAgent};
@@ -289,6 +290,13 @@ impl Serve {
             let app = router.layer(axum::middleware::from_fn_with_state(guard, check));
             let stopping = lifecycle.stopping.clone();
             running.tasks.push(tokio::spawn(async move {
+                // Without TCP_NODELAY a stream's small events wait for the
+                // client's delayed ACK: ~40 ms a streamed answer.
+                let listener = listener.tap_io(|tcp| {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!(error = %e, "TCP_NODELAY not set");
+                    }
+                });
                 let served = axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned());
                 if let Err(e) = served.await {
                     tracing::warn!(%addr, error = %e, "a surface stopped serving");

@@ -34,3 +34,38 @@ pub(crate) async fn closed_or<T>(tx: &mpsc::Sender<Event>, wait: impl Future<Out
         value = wait => Some(value),
     }
 }
+
+/// Drive `started` to its end, sending what `render` makes of each piece
+/// the client sees. The result, why it stopped and the structured answer
+/// to show; `None` when the client left or the run failed (the failure was
+/// sent as `failure` makes it).
+pub(crate) async fn relay(
+    started: crate::run::Started,
+    structured: bool,
+    tx: &mpsc::Sender<Event>,
+    mut render: impl FnMut(crate::run::Piece) -> Vec<Event>,
+    failure: impl Fn(&str) -> Event,
+) -> Option<(agent_core::AgentResult, crate::run::Stop, Option<String>)> {
+    use futures::StreamExt;
+    let mut started = started;
+    let mut transcript = crate::run::Transcript::new(structured);
+    loop {
+        let event = closed_or(tx, started.run.next()).await?;
+        let Some(event) = event else { break };
+        let Some(piece) = transcript.piece(&event) else {
+            continue;
+        };
+        for e in render(piece) {
+            tx.send(e).await.ok()?;
+        }
+    }
+    let message = match started.run.into_outcome().await {
+        Ok(result) => match crate::run::ending(&result) {
+            crate::run::Ending::Answer { stop, output } => return Some((result, stop, output)),
+            crate::run::Ending::Failed(message) => message,
+        },
+        Err(aborted) => format!("the run stopped without a result: {aborted}"),
+    };
+    let _ = tx.send(failure(&message)).await;
+    None
+}

@@ -48,7 +48,9 @@ pub use options::{
 };
 pub use run::{AgentRun, RunAborted, RunError};
 pub use scope::AGENT_PATH_SEPARATOR;
-pub use sub_agent::{AgentSlot, AgentTool, DEFAULT_SUB_AGENT_TIMEOUT, SUB_AGENT_SOURCE};
+pub use sub_agent::{
+    AgentSlot, AgentTool, DEFAULT_SUB_AGENT_TIMEOUT, SUB_AGENT_SOURCE, default_input_schema,
+};
 pub use truncate::truncate_output;
 
 use account::Accountant;

@@ -44,8 +44,14 @@ pub const DEFAULT_SUB_AGENT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The input property of the default schema.
 const PROMPT_PROPERTY: &str = "prompt";
 
-/// The default input schema: one `prompt` string.
-fn prompt_schema() -> Value {
+/// The default input schema of an agent called as a tool: one `prompt`
+/// string (the served agents of agent-serve use it too).
+///
+/// ```
+/// let schema = agent_core::agent::default_input_schema();
+/// assert_eq!(schema["required"][0], "prompt");
+/// ```
+pub fn default_input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -123,7 +129,7 @@ impl AgentTool {
     pub fn new(agent: Agent) -> Self {
         let name = agent.name().to_owned();
         let output = agent.options.output.as_ref().map(|o| o.schema().clone());
-        let mut definition = ToolDefinition::new(&name, default_description(&name), prompt_schema());
+        let mut definition = ToolDefinition::new(&name, default_description(&name), default_input_schema());
         if let Some(schema) = output {
             definition = definition.with_output_schema(schema);
         }
@@ -144,7 +150,7 @@ impl AgentTool {
         let slot = Arc::new(OnceLock::new());
         let tool = Self {
             target: Target::Deferred(slot.clone()),
-            definition: ToolDefinition::new(name, description, prompt_schema()),
+            definition: ToolDefinition::new(name, description, default_input_schema()),
             prompt_input: true,
             timeout: DEFAULT_SUB_AGENT_TIMEOUT,
         };
