@@ -213,7 +213,7 @@ pub struct ServeArgs {
     pub api_key_env: Vec<String>,
 
     /// Accept this host name in Host and Origin headers (repeatable) [default:
-    /// localhost, 127.0.0.1 and [::1] on loopback binds, any otherwise].
+    /// localhost, 127.0.0.1 and ::1 on loopback binds, any otherwise].
     #[arg(long = "allow-host", value_name = "HOST", action = ArgAction::Append)]
     pub allowed_hosts: Vec<String>,
 
