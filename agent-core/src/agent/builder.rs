@@ -171,6 +171,8 @@ impl AgentBuilder {
         parallel_tool_calls(on: bool);
         /// Ask before running tool calls.
         approvals(approvals: Approvals);
+        /// Propose a plan for approval before the first tool call.
+        preflight(preflight: crate::preflight::Preflight);
         /// Also write accounting entries to this sink.
         accounting(sink: Arc<dyn AccountingSink>);
         /// Guard the context window with this budget.

@@ -20,6 +20,7 @@ use super::exec::{Batch, execute};
 use super::guard::Guard;
 use super::hooks::{StepContext, StepSettings, StepSummary};
 use super::options::{AgentOptions, CONCLUDE_INSTRUCTION};
+use super::plan::PlanOutcome;
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
 use super::structured::{Structured, Verdict};
 use crate::accounting::EntryStatus;
@@ -27,10 +28,12 @@ use crate::fallback::model_label;
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{LanguageModel, ModelRequest, ToolChoice};
 use crate::output::OutputError;
+use crate::telemetry::{self, ChatFailure};
 use crate::toolset::{ToolCatalog, ToolSet};
 use crate::usage::Usage;
 use crate::util::error_chain;
 use serde_json::Value;
+use tracing::Instrument;
 
 pub(super) struct Run {
     pub model: Arc<dyn LanguageModel>,
@@ -57,6 +60,8 @@ struct Progress {
     output: Option<Value>,
     /// Why the final answer never validated.
     output_error: Option<OutputError>,
+    /// Why the pre-flight plan was rejected.
+    plan_rejection: Option<String>,
 }
 
 /// One step's request and what the loop needs to run its calls.
@@ -97,165 +102,188 @@ impl Run {
         // Set when the budget made the next step the concluding one.
         let mut budget_forced = false;
 
-        let (exit, error) = loop {
-            if self.cancel.is_cancelled() {
-                break (ExitReason::Cancelled, None);
-            }
-            let step = progress.steps + 1;
-            let latest = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => break (ExitReason::Cancelled, None),
-                catalog = self.tools.catalog() => catalog,
-            };
-            if !Arc::ptr_eq(&latest, &catalog) {
-                catalog = latest;
-                self.warn_all(catalog.warnings()).await;
-            }
-            // `max_steps` steps may use tools (at least one, whatever the
-            // field was set to); the one after concludes.
-            let mut concluding = step > self.options.max_steps.max(1) || budget_forced;
-            let mut settings = self.settings(&catalog);
-            // The budget decides first, so the hook is told whether this
-            // call concludes; text the hook adds is not counted.
-            if let Some(guard) = guard.as_mut() {
-                let conclude = [Message::user(CONCLUDE_INSTRUCTION)];
-                let extra: &[Message] = if concluding { &conclude } else { &[] };
-                let system = settings.system.as_deref();
-                if guard.project(system, &catalog, &history, extra) > guard.limit() {
-                    if !concluding && guard.project(system, &catalog, &history, &conclude) <= guard.limit() {
-                        guard.record("step", "forced_final");
-                        concluding = true;
-                        budget_forced = true;
-                    } else {
-                        guard.record("step", "token_limit");
-                        break (ExitReason::TokenLimit, None);
+        let (exit, error) = 'run: {
+            if let Some(preflight) = &self.options.preflight {
+                match self
+                    .preflight(preflight, &history, &catalog, &mut progress.usage)
+                    .await
+                {
+                    PlanOutcome::Approved(message) => {
+                        Arc::make_mut(&mut history).push(message.clone());
+                        progress.new_messages.push(message);
                     }
+                    PlanOutcome::Rejected(reason) => {
+                        progress.plan_rejection = Some(reason);
+                        break 'run (ExitReason::PlanRejected, None);
+                    }
+                    PlanOutcome::Cancelled => break 'run (ExitReason::Cancelled, None),
+                    PlanOutcome::Failed(e) => break 'run (ExitReason::ModelError, Some(e)),
                 }
             }
-            if let Some(hook) = &self.options.hooks.prepare_step {
-                let ctx = StepContext {
-                    step,
-                    concluding,
-                    messages: &history,
-                    steps: &progress.summaries,
+            loop {
+                if self.cancel.is_cancelled() {
+                    break (ExitReason::Cancelled, None);
+                }
+                let step = progress.steps + 1;
+                let latest = tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => break (ExitReason::Cancelled, None),
+                    catalog = self.tools.catalog() => catalog,
                 };
-                hook(&ctx, &mut settings);
-            }
-            let step_system = settings.system.clone();
-            let mut planned = self.plan(&history, &catalog, settings, concluding);
-            if let Some(s) = &structured {
-                s.prepare(&mut planned.request, concluding);
-            }
-            self.tell(AgentEvent::StepStarted { step }).await;
-            let output = match self.call_model(planned.request).await {
-                Ok(output) => output,
-                Err(StepFailure::Cancelled | StepFailure::Detached) => break (ExitReason::Cancelled, None),
-                Err(StepFailure::Model(e)) => break (ExitReason::ModelError, Some(e)),
-            };
-            progress.steps = step;
-            progress.usage += output.usage;
-            progress.step_usage.push(output.usage);
-            progress.text = output.text.clone();
-            self.tell(AgentEvent::StepFinished {
-                step,
-                finish_reason: output.finish_reason.clone(),
-                usage: output.usage,
-            })
-            .await;
-            if let Some(message) = output.message() {
+                if !Arc::ptr_eq(&latest, &catalog) {
+                    catalog = latest;
+                    self.warn_all(catalog.warnings()).await;
+                }
+                // `max_steps` steps may use tools (at least one, whatever the
+                // field was set to); the one after concludes.
+                let mut concluding = step > self.options.max_steps.max(1) || budget_forced;
+                let mut settings = self.settings(&catalog);
+                // The budget decides first, so the hook is told whether this
+                // call concludes; text the hook adds is not counted.
+                if let Some(guard) = guard.as_mut() {
+                    let conclude = [Message::user(CONCLUDE_INSTRUCTION)];
+                    let extra: &[Message] = if concluding { &conclude } else { &[] };
+                    let system = settings.system.as_deref();
+                    if guard.project(system, &catalog, &history, extra) > guard.limit() {
+                        if !concluding
+                            && guard.project(system, &catalog, &history, &conclude) <= guard.limit()
+                        {
+                            guard.record("step", "forced_final");
+                            concluding = true;
+                            budget_forced = true;
+                        } else {
+                            guard.record("step", "token_limit");
+                            break (ExitReason::TokenLimit, None);
+                        }
+                    }
+                }
+                if let Some(hook) = &self.options.hooks.prepare_step {
+                    let ctx = StepContext {
+                        step,
+                        concluding,
+                        messages: &history,
+                        steps: &progress.summaries,
+                    };
+                    hook(&ctx, &mut settings);
+                }
+                let step_system = settings.system.clone();
+                let mut planned = self.plan(&history, &catalog, settings, concluding);
+                if let Some(s) = &structured {
+                    s.prepare(&mut planned.request, concluding);
+                }
+                self.tell(AgentEvent::StepStarted { step }).await;
+                let output = match self.call_model(planned.request, false).await {
+                    Ok(output) => output,
+                    Err(StepFailure::Cancelled | StepFailure::Detached) => {
+                        break (ExitReason::Cancelled, None);
+                    }
+                    Err(StepFailure::Model(e)) => break (ExitReason::ModelError, Some(e)),
+                };
+                progress.steps = step;
+                progress.usage += output.usage;
+                progress.step_usage.push(output.usage);
+                progress.text = output.text.clone();
+                self.tell(AgentEvent::StepFinished {
+                    step,
+                    finish_reason: output.finish_reason.clone(),
+                    usage: output.usage,
+                })
+                .await;
+                if let Some(message) = output.message() {
+                    Arc::make_mut(&mut history).push(message.clone());
+                    progress.new_messages.push(message);
+                }
+                let mut answered = HashMap::new();
+                let verdict = structured
+                    .as_ref()
+                    .map_or(Verdict::NotFinal, |s| s.judge(&output, &mut answered));
+                if output.calls.is_empty() {
+                    match verdict {
+                        Verdict::NotFinal => break (exit_after_answer(concluding, budget_forced), None),
+                        Verdict::Accepted(value) => {
+                            progress.output = Some(value);
+                            break (exit_after_answer(concluding, budget_forced), None);
+                        }
+                        Verdict::Rejected(e) => {
+                            // Only a run with an output schema rejects an answer.
+                            let Some(s) = structured.as_mut() else {
+                                break (exit_after_answer(concluding, budget_forced), None);
+                            };
+                            if !s.take_retry() {
+                                progress.output_error = Some(e);
+                                break (ExitReason::OutputInvalid, None);
+                            }
+                            let retry = s.retry_message(&e);
+                            Arc::make_mut(&mut history).push(retry.clone());
+                            progress.new_messages.push(retry);
+                            continue;
+                        }
+                    }
+                }
+                let results = {
+                    let gate = guard.as_mut().filter(|_| !concluding).map(|g| {
+                        let projected = g.project(step_system.as_deref(), &catalog, &history, &[]);
+                        g.results_gate(projected)
+                    });
+                    let executed = execute(Batch {
+                        calls: &output.calls,
+                        bad_json: &output.bad_json,
+                        catalog: &catalog,
+                        offered: planned.offered.as_ref(),
+                        refuse: concluding.then_some(NOT_RUN_CONCLUDING),
+                        answered: &answered,
+                        options: &self.options,
+                        cancel: &self.cancel,
+                        emit: &self.emit,
+                        accountant: &self.accountant,
+                        scope: &self.scope,
+                        gate: gate.as_ref(),
+                    })
+                    .await;
+                    if executed.over_budget {
+                        if let Some(g) = &guard {
+                            g.record("tool_result", "result_replaced");
+                        }
+                        budget_forced = true;
+                    }
+                    executed.results
+                };
+                if self.options.hooks.reads_steps() {
+                    progress.summaries.push(StepSummary {
+                        step,
+                        text: output.text.clone(),
+                        tool_calls: output.calls.clone(),
+                        tool_results: results.clone(),
+                        finish_reason: output.finish_reason.clone(),
+                        usage: output.usage,
+                    });
+                }
+                let message = Message::new(
+                    Role::Tool,
+                    results.into_iter().map(ContentPart::ToolResult).collect(),
+                );
                 Arc::make_mut(&mut history).push(message.clone());
                 progress.new_messages.push(message);
-            }
-            let mut answered = HashMap::new();
-            let verdict = structured
-                .as_ref()
-                .map_or(Verdict::NotFinal, |s| s.judge(&output, &mut answered));
-            if output.calls.is_empty() {
                 match verdict {
-                    Verdict::NotFinal => break (exit_after_answer(concluding, budget_forced), None),
                     Verdict::Accepted(value) => {
                         progress.output = Some(value);
                         break (exit_after_answer(concluding, budget_forced), None);
                     }
-                    Verdict::Rejected(e) => {
-                        // Only a run with an output schema rejects an answer.
-                        let Some(s) = structured.as_mut() else {
-                            break (exit_after_answer(concluding, budget_forced), None);
-                        };
-                        if !s.take_retry() {
-                            progress.output_error = Some(e);
-                            break (ExitReason::OutputInvalid, None);
-                        }
-                        let retry = s.retry_message(&e);
-                        Arc::make_mut(&mut history).push(retry.clone());
-                        progress.new_messages.push(retry);
-                        continue;
+                    // The final-answer call's result told the model what to fix.
+                    Verdict::Rejected(e) if !structured.as_mut().is_some_and(Structured::take_retry) => {
+                        progress.output_error = Some(e);
+                        break (ExitReason::OutputInvalid, None);
                     }
+                    _ => {}
                 }
-            }
-            let results = {
-                let gate = guard.as_mut().filter(|_| !concluding).map(|g| {
-                    let projected = g.project(step_system.as_deref(), &catalog, &history, &[]);
-                    g.results_gate(projected)
-                });
-                let executed = execute(Batch {
-                    calls: &output.calls,
-                    bad_json: &output.bad_json,
-                    catalog: &catalog,
-                    offered: planned.offered.as_ref(),
-                    refuse: concluding.then_some(NOT_RUN_CONCLUDING),
-                    answered: &answered,
-                    options: &self.options,
-                    cancel: &self.cancel,
-                    emit: &self.emit,
-                    accountant: &self.accountant,
-                    scope: &self.scope,
-                    gate: gate.as_ref(),
-                })
-                .await;
-                if executed.over_budget {
-                    if let Some(g) = &guard {
-                        g.record("tool_result", "result_replaced");
-                    }
-                    budget_forced = true;
+                if concluding && structured.as_ref().is_none_or(|s| !s.via_tool()) {
+                    break (exit_after_answer(true, budget_forced), None);
                 }
-                executed.results
-            };
-            if self.options.hooks.reads_steps() {
-                progress.summaries.push(StepSummary {
-                    step,
-                    text: output.text.clone(),
-                    tool_calls: output.calls.clone(),
-                    tool_results: results.clone(),
-                    finish_reason: output.finish_reason.clone(),
-                    usage: output.usage,
-                });
-            }
-            let message = Message::new(
-                Role::Tool,
-                results.into_iter().map(ContentPart::ToolResult).collect(),
-            );
-            Arc::make_mut(&mut history).push(message.clone());
-            progress.new_messages.push(message);
-            match verdict {
-                Verdict::Accepted(value) => {
-                    progress.output = Some(value);
-                    break (exit_after_answer(concluding, budget_forced), None);
+                if let Some(stop) = &self.options.hooks.stop_when
+                    && stop(&progress.summaries)
+                {
+                    break (ExitReason::Stopped, None);
                 }
-                // The final-answer call's result told the model what to fix.
-                Verdict::Rejected(e) if !structured.as_mut().is_some_and(Structured::take_retry) => {
-                    progress.output_error = Some(e);
-                    break (ExitReason::OutputInvalid, None);
-                }
-                _ => {}
-            }
-            if concluding && structured.as_ref().is_none_or(|s| !s.via_tool()) {
-                break (exit_after_answer(true, budget_forced), None);
-            }
-            if let Some(stop) = &self.options.hooks.stop_when
-                && stop(&progress.summaries)
-            {
-                break (ExitReason::Stopped, None);
             }
         };
         debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
@@ -270,8 +298,15 @@ impl Run {
             error: error
                 .as_ref()
                 .map(|e| error_chain(e))
-                .or_else(|| progress.output_error.as_ref().map(ToString::to_string)),
+                .or_else(|| progress.output_error.as_ref().map(ToString::to_string))
+                .or_else(|| {
+                    progress
+                        .plan_rejection
+                        .as_ref()
+                        .map(|r| format!("the plan was rejected: {r}"))
+                }),
         };
+        crate::telemetry::record_run(&tracing::Span::current(), &progress.usage, failure_kind(exit));
         let mut tree_usage = progress.usage;
         tree_usage += self.scope.children_usage();
         deliver(AgentResult {
@@ -285,6 +320,7 @@ impl Run {
             error,
             output: progress.output,
             output_error: progress.output_error,
+            plan_rejection: progress.plan_rejection,
         });
         self.tell(finished).await;
     }
@@ -314,8 +350,13 @@ impl Run {
     }
 
     /// One model call, accounted (a fallback inside it accounts its own
-    /// failed attempts).
-    async fn call_model(&self, request: ModelRequest) -> Result<StepOutput, StepFailure> {
+    /// failed attempts). A `quiet` call streams no text or reasoning to the
+    /// application (the pre-flight plan's JSON).
+    pub(super) async fn call_model(
+        &self,
+        request: ModelRequest,
+        quiet: bool,
+    ) -> Result<StepOutput, StepFailure> {
         let mut attempt = AttemptInfo {
             label: model_label(self.model.as_ref()),
             started: Instant::now(),
@@ -324,8 +365,18 @@ impl Run {
             cancel: &self.cancel,
             emit: &self.emit,
             accountant: &self.accountant,
+            quiet,
         };
-        let outcome = run_step(self.model.as_ref(), request, &mut attempt, io).await;
+        let span = telemetry::chat(self.model.as_ref(), &request);
+        let outcome = run_step(self.model.as_ref(), request, &mut attempt, io)
+            .instrument(span.clone())
+            .await;
+        let traced = match &outcome {
+            Ok(o) => Ok((&o.finish_reason, &o.usage)),
+            Err(StepFailure::Model(e)) => Err(ChatFailure::Model(e)),
+            Err(StepFailure::Cancelled | StepFailure::Detached) => Err(ChatFailure::Cancelled),
+        };
+        telemetry::record_chat(&span, &attempt.label, traced);
         let (status, error) = match &outcome {
             Ok(_) => (EntryStatus::Ok, None),
             Err(StepFailure::Model(e)) => (EntryStatus::Error, Some(error_chain(e))),
@@ -345,7 +396,7 @@ impl Run {
     }
 
     /// The system prompt: the options' prompt, then the sources' instructions.
-    fn system_prompt(&self, catalog: &ToolCatalog) -> Option<String> {
+    pub(super) fn system_prompt(&self, catalog: &ToolCatalog) -> Option<String> {
         match (&self.options.system, catalog.instructions()) {
             (Some(s), Some(i)) => Some(format!("{s}\n\n{i}")),
             (Some(s), None) => Some(s.clone()),
@@ -433,7 +484,7 @@ impl Run {
 
     /// Send an event. A closed receiver is handled where it matters: the
     /// drop guard has cancelled the run, and the next step sees it.
-    async fn tell(&self, event: AgentEvent) {
+    pub(super) async fn tell(&self, event: AgentEvent) {
         let _ = self.emit.send(event).await;
     }
 
@@ -458,5 +509,17 @@ fn exit_after_answer(concluding: bool, budget_forced: bool) -> ExitReason {
         (_, true) => ExitReason::TokenLimit,
         (true, false) => ExitReason::MaxSteps,
         (false, false) => ExitReason::Completed,
+    }
+}
+
+/// The `error.type` of a run that did not answer (its exit reason).
+fn failure_kind(exit: ExitReason) -> Option<&'static str> {
+    match exit {
+        ExitReason::Completed | ExitReason::Stopped | ExitReason::MaxSteps => None,
+        ExitReason::OutputInvalid => Some("output_invalid"),
+        ExitReason::Cancelled => Some("cancelled"),
+        ExitReason::ModelError => Some("model_error"),
+        ExitReason::TokenLimit => Some("token_limit"),
+        ExitReason::PlanRejected => Some("plan_rejected"),
     }
 }

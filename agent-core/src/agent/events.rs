@@ -9,6 +9,7 @@ use crate::approval::ApprovalResponder;
 use crate::message::{Message, ToolOutputPart};
 use crate::model_error::ModelError;
 use crate::output::OutputError;
+use crate::preflight::{Plan, PlanResponder};
 use crate::usage::{FinishReason, Usage};
 
 /// How a run ended.
@@ -37,6 +38,9 @@ pub enum ExitReason {
     ModelError,
     /// The conversation no longer fits the model's context window.
     TokenLimit,
+    /// The pre-flight plan was rejected (by the application, by its
+    /// timeout, or because the model never gave a valid plan): no tool ran.
+    PlanRejected,
 }
 
 /// One event of a run, serialisable as JSON tagged by `"type"`.
@@ -119,6 +123,30 @@ pub enum AgentEvent {
         /// Whether it may run.
         approved: bool,
         /// Why it was denied.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The pre-flight plan, before any tool runs (runs with
+    /// [`AgentOptions::preflight`](crate::AgentOptions::preflight)): answer
+    /// through `responder` (or the preflight's approver answers). No answer
+    /// within the timeout rejects it; so does dropping this event
+    /// unanswered when no approver is installed (then at once).
+    PlanProposed {
+        /// What the model proposes.
+        plan: Plan,
+        /// Where the answer goes (not serialised).
+        #[serde(skip)]
+        responder: PlanResponder,
+    },
+    /// The plan was decided.
+    PlanResolved {
+        /// Whether the run goes on.
+        approved: bool,
+        /// Whether the application changed the plan.
+        edited: bool,
+        /// The plan followed (or, rejected, the one proposed).
+        plan: Plan,
+        /// Why it was rejected.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
@@ -268,6 +296,10 @@ pub struct AgentResult {
     /// [`ExitReason::OutputInvalid`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_error: Option<OutputError>,
+    /// Why the pre-flight plan was rejected, for
+    /// [`ExitReason::PlanRejected`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_rejection: Option<String>,
 }
 
 fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {

@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::account::{Accountant, millis};
 use super::emit::Emitter;
@@ -26,6 +27,7 @@ use crate::approval::ApprovalRequest;
 use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::message::{ToolCall, ToolResult};
 use crate::progress::ProgressQueue;
+use crate::telemetry;
 use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
 use crate::toolset::ToolCatalog;
 use crate::util::rfc3339_now;
@@ -226,6 +228,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             };
             (approvals, request, batch.emit.clone())
         });
+        let span = telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
         let handle = tasks.spawn(async move {
             // Waiting for approval holds no concurrency slot and does not
             // count against the tool's timeout.
@@ -264,13 +267,14 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
                     (ToolOutput::error(message), Some("timeout"))
                 }
             };
+            telemetry::record_tool(&tracing::Span::current(), &output, details);
             Outcome {
                 output,
                 duration: started.elapsed(),
                 details,
                 budget: None,
             }
-        });
+        }.instrument(span));
         task_index.insert(handle.id(), i);
     }
     // Results not run (unknown, bad JSON, invalid) are reported at once.

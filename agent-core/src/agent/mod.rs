@@ -23,6 +23,7 @@ mod gate;
 mod guard;
 mod hooks;
 mod options;
+mod plan;
 mod run;
 mod scope;
 mod step;
@@ -34,6 +35,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use builder::{APP_SOURCE, AgentBuilder};
 pub use conversation::{Conversation, Turn};
@@ -258,6 +260,12 @@ fn start(
     let (emit, events) = Emitter::new();
     let (result_tx, result_rx) = oneshot::channel();
     let sink = lineage.sink.clone().or_else(|| options.accounting.clone());
+    // A child of the current span: a sub-agent's run nests under the
+    // `execute_tool` span of the call that started it.
+    let span = crate::telemetry::invoke_agent(
+        lineage.names.last().map_or(DEFAULT_AGENT_NAME, String::as_str),
+        model.as_ref(),
+    );
     let scope = Arc::new(Scope::new(lineage, emit.clone()));
     let accountant = Accountant::new(emit.clone(), sink, &scope.path);
     let run = Run {
@@ -269,15 +277,18 @@ fn start(
         accountant,
         scope,
     };
-    tokio::spawn(async move {
-        // The receiver may be gone; the result is then not wanted. It goes
-        // out before the `finished` event (and so before the events close),
-        // so a reader who saw either finds it.
-        run.drive(messages, |result| {
-            let _ = result_tx.send(result);
-        })
-        .await;
-    });
+    tokio::spawn(
+        async move {
+            // The receiver may be gone; the result is then not wanted. It goes
+            // out before the `finished` event (and so before the events close),
+            // so a reader who saw either finds it.
+            run.drive(messages, |result| {
+                let _ = result_tx.send(result);
+            })
+            .await;
+        }
+        .instrument(span),
+    );
     AgentRun {
         events,
         result: result_rx,

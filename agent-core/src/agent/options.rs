@@ -14,6 +14,7 @@ use crate::approval::Approvals;
 use crate::budget::ContextBudget;
 use crate::model::ToolChoice;
 use crate::output::{DEFAULT_MAX_OUTPUT_RETRIES, OutputSpec};
+use crate::preflight::Preflight;
 use crate::settings::ReasoningConfig;
 use crate::tool::ToolOutput;
 
@@ -104,6 +105,9 @@ pub struct AgentOptions {
     pub parallel_tool_calls: bool,
     /// Approval of tool calls; `None` runs every call without asking.
     pub approvals: Option<Approvals>,
+    /// A plan proposed and approved before the first tool call; see
+    /// [`AgentOptions::preflight`].
+    pub preflight: Option<Preflight>,
     /// Where accounting entries go besides `accounting` events.
     pub accounting: Option<Arc<dyn AccountingSink>>,
     /// The model's context-window budget; `None` leaves requests unchecked.
@@ -146,6 +150,7 @@ impl Default for AgentOptions {
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: true,
             approvals: None,
+            preflight: None,
             accounting: None,
             budget: None,
             cancellation: Vec::new(),
@@ -305,6 +310,27 @@ impl AgentOptions {
         self
     }
 
+    /// Propose a plan before the first tool call: one model call without
+    /// tools returns a [`Plan`](crate::preflight::Plan), sent as a
+    /// `plan_proposed` event and decided by the preflight's approver or
+    /// the event's responder. Approved (or edited), the plan joins the
+    /// conversation as a user message and the run goes on; rejected, or
+    /// unanswered within the timeout, the run ends with
+    /// [`ExitReason::PlanRejected`](crate::ExitReason::PlanRejected)
+    /// without running any tool. Each run (each turn of a conversation)
+    /// proposes its own plan.
+    ///
+    /// ```
+    /// use agent_core::preflight::{PlanDecision, Preflight};
+    /// let opts = agent_core::AgentOptions::default()
+    ///     .preflight(Preflight::with_approver(|_: &agent_core::preflight::Plan| PlanDecision::Approve));
+    /// assert!(opts.preflight.is_some());
+    /// ```
+    pub fn preflight(mut self, preflight: Preflight) -> Self {
+        self.preflight = Some(preflight);
+        self
+    }
+
     /// Set how often a final answer that does not match the output schema
     /// is sent back to be fixed (default [`DEFAULT_MAX_OUTPUT_RETRIES`]).
     pub fn max_output_retries(mut self, retries: u32) -> Self {
@@ -443,7 +469,8 @@ impl AgentOptions {
         let defaults = AgentOptions::default();
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
-            set: name, system, temperature, top_p, max_output_tokens, approvals, accounting, budget, output, reasoning;
+            set: name, system, temperature, top_p, max_output_tokens, approvals, preflight, accounting, budget, output,
+                reasoning;
             changed: max_depth, max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
                 max_output_retries, prompt_caching;
             added: cancellation, provider_options;

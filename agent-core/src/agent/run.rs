@@ -110,6 +110,13 @@ pub enum RunError {
         /// What the run did before (its text is the raw answer).
         result: Box<AgentResult>,
     },
+    /// The pre-flight plan was rejected; no tool ran.
+    PlanRejected {
+        /// Why.
+        reason: String,
+        /// What the run did before (the plan call's usage).
+        result: Box<AgentResult>,
+    },
     /// The run's task ended without a result.
     Aborted(RunAborted),
 }
@@ -126,6 +133,7 @@ impl fmt::Display for RunError {
             }
             Self::Cancelled { .. } => f.write_str("the run was cancelled"),
             Self::Output { error, .. } => fmt::Display::fmt(error, f),
+            Self::PlanRejected { reason, .. } => write!(f, "the plan was rejected: {reason}"),
             Self::Aborted(aborted) => fmt::Display::fmt(aborted, f),
         }
     }
@@ -153,7 +161,8 @@ impl RunError {
             Self::Model { result, .. }
             | Self::TokenLimit { result }
             | Self::Cancelled { result }
-            | Self::Output { result, .. } => Some(result),
+            | Self::Output { result, .. }
+            | Self::PlanRejected { result, .. } => Some(result),
             Self::Aborted(_) => None,
         }
     }
@@ -164,7 +173,8 @@ impl RunError {
             Self::Model { result, .. }
             | Self::TokenLimit { result }
             | Self::Cancelled { result }
-            | Self::Output { result, .. } => Some(*result),
+            | Self::Output { result, .. }
+            | Self::PlanRejected { result, .. } => Some(*result),
             Self::Aborted(_) => None,
         }
     }
@@ -213,6 +223,10 @@ impl RunError {
                     result: Box::new(result),
                 })
             }
+            ExitReason::PlanRejected => Err(Self::PlanRejected {
+                reason: result.plan_rejection.clone().unwrap_or_default(),
+                result: Box::new(result),
+            }),
             _ => Ok(result),
         }
     }
@@ -233,6 +247,11 @@ impl fmt::Debug for RunError {
             Self::Output { error, .. } => {
                 let mut s = f.debug_struct("RunError::Output");
                 s.field("error", &error.message);
+                s
+            }
+            Self::PlanRejected { reason, .. } => {
+                let mut s = f.debug_struct("RunError::PlanRejected");
+                s.field("reason", reason);
                 s
             }
             Self::Aborted(_) => return f.write_str("RunError::Aborted"),

@@ -53,6 +53,8 @@ pub(crate) struct StepIo<'a> {
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
     pub accountant: &'a Accountant,
+    /// Forward no text or reasoning deltas.
+    pub quiet: bool,
 }
 
 impl StepOutput {
@@ -79,6 +81,7 @@ pub(crate) async fn run_step(
         cancel,
         emit,
         accountant,
+        quiet,
     } = io;
     let mut stream = tokio::select! {
         biased;
@@ -113,6 +116,9 @@ pub(crate) async fn run_step(
                     Some(ContentPart::Text { text: last }) => last.push_str(&text),
                     _ => out.parts.push(ContentPart::text(text.clone())),
                 }
+                if quiet {
+                    continue;
+                }
                 emit.send(AgentEvent::TextDelta { text })
                     .await
                     .map_err(|_| StepFailure::Detached)?;
@@ -124,6 +130,9 @@ pub(crate) async fn run_step(
                 });
                 if let Some(ContentPart::Reasoning(r)) = out.parts.get_mut(idx) {
                     r.text.push_str(&text);
+                }
+                if quiet {
+                    continue;
                 }
                 emit.send(AgentEvent::ReasoningDelta { text })
                     .await
