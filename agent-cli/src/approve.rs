@@ -5,7 +5,10 @@
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use agent_sdk::preflight::{Plan, PlanApprover, PlanDecision, Preflight};
 use agent_sdk::{ApprovalDecision, ApprovalRequest, Approver};
+
+use crate::args::ApproveMode;
 
 /// Set while a question is on the terminal, so the spinner stays away.
 pub static PROMPTING: AtomicBool = AtomicBool::new(false);
@@ -61,6 +64,40 @@ impl Approver for TerminalApprover {
             _ => ApprovalDecision::Deny {
                 reason: "the user said no".into(),
             },
+        }
+    }
+}
+
+/// `--plan`: how the proposed plan is answered, per `--approve`: asked on
+/// the terminal (`ask`), approved (`auto`; the plan is shown on stderr), or
+/// rejected (`deny`: the plan is shown and the run ends, a dry run).
+pub fn preflight(mode: ApproveMode) -> Preflight {
+    match mode {
+        ApproveMode::Auto => Preflight::with_approver(|_: &Plan| PlanDecision::Approve),
+        ApproveMode::Ask => Preflight::with_approver(TerminalPlanApprover),
+        ApproveMode::Deny => {
+            Preflight::with_approver(|_: &Plan| PlanDecision::reject("rejected by --approve deny"))
+        }
+    }
+}
+
+/// Shows the plan on the terminal and asks: `y` approves, anything else
+/// rejects.
+struct TerminalPlanApprover;
+
+#[async_trait::async_trait]
+impl PlanApprover for TerminalPlanApprover {
+    async fn review(&self, plan: &Plan) -> PlanDecision {
+        let question = format!(
+            "\r\x1b[2KThe agent proposes this plan:\n{}Go ahead? [y]es / [N]o: ",
+            plan.render()
+        );
+        PROMPTING.store(true, Ordering::SeqCst);
+        let answer = tokio::task::spawn_blocking(move || ask(&question)).await;
+        PROMPTING.store(false, Ordering::SeqCst);
+        match answer.ok().flatten().as_deref().map(str::trim) {
+            Some("y" | "Y" | "yes") => PlanDecision::Approve,
+            _ => PlanDecision::reject("the user said no"),
         }
     }
 }

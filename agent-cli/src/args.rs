@@ -120,6 +120,14 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ApproveMode::Auto)]
     pub approve: ApproveMode,
 
+    /// Before the first tool call, the model proposes a plan (steps with
+    /// their tools and risks, warnings): with `--approve ask` it is shown
+    /// on the terminal and runs only on `y`; with `auto` it is shown on
+    /// stderr and followed; with `deny` it is shown and the run ends
+    /// (exit status 7), a dry run.
+    #[arg(long)]
+    pub plan: bool,
+
     /// The final answer must be JSON matching this JSON Schema file; stdout
     /// gets the validated value alone, as one line [default:
     /// defaults.outputSchema].
@@ -293,4 +301,4 @@ impl From<OutputModeArg> for agent_sdk::OutputMode {
 
 const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
 fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 6 the answer never \
-matched --output-schema, 130 interrupted (143 on SIGTERM).";
+matched --output-schema, 7 the --plan was rejected, 130 interrupted (143 on SIGTERM).";

@@ -16,6 +16,8 @@ pub const TOKEN_LIMIT: u8 = 4;
 pub const MAX_STEPS: u8 = 5;
 /// The final answer never matched the output schema (after the retries).
 pub const OUTPUT_INVALID: u8 = 6;
+/// The `--plan` was rejected (no tool ran).
+pub const PLAN_REJECTED: u8 = 7;
 /// Interrupted (Ctrl-C): the run was cancelled and the servers closed.
 pub const INTERRUPTED: u8 = 130;
 
@@ -30,6 +32,7 @@ pub fn for_exit(exit: ExitReason) -> u8 {
         ExitReason::TokenLimit => TOKEN_LIMIT,
         ExitReason::Cancelled => INTERRUPTED,
         ExitReason::OutputInvalid => OUTPUT_INVALID,
+        ExitReason::PlanRejected => PLAN_REJECTED,
         _ => MODEL_ERROR,
     }
 }

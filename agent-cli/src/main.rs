@@ -278,7 +278,8 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
     } else {
         Mode::Text
     };
-    let mut renderer = Renderer::new(mode);
+    // `--approve ask` shows the plan with its question on the terminal.
+    let mut renderer = Renderer::new(mode).show_plan(args.approve != ApproveMode::Ask);
     let mut ticker = tokio::time::interval(render::SPINNER_TICK);
     let mut stopped_by: Option<u8> = None;
     let mut run = agent.prompt(prompt);
@@ -390,6 +391,9 @@ fn command_line_options(
     }
     if let Some(spec) = output {
         options = options.output(spec);
+    }
+    if args.plan {
+        options = options.preflight(approve::preflight(args.approve));
     }
     options
 }

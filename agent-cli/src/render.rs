@@ -47,6 +47,9 @@ pub struct Renderer {
     /// A new step began after text that did not end its line: its first
     /// text starts on a new line, so steps' texts do not run together.
     break_before_text: bool,
+    /// Show a proposed plan on stderr (`--plan`, unless the terminal
+    /// approver shows it with its question).
+    show_plan: bool,
 }
 
 impl Renderer {
@@ -61,7 +64,14 @@ impl Renderer {
             open_line: false,
             wrote_text: false,
             break_before_text: false,
+            show_plan: true,
         }
+    }
+
+    /// Whether a proposed plan is shown on stderr.
+    pub fn show_plan(mut self, on: bool) -> Self {
+        self.show_plan = on;
+        self
     }
 
     /// Whether the spinner needs ticks.
@@ -107,6 +117,18 @@ impl Renderer {
             AgentEvent::ModelFallback { from, to, error } => {
                 self.line_to_stderr(&format!("model {from} failed ({error}); trying {to}"));
             }
+            AgentEvent::PlanProposed { plan, .. } if self.show_plan => {
+                self.line_to_stderr(&format!("plan:\n{}", plan.render().trim_end()));
+            }
+            AgentEvent::PlanResolved {
+                approved: true,
+                edited,
+                ..
+            } => self.line_to_stderr(if *edited {
+                "plan edited and approved"
+            } else {
+                "plan approved"
+            }),
             AgentEvent::Finished {
                 error: Some(error), ..
             } => self.line_to_stderr(&format!("error: {error}")),

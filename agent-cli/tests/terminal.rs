@@ -133,3 +133,98 @@ async fn approve_ask_and_tool_activity_on_a_terminal() {
         .unwrap_or_else(|| panic!("no duration in {slow_line:?}"));
     assert!(ms >= 600, "{slow_line}");
 }
+
+/// Run `agent --plan --approve ask go` on a pseudo-terminal, answering its
+/// questions with `answers`; the exit status, stdout and what the terminal
+/// showed.
+async fn plan_on_a_terminal(
+    server: &ModelServer,
+    answers: Vec<&'static str>,
+) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), server, json!({}));
+    let (master, slave_path) = pty();
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(slave_path.to_str().unwrap())
+        .unwrap();
+    let agent = agent_bin();
+    let mut cmd = tokio::process::Command::new("setsid");
+    cmd.args([
+        "--ctty",
+        agent.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "local/test",
+        "--plan",
+        "--approve",
+        "ask",
+        "go",
+    ])
+    .current_dir(dir.path())
+    .env_clear()
+    .env("PATH", std::env::var("PATH").unwrap_or_default())
+    .env("HOME", dir.path())
+    .stdin(slave.try_clone().unwrap())
+    .stdout(std::process::Stdio::piped())
+    .stderr(slave.try_clone().unwrap())
+    .kill_on_drop(true);
+    let seen = converse(master, answers);
+    let child = cmd.spawn().expect("agent binary");
+    drop((cmd, slave));
+    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        .await
+        .expect("agent hung")
+        .unwrap();
+    let terminal = seen.recv_timeout(HANG_GUARD).unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        terminal,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_with_approve_ask_shows_the_plan_on_the_terminal_and_takes_y_or_n() {
+    let plan = answer(
+        &json!({"steps": [
+            {"description": "Add 1 and 2", "tool": "test__add", "risk": "low"},
+            {"description": "Say the sum", "risk": "low"}
+        ], "warnings": []})
+        .to_string(),
+    );
+    // y to the plan, y to the call: it runs.
+    let server = ModelServer::start(vec![
+        plan.clone().into(),
+        tool_call("test__add", json!({"a": 1, "b": 2})).into(),
+        answer("3").into(),
+    ])
+    .await;
+    let (status, stdout, terminal) = plan_on_a_terminal(&server, vec!["y", "y"]).await;
+    assert_eq!(status, Some(0), "{terminal}");
+    assert_eq!(stdout, "3\n", "{terminal}");
+    assert!(
+        terminal.contains("The agent proposes this plan:\r\n1. Add 1 and 2 (tool: test__add, risk: low)\r\n2. Say the sum (risk: low)"),
+        "{terminal}"
+    );
+    assert!(terminal.contains("Go ahead? [y]es / [N]o: "), "{terminal}");
+    assert_eq!(server.bodies().len(), 3);
+
+    // n to the plan: one model call, no question about a tool, status 7.
+    let server = ModelServer::start(vec![
+        plan.into(),
+        tool_call("test__add", json!({"a": 1, "b": 2})).into(),
+    ])
+    .await;
+    let (status, stdout, terminal) = plan_on_a_terminal(&server, vec!["n"]).await;
+    assert_eq!(status, Some(7), "{terminal}");
+    assert_eq!(stdout, "");
+    assert_eq!(terminal.matches(QUESTION_END).count(), 1, "{terminal}");
+    assert!(
+        terminal.contains("the plan was rejected: the user said no"),
+        "{terminal}"
+    );
+    assert_eq!(server.bodies().len(), 1);
+}
