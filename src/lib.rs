@@ -2,10 +2,13 @@
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config` and `files`, all
-//! on by default, and `serve`, the headends). See `agent_core` for the loop and the traits, [`config`]
+//! on by default; `serve`, the headends; `otel`, the OTLP export of the
+//! trace spans). See `agent_core` for the loop and the traits, [`config`]
 //! for the configuration file the `agent` command reads, and [`files`] for
 //! agents defined in Markdown files, with sub-agents (any agent is also a
-//! tool of another: [`AgentTool`]).
+//! tool of another: [`AgentTool`]). A run can propose a plan for approval
+//! before its first tool call ([`preflight`]) and makes trace spans after
+//! the OpenTelemetry GenAI conventions ([`telemetry`]).
 //!
 //! The library: a typed tool with its call's context, MCP servers' tools,
 //! a streamed run, a conversation continued and persisted, and `?` on a run
@@ -78,3 +81,7 @@ pub mod files;
 /// Anthropic-compatible API, as an MCP server, over REST.
 #[cfg(feature = "serve")]
 pub use agent_serve as serve;
+
+/// The GenAI trace spans exported over OTLP (feature `otel`).
+#[cfg(feature = "otel")]
+pub mod otel;

@@ -169,6 +169,12 @@ pub struct Args {
     #[arg(long)]
     pub trace_mcp: bool,
 
+    /// Export trace spans (invoke_agent, chat, execute_tool, MCP tools/call)
+    /// over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT [default:
+    /// http://localhost:4318].
+    #[arg(long)]
+    pub otel: bool,
+
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,

@@ -51,6 +51,8 @@ fn main() {
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
             runtime.shutdown_background();
+            // Off the runtime: the exporter's flush blocks.
+            trace::shutdown();
             status
         }
         Err(e) => {
@@ -150,6 +152,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             verbose: args.verbose,
             llm: args.trace_llm,
             mcp: args.trace_mcp,
+            otel: args.otel,
         },
         config.secret_values(),
     );

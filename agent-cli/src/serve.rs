@@ -35,6 +35,7 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
             verbose: run.verbose,
             llm: run.trace_llm,
             mcp: run.trace_mcp,
+            otel: run.otel,
         },
         config.secret_values(),
     );

@@ -27,9 +27,20 @@ pub struct TraceOptions {
     pub llm: bool,
     /// MCP traffic and servers' stderr.
     pub mcp: bool,
+    /// Export the GenAI spans over OTLP (`--otel`).
+    pub otel: bool,
 }
 
-/// Install the subscriber (errors only unless asked for more).
+/// The OTLP exporter `--otel` started, shut down by [`shutdown`].
+static OTEL: std::sync::Mutex<Option<agent_sdk::otel::Otel>> = std::sync::Mutex::new(None);
+
+/// The service name of the exported spans (unless `OTEL_SERVICE_NAME` is set).
+const SERVICE_NAME: &str = "agent";
+
+/// Install the subscriber (errors only unless asked for more), with the
+/// OTLP export when `--otel` asks for it (the endpoint from
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`; an exporter that cannot start is a
+/// warning, not a failure).
 pub fn init(options: TraceOptions, secrets: Vec<String>) {
     let base = match options.verbose {
         0 => LevelFilter::ERROR,
@@ -59,9 +70,35 @@ pub fn init(options: TraceOptions, secrets: Vec<String>) {
         .with_writer(writer)
         .with_target(true)
         .with_ansi(false);
+    let otel = options
+        .otel
+        .then(|| agent_sdk::otel::Otel::from_env(SERVICE_NAME))
+        .and_then(|started| match started {
+            Ok(otel) => Some(otel),
+            Err(e) => {
+                eprintln!("warning: --otel: {e}");
+                None
+            }
+        });
+    let otel_layer = otel.as_ref().map(|o| o.layer());
     let _ = tracing_subscriber::registry()
         .with(layer.with_filter(targets))
+        .with(otel_layer)
         .try_init();
+    if let Ok(mut slot) = OTEL.lock() {
+        *slot = otel;
+    }
+}
+
+/// Send the spans `--otel` has not sent yet (blocks until the collector
+/// answers or its timeout): call it once the runtime is gone.
+pub fn shutdown() {
+    let otel = OTEL.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(otel) = otel
+        && let Err(e) = otel.shutdown()
+    {
+        eprintln!("warning: --otel: {e}");
+    }
 }
 
 use tracing_subscriber::Layer;

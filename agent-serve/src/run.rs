@@ -180,6 +180,10 @@ pub(crate) fn ending(result: &AgentResult) -> Ending {
                 .unwrap_or_else(|| "unknown error".into())
         )),
         ExitReason::Cancelled => Ending::Failed("the run was cancelled: the server is shutting down".into()),
+        ExitReason::PlanRejected => Ending::Failed(format!(
+            "the agent's plan was rejected: {}",
+            result.plan_rejection.as_deref().unwrap_or("no reason given")
+        )),
         _ => Ending::Failed(format!("the run ended without an answer ({:?})", result.exit)),
     }
 }
