@@ -74,6 +74,12 @@ pub mod config;
 #[cfg(feature = "files")]
 pub mod files;
 
+#[cfg(feature = "files")]
+mod frontmatter;
+
+#[cfg(feature = "config")]
+mod json;
+
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
 /// Anthropic-compatible API, as an MCP server, over REST.
 #[cfg(feature = "serve")]

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{ConfigFileError, Defaults, SchemaSource, parse_duration};
+pub(crate) use crate::json::type_name;
 
 const TOP: &[&str] = &["$schema", "providers", "mcpServers", "defaults", "accounting"];
 const DEFAULTS: &[&str] = &[
@@ -74,18 +75,6 @@ pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(Strin
 fn unknown(map: &Map<String, Value>, path: &str, known: &[&str], warn: &mut dyn FnMut(String)) {
     for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
         warn(super::expand::join(path, key));
-    }
-}
-
-/// A JSON type's name for messages.
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
