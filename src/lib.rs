@@ -1,11 +1,12 @@
 //! # agent-sdk
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
-//! features (`core`, `mcp`, `providers`, `tools`, `config` and `files`, all
-//! on by default, and `serve`, the headends). See `agent_core` for the loop and the traits, [`config`]
-//! for the configuration file the `agent` command reads, and [`files`] for
+//! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
+//! `skills`, all on by default, and `serve`, the headends). See `agent_core` for the loop and the traits, [`config`]
+//! for the configuration file the `agent` command reads, [`files`] for
 //! agents defined in Markdown files, with sub-agents (any agent is also a
-//! tool of another: [`AgentTool`]).
+//! tool of another: [`AgentTool`]), and [`skills`] for Agent Skills (folders
+//! with a `SKILL.md` the model loads when a task needs one).
 //!
 //! The library: a typed tool with its call's context, MCP servers' tools,
 //! a streamed run, a conversation continued and persisted, and `?` on a run
@@ -74,10 +75,15 @@ pub mod config;
 #[cfg(feature = "files")]
 pub mod files;
 
-#[cfg(feature = "files")]
+/// Agent Skills: folders with a `SKILL.md`, offered to the model as a
+/// catalog and loaded on demand (feature `skills`).
+#[cfg(feature = "skills")]
+pub mod skills;
+
+#[cfg(any(feature = "files", feature = "skills"))]
 mod frontmatter;
 
-#[cfg(feature = "config")]
+#[cfg(any(feature = "config", feature = "skills"))]
 mod json;
 
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
