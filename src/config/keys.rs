@@ -6,7 +6,14 @@ use serde_json::{Map, Value};
 use super::{ConfigFileError, Defaults, SchemaSource, parse_duration};
 pub(crate) use crate::json::type_name;
 
-const TOP: &[&str] = &["$schema", "providers", "mcpServers", "defaults", "accounting"];
+const TOP: &[&str] = &[
+    "$schema",
+    "providers",
+    "mcpServers",
+    "defaults",
+    "accounting",
+    "skills",
+];
 const DEFAULTS: &[&str] = &[
     "model",
     "llmTimeout",
@@ -228,4 +235,43 @@ pub(crate) fn defaults(
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         context_window_buffer_tokens: unsigned("contextWindowBufferTokens")?,
     })
+}
+
+/// Read `skills` (already expanded): a list of directories, a leading `~`
+/// replaced by `home`; `None` when the key is absent.
+pub(super) fn skills(
+    value: &Value,
+    home: Option<&str>,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Option<Vec<std::path::PathBuf>>, ConfigFileError> {
+    let items = match value {
+        Value::Null => return Ok(None),
+        Value::Array(items) => items,
+        other => {
+            return Err(invalid(
+                "skills",
+                format!("expected a list of directory paths, got {}", type_name(other)),
+            ));
+        }
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let key = format!("skills[{i}]");
+            let Value::String(dir) = item else {
+                return Err(invalid(
+                    &key,
+                    format!("expected a directory path, got {}", type_name(item)),
+                ));
+            };
+            match dir.strip_prefix('~') {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => home
+                    .map(|home| std::path::PathBuf::from(format!("{home}{rest}")))
+                    .ok_or_else(|| invalid(&key, "`~` needs HOME to be set".into())),
+                _ => Ok(std::path::PathBuf::from(dir)),
+            }
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
