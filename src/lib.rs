@@ -1,14 +1,16 @@
 //! # agent-sdk
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
-//! features (`core`, `mcp`, `providers`, `tools`, `config` and `files`, all
-//! on by default; `serve`, the headends; `otel`, the OTLP export of the
-//! trace spans). See `agent_core` for the loop and the traits, [`config`]
-//! for the configuration file the `agent` command reads, and [`files`] for
-//! agents defined in Markdown files, with sub-agents (any agent is also a
-//! tool of another: [`AgentTool`]). A run can propose a plan for approval
-//! before its first tool call ([`preflight`]) and makes trace spans after
-//! the OpenTelemetry GenAI conventions ([`telemetry`]).
+//! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
+//! `skills`, all on by default; `serve`, the headends; `otel`, the OTLP
+//! export of the trace spans). See `agent_core` for the loop and the
+//! traits, [`config`] for the configuration file the `agent` command reads,
+//! [`files`] for agents defined in Markdown files, with sub-agents (any
+//! agent is also a tool of another: [`AgentTool`]), and [`skills`] for Agent
+//! Skills (folders with a `SKILL.md` the model loads when a task needs one).
+//! A run can propose a plan for approval before its first tool call
+//! ([`preflight`]) and makes trace spans after the OpenTelemetry GenAI
+//! conventions ([`telemetry`]).
 //!
 //! The library: a typed tool with its call's context, MCP servers' tools,
 //! a streamed run, a conversation continued and persisted, and `?` on a run
@@ -76,6 +78,17 @@ pub mod config;
 /// Agent definition files and sub-agents built from them (feature `files`).
 #[cfg(feature = "files")]
 pub mod files;
+
+/// Agent Skills: folders with a `SKILL.md`, offered to the model as a
+/// catalog and loaded on demand (feature `skills`).
+#[cfg(feature = "skills")]
+pub mod skills;
+
+#[cfg(any(feature = "files", feature = "skills"))]
+mod frontmatter;
+
+#[cfg(any(feature = "config", feature = "skills"))]
+mod json;
 
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
 /// Anthropic-compatible API, as an MCP server, over REST.

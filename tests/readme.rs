@@ -57,6 +57,7 @@ fn the_readme_configuration_parses_without_warnings() {
     let work = &config.providers.providers["work"];
     assert_eq!(work.options, Some(serde_json::json!({"service_tier": "flex"})));
     assert!(config.accounting_file.is_some());
+    assert_eq!(config.skills.map(|dirs| dirs.len()), Some(2));
 }
 
 #[test]
@@ -99,4 +100,18 @@ fn the_readme_agent_file_parses_into_what_its_prose_says() {
         file.system_prompt(&agent_sdk::files::PromptVars::new().var("REPO", "agent-sdk"));
     assert!(prompt.contains("the repository is agent-sdk."), "{prompt}");
     assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[cfg(feature = "skills")]
+#[test]
+fn the_readme_skill_is_a_valid_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("release-notes");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("SKILL.md"), readme_block("## Skills").join("\n")).unwrap();
+    let skills = agent_sdk::skills::Skills::discover([dir.path()]);
+    assert!(skills.warnings().is_empty(), "{:?}", skills.warnings());
+    let skill = skills.get("release-notes").expect("README.md's skill");
+    assert!(skill.description.starts_with("Writes release notes"));
+    assert!(skill.body.contains("references/template.md"), "{}", skill.body);
 }

@@ -73,6 +73,17 @@ pub struct Args {
     #[arg(long)]
     pub coding_tools: bool,
 
+    /// A skills directory (folders with a SKILL.md), searched before the
+    /// config's `skills`; repeat for more, the earlier winning a name clash
+    /// [default, when neither names any: ./.agents/skills, then
+    /// ~/.agents/skills].
+    #[arg(long = "skills", value_name = "DIR", action = ArgAction::Append, conflicts_with = "no_skills")]
+    pub skills: Vec<PathBuf>,
+
+    /// Offer no skills.
+    #[arg(long)]
+    pub no_skills: bool,
+
     /// The coding tools' workspace [default: the current directory].
     #[arg(long, value_name = "DIR", requires = "coding_tools_or_agent")]
     pub workspace: Option<PathBuf>,

@@ -3,8 +3,11 @@
 //! settings for that agent (the root); `--approve` holds for every agent of
 //! the tree; the tree's MCP servers are connected once and closed at the end.
 
+use std::sync::Arc;
+
 use agent_sdk::config::{AgentConfig, SchemaSource};
 use agent_sdk::files::{AgentFile, BuildOptions};
+use agent_sdk::skills::Skills;
 use agent_sdk::tools::Workspace;
 
 use crate::args::Args;
@@ -21,7 +24,7 @@ pub async fn run(
     stop: &mut Stop,
 ) -> Result<u8, Failure> {
     let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-    let options = build_options(args, system)?;
+    let options = build_options(args, system, crate::tools::skills(args, config))?;
     let built = tokio::select! {
         built = definition.build_with(config, options) => built.map_err(|e| Failure::usage(format!("agent file {e}")))?,
         status = stop.requested() => return Ok(status),
@@ -45,14 +48,19 @@ pub async fn run(
     status
 }
 
-/// The command line as build options.
-pub(crate) fn build_options(args: &Args, system: Option<String>) -> Result<BuildOptions, Failure> {
+/// The command line as build options; `skills` go to the root.
+pub(crate) fn build_options(
+    args: &Args,
+    system: Option<String>,
+    skills: Arc<Skills>,
+) -> Result<BuildOptions, Failure> {
     let output = output_spec(args, args.output_schema.clone().map(SchemaSource::File))?;
     let sink = accounting_sink(args)?;
     let root = command_line_options(args, agent_sdk::AgentOptions::default(), system, sink, output);
     let mut options = BuildOptions::default()
         .model(args.model.clone())
-        .root_options(root);
+        .root_options(root)
+        .skills(skills);
     for (name, value) in &args.vars {
         options = options.var(name.clone(), value.clone());
     }

@@ -135,8 +135,13 @@ async fn agents(
 ) -> Result<Vec<ServedAgent>, Failure> {
     let run = &args.run;
     let system = system_prompt(run)?;
+    // Found once for every agent; what was left out is said once, here.
+    let skills = crate::tools::skills(run, config);
+    for warning in skills.warnings() {
+        eprintln!("warning: {warning}");
+    }
     if run.agent.is_empty() {
-        let tools = crate::tools::build(run, config).await?;
+        let tools = crate::tools::build_with(run, config, skills).await?;
         let set = tools.set.clone();
         connected.push(tools.connected);
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;
@@ -150,7 +155,7 @@ async fn agents(
     let mut served = Vec::new();
     for file in &run.agent {
         let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-        let options = crate::files::build_options(run, system.clone())?;
+        let options = crate::files::build_options(run, system.clone(), skills.clone())?;
         let built = definition
             .clone()
             .build_with(config, options)

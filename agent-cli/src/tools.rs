@@ -1,12 +1,14 @@
 //! The tools of a run: the configured MCP servers (all, the ones `--mcp`
-//! names, or none) and the coding tools; `--list-tools` prints them as the
-//! model sees them.
+//! names, or none), the coding tools and the skills; `--list-tools` prints
+//! them as the model sees them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use agent_sdk::ToolSet;
 use agent_sdk::config::AgentConfig;
 use agent_sdk::mcp::Connected;
+use agent_sdk::skills::{Skills, SkillsSource};
 use agent_sdk::tools::{Workspace, coding_tools};
 
 use crate::args::Args;
@@ -20,9 +22,32 @@ pub struct Tools {
     pub connected: Connected,
 }
 
-/// Connect the selected servers and add the coding tools when asked.
+/// The skills of `--skills` directories, then the config's `skills`, or
+/// the default directories when neither names any; none with
+/// `--no-skills`. What was left out is reported by the tool set (warning
+/// events, `--list-tools`).
+pub fn skills(args: &Args, config: &AgentConfig) -> Arc<Skills> {
+    if args.no_skills {
+        return Arc::default();
+    }
+    Arc::new(Skills::discover(Skills::dirs(
+        &args.skills,
+        config.skills.as_deref(),
+    )))
+}
+
+/// [`build_with`] the skills the flags and the config name.
 pub async fn build(args: &Args, config: &AgentConfig) -> Result<Tools, Failure> {
+    build_with(args, config, skills(args, config)).await
+}
+
+/// Connect the selected servers and add the coding tools when asked, and
+/// the skills when there are any (or warnings about them).
+pub async fn build_with(args: &Args, config: &AgentConfig, skills: Arc<Skills>) -> Result<Tools, Failure> {
     let mut builder = ToolSet::builder();
+    if !skills.is_empty() || !skills.warnings().is_empty() {
+        builder = builder.source(SkillsSource::new(skills));
+    }
     if args.coding_tools {
         let dir = match &args.workspace {
             Some(dir) => dir.clone(),

@@ -167,7 +167,13 @@ impl ToolSource for Changing {
     fn instructions(&self) -> Option<String> {
         Some("Call add_tool before using new tools.".into())
     }
+    fn warnings(&self) -> Vec<String> {
+        vec![CHANGING_WARNING.into()]
+    }
 }
+
+/// What [`Changing`] warns about.
+const CHANGING_WARNING: &str = "one tool of live is left out";
 
 #[tokio::test]
 async fn a_changed_tool_list_is_seen_from_the_next_step() {
@@ -243,6 +249,22 @@ async fn a_failing_source_is_a_warning_and_the_others_still_work() {
     assert!(events.iter().any(|e| matches!(e,
         AgentEvent::Warning { message } if message.contains("tool source broken: connection refused"))));
     assert!(result.completed());
+}
+
+#[tokio::test]
+async fn a_sources_own_warnings_are_catalog_warnings_told_once_per_run() {
+    let source = Changing {
+        tools: std::sync::Mutex::new(vec![Arc::new(echo_named("ok", "fine"))]),
+        tx: watch::channel(0u64).0,
+    };
+    let set = ToolSet::builder().source(source).build();
+    assert_eq!(set.catalog().await.warnings(), [CHANGING_WARNING]);
+    let (events, result, _) = run(vec![ScriptedStep::text("done")], set, AgentOptions::default()).await;
+    let told = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Warning { message } if message == CHANGING_WARNING))
+        .count();
+    assert_eq!((told, result.completed()), (1, true));
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

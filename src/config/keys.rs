@@ -4,8 +4,16 @@
 use serde_json::{Map, Value};
 
 use super::{ConfigFileError, Defaults, SchemaSource, parse_duration};
+pub(crate) use crate::json::type_name;
 
-const TOP: &[&str] = &["$schema", "providers", "mcpServers", "defaults", "accounting"];
+const TOP: &[&str] = &[
+    "$schema",
+    "providers",
+    "mcpServers",
+    "defaults",
+    "accounting",
+    "skills",
+];
 const DEFAULTS: &[&str] = &[
     "model",
     "llmTimeout",
@@ -74,18 +82,6 @@ pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(Strin
 fn unknown(map: &Map<String, Value>, path: &str, known: &[&str], warn: &mut dyn FnMut(String)) {
     for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
         warn(super::expand::join(path, key));
-    }
-}
-
-/// A JSON type's name for messages.
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -239,4 +235,43 @@ pub(crate) fn defaults(
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         context_window_buffer_tokens: unsigned("contextWindowBufferTokens")?,
     })
+}
+
+/// Read `skills` (already expanded): a list of directories, a leading `~`
+/// replaced by `home`; `None` when the key is absent.
+pub(super) fn skills(
+    value: &Value,
+    home: Option<&str>,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Option<Vec<std::path::PathBuf>>, ConfigFileError> {
+    let items = match value {
+        Value::Null => return Ok(None),
+        Value::Array(items) => items,
+        other => {
+            return Err(invalid(
+                "skills",
+                format!("expected a list of directory paths, got {}", type_name(other)),
+            ));
+        }
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let key = format!("skills[{i}]");
+            let Value::String(dir) = item else {
+                return Err(invalid(
+                    &key,
+                    format!("expected a directory path, got {}", type_name(item)),
+                ));
+            };
+            match dir.strip_prefix('~') {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => home
+                    .map(|home| std::path::PathBuf::from(format!("{home}{rest}")))
+                    .ok_or_else(|| invalid(&key, "`~` needs HOME to be set".into())),
+                _ => Ok(std::path::PathBuf::from(dir)),
+            }
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
 }

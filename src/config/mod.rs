@@ -11,7 +11,8 @@
 //!   "defaults": { "model": "anthropic/claude-sonnet-4-5", "toolTimeout": "30s", "llmTimeout": 120000,
 //!                 "temperature": 0.2, "maxSteps": 20, "maxOutputTokens": 4096, "parallelToolCalls": true,
 //!                 "topP": 0.9, "toolResponseMaxBytes": 65536, "contextWindowBufferTokens": 4096 },
-//!   "accounting": { "file": "accounting.jsonl" }
+//!   "accounting": { "file": "accounting.jsonl" },
+//!   "skills": [".agents/skills", "~/team/skills"]
 //! }
 //! ```
 //!
@@ -234,6 +235,11 @@ pub struct AgentConfig {
     /// Where accounting entries go (JSONL), relative paths resolved against
     /// the file's directory.
     pub accounting_file: Option<PathBuf>,
+    /// Skills directories (`skills`), in precedence order: `~` and
+    /// `${VAR}` expanded, relative ones resolved against the file's
+    /// directory by [`AgentConfig::load`]. `None` without the key (the
+    /// default directories apply); an empty list means no skills.
+    pub skills: Option<Vec<PathBuf>>,
     /// Unknown keys and other things worth telling the user.
     pub warnings: Vec<String>,
 }
@@ -271,6 +277,11 @@ impl AgentConfig {
             && file.is_relative()
         {
             *file = dir.join(&*file);
+        }
+        if let (Some(dirs), Some(dir)) = (&mut config.skills, path.parent()) {
+            for skills_dir in dirs.iter_mut().filter(|d| d.is_relative()) {
+                *skills_dir = dir.join(&*skills_dir);
+            }
         }
         config.path = Some(path.to_path_buf());
         Ok(config)
@@ -351,26 +362,29 @@ impl AgentConfig {
             config.mcp_servers.push(server);
         }
 
-        let defaults = section(&mut root, "defaults", &invalid)?;
-        let mut defaults_value = Value::Object(defaults);
-        expand(&mut defaults_value, "defaults", &|_| false, lookup).map_err(|m| {
-            ConfigFileError::MissingVariable {
-                path: origin.to_string(),
-                key: m.key,
-                variable: m.variable,
-            }
-        })?;
+        // Expanded in full: a missing variable is an error naming its key.
+        let expanded = |mut value: Value, key: &str| {
+            expand(&mut value, key, &|_| false, lookup)
+                .map(|()| value)
+                .map_err(|m| ConfigFileError::MissingVariable {
+                    path: origin.to_string(),
+                    key: m.key,
+                    variable: m.variable,
+                })
+        };
+        let defaults_value = expanded(
+            Value::Object(section(&mut root, "defaults", &invalid)?),
+            "defaults",
+        )?;
         config.defaults = keys::defaults(&defaults_value, &invalid)?;
 
-        let accounting = section(&mut root, "accounting", &invalid)?;
-        let mut accounting_value = Value::Object(accounting);
-        expand(&mut accounting_value, "accounting", &|_| false, lookup).map_err(|m| {
-            ConfigFileError::MissingVariable {
-                path: origin.to_string(),
-                key: m.key,
-                variable: m.variable,
-            }
-        })?;
+        let skills = expanded(root.remove("skills").unwrap_or(Value::Null), "skills")?;
+        config.skills = keys::skills(&skills, lookup("HOME").as_deref(), &invalid)?;
+
+        let accounting_value = expanded(
+            Value::Object(section(&mut root, "accounting", &invalid)?),
+            "accounting",
+        )?;
         config.accounting_file = match accounting_value.get("file") {
             None | Some(Value::Null) => None,
             Some(Value::String(file)) => Some(PathBuf::from(file)),
@@ -465,6 +479,8 @@ mod tests {
                 "defaults.parallelToolCalls",
             ),
             (r#"{"accounting": {"file": 3}}"#, "accounting.file"),
+            (r#"{"skills": "skills"}"#, "skills"),
+            (r#"{"skills": ["skills", 3]}"#, "skills[1]"),
             (r#"{"defaults": []}"#, "defaults"),
             (r#"[]"#, "(top level)"),
         ];
@@ -544,6 +560,44 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "c.json: defaults.maxSteps: expected an unsigned integer, got \"many\""
+        );
+    }
+
+    #[test]
+    fn skills_directories_expand_home_and_variables_and_are_next_to_the_config_file() {
+        let lookup = |name: &str| match name {
+            "HOME" => Some("/home/me".to_owned()),
+            "TEAM" => Some("/srv/team".to_owned()),
+            _ => None,
+        };
+        let text = r#"{"skills": ["~/.agents/skills", "${TEAM}/skills", "~", "local"]}"#;
+        let config = AgentConfig::parse(text, "c.json", &lookup).unwrap();
+        let dirs: Vec<&str> = config
+            .skills
+            .iter()
+            .flatten()
+            .map(|p| p.to_str().unwrap())
+            .collect();
+        assert_eq!(
+            dirs,
+            ["/home/me/.agents/skills", "/srv/team/skills", "/home/me", "local"]
+        );
+        assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+        let homeless = AgentConfig::parse(r#"{"skills": ["~/s"]}"#, "c.json", &|_| None).unwrap_err();
+        assert_eq!(
+            homeless.to_string(),
+            "c.json: skills[0]: `~` needs HOME to be set"
+        );
+        assert_eq!(parse("{}").unwrap().skills, None);
+        assert_eq!(parse(r#"{"skills": []}"#).unwrap().skills, Some(Vec::new()));
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.json");
+        std::fs::write(&path, r#"{"skills": ["team-skills", "/abs/skills"]}"#).unwrap();
+        let config = AgentConfig::load(&path).unwrap();
+        assert_eq!(
+            config.skills.unwrap(),
+            [dir.path().join("team-skills"), PathBuf::from("/abs/skills")]
         );
     }
 

@@ -117,6 +117,8 @@ pub struct BuildOptions {
     no_mcp: bool,
     coding_tools: bool,
     workspace: Option<Workspace>,
+    #[cfg(feature = "skills")]
+    skills: Option<Arc<crate::skills::Skills>>,
 }
 
 impl BuildOptions {
@@ -173,6 +175,22 @@ impl BuildOptions {
     /// limited to it].
     pub fn workspace(mut self, workspace: Workspace) -> Self {
         self.workspace = Some(workspace);
+        self
+    }
+
+    /// Offer the root these skills (a [`SkillsSource`](crate::skills::SkillsSource):
+    /// the catalog, `load_skill` and `read_skill_file`, whatever its
+    /// `tools` patterns say) when there are any, or warnings about them.
+    ///
+    /// ```
+    /// let skills = agent_sdk::skills::Skills::discover(agent_sdk::skills::Skills::default_dirs());
+    /// let options = agent_sdk::files::BuildOptions::default().skills(skills);
+    /// # let _ = options;
+    /// ```
+    #[cfg(feature = "skills")]
+    pub fn skills(mut self, skills: impl Into<Arc<crate::skills::Skills>>) -> Self {
+        let skills = skills.into();
+        self.skills = (!skills.is_empty() || !skills.warnings().is_empty()).then_some(skills);
         self
     }
 }
@@ -531,8 +549,9 @@ impl Builder<'_> {
         Ok(options)
     }
 
-    /// The coding tools (when asked), the file's MCP servers, narrowed by
-    /// its `tools` patterns (sub-agents are always offered).
+    /// The coding tools (when asked), the file's MCP servers and (root
+    /// only) the application's skills, narrowed by its `tools` patterns
+    /// (sub-agents and skills are always offered).
     fn tool_set(&self, index: usize, file: &AgentFile) -> Result<ToolSet, AgentBuildError> {
         let mut builder = ToolSet::builder();
         let coding = file.coding_tools.unwrap_or(false) || (index == 0 && self.options.coding_tools);
@@ -576,11 +595,21 @@ impl Builder<'_> {
                 .collect();
             builder = builder.connection_report(agent_core::toolset::ConnectionReport::new(servers, failed));
         }
+        // The application's skills are always offered, like sub-agents.
+        let always = vec![format!("{SUB_AGENT_SOURCE}{NAMESPACE_SEPARATOR}*")];
+        #[cfg(feature = "skills")]
+        let always = match (index, &self.options.skills) {
+            (0, Some(skills)) => {
+                use crate::skills::{LOAD_SKILL, READ_SKILL_FILE, SkillsSource};
+                builder = builder.source(SkillsSource::new(skills.clone()));
+                [always, vec![LOAD_SKILL.to_owned(), READ_SKILL_FILE.to_owned()]].concat()
+            }
+            _ => always,
+        };
         if let Some(patterns) = &file.tools {
-            let sub_agents = format!("{SUB_AGENT_SOURCE}{NAMESPACE_SEPARATOR}*");
             let filter = patterns
                 .iter()
-                .chain(std::iter::once(&sub_agents))
+                .chain(&always)
                 .fold(NameFilter::default(), |f, p| f.allow(p.clone()));
             builder = builder.filter(filter);
         }

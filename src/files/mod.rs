@@ -32,7 +32,6 @@
 
 mod build;
 mod vars;
-mod yaml;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,7 +42,9 @@ pub use build::{AgentBuildError, BuildOptions, BuiltAgent};
 pub use vars::PromptVars;
 
 use crate::config::ConfigFileError;
-use crate::config::keys::{defaults, type_name};
+use crate::config::keys::defaults;
+use crate::frontmatter::{self, FrontmatterError, Located, Mapping};
+use crate::json::type_name;
 
 /// The keys a frontmatter may have.
 pub const AGENT_FILE_KEYS: &[&str] = &[
@@ -66,9 +67,6 @@ pub const AGENT_FILE_KEYS: &[&str] = &[
 
 /// The keys of a `reasoning` mapping.
 const REASONING_KEYS: &[&str] = &["effort", "budgetTokens"];
-
-/// The frontmatter's fence.
-const FENCE: &str = "---";
 
 /// Why an agent file could not be read. Every variant names the file; all
 /// but `Read` and `Frontmatter` the line, and where it applies the key.
@@ -211,8 +209,23 @@ impl AgentFile {
     /// anchors its relative paths (the `agents` and an `output` file, which
     /// is read here).
     pub fn parse(text: &str, path: &Path) -> Result<Self, AgentFileError> {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let (frontmatter, body) = split(text, path)?;
+        let document = frontmatter::parse(text).map_err(|e| match e {
+            FrontmatterError::Unclosed => AgentFileError::Frontmatter {
+                path: path.to_path_buf(),
+                message: frontmatter::UNCLOSED.into(),
+            },
+            FrontmatterError::Syntax {
+                line,
+                column,
+                message,
+            } => AgentFileError::Yaml {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message,
+            },
+            FrontmatterError::Value(located) => invalid(path, located),
+        })?;
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("agent");
         let mut file = AgentFile {
             path: path.to_path_buf(),
@@ -231,10 +244,10 @@ impl AgentFile {
             agents: Vec::new(),
             input: None,
             output: None,
-            body: body.to_owned(),
+            body: document.body.to_owned(),
         };
-        if let Some(frontmatter) = frontmatter {
-            Reader::new(path, frontmatter)?.read(&mut file)?;
+        if let Some(fm) = document.frontmatter {
+            Reader { path, fm }.read(&mut file)?;
         }
         Ok(file)
     }
@@ -252,149 +265,53 @@ impl AgentFile {
     }
 }
 
-/// The frontmatter's text and the line of the file its first line is on.
-type FrontmatterText<'t> = (&'t str, usize);
-
-/// The frontmatter (when there is one) and the body.
-fn split<'t>(text: &'t str, path: &Path) -> Result<(Option<FrontmatterText<'t>>, &'t str), AgentFileError> {
-    let mut lines = text.split_inclusive('\n');
-    match lines.next() {
-        Some(first) if first.trim_end() == FENCE => {}
-        _ => return Ok((None, text)),
-    }
-    let start = text.find('\n').map_or(text.len(), |i| i + 1);
-    let mut offset = start;
-    for line in lines {
-        if line.trim_end() == FENCE {
-            let yaml = &text[start..offset];
-            let body = &text[offset + line.len()..];
-            return Ok((Some((yaml, 2)), body));
-        }
-        offset += line.len();
-    }
-    Err(AgentFileError::Frontmatter {
+/// A located error as [`AgentFileError::Invalid`].
+fn invalid(path: &Path, (key, line, message): Located) -> AgentFileError {
+    AgentFileError::Invalid {
         path: path.to_path_buf(),
-        message: "the frontmatter opened on line 1 is never closed with a `---` line".into(),
-    })
+        key,
+        line,
+        message,
+    }
 }
 
 /// Typed reading of a frontmatter, every error naming key and line.
 struct Reader<'p> {
     path: &'p Path,
-    root: Map<String, Value>,
-    lines: std::collections::HashMap<String, usize>,
+    fm: Mapping,
 }
 
-impl<'p> Reader<'p> {
-    fn new(path: &'p Path, (text, first_line): (&str, usize)) -> Result<Self, AgentFileError> {
-        let parsed = yaml::parse(text, first_line).map_err(|e| match e {
-            yaml::YamlError::Syntax {
-                line,
-                column,
-                message,
-            } => AgentFileError::Yaml {
-                path: path.to_path_buf(),
-                line,
-                column,
-                message,
-            },
-            yaml::YamlError::Value((key, line, message)) => AgentFileError::Invalid {
-                path: path.to_path_buf(),
-                key: if key.is_empty() {
-                    "(frontmatter)".into()
-                } else {
-                    key
-                },
-                line,
-                message,
-            },
-        })?;
-        let root = match parsed.value {
-            Value::Object(map) => map,
-            Value::Null => Map::new(),
-            other => {
-                return Err(AgentFileError::Invalid {
-                    path: path.to_path_buf(),
-                    key: "(frontmatter)".into(),
-                    line: first_line,
-                    message: format!("expected a mapping of keys, got {}", type_name(&other)),
-                });
-            }
-        };
-        Ok(Self {
-            path,
-            root,
-            lines: parsed.lines,
-        })
-    }
-
+impl Reader<'_> {
     fn line(&self, key: &str) -> usize {
-        self.lines.get(key).copied().unwrap_or(2)
+        self.fm.line(key)
     }
 
     fn invalid(&self, key: &str, message: impl Into<String>) -> AgentFileError {
-        AgentFileError::Invalid {
-            path: self.path.to_path_buf(),
-            key: key.to_owned(),
-            line: self.line(key),
-            message: message.into(),
-        }
+        invalid(self.path, self.fm.invalid(key, message))
     }
 
     fn unknown(&self, map: &Map<String, Value>, prefix: &str, known: &[&str]) -> Result<(), AgentFileError> {
-        match map.keys().find(|k| !known.contains(&k.as_str())) {
+        match self.fm.unknown(map, prefix, known) {
             None => Ok(()),
-            Some(key) => {
-                let key = if prefix.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                Err(AgentFileError::UnknownKey {
-                    path: self.path.to_path_buf(),
-                    line: self.line(&key),
-                    key,
-                    known: known.join(", "),
-                })
-            }
+            Some((key, line)) => Err(AgentFileError::UnknownKey {
+                path: self.path.to_path_buf(),
+                key,
+                line,
+                known: known.join(", "),
+            }),
         }
     }
 
     fn get(&self, key: &str) -> Option<&Value> {
-        self.root.get(key).filter(|v| !v.is_null())
+        self.fm.get(key)
     }
 
     fn string(&self, key: &str) -> Result<Option<String>, AgentFileError> {
-        self.get(key)
-            .map(|v| match v {
-                Value::String(s) => Ok(s.clone()),
-                other => Err(self.invalid(key, format!("expected a string, got {}", type_name(other)))),
-            })
-            .transpose()
+        self.fm.string(key).map_err(|e| invalid(self.path, e))
     }
 
     fn strings(&self, key: &str) -> Result<Option<Vec<String>>, AgentFileError> {
-        let Some(value) = self.get(key) else {
-            return Ok(None);
-        };
-        let Value::Array(items) = value else {
-            return Err(self.invalid(
-                key,
-                format!("expected a list of strings, got {}", type_name(value)),
-            ));
-        };
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Value::String(s) => Ok(s.clone()),
-                other => Err(self.invalid(
-                    &format!("{key}[{i}]"),
-                    format!("expected a string, got {}", type_name(other)),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
+        self.fm.strings(key).map_err(|e| invalid(self.path, e))
     }
 
     fn schema(&self, key: &str) -> Result<Option<Value>, AgentFileError> {
@@ -437,7 +354,7 @@ impl<'p> Reader<'p> {
     }
 
     fn read(&self, file: &mut AgentFile) -> Result<(), AgentFileError> {
-        self.unknown(&self.root, "", AGENT_FILE_KEYS)?;
+        self.unknown(self.fm.root(), "", AGENT_FILE_KEYS)?;
         if let Some(Value::Object(reasoning)) = self.get("reasoning") {
             self.unknown(reasoning, "reasoning", REASONING_KEYS)?;
         }
@@ -453,7 +370,7 @@ impl<'p> Reader<'p> {
             "toolTimeout",
         ]
         .iter()
-        .filter_map(|k| self.root.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+        .filter_map(|k| self.fm.root().get(*k).map(|v| ((*k).to_owned(), v.clone())))
         .collect();
         let invalid = |key: &str, message: String| ConfigFileError::Invalid {
             path: String::new(),
@@ -464,7 +381,7 @@ impl<'p> Reader<'p> {
             ConfigFileError::Invalid { key, message, .. } => {
                 self.invalid(key.strip_prefix("defaults.").unwrap_or(&key), message)
             }
-            other => self.invalid("(frontmatter)", other.to_string()),
+            other => self.invalid(frontmatter::WHOLE, other.to_string()),
         })?;
         file.model = settings.model;
         file.reasoning = settings.reasoning;

@@ -273,6 +273,7 @@ impl ToolSet {
             if let Some(text) = entry.source.instructions().filter(|t| !t.trim().is_empty()) {
                 instructions.push((source_name.clone(), text));
             }
+            warnings.extend(entry.source.warnings());
             for tool in listed {
                 let original = tool.definition().name.clone();
                 let desired = naming.apply(&source_name, &original);
@@ -440,7 +441,8 @@ impl ToolCatalog {
         self.tools.iter().map(|t| t.name.as_str()).collect()
     }
 
-    /// Clashes, failed sources and schemas that did not compile.
+    /// Clashes, failed sources, schemas that did not compile, and what the
+    /// sources themselves warn about ([`ToolSource::warnings`]).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }

@@ -10,7 +10,7 @@ use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 use serde_json::{Map, Number, Value};
 
 /// What went wrong, where: (key path, line, message).
-pub(super) type Located = (String, usize, String);
+pub(crate) type Located = (String, usize, String);
 
 /// The frontmatter as a JSON value and the lines of its key paths.
 pub(super) struct Frontmatter {
