@@ -412,3 +412,56 @@ async fn cancelling_the_parent_ends_the_child_and_its_tools_within_the_grace() {
     );
     assert!(cancelled_at.elapsed() <= within);
 }
+
+#[tokio::test]
+async fn a_tool_keeping_its_context_in_a_task_that_outlives_the_run_does_not_hold_the_run_open() {
+    // Each call hands its context to a detached task that lives until the
+    // test closes `release`, after both runs ended: the root's own call and
+    // the sub-agent's (whose run `AgentTool::call` waits for).
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let alive = Arc::new(AtomicUsize::new(0));
+    let leaker = || {
+        let (release, alive) = (release.clone(), alive.clone());
+        TestTool::new("leak", object_schema(), move |_, ctx| {
+            let (release, alive) = (release.clone(), alive.clone());
+            alive.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let _kept = ctx;
+                let _ = release.acquire().await;
+                alive.fetch_sub(1, Ordering::SeqCst);
+            });
+            async { Ok(ToolOutput::text("leaked")) }
+        })
+    };
+    let (child_model, _) = scripted(vec![
+        ScriptedStep::tool_calls(&[("l", "leak", "{}")]),
+        ScriptedStep::text("child done"),
+    ]);
+    let child = Agent::builder(child_model)
+        .name("child")
+        .tools(tools(vec![leaker()]))
+        .build();
+    let (model, _) = scripted(vec![
+        ScriptedStep::tool_calls(&[("l", "leak", "{}"), ("c", "agent__child", r#"{"prompt": "go"}"#)]),
+        ScriptedStep::text("parent done"),
+    ]);
+    let parent = Agent::builder(model)
+        .name("parent")
+        .tools(tools(vec![leaker()]))
+        .sub_agent(child.as_tool())
+        .build();
+
+    // `collect` fails with "run hung" if the stream never ends.
+    let (_, result) = run_all(&parent).await;
+    assert_eq!(
+        (result.exit, result.text.as_str()),
+        (ExitReason::Completed, "parent done")
+    );
+    assert_eq!(results_by_id(&result)["c"], (false, "child done".to_owned()));
+    assert_eq!(
+        alive.load(Ordering::SeqCst),
+        2,
+        "both contexts are still held when the run has finished"
+    );
+    release.close();
+}

@@ -258,7 +258,7 @@ fn start(
     let (emit, events) = Emitter::new();
     let (result_tx, result_rx) = oneshot::channel();
     let sink = lineage.sink.clone().or_else(|| options.accounting.clone());
-    let scope = Arc::new(Scope::new(lineage, emit.clone()));
+    let scope = Arc::new(Scope::new(lineage, emit.downgrade()));
     let accountant = Accountant::new(emit.clone(), sink, &scope.path);
     let run = Run {
         model,
