@@ -161,6 +161,20 @@ async fn a_coordinator_file_runs_two_sub_agents_with_their_own_models_and_mcp_to
         (last["type"].as_str(), last["exit"].as_str()),
         (Some("finished"), Some("completed"))
     );
+    // `finished` carries the tree's total: the coordinator's own usage plus
+    // each sub-agent's (theirs are in their own `finished` events).
+    let input = |e: &Value, field: &str| e[field]["input_tokens"].as_u64().unwrap();
+    let children: u64 = events
+        .iter()
+        .filter(|e| e["type"] == "sub_agent" && e["event"]["type"] == "finished")
+        .map(|e| input(&e["event"], "tree_usage"))
+        .sum();
+    assert!(children > 0 && input(last, "usage") > 0, "{last}");
+    assert_eq!(
+        input(last, "tree_usage"),
+        input(last, "usage") + children,
+        "{last}"
+    );
 
     // Accounting: every entry with its agent's path; the MCP call is the researcher's.
     let ledger = std::fs::read_to_string(&ledger).unwrap();

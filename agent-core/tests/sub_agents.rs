@@ -121,6 +121,22 @@ async fn two_sub_agents_run_in_parallel_and_roll_up_usage_accounting_and_events(
     // Own usage: two calls of 10 + 5; the tree adds two calls per child.
     assert_eq!(tokens(result.usage), (20, 10));
     assert_eq!(tokens(result.tree_usage), (60, 30));
+    // The `finished` event carries both, for readers of the events alone.
+    let Some(AgentEvent::Finished {
+        usage, tree_usage, ..
+    }) = events.last()
+    else {
+        panic!("finished is last")
+    };
+    assert_eq!((tokens(*usage), tokens(*tree_usage)), ((20, 10), (60, 30)));
+    let finished = serde_json::to_value(events.last().unwrap()).unwrap();
+    assert_eq!(
+        (
+            &finished["usage"]["input_tokens"],
+            &finished["tree_usage"]["input_tokens"]
+        ),
+        (&serde_json::json!(20), &serde_json::json!(60))
+    );
     assert_eq!(
         sink.paths(),
         ["coordinator", "coordinator/coder", "coordinator/researcher"]

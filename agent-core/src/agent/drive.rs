@@ -262,18 +262,19 @@ impl Run {
         if let Some(value) = &progress.output {
             self.tell(AgentEvent::Output { value: value.clone() }).await;
         }
+        let mut tree_usage = progress.usage;
+        tree_usage += self.scope.children_usage();
         let finished = AgentEvent::Finished {
             exit,
             text: progress.text.clone(),
             usage: progress.usage,
+            tree_usage,
             steps: progress.steps,
             error: error
                 .as_ref()
                 .map(|e| error_chain(e))
                 .or_else(|| progress.output_error.as_ref().map(ToString::to_string)),
         };
-        let mut tree_usage = progress.usage;
-        tree_usage += self.scope.children_usage();
         deliver(AgentResult {
             messages: progress.new_messages,
             text: progress.text,
