@@ -481,3 +481,56 @@ async fn a_tool_keeping_its_context_in_a_task_that_outlives_the_run_does_not_hol
     );
     release.close();
 }
+
+#[tokio::test]
+async fn metrics_are_labelled_with_the_path_of_the_agent_that_made_the_call() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    // The test's runtime is single-threaded: every run's task records here.
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let (root, _, _) = three_levels(agent_core::agent::DEFAULT_MAX_DEPTH);
+    let (_, result) = run_all(&root).await;
+    assert_eq!(result.text, "root answer");
+
+    let snap = common::recorded::snapshot(&recorder);
+    let count = |name: &str, labels: &[(&str, &str)]| common::recorded::labelled(&snap, name, labels);
+    use metrics_util::debugging::DebugValue::Counter;
+    // Model calls: two each for root and mid, one for the leaf.
+    for (agent, calls) in [("root", 2), ("root/mid", 2), ("root/mid/leaf", 1)] {
+        assert_eq!(
+            count("agent_model_calls_total", &[("agent", agent), ("status", "ok")]),
+            Some(&Counter(calls)),
+            "{agent}"
+        );
+        assert_eq!(
+            count("agent_tokens_total", &[("agent", agent), ("kind", "input")]),
+            Some(&Counter(10 * calls)),
+            "{agent}"
+        );
+    }
+    // A sub-agent call is a tool call of its caller.
+    assert_eq!(
+        count(
+            "agent_tool_calls_total",
+            &[("agent", "root"), ("tool", "agent__mid")]
+        ),
+        Some(&Counter(1))
+    );
+    assert_eq!(
+        count(
+            "agent_tool_calls_total",
+            &[("agent", "root/mid"), ("tool", "agent__leaf")]
+        ),
+        Some(&Counter(1))
+    );
+    // Every sample of the run's metrics names its agent.
+    let unlabelled: Vec<&str> = snap
+        .iter()
+        .filter(|(name, labels, _)| {
+            name.starts_with("agent_")
+                && !name.starts_with("agent_context_guard")
+                && !labels.iter().any(|(k, _)| k == "agent")
+        })
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    assert!(unlabelled.is_empty(), "{unlabelled:?}");
+}
