@@ -587,3 +587,6 @@ impl Builder<'_> {
         Ok(builder.build())
     }
 }
+
+#[cfg(test)]
+mod tests;
