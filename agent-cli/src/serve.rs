@@ -27,8 +27,10 @@ pub async fn run(args: ServeArgs) -> u8 {
 }
 
 async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
-    let keys = check(&args)?;
+    let mut keys = check(&args)?;
     let config = load_config(&args.run)?;
+    // Any key of either source is accepted.
+    keys.extend(config.serve.api_keys.iter().cloned());
     let run = &args.run;
     trace::init(
         trace::TraceOptions {
