@@ -460,6 +460,43 @@ async fn keys_from_the_config_file_guard_every_surface_in_its_own_error_shape() 
     terminate(child).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_files_using_the_same_mcp_server_share_one_connection() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    // assistant.md and sleeper.md both use the server `test`.
+    let mut args = serve_args(dir.path(), &config);
+    args.extend(["--rest", "0"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
+    let (urls, _) = listening(&mut child, 1).await;
+    // Each connection to the server begins with one `initialize`.
+    let starts = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("initialize"))
+            .count()
+    };
+    assert_eq!(starts(), 1, "the server `test` was started once");
+    // The assistant's run calls the shared server's echo.
+    let result: Value = reqwest::Client::new()
+        .post(format!("{}/v1/agents/assistant", urls["rest"]))
+        .json(&json!({"prompt": "hi"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(result["text"], "The echo said hi.", "{result}");
+    wait_for_log(&log, "called echo").await;
+    assert_eq!(starts(), 1);
+    terminate(child).await;
+}
+
 #[tokio::test]
 async fn agent_serve_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
