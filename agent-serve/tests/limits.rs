@@ -1,7 +1,7 @@
 //! The concurrency limit, counted at the model: a model whose answers wait
 //! until the test releases them. Strict limits, queued clients that leave,
-//! running clients that leave (streaming or not), the queue bound, and
-//! shutdown.
+//! running clients that leave (streaming or not), the queue bound (one
+//! request at a time and in a burst), and shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
@@ -255,6 +255,51 @@ async fn a_streaming_client_that_leaves_cancels_its_run() {
         until("the permit back", || f.running.in_flight() == 0).await;
     }
     assert_eq!(f.model.started.load(Ordering::SeqCst), 2);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_against_a_blocked_model_queues_exactly_the_bound() {
+    const BURST: usize = 40;
+    const BOUND: usize = 3;
+    let f = serve(1, Some(BOUND)).await;
+    let first = tokio::spawn(post(f.url.clone()));
+    until("the first run at the model", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // All at once: each waits at the barrier, then sends.
+    let barrier = Arc::new(tokio::sync::Barrier::new(BURST));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let burst: Vec<_> = (0..BURST)
+        .map(|_| {
+            let (url, barrier, refused) = (f.url.clone(), barrier.clone(), refused.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let status = post(url).await.status();
+                if status == 503 {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                }
+                status
+            })
+        })
+        .collect();
+    until("every request of the burst refused or queued", || {
+        refused.load(Ordering::SeqCst) + f.running.queued() == BURST
+    })
+    .await;
+    assert_eq!(
+        (f.running.queued(), refused.load(Ordering::SeqCst)),
+        (BOUND, BURST - BOUND)
+    );
+    f.model.release.add_permits(1 + BOUND);
+    assert_eq!(first.await.unwrap().status(), 200);
+    let mut statuses: Vec<u16> = Vec::new();
+    for request in burst {
+        statuses.push(request.await.unwrap().as_u16());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), BOUND);
+    assert_eq!(f.model.started.load(Ordering::SeqCst), 1 + BOUND);
     f.running.shutdown().await;
 }
 
