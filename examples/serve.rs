@@ -38,6 +38,7 @@ async fn main() {
 }
 
 async fn run() -> i32 {
+    let stop = stop_requested();
     let base: u16 = std::env::args()
         .nth(1)
         .and_then(|p| p.parse().ok())
@@ -77,8 +78,39 @@ async fn run() -> i32 {
     for bound in running.addresses() {
         eprintln!("{} on {}", bound.surface, bound.url());
     }
-    let _ = tokio::signal::ctrl_c().await;
+    stop.await;
     eprintln!("stopping");
     running.shutdown().await;
     0
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what a service manager or `docker stop`
+/// sends). The handlers are installed when this is called, not when it is
+/// awaited: a signal that comes while the server starts stops it cleanly
+/// instead of killing the process.
+#[cfg(unix)]
+fn stop_requested() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let handlers = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+    async move {
+        match handlers {
+            (Ok(mut interrupt), Ok(mut terminate)) => {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("signals cannot be handled ({e}); stopping on Ctrl-C alone");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn stop_requested() -> impl std::future::Future<Output = ()> {
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -488,14 +488,10 @@ async fn the_sub_agents_example_runs_a_coordinator_file_with_two_sub_agent_files
     assert!(bodies[5]["messages"].to_string().contains("A pangram."));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c() {
+/// Start the serve example against `server`; the child and the OpenAI
+/// surface's base URL.
+async fn start_serve_example(server: &ModelServer) -> (tokio::process::Child, String) {
     use tokio::io::AsyncBufReadExt;
-    let server = ModelServer::start(vec![
-        call("word_count", json!({"text": "to be or not to be"})),
-        answer("Six words."),
-    ])
-    .await;
     let mut child = tokio::process::Command::new(built("examples/serve"))
         .arg("0")
         .env_clear()
@@ -518,6 +514,30 @@ async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c() {
     })
     .await
     .unwrap();
+    // Keep reading, so the example never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, base)
+}
+
+/// Send `signal` to `child`: it stops cleanly (exit 0, not killed by it).
+async fn stops_cleanly_on(mut child: tokio::process::Child, signal: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, signal).unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{signal}: {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c_and_sigterm() {
+    let server = ModelServer::start(vec![
+        call("word_count", json!({"text": "to be or not to be"})),
+        answer("Six words."),
+    ])
+    .await;
+    let (child, base) = start_serve_example(&server).await;
     let answer: Value = reqwest::Client::new()
         .post(format!("{base}/chat/completions"))
         .json(&json!({"model": "counter", "messages": [{"role": "user", "content": "Count: to be or not to be"}]}))
@@ -539,11 +559,8 @@ async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c() {
         "{}",
         bodies[1]["messages"]
     );
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = tokio::time::timeout(HANG_GUARD, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    stops_cleanly_on(child, nix::sys::signal::Signal::SIGINT).await;
+    // As a service manager stops it.
+    let (child, _) = start_serve_example(&server).await;
+    stops_cleanly_on(child, nix::sys::signal::Signal::SIGTERM).await;
 }

@@ -3,11 +3,12 @@
 //! `agent_sdk::serve` on the surfaces the flags name, until SIGTERM or
 //! Ctrl-C (or, with `--mcp-stdio` alone, until the client closes standard
 //! input). Standard output is the MCP channel with `--mcp-stdio`: nothing
-//! else is ever written to it.
+//! else is ever written to it. The files share their MCP servers: each
+//! configured server is started once, however many files use it.
 
 use agent_sdk::Agent;
 use agent_sdk::config::AgentConfig;
-use agent_sdk::files::AgentFile;
+use agent_sdk::files::{AgentFile, McpServerPool};
 use agent_sdk::mcp::Connected;
 use agent_sdk::serve::{Serve, ServedAgent};
 
@@ -27,8 +28,10 @@ pub async fn run(args: ServeArgs) -> u8 {
 }
 
 async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
-    let keys = check(&args)?;
+    let mut keys = check(&args)?;
     let config = load_config(&args.run)?;
+    // Any key of either source is accepted.
+    keys.extend(config.serve.api_keys.iter().cloned());
     let run = &args.run;
     trace::init(
         trace::TraceOptions {
@@ -41,8 +44,10 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
     );
     let mut stop = Stop::new()?;
     let mut connected = Vec::new();
+    let pool = McpServerPool::new();
+    connected.push(Servers::Pool(pool.clone()));
     let built = tokio::select! {
-        built = agents(&args, &config, &mut connected) => built,
+        built = agents(&args, &config, &pool, &mut connected) => built,
         status = stop.requested() => {
             close(connected, &mut stop).await;
             return Ok(status);
@@ -131,7 +136,8 @@ fn check(args: &ServeArgs) -> Result<Vec<String>, Failure> {
 async fn agents(
     args: &ServeArgs,
     config: &AgentConfig,
-    connected: &mut Vec<Connected>,
+    pool: &McpServerPool,
+    connected: &mut Vec<Servers>,
 ) -> Result<Vec<ServedAgent>, Failure> {
     let run = &args.run;
     let system = system_prompt(run)?;
@@ -143,7 +149,7 @@ async fn agents(
     if run.agent.is_empty() {
         let tools = crate::tools::build_with(run, config, skills).await?;
         let set = tools.set.clone();
-        connected.push(tools.connected);
+        connected.push(Servers::Own(tools.connected));
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;
         let options = crate::options(run, config, system, &chosen)?;
         let agent = Agent::builder(chosen.model.clone())
@@ -155,7 +161,7 @@ async fn agents(
     let mut served = Vec::new();
     for file in &run.agent {
         let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-        let options = crate::files::build_options(run, system.clone(), skills.clone())?;
+        let options = crate::files::build_options(run, system.clone(), skills.clone())?.server_pool(pool.clone());
         let built = definition
             .clone()
             .build_with(config, options)
@@ -164,7 +170,6 @@ async fn agents(
         for warning in &built.warnings {
             eprintln!("warning: {warning}");
         }
-        connected.push(built.connected);
         let mut agent = ServedAgent::new(built.agent);
         if let Some(description) = &definition.description {
             agent = agent.with_description(description.clone());
@@ -216,10 +221,26 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     Ok(serve)
 }
 
+/// MCP servers to close at the end: the flags' agent's own, or the pool
+/// the files share.
+enum Servers {
+    Own(Connected),
+    Pool(McpServerPool),
+}
+
+impl Servers {
+    async fn close_all(&self) {
+        match self {
+            Self::Own(connected) => connected.close_all().await,
+            Self::Pool(pool) => pool.close_all().await,
+        }
+    }
+}
+
 /// Close every MCP server (a second signal cuts it short; dropping them
 /// then kills their process groups).
-async fn close(connected: Vec<Connected>, stop: &mut Stop) {
-    let all = futures::future::join_all(connected.iter().map(Connected::close_all));
+async fn close(connected: Vec<Servers>, stop: &mut Stop) {
+    let all = futures::future::join_all(connected.iter().map(Servers::close_all));
     tokio::select! {
         _ = all => {}
         _ = stop.requested() => {}

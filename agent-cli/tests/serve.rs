@@ -106,10 +106,18 @@ async fn models() -> RoutedServer {
 
 /// The config and the agent files; returns the config path.
 fn write_files(dir: &Path, server: &RoutedServer, log: &Path) -> PathBuf {
-    let config = json!({
+    write_files_with(dir, server, log, json!({}))
+}
+
+/// [`write_files`] with `extra` top-level keys in the config.
+fn write_files_with(dir: &Path, server: &RoutedServer, log: &Path, extra: Value) -> PathBuf {
+    let mut config = json!({
         "providers": {"local": {"type": "openai-compatible", "baseUrl": server.base_url()}},
         "mcpServers": {"test": {"command": mcp_test_server(), "env": {"TEST_SERVER_LOG": log}}}
     });
+    for (key, value) in extra.as_object().unwrap() {
+        config[key] = value.clone();
+    }
     let path = dir.join("agent.json");
     std::fs::write(&path, config.to_string()).unwrap();
     for (name, text) in [
@@ -269,10 +277,17 @@ async fn the_official_clients_talk_to_agent_serve() {
 
     python(&[&script("openai_client.py"), &urls["openai"], KEY]).await;
     python(&[&script("anthropic_client.py"), &urls["anthropic"], KEY]).await;
-    python(&[&script("mcp_client.py"), "http", &urls["mcp-http"], KEY]).await;
+    // It checks that cancelling a call cancelled the run (its MCP call)
+    // while its session was still open.
+    python(&[
+        &script("mcp_client.py"),
+        "http",
+        log.to_str().unwrap(),
+        &urls["mcp-http"],
+        KEY,
+    ])
+    .await;
     readme_client(&urls["openai"]).await;
-    // The cancelled sleeper's MCP call was cancelled at the MCP server.
-    wait_for_log(&log, "cancelled slow").await;
 
     // REST: a result, the same events as `agent --events`, health, errors.
     let http = reqwest::Client::new();
@@ -361,13 +376,132 @@ async fn the_mcp_sdk_client_runs_agent_serve_over_stdio() {
     let mut args = vec![
         script("mcp_client.py"),
         "stdio".into(),
+        log.to_str().unwrap().into(),
         agent_bin().to_str().unwrap().into(),
     ];
     args.extend(serve_args(dir.path(), &config));
     args.push("--mcp-stdio".into());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     python(&args).await;
-    wait_for_log(&log, "cancelled slow").await;
+}
+
+/// Stop `child` with SIGTERM: a clean stop.
+async fn terminate(mut child: tokio::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_from_the_config_file_guard_every_surface_in_its_own_error_shape() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let serve = json!({"serve": {"apiKeys": ["${SERVE_KEY}"]}});
+    let config = write_files_with(dir.path(), &server, &log, serve);
+    let mut args = serve_args(dir.path(), &config);
+    args.extend(
+        [
+            "--openai",
+            "0",
+            "--anthropic",
+            "0",
+            "--mcp-http",
+            "0",
+            "--rest",
+            "0",
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir.path())
+        .spawn()
+        .unwrap();
+    let (urls, _) = listening(&mut child, 4).await;
+    let http = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
+    // What each surface is asked, and how its refusal reads.
+    let request = |surface: &str| match surface {
+        "openai" => http.get(format!("{}/models", urls["openai"])),
+        "anthropic" => http
+            .get(format!("{}/v1/models", urls["anthropic"]))
+            .header("anthropic-version", "2023-06-01"),
+        "rest" => http.get(format!("{}/health", urls["rest"])),
+        _ => http
+            .post(&urls["mcp-http"])
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize),
+    };
+    for surface in ["openai", "anthropic", "rest", "mcp-http"] {
+        for key in [None, Some("wrong-key")] {
+            let mut refused = request(surface);
+            if let Some(key) = key {
+                refused = refused.bearer_auth(key);
+            }
+            let refused = refused.send().await.unwrap();
+            assert_eq!(refused.status(), 401, "{surface} {key:?}");
+            let body: Value = refused.json().await.unwrap();
+            assert_eq!(body["error"]["type"], "authentication_error", "{surface}: {body}");
+            match surface {
+                "openai" => assert_eq!(body["error"]["code"], "invalid_api_key", "{body}"),
+                "anthropic" => assert_eq!(body["type"], "error", "{body}"),
+                _ => assert!(
+                    body["error"]["message"].as_str().unwrap().contains("API key"),
+                    "{body}"
+                ),
+            }
+        }
+        // Anthropic's clients send x-api-key; the others a bearer key.
+        let allowed = match surface {
+            "anthropic" => request(surface).header("x-api-key", KEY),
+            _ => request(surface).bearer_auth(KEY),
+        };
+        let allowed = allowed.send().await.unwrap();
+        assert_eq!(allowed.status(), 200, "{surface}: {:?}", allowed.text().await);
+    }
+    terminate(child).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_files_using_the_same_mcp_server_share_one_connection() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    // assistant.md and sleeper.md both use the server `test`.
+    let mut args = serve_args(dir.path(), &config);
+    args.extend(["--rest", "0"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
+    let (urls, _) = listening(&mut child, 1).await;
+    // Each connection to the server begins with one `initialize`.
+    let starts = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("initialize"))
+            .count()
+    };
+    assert_eq!(starts(), 1, "the server `test` was started once");
+    // The assistant's run calls the shared server's echo.
+    let result: Value = reqwest::Client::new()
+        .post(format!("{}/v1/agents/assistant", urls["rest"]))
+        .json(&json!({"prompt": "hi"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(result["text"], "The echo said hi.", "{result}");
+    wait_for_log(&log, "called echo").await;
+    assert_eq!(starts(), 1);
+    terminate(child).await;
 }
 
 #[tokio::test]

@@ -161,6 +161,20 @@ async fn a_coordinator_file_runs_two_sub_agents_with_their_own_models_and_mcp_to
         (last["type"].as_str(), last["exit"].as_str()),
         (Some("finished"), Some("completed"))
     );
+    // `finished` carries the tree's total: the coordinator's own usage plus
+    // each sub-agent's (theirs are in their own `finished` events).
+    let input = |e: &Value, field: &str| e[field]["input_tokens"].as_u64().unwrap();
+    let children: u64 = events
+        .iter()
+        .filter(|e| e["type"] == "sub_agent" && e["event"]["type"] == "finished")
+        .map(|e| input(&e["event"], "tree_usage"))
+        .sum();
+    assert!(children > 0 && input(last, "usage") > 0, "{last}");
+    assert_eq!(
+        input(last, "tree_usage"),
+        input(last, "usage") + children,
+        "{last}"
+    );
 
     // Accounting: every entry with its agent's path; the MCP call is the researcher's.
     let ledger = std::fs::read_to_string(&ledger).unwrap();
@@ -266,4 +280,141 @@ async fn agent_file_errors_name_the_file_key_and_line_and_exit_2() {
         .await;
         assert_exit(&out, 2, needle);
     }
+}
+
+#[tokio::test]
+async fn the_command_lines_model_max_steps_and_system_override_the_root_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RoutedServer::start(vec![
+        (
+            "override-model",
+            vec![
+                chat_calls(&[("call_c", "agent__coder", json!({"prompt": "write the patch"}))]),
+                chat_answer("Concluded."),
+            ],
+        ),
+        ("coord-model", vec![chat_answer("The file's model answered.")]),
+        ("coder-model", vec![chat_answer("Patched.")]),
+    ])
+    .await;
+    let config = write_files(dir.path(), &server);
+    let out = run_agent(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--agent",
+            dir.path().join("coordinator.md").to_str().unwrap(),
+            "--model",
+            "local/override-model",
+            "--max-steps",
+            "1",
+            "--system",
+            "Flag system.",
+            "--events",
+            "Fix the echo",
+        ],
+        &[],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    // Exit 5: the step limit (the file's is 4) ended it.
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let last = json_lines(&stdout).pop().unwrap();
+    assert_eq!(
+        (last["exit"].as_str(), last["steps"].as_u64()),
+        (Some("max_steps"), Some(2)),
+        "{last}"
+    );
+    assert_eq!(last["text"], "Concluded.");
+
+    // The root used the flag's model and system prompt, not its file's.
+    assert!(server.bodies_for("coord-model").is_empty());
+    let root = server.bodies_for("override-model");
+    assert_eq!(root.len(), 2);
+    assert_eq!(root[0]["messages"][0]["role"], "system");
+    assert_eq!(root[0]["messages"][0]["content"], "Flag system.");
+    // The sub-agent kept its own file's model and prompt.
+    let coder = server.bodies_for("coder-model");
+    assert_eq!(coder.len(), 1);
+    assert_eq!(
+        coder[0]["messages"][0]["content"].as_str().map(str::trim),
+        Some("You write code.")
+    );
+}
+
+const LEAD: &str = "---
+model: local/lead-model
+agents: [mid.md]
+---
+You lead.
+";
+
+const MID: &str = "---
+description: Hands the task down.
+model: local/mid-model
+agents: [leaf.md]
+---
+You are in the middle.
+";
+
+const LEAF: &str = "---
+description: Does the task.
+model: local/leaf-model
+---
+You do it.
+";
+
+#[tokio::test]
+async fn max_depth_limits_how_deep_sub_agents_nest() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = RoutedServer::start(vec![
+        (
+            "lead-model",
+            vec![
+                chat_calls(&[("call_m", "agent__mid", json!({"prompt": "do it"}))]),
+                chat_answer("Lead done."),
+            ],
+        ),
+        (
+            "mid-model",
+            vec![
+                chat_calls(&[("call_l", "agent__leaf", json!({"prompt": "do it"}))]),
+                chat_answer("Mid done."),
+            ],
+        ),
+        ("leaf-model", vec![chat_answer("Leaf done.")]),
+    ])
+    .await;
+    let config = write_files(dir.path(), &server);
+    for (name, text) in [("lead.md", LEAD), ("mid.md", MID), ("leaf.md", LEAF)] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let out = run_agent(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--agent",
+            dir.path().join("lead.md").to_str().unwrap(),
+            "--max-depth",
+            "1",
+            "Go",
+        ],
+        &[],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "Lead done.");
+    // lead -> mid ran (depth 1); mid -> leaf (depth 2) was refused
+    // without a model call, and mid's model read why.
+    assert!(server.bodies_for("leaf-model").is_empty());
+    let mid = server.bodies_for("mid-model");
+    assert_eq!(mid.len(), 2);
+    let refusal = mid[1]["messages"].to_string();
+    assert!(
+        refusal.contains("lead/mid/leaf would be 2 levels deep") && refusal.contains("at most 1 deep"),
+        "{refusal}"
+    );
 }

@@ -10,35 +10,9 @@ use agent_core::agent::CONCLUDE_INSTRUCTION;
 use agent_core::budget::{BUDGET_EXCEEDED_RESULT, TokenCounter};
 use agent_core::testing::ScriptedStep;
 use agent_core::{AgentEvent, AgentOptions, ContextBudget, ExitReason, ToolChoice, ToolOutput};
+use common::recorded::{metric, snapshot};
 use common::*;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-
-/// A metric's name, labels and value.
-type Sample = (String, Vec<(String, String)>, DebugValue);
-
-fn metric<'a>(snapshot: &'a [Sample], name: &str, label: (&str, &str)) -> Option<&'a DebugValue> {
-    snapshot
-        .iter()
-        .find(|(n, labels, _)| n == name && labels.iter().any(|(k, v)| k == label.0 && v == label.1))
-        .map(|(_, _, v)| v)
-}
-
-fn snapshot(recorder: &DebuggingRecorder) -> Vec<Sample> {
-    recorder
-        .snapshotter()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .map(|(key, _, _, value)| {
-            let key = key.key();
-            let labels = key
-                .labels()
-                .map(|l| (l.key().to_owned(), l.value().to_owned()))
-                .collect();
-            (key.name().to_owned(), labels, value)
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn a_huge_tool_result_is_replaced_and_the_run_concludes() {

@@ -121,6 +121,22 @@ async fn two_sub_agents_run_in_parallel_and_roll_up_usage_accounting_and_events(
     // Own usage: two calls of 10 + 5; the tree adds two calls per child.
     assert_eq!(tokens(result.usage), (20, 10));
     assert_eq!(tokens(result.tree_usage), (60, 30));
+    // The `finished` event carries both, for readers of the events alone.
+    let Some(AgentEvent::Finished {
+        usage, tree_usage, ..
+    }) = events.last()
+    else {
+        panic!("finished is last")
+    };
+    assert_eq!((tokens(*usage), tokens(*tree_usage)), ((20, 10), (60, 30)));
+    let finished = serde_json::to_value(events.last().unwrap()).unwrap();
+    assert_eq!(
+        (
+            &finished["usage"]["input_tokens"],
+            &finished["tree_usage"]["input_tokens"]
+        ),
+        (&serde_json::json!(20), &serde_json::json!(60))
+    );
     assert_eq!(
         sink.paths(),
         ["coordinator", "coordinator/coder", "coordinator/researcher"]
@@ -411,4 +427,110 @@ async fn cancelling_the_parent_ends_the_child_and_its_tools_within_the_grace() {
         "the child's tool is still running"
     );
     assert!(cancelled_at.elapsed() <= within);
+}
+
+#[tokio::test]
+async fn a_tool_keeping_its_context_in_a_task_that_outlives_the_run_does_not_hold_the_run_open() {
+    // Each call hands its context to a detached task that lives until the
+    // test closes `release`, after both runs ended: the root's own call and
+    // the sub-agent's (whose run `AgentTool::call` waits for).
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let alive = Arc::new(AtomicUsize::new(0));
+    let leaker = || {
+        let (release, alive) = (release.clone(), alive.clone());
+        TestTool::new("leak", object_schema(), move |_, ctx| {
+            let (release, alive) = (release.clone(), alive.clone());
+            alive.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let _kept = ctx;
+                let _ = release.acquire().await;
+                alive.fetch_sub(1, Ordering::SeqCst);
+            });
+            async { Ok(ToolOutput::text("leaked")) }
+        })
+    };
+    let (child_model, _) = scripted(vec![
+        ScriptedStep::tool_calls(&[("l", "leak", "{}")]),
+        ScriptedStep::text("child done"),
+    ]);
+    let child = Agent::builder(child_model)
+        .name("child")
+        .tools(tools(vec![leaker()]))
+        .build();
+    let (model, _) = scripted(vec![
+        ScriptedStep::tool_calls(&[("l", "leak", "{}"), ("c", "agent__child", r#"{"prompt": "go"}"#)]),
+        ScriptedStep::text("parent done"),
+    ]);
+    let parent = Agent::builder(model)
+        .name("parent")
+        .tools(tools(vec![leaker()]))
+        .sub_agent(child.as_tool())
+        .build();
+
+    // `collect` fails with "run hung" if the stream never ends.
+    let (_, result) = run_all(&parent).await;
+    assert_eq!(
+        (result.exit, result.text.as_str()),
+        (ExitReason::Completed, "parent done")
+    );
+    assert_eq!(results_by_id(&result)["c"], (false, "child done".to_owned()));
+    assert_eq!(
+        alive.load(Ordering::SeqCst),
+        2,
+        "both contexts are still held when the run has finished"
+    );
+    release.close();
+}
+
+#[tokio::test]
+async fn metrics_are_labelled_with_the_path_of_the_agent_that_made_the_call() {
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    // The test's runtime is single-threaded: every run's task records here.
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let (root, _, _) = three_levels(agent_core::agent::DEFAULT_MAX_DEPTH);
+    let (_, result) = run_all(&root).await;
+    assert_eq!(result.text, "root answer");
+
+    let snap = common::recorded::snapshot(&recorder);
+    let count = |name: &str, labels: &[(&str, &str)]| common::recorded::labelled(&snap, name, labels);
+    use metrics_util::debugging::DebugValue::Counter;
+    // Model calls: two each for root and mid, one for the leaf.
+    for (agent, calls) in [("root", 2), ("root/mid", 2), ("root/mid/leaf", 1)] {
+        assert_eq!(
+            count("agent_model_calls_total", &[("agent", agent), ("status", "ok")]),
+            Some(&Counter(calls)),
+            "{agent}"
+        );
+        assert_eq!(
+            count("agent_tokens_total", &[("agent", agent), ("kind", "input")]),
+            Some(&Counter(10 * calls)),
+            "{agent}"
+        );
+    }
+    // A sub-agent call is a tool call of its caller.
+    assert_eq!(
+        count(
+            "agent_tool_calls_total",
+            &[("agent", "root"), ("tool", "agent__mid")]
+        ),
+        Some(&Counter(1))
+    );
+    assert_eq!(
+        count(
+            "agent_tool_calls_total",
+            &[("agent", "root/mid"), ("tool", "agent__leaf")]
+        ),
+        Some(&Counter(1))
+    );
+    // Every sample of the run's metrics names its agent.
+    let unlabelled: Vec<&str> = snap
+        .iter()
+        .filter(|(name, labels, _)| {
+            name.starts_with("agent_")
+                && !name.starts_with("agent_context_guard")
+                && !labels.iter().any(|(k, _)| k == "agent")
+        })
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    assert!(unlabelled.is_empty(), "{unlabelled:?}");
 }

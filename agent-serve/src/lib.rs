@@ -49,7 +49,7 @@ mod sse;
 pub use agents::ServedAgent;
 pub use error::ServeError;
 pub use guard::LOOPBACK_HOSTS;
-pub use limit::{DEFAULT_CONCURRENCY, RETRY_AFTER_SECS};
+pub use limit::{DEFAULT_CONCURRENCY, IN_FLIGHT_GAUGE, QUEUED_GAUGE, RETRY_AFTER_SECS};
 pub use server::{Bound, DEFAULT_SHUTDOWN_GRACE, Running, Serve, Surface};
 
 /// rmcp, as this crate uses it (its server side), for applications that

@@ -8,10 +8,12 @@
 //!   client that disconnects while waiting drops its acquire and leaves the
 //!   queue, so its run never starts;
 //! - with a queue bound, a request that would wait behind `queue` others is
-//!   refused at once ([`Refused::QueueFull`]); once the server is stopping,
-//!   waiting requests are refused ([`Refused::Stopping`]);
-//! - the gauges `agent_serve_runs_in_flight` and `agent_serve_runs_queued`
-//!   (label `instance`) follow every change.
+//!   refused at once ([`Refused::QueueFull`]): the check and the count are
+//!   one atomic step, so a burst never queues more than the bound; once the
+//!   server is stopping, waiting requests are refused ([`Refused::Stopping`]);
+//! - the gauges [`IN_FLIGHT_GAUGE`] and [`QUEUED_GAUGE`] (label `instance`)
+//!   follow every change as increments and decrements, so two changes
+//!   landing in either order leave the same value.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +28,12 @@ pub const DEFAULT_CONCURRENCY: usize = 10;
 /// Seconds a refused client is told to wait (`Retry-After`): about one
 /// short agent run.
 pub const RETRY_AFTER_SECS: u64 = 5;
+
+/// Runs in flight on an instance (gauge, label `instance`).
+pub const IN_FLIGHT_GAUGE: &str = "agent_serve_runs_in_flight";
+
+/// Requests waiting for a permit on an instance (gauge, label `instance`).
+pub const QUEUED_GAUGE: &str = "agent_serve_runs_queued";
 
 /// Why a request got no permit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +64,8 @@ pub(crate) struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let now = self.in_flight.fetch_sub(1, Ordering::SeqCst) - 1;
-        metrics::gauge!("agent_serve_runs_in_flight", "instance" => self.instance.clone()).set(now as f64);
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        metrics::gauge!(IN_FLIGHT_GAUGE, "instance" => self.instance.clone()).decrement(1.0);
     }
 }
 
@@ -66,8 +74,8 @@ struct Waiting<'a>(&'a Limiter);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        let now = self.0.queued.fetch_sub(1, Ordering::SeqCst) - 1;
-        metrics::gauge!("agent_serve_runs_queued", "instance" => self.0.instance.clone()).set(now as f64);
+        self.0.queued.fetch_sub(1, Ordering::SeqCst);
+        metrics::gauge!(QUEUED_GAUGE, "instance" => self.0.instance.clone()).decrement(1.0);
     }
 }
 
@@ -90,23 +98,29 @@ impl Limiter {
         let permit = match self.semaphore.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
-                if let Some(bound) = self.queue_bound
-                    && self.queued.load(Ordering::SeqCst) >= bound
-                {
+                // Check the bound and join the queue in one step: of a
+                // burst, exactly as many as fit get in.
+                let joined =
+                    self.queued
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |queued| {
+                            match self.queue_bound {
+                                Some(bound) if queued >= bound => None,
+                                _ => Some(queued + 1),
+                            }
+                        });
+                if joined.is_err() {
                     return Err(Refused::QueueFull);
                 }
-                let now = self.queued.fetch_add(1, Ordering::SeqCst) + 1;
-                metrics::gauge!("agent_serve_runs_queued", "instance" => self.instance.clone())
-                    .set(now as f64);
                 let _waiting = Waiting(self);
+                metrics::gauge!(QUEUED_GAUGE, "instance" => self.instance.clone()).increment(1.0);
                 tokio::select! {
                     permit = self.semaphore.clone().acquire_owned() => permit.map_err(|_| Refused::Stopping)?,
                     () = stopping.cancelled() => return Err(Refused::Stopping),
                 }
             }
         };
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        metrics::gauge!("agent_serve_runs_in_flight", "instance" => self.instance.clone()).set(now as f64);
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        metrics::gauge!(IN_FLIGHT_GAUGE, "instance" => self.instance.clone()).increment(1.0);
         Ok(Permit {
             _permit: permit,
             in_flight: self.in_flight.clone(),
@@ -127,7 +141,7 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
     #[tokio::test]
@@ -175,6 +189,102 @@ mod tests {
         let next = limiter.acquire(&stopping).await.unwrap();
         assert_eq!(limiter.in_flight(), 1);
         drop(next);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_queues_exactly_up_to_the_bound() {
+        const BURST: usize = 32;
+        const BOUND: usize = 3;
+        // A check and a count done apart let a second request in about once
+        // in a few hundred rounds on 2 cores: enough rounds to catch it.
+        const ROUNDS: usize = 1000;
+        // Each round a burst released at once by a barrier, so the requests
+        // race for the last places in the queue.
+        for round in 0..ROUNDS {
+            let limiter = Arc::new(Limiter::new("t", 1, Some(BOUND)));
+            let stopping = CancellationToken::new();
+            let held = limiter.acquire(&stopping).await.unwrap();
+            let start = Arc::new(std::sync::Barrier::new(BURST));
+            let refused = Arc::new(AtomicUsize::new(0));
+            let mut waiters = Vec::new();
+            for _ in 0..BURST {
+                let (l, s, start, refused) =
+                    (limiter.clone(), stopping.clone(), start.clone(), refused.clone());
+                // Threads of their own, so the checks really interleave.
+                waiters.push(std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                    start.wait();
+                    // Queued ones wait until the round ends (`stopping`).
+                    match rt.block_on(l.acquire(&s)) {
+                        Err(Refused::QueueFull) => {
+                            refused.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(Refused::Stopping) => {}
+                        Ok(_) => panic!("the permit is held"),
+                    }
+                }));
+            }
+            // Every request refused or queued (a hang is a failure).
+            let hang_guard = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while refused.load(Ordering::SeqCst) + limiter.queued() < BURST {
+                assert!(
+                    std::time::Instant::now() < hang_guard,
+                    "round {round} never settled"
+                );
+                std::thread::yield_now();
+            }
+            assert_eq!(
+                (limiter.queued(), refused.load(Ordering::SeqCst)),
+                (BOUND, BURST - BOUND),
+                "round {round}"
+            );
+            stopping.cancel();
+            for w in waiters {
+                w.join().unwrap();
+            }
+            drop(held);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_gauges_follow_the_counts() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let recorder = DebuggingRecorder::new();
+        // Single-threaded test: every change is recorded here.
+        let _local = metrics::set_default_local_recorder(&recorder);
+        // A snapshot takes each gauge's value and leaves 0 behind: the
+        // gauges are the sums of the snapshots.
+        let totals = std::cell::Cell::new((0.0, 0.0));
+        let gauges = || {
+            let (mut in_flight, mut queued) = totals.get();
+            for (key, _, _, value) in recorder.snapshotter().snapshot().into_vec() {
+                let DebugValue::Gauge(value) = value else { continue };
+                match key.key().name() {
+                    IN_FLIGHT_GAUGE => in_flight += value.into_inner(),
+                    QUEUED_GAUGE => queued += value.into_inner(),
+                    _ => {}
+                }
+            }
+            totals.set((in_flight, queued));
+            (in_flight, queued)
+        };
+        let limiter = Limiter::new("t", 1, None);
+        let stopping = CancellationToken::new();
+        let held = limiter.acquire(&stopping).await.unwrap();
+        let (mut a, mut b) = (
+            Box::pin(limiter.acquire(&stopping)),
+            Box::pin(limiter.acquire(&stopping)),
+        );
+        assert!(futures::poll!(a.as_mut()).is_pending() && futures::poll!(b.as_mut()).is_pending());
+        assert_eq!(gauges(), (1.0, 2.0));
+        drop(b);
+        assert_eq!(gauges(), (1.0, 1.0));
+        drop(held);
+        let next = a.await.unwrap();
+        assert_eq!(gauges(), (1.0, 0.0));
+        drop(next);
+        assert_eq!(gauges(), (0.0, 0.0));
+        assert_eq!((limiter.in_flight(), limiter.queued()), (0, 0));
     }
 
     #[tokio::test]

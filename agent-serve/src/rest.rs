@@ -5,11 +5,14 @@
 //! Invariants: a result answers 200 whatever the run's exit (its `exit`
 //! field says how it ended); a request that never ran answers an error
 //! `{error: {type, message}}` with its status; a streamed run always ends
-//! with its `finished` event unless the client left.
+//! with its `finished` event unless the client left, or, when the run's
+//! task died without one, with an event `{type: "error", error: {type,
+//! message}}` (the OpenAI and Anthropic streams end with their own error
+//! events alike), never silently.
 
 use std::sync::Arc;
 
-use agent_core::Message;
+use agent_core::{AgentEvent, Message};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -96,7 +99,16 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
             let Some(next) = closed_or(&tx, started.run.next()).await else {
                 return;
             };
-            let Some(event) = next else { return };
+            let Some(event) = next else {
+                // The events ended without `finished`: the run's task died.
+                let why = match started.run.into_outcome().await {
+                    Err(aborted) => format!("the run stopped without a result: {aborted}"),
+                    Ok(_) => "the run's events ended before its finished event".to_owned(),
+                };
+                let _ = tx.send(error_event(&why)).await;
+                return;
+            };
+            let finished = matches!(event, AgentEvent::Finished { .. });
             let data = match serde_json::to_string(&event) {
                 Ok(data) => data,
                 Err(e) => {
@@ -104,10 +116,18 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
                         .to_string()
                 }
             };
-            if tx.send(Event::default().data(data)).await.is_err() {
+            if tx.send(Event::default().data(data)).await.is_err() || finished {
                 return;
             }
         }
     })
     .into_response())
+}
+
+/// A streamed run's end without `finished`: the error object of this
+/// surface's error answers, tagged `type` like every event of the stream.
+fn error_event(message: &str) -> Event {
+    let mut body = ApiError::new(SHAPE, Kind::Upstream, message).body();
+    body["type"] = json!("error");
+    Event::default().data(body.to_string())
 }

@@ -4,7 +4,9 @@
 //!
 //! Invariants:
 //! - every address is bound before `start` returns (a bind failure is an
-//!   error naming the surface and address, and nothing is left running);
+//!   error naming the surface and address); every step that can fail comes
+//!   before the first task is spawned, so a failed `start` leaves nothing
+//!   running;
 //! - each surface instance has its own limiter and guard;
 //! - shutdown stops accepting and refuses queued requests at once, lets
 //!   runs in flight finish for the grace, then cancels them, then gives
@@ -267,14 +269,9 @@ impl Serve {
             })?;
             listeners.push((*surface, listener, bound));
         }
-        let mut running = Running {
-            bound: Vec::new(),
-            lifecycle: lifecycle.clone(),
-            instances: Vec::new(),
-            tasks: Vec::new(),
-            stdio: None,
-            grace: self.grace,
-        };
+        // Every router before any task: a surface this build leaves out
+        // fails here, with nothing spawned yet.
+        let mut apps = Vec::new();
         for (surface, listener, addr) in listeners {
             let instance = self.instance(&agents, format!("{surface}@{addr}"), Some(addr), &lifecycle);
             let router = router(surface, instance.clone())?;
@@ -288,6 +285,21 @@ impl Serve {
                 shape,
             };
             let app = router.layer(axum::middleware::from_fn_with_state(guard, check));
+            apps.push((surface, listener, addr, instance, app));
+        }
+        if self.mcp_stdio && !cfg!(feature = "mcp") {
+            return Err(ServeError::NotBuilt { surface: "mcp-stdio" });
+        }
+        let mut running = Running {
+            bound: Vec::new(),
+            lifecycle: lifecycle.clone(),
+            instances: Vec::new(),
+            tasks: Vec::new(),
+            stdio: None,
+            grace: self.grace,
+        };
+        // From here on nothing fails.
+        for (surface, listener, addr, instance, app) in apps {
             let stopping = lifecycle.stopping.clone();
             running.tasks.push(tokio::spawn(async move {
                 // Without TCP_NODELAY a stream's small events wait for the
@@ -308,7 +320,7 @@ impl Serve {
         }
         if self.mcp_stdio {
             let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle);
-            running.stdio = Some(mcp_stdio(instance.clone())?);
+            running.stdio = mcp_stdio(instance.clone());
             running.instances.push(instance);
         }
         Ok(running)
@@ -359,12 +371,14 @@ fn mcp_http(instance: Arc<Instance>) -> Router {
     Router::new().route_service("/mcp", service)
 }
 
+/// The stdio surface's task (`None` in a build without it, which
+/// [`Serve::start`] refused before).
 #[cfg(feature = "mcp")]
-fn mcp_stdio(instance: Arc<Instance>) -> Result<JoinHandle<()>, ServeError> {
+fn mcp_stdio(instance: Arc<Instance>) -> Option<JoinHandle<()>> {
     use rmcp::ServiceExt;
     let hard = instance.lifecycle.hard.clone();
     let surface = crate::mcp::McpSurface { instance };
-    Ok(tokio::spawn(async move {
+    Some(tokio::spawn(async move {
         let service = match surface.serve(rmcp::transport::stdio()).await {
             Ok(service) => service,
             Err(e) => {
@@ -381,8 +395,8 @@ fn mcp_stdio(instance: Arc<Instance>) -> Result<JoinHandle<()>, ServeError> {
 }
 
 #[cfg(not(feature = "mcp"))]
-fn mcp_stdio(_instance: Arc<Instance>) -> Result<JoinHandle<()>, ServeError> {
-    Err(ServeError::NotBuilt { surface: "mcp-stdio" })
+fn mcp_stdio(_instance: Arc<Instance>) -> Option<JoinHandle<()>> {
+    None
 }
 
 /// A started server.

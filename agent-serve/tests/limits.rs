@@ -1,6 +1,7 @@
 //! The concurrency limit, counted at the model: a model whose answers wait
 //! until the test releases them. Strict limits, queued clients that leave,
-//! running clients that leave, the queue bound, and shutdown.
+//! running clients that leave (streaming or not), the queue bound (one
+//! request at a time and in a burst), and shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
@@ -96,15 +97,22 @@ impl LanguageModel for GatedModel {
 struct Fixture {
     model: Arc<GatedModel>,
     running: Running,
+    /// The REST run endpoint.
     url: String,
+    /// The OpenAI and Anthropic surfaces' addresses (each its own limit).
+    openai: std::net::SocketAddr,
+    anthropic: std::net::SocketAddr,
 }
 
 async fn serve(concurrency: usize, queue: Option<usize>) -> Fixture {
     let model = Arc::new(GatedModel::new());
     let agent = Agent::builder(model.clone()).name("gated").build();
+    let local = "127.0.0.1:0".parse().unwrap();
     let mut serve = Serve::new()
         .agent(ServedAgent::new(agent))
-        .rest("127.0.0.1:0".parse().unwrap())
+        .rest(local)
+        .openai(local)
+        .anthropic(local)
         .concurrency(concurrency)
         .shutdown_grace(Duration::from_millis(200));
     if let Some(n) = queue {
@@ -115,7 +123,13 @@ async fn serve(concurrency: usize, queue: Option<usize>) -> Fixture {
         "http://{}/v1/agents/gated",
         running.address(Surface::Rest).unwrap()
     );
-    Fixture { model, running, url }
+    Fixture {
+        model,
+        openai: running.address(Surface::OpenAi).unwrap(),
+        anthropic: running.address(Surface::Anthropic).unwrap(),
+        running,
+        url,
+    }
 }
 
 async fn post(url: String) -> reqwest::Response {
@@ -203,6 +217,89 @@ async fn a_running_client_that_leaves_cancels_its_run() {
     // The next client gets the slot.
     f.model.release.add_permits(1);
     assert_eq!(post(f.url.clone()).await.status(), 200);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_client_that_leaves_cancels_its_run() {
+    let f = serve(1, None).await;
+    let requests = [
+        (
+            format!("http://{}/v1/chat/completions", f.openai),
+            json!({"model": "gated", "stream": true, "messages": [{"role": "user", "content": "go"}]}),
+        ),
+        (
+            format!("http://{}/v1/messages", f.anthropic),
+            json!({"model": "gated", "stream": true, "max_tokens": 100,
+                   "messages": [{"role": "user", "content": "go"}]}),
+        ),
+    ];
+    for (i, (url, body)) in requests.into_iter().enumerate() {
+        let response = reqwest::Client::new()
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{url}");
+        until("the run at the model", || {
+            f.model.in_flight.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        // The client goes, its stream unread.
+        drop(response);
+        until("the model call dropped unanswered", || {
+            f.model.dropped.load(Ordering::SeqCst) == i + 1
+        })
+        .await;
+        until("the permit back", || f.running.in_flight() == 0).await;
+    }
+    assert_eq!(f.model.started.load(Ordering::SeqCst), 2);
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_against_a_blocked_model_queues_exactly_the_bound() {
+    const BURST: usize = 40;
+    const BOUND: usize = 3;
+    let f = serve(1, Some(BOUND)).await;
+    let first = tokio::spawn(post(f.url.clone()));
+    until("the first run at the model", || {
+        f.model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // All at once: each waits at the barrier, then sends.
+    let barrier = Arc::new(tokio::sync::Barrier::new(BURST));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let burst: Vec<_> = (0..BURST)
+        .map(|_| {
+            let (url, barrier, refused) = (f.url.clone(), barrier.clone(), refused.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let status = post(url).await.status();
+                if status == 503 {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                }
+                status
+            })
+        })
+        .collect();
+    until("every request of the burst refused or queued", || {
+        refused.load(Ordering::SeqCst) + f.running.queued() == BURST
+    })
+    .await;
+    assert_eq!(
+        (f.running.queued(), refused.load(Ordering::SeqCst)),
+        (BOUND, BURST - BOUND)
+    );
+    f.model.release.add_permits(1 + BOUND);
+    assert_eq!(first.await.unwrap().status(), 200);
+    let mut statuses: Vec<u16> = Vec::new();
+    for request in burst {
+        statuses.push(request.await.unwrap().as_u16());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), BOUND);
+    assert_eq!(f.model.started.load(Ordering::SeqCst), 1 + BOUND);
     f.running.shutdown().await;
 }
 

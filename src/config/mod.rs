@@ -12,7 +12,8 @@
 //!                 "temperature": 0.2, "maxSteps": 20, "maxOutputTokens": 4096, "parallelToolCalls": true,
 //!                 "topP": 0.9, "toolResponseMaxBytes": 65536, "contextWindowBufferTokens": 4096 },
 //!   "accounting": { "file": "accounting.jsonl" },
-//!   "skills": [".agents/skills", "~/team/skills"]
+//!   "skills": [".agents/skills", "~/team/skills"],
+//!   "serve": { "apiKeys": ["${SERVE_KEY}"] }
 //! }
 //! ```
 //!
@@ -23,14 +24,16 @@
 //! - a missing variable in `providers.<name>` makes only that provider
 //!   unusable, in `mcpServers.<name>` only that server; anywhere else it is
 //!   an error naming the key;
-//! - unknown keys are warnings; a value of the wrong type is an error that
-//!   names its key path (`defaults.maxSteps: expected an unsigned integer`).
+//! - unknown keys are warnings (in `serve` errors, see [`ServeConfig`](crate::config::ServeConfig)); a
+//!   value of the wrong type is an error that names its key path
+//!   (`defaults.maxSteps: expected an unsigned integer`).
 
 mod choose;
 mod expand;
 pub(crate) mod keys;
 mod run;
 mod secrets;
+mod serve;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +50,7 @@ pub use agent_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
 pub use run::RunSetupError;
+pub use serve::{SERVE_KEYS, ServeConfig};
 
 /// The file looked for in the current directory, then in the home directory.
 pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";
@@ -240,6 +244,8 @@ pub struct AgentConfig {
     /// directory by [`AgentConfig::load`]. `None` without the key (the
     /// default directories apply); an empty list means no skills.
     pub skills: Option<Vec<PathBuf>>,
+    /// What `agent serve` reads (`serve`: its bearer keys).
+    pub serve: ServeConfig,
     /// Unknown keys and other things worth telling the user.
     pub warnings: Vec<String>,
 }
@@ -319,6 +325,9 @@ impl AgentConfig {
         let Value::Object(mut root) = root else {
             return Err(invalid("(top level)", "expected a JSON object".into()));
         };
+        // `serve` is read strictly by its own module (an unknown key there
+        // is an error), so it is out before unknown keys are warned about.
+        let serve_section = section(&mut root, "serve", &invalid)?;
         let mut config = Self::default();
         let mut warn = |key: String| config.warnings.push(format!("{origin}: unknown key `{key}`"));
         keys::warn_unknown(&root, &mut warn);
@@ -395,6 +404,17 @@ impl AgentConfig {
                 ));
             }
         };
+
+        serve::check_keys(&serve_section, &invalid)?;
+        let mut serve_value = Value::Object(serve_section);
+        expand(&mut serve_value, "serve", &|_| false, lookup).map_err(|m| {
+            ConfigFileError::MissingVariable {
+                path: origin.to_string(),
+                key: m.key,
+                variable: m.variable,
+            }
+        })?;
+        config.serve = serve::serve(&serve_value, &invalid)?;
         Ok(config)
     }
 

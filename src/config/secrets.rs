@@ -4,7 +4,8 @@
 //! Invariant: a value is listed when its name says it is a credential (an
 //! environment variable, an MCP server's `env` entry or header named
 //! `*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*AUTH*`, `*APIKEY*`,
-//! `*COOKIE*`, see [`looks_secret`]) or it is a provider's API key or header; `${VAR}`s are
+//! `*COOKIE*`, see [`looks_secret`]) or it is a provider's API key or header
+//! or a `serve.apiKeys` key; `${VAR}`s are
 //! resolved as the server will resolve them, and a value with an
 //! authorization scheme (`Bearer abc`) is listed with and without it.
 //! Credentials carried by URLs (the password of `https://user:pw@host`,
@@ -57,6 +58,7 @@ impl AgentConfig {
                     .filter_map(|(_, value)| interpolate(&server.name, value, &lookup).ok()),
             );
         }
+        out.extend(self.serve.api_keys.iter().cloned());
         // `Bearer abc` may also be logged as `abc`.
         let bare: Vec<String> = out
             .iter()

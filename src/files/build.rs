@@ -7,7 +7,8 @@
 //!   list each other (a cycle) are joined through deferred tools, and the
 //!   loop's self-call guard refuses a call that would recurse;
 //! - MCP servers are connected once for the whole tree, concurrently, and
-//!   shared: an agent sees only the servers its `mcp` names;
+//!   shared: an agent sees only the servers its `mcp` names; with a
+//!   [`McpServerPool`] once for every tree built with that pool;
 //! - a sub-agent without a `description`, an MCP server the configuration
 //!   does not have, or a model that cannot be chosen is an error naming the
 //!   file; nothing is connected before every file was read and checked;
@@ -26,6 +27,7 @@ use agent_core::{
 use agent_mcp::Connected;
 use agent_tools::{Workspace, coding_tools};
 
+use super::pool::{McpServerPool, Servers};
 use super::{AgentFile, AgentFileError, PromptVars};
 use crate::config::{AgentConfig, ChosenModel, ModelChoiceError, RunSetupError};
 
@@ -119,6 +121,7 @@ pub struct BuildOptions {
     workspace: Option<Workspace>,
     #[cfg(feature = "skills")]
     skills: Option<Arc<crate::skills::Skills>>,
+    pool: Option<McpServerPool>,
 }
 
 impl BuildOptions {
@@ -193,6 +196,15 @@ impl BuildOptions {
         self.skills = (!skills.is_empty() || !skills.warnings().is_empty()).then_some(skills);
         self
     }
+
+    /// Take MCP servers from `pool`, connecting there the ones it does not
+    /// have yet, so that files built with the same pool share one
+    /// connection per server; the pool then holds them (the build's
+    /// [`BuiltAgent::connected`] is empty).
+    pub fn server_pool(mut self, pool: McpServerPool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
 }
 
 /// Agents built from files: the root agent, and the MCP servers to close
@@ -201,7 +213,8 @@ impl BuildOptions {
 pub struct BuiltAgent {
     /// The root agent, its sub-agents wired as its tools.
     pub agent: Agent,
-    /// Every MCP server the tree connected (close them at the end).
+    /// Every MCP server the tree connected (close them at the end); empty
+    /// with a [`BuildOptions::server_pool`], which holds them instead.
     pub connected: Connected,
     /// Every agent of the tree, by name, root first.
     pub agents: Vec<(String, Agent)>,
@@ -249,16 +262,20 @@ impl AgentFile {
     ) -> Result<BuiltAgent, AgentBuildError> {
         let tree = Tree::load(self.clone())?;
         let servers = tree.servers(config, &options)?;
-        let connected = if servers.is_empty() {
-            Connected::default()
-        } else {
-            config.connect_mcp(&servers).await?
+        let (connected, shared) = match &options.pool {
+            Some(pool) => (Connected::default(), pool.servers(config, &servers).await?),
+            None if servers.is_empty() => (Connected::default(), Servers::default()),
+            None => {
+                let connected = config.connect_mcp(&servers).await?;
+                let shared = Servers::of(&connected);
+                (connected, shared)
+            }
         };
         let mut builder = Builder {
             config,
             options: &options,
             tree: &tree,
-            connected: &connected,
+            servers: &shared,
             built: HashMap::new(),
             building: HashSet::new(),
             slots: Vec::new(),
@@ -386,7 +403,8 @@ struct Builder<'a> {
     config: &'a AgentConfig,
     options: &'a BuildOptions,
     tree: &'a Tree,
-    connected: &'a Connected,
+    /// The tree's servers (its own, or from the pool).
+    servers: &'a Servers,
     built: HashMap<usize, Agent>,
     building: HashSet<usize>,
     /// Deferred tools to fill once their agent is built.
@@ -572,7 +590,7 @@ impl Builder<'_> {
         let wanted = wanted_servers(index, file, self.options);
         if !wanted.is_empty() {
             let sources = self
-                .connected
+                .servers
                 .sources
                 .iter()
                 .filter(|s| wanted.contains(&s.config().name));
@@ -580,18 +598,17 @@ impl Builder<'_> {
                 builder = builder.source(source.clone());
             }
             let failed = self
-                .connected
+                .servers
                 .failed
                 .iter()
                 .filter(|f| wanted.contains(&f.server))
-                .map(|f| agent_core::toolset::SourceFailure::new(f.server.clone(), f.error.to_string()))
+                .cloned()
                 .collect();
             let servers = self
-                .connected
-                .server_names()
+                .servers
+                .names()
                 .into_iter()
-                .filter(|n| wanted.iter().any(|w| w == n))
-                .map(str::to_owned)
+                .filter(|n| wanted.contains(n))
                 .collect();
             builder = builder.connection_report(agent_core::toolset::ConnectionReport::new(servers, failed));
         }
@@ -616,3 +633,6 @@ impl Builder<'_> {
         Ok(builder.build())
     }
 }
+
+#[cfg(test)]
+mod tests;

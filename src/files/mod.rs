@@ -31,6 +31,7 @@
 //! (see [`PromptVars`](crate::files::PromptVars)).
 
 mod build;
+mod pool;
 mod vars;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use build::{AgentBuildError, BuildOptions, BuiltAgent};
+pub use pool::McpServerPool;
 pub use vars::PromptVars;
 
 use crate::config::ConfigFileError;

@@ -1,9 +1,12 @@
 """The MCP Python SDK's client against `agent serve --mcp-http` or
 `--mcp-stdio`.
 
-Usage: mcp_client.py http URL KEY
-       mcp_client.py stdio COMMAND ARG...
+Usage: mcp_client.py http LOG URL KEY
+       mcp_client.py stdio LOG COMMAND ARG...
+
+LOG is the log file of the MCP server the agents use (`TEST_SERVER_LOG`).
 """
+import pathlib
 import sys
 
 import anyio
@@ -12,15 +15,16 @@ from mcp import Client, StdioServerParameters
 
 
 async def main() -> None:
+    log = pathlib.Path(sys.argv[2])
     if sys.argv[1] == "http":
         import httpx2
 
         from mcp.client.streamable_http import streamable_http_client
 
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {sys.argv[3]}"}, timeout=60)
-        target = streamable_http_client(sys.argv[2], http_client=http)
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {sys.argv[4]}"}, timeout=60)
+        target = streamable_http_client(sys.argv[3], http_client=http)
     else:
-        target = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+        target = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:])
     async with Client(target) as client:
         listed = await client.list_tools()
         tools = {t.name: t for t in listed.tools}
@@ -47,8 +51,20 @@ async def main() -> None:
         assert not said.is_error and said.content[0].text == "The echo said hi.", said
         assert notes == ["calling test__echo", "test__echo done"], notes
 
-        # Cancelled once its tool call is under way: the run (and the MCP
-        # call it made) is cancelled; the test checks the server's log.
+        # Cancelled once its tool call is under way: the client sends
+        # notifications/cancelled, which cancels the run and so the MCP call
+        # it made (a minute's sleep): the MCP server logs that, and this
+        # client waits for it with the session still open, so nothing but
+        # the notification can have caused it.
+        def logged(start: str) -> bool:
+            return log.exists() and any(l.startswith(start) for l in log.read_text().splitlines())
+
+        async def until_logged(start: str) -> None:
+            with anyio.fail_after(30):
+                while not logged(start):
+                    await anyio.sleep(0.02)
+
+        assert not logged("cancelled slow"), "no call was cancelled yet"
         calling = anyio.Event()
 
         async def slow_note(progress, total, message):
@@ -63,7 +79,11 @@ async def main() -> None:
             group.start_soon(call)
             with anyio.fail_after(30):
                 await calling.wait()
+            # The MCP server is in the sleep.
+            await until_logged("called slow")
             group.cancel_scope.cancel()
+
+        await until_logged("cancelled slow")
         # The session still works after a cancellation.
         again = await client.call_tool("extractor", {"prompt": "Again?"})
         assert again.structured_content["city"] == "Paris", again

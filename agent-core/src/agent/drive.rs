@@ -290,10 +290,13 @@ impl Run {
         if let Some(value) = &progress.output {
             self.tell(AgentEvent::Output { value: value.clone() }).await;
         }
+        let mut tree_usage = progress.usage;
+        tree_usage += self.scope.children_usage();
         let finished = AgentEvent::Finished {
             exit,
             text: progress.text.clone(),
             usage: progress.usage,
+            tree_usage,
             steps: progress.steps,
             error: error
                 .as_ref()
@@ -307,8 +310,6 @@ impl Run {
                 }),
         };
         crate::telemetry::record_run(&tracing::Span::current(), &progress.usage, failure_kind(exit));
-        let mut tree_usage = progress.usage;
-        tree_usage += self.scope.children_usage();
         deliver(AgentResult {
             messages: progress.new_messages,
             text: progress.text,

@@ -27,4 +27,28 @@ impl Emitter {
     pub async fn send(&self, event: AgentEvent) -> Result<(), Detached> {
         self.tx.send(event).await.map_err(|_| Detached)
     }
+
+    /// A sender that does not keep the stream open.
+    pub fn downgrade(&self) -> WeakEmitter {
+        WeakEmitter {
+            tx: self.tx.downgrade(),
+        }
+    }
+}
+
+/// Sends to a run's event stream only while the run itself still holds it
+/// open: what a run's tool contexts carry (through its scope), so a tool
+/// that keeps its context past the call (in a detached task) cannot keep the
+/// stream open, and the run's reader still sees its end.
+#[derive(Clone)]
+pub(crate) struct WeakEmitter {
+    tx: mpsc::WeakSender<AgentEvent>,
+}
+
+impl WeakEmitter {
+    /// `Detached` also once the run has ended (its own sender is gone).
+    pub async fn send(&self, event: AgentEvent) -> Result<(), Detached> {
+        let tx = self.tx.upgrade().ok_or(Detached)?;
+        tx.send(event).await.map_err(|_| Detached)
+    }
 }

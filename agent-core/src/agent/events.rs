@@ -228,13 +228,20 @@ pub enum AgentEvent {
         event: Box<AgentEvent>,
     },
     /// The run is over; always the last event.
+    ///
+    /// `tree_usage` is always there (equal to `usage` for a run that
+    /// started no sub-agent), so a reader wanting the whole tree's total
+    /// reads one field without knowing whether sub-agents ran.
     Finished {
         /// How it ended.
         exit: ExitReason,
         /// The final answer text (the last step's text).
         text: String,
-        /// Total usage.
+        /// Total usage of this run's own model calls.
         usage: Usage,
+        /// `usage` plus that of every sub-agent run it started, theirs
+        /// included (as [`AgentResult::tree_usage`]).
+        tree_usage: Usage,
         /// Steps taken.
         steps: u32,
         /// The error, for `model_error`.

@@ -266,7 +266,7 @@ fn start(
         lineage.names.last().map_or(DEFAULT_AGENT_NAME, String::as_str),
         model.as_ref(),
     );
-    let scope = Arc::new(Scope::new(lineage, emit.clone()));
+    let scope = Arc::new(Scope::new(lineage, emit.downgrade()));
     let accountant = Accountant::new(emit.clone(), sink, &scope.path);
     let run = Run {
         model,

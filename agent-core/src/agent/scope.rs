@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use super::emit::Emitter;
+use super::emit::WeakEmitter;
 use crate::accounting::AccountingSink;
 use crate::usage::Usage;
 
@@ -61,14 +61,17 @@ pub(crate) struct Scope {
     /// `lineage.path()`, computed once.
     pub path: String,
     /// The run's own event stream, where sub-agents' events are forwarded.
-    pub emit: Emitter,
+    /// Weak: the scope lives as long as any tool context holding it (a tool
+    /// may keep one in a detached task), and must not keep the stream open
+    /// after the run has ended, or its reader would wait for ever.
+    pub emit: WeakEmitter,
     /// Usage of the sub-agent runs this run started, their subtrees
     /// included. Locked only to add or read, never across an `.await`.
     pub children_usage: Mutex<Usage>,
 }
 
 impl Scope {
-    pub fn new(lineage: Lineage, emit: Emitter) -> Self {
+    pub fn new(lineage: Lineage, emit: WeakEmitter) -> Self {
         Self {
             path: lineage.path(),
             lineage,

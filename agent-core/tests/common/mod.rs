@@ -15,6 +15,8 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+pub mod recorded;
+
 /// Upper bound used only to detect a hang, never to measure speed.
 pub const HANG_GUARD: Duration = Duration::from_secs(20);
 
