@@ -33,6 +33,7 @@ mod handler;
 mod http;
 mod options;
 mod redact;
+mod request;
 mod result;
 mod source;
 #[cfg(feature = "sse")]
