@@ -102,6 +102,19 @@ pub trait ToolSource: Send + Sync {
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         None
     }
+
+    /// What the application should hear about the last [`tools`](Self::tools)
+    /// listing (a tool the source left out, and why). A [`ToolSet`](crate::ToolSet)
+    /// adds them to its catalog's warnings, which every run reports as
+    /// `warning` events.
+    ///
+    /// ```
+    /// use agent_core::ToolSource;
+    /// assert!(agent_core::StaticToolSource::native("app").warnings().is_empty());
+    /// ```
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A fixed list of tools.

@@ -146,10 +146,11 @@ async fn custom_naming_and_long_names_stay_valid() {
     assert_eq!(again.catalog().await.names(), [name.as_str()]);
 }
 
-/// A source whose tool list changes, like an MCP server sending
-/// `tools/list_changed`.
+/// A source whose tool list (and what it warns about) changes, like an MCP
+/// server sending `tools/list_changed`.
 struct Changing {
     tools: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
+    warnings: std::sync::Mutex<Vec<String>>,
     tx: watch::Sender<u64>,
 }
 
@@ -167,15 +168,24 @@ impl ToolSource for Changing {
     fn instructions(&self) -> Option<String> {
         Some("Call add_tool before using new tools.".into())
     }
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().unwrap().clone()
+    }
+}
+
+impl Changing {
+    fn new() -> Self {
+        Self {
+            tools: std::sync::Mutex::new(Vec::new()),
+            warnings: std::sync::Mutex::new(Vec::new()),
+            tx: watch::channel(0u64).0,
+        }
+    }
 }
 
 #[tokio::test]
 async fn a_changed_tool_list_is_seen_from_the_next_step() {
-    let (tx, _) = watch::channel(0u64);
-    let live = Arc::new(Changing {
-        tools: std::sync::Mutex::new(Vec::new()),
-        tx,
-    });
+    let live = Arc::new(Changing::new());
     let live2 = live.clone();
     // The tool that changes the list, from the native side.
     let adder = TestTool::new("add_tool", object_schema(), move |_, _| {
@@ -242,6 +252,29 @@ async fn a_failing_source_is_a_warning_and_the_others_still_work() {
     .await;
     assert!(events.iter().any(|e| matches!(e,
         AgentEvent::Warning { message } if message.contains("tool source broken: connection refused"))));
+    assert!(result.completed());
+}
+
+#[tokio::test]
+async fn a_sources_own_warnings_are_read_with_every_listing_and_reported_by_runs() {
+    let live = Arc::new(Changing::new());
+    live.warnings.lock().unwrap().push("live: first".into());
+    let set = ToolSet::builder()
+        .shared_source(live.clone(), SourceOptions::default())
+        .build();
+    assert_eq!(set.catalog().await.warnings(), ["live: first"]);
+    // As an MCP source decides again what it leaves out when its list changes.
+    *live.warnings.lock().unwrap() = vec!["live: second".into()];
+    assert_eq!(set.catalog().await.warnings(), ["live: first"], "cached");
+    live.tx.send_modify(|g| *g += 1);
+    assert_eq!(set.catalog().await.warnings(), ["live: second"]);
+    let (events, result, _) = run(vec![ScriptedStep::text("done")], set, AgentOptions::default()).await;
+    let warned = |text: &str| {
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Warning { message } if message == text))
+    };
+    assert!(warned("live: second") && !warned("live: first"));
     assert!(result.completed());
 }
 

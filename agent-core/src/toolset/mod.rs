@@ -270,6 +270,7 @@ impl ToolSet {
                     continue;
                 }
             };
+            warnings.extend(entry.source.warnings());
             if let Some(text) = entry.source.instructions().filter(|t| !t.trim().is_empty()) {
                 instructions.push((source_name.clone(), text));
             }
@@ -440,7 +441,8 @@ impl ToolCatalog {
         self.tools.iter().map(|t| t.name.as_str()).collect()
     }
 
-    /// Clashes, failed sources and schemas that did not compile.
+    /// Clashes, failed sources, schemas that did not compile and the
+    /// sources' own [`warnings`](ToolSource::warnings).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
     }
