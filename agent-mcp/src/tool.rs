@@ -3,7 +3,8 @@
 //! A call sends `tools/call` with the tool's ORIGINAL name through the
 //! source's request path ([`request`](crate::request): live connection,
 //! resend only when never delivered, timeout, cancellation, progress) and
-//! maps the result ([`result`](crate::result)).
+//! maps the result ([`result`](crate::result)), knowing whether the tool
+//! declares an `outputSchema`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,7 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerR
 use serde_json::{Map, Value};
 
 use crate::request::RequestError;
-use crate::result::map_call_result;
+use crate::result::{ResultContext, map_call_result};
 use crate::source::SourceInner;
 
 /// One tool of an MCP server.
@@ -62,7 +63,13 @@ impl Tool for McpTool {
         };
         let error = |message: &dyn std::fmt::Display| self.source.tool_error(name, message);
         Ok(match self.source.request(&request, &ctx).await {
-            Ok(ServerResult::CallToolResult(result)) => map_call_result(result),
+            Ok(ServerResult::CallToolResult(result)) => {
+                let context = ResultContext {
+                    declares_output: self.definition.output_schema.is_some(),
+                    link_note: None,
+                };
+                map_call_result(result, &context)
+            }
             Ok(other) => error(&format!("unexpected response: {other:?}")),
             Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
             Err(RequestError::Server(message) | RequestError::Failed(message)) => error(&message),
