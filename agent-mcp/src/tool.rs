@@ -1,10 +1,13 @@
-//! [`McpTool`]: one MCP tool as an agent-core [`Tool`].
+//! [`McpTool`]: one tool of an MCP server as an agent-core [`Tool`]: one of
+//! the server's own tools, or one of the resource tools this client adds
+//! ([`resources`](crate::resources)).
 //!
-//! A call sends `tools/call` with the tool's ORIGINAL name through the
-//! source's request path ([`request`](crate::request): live connection,
-//! resend only when never delivered, timeout, cancellation, progress) and
-//! maps the result ([`result`](crate::result)), knowing whether the tool
-//! declares an `outputSchema`.
+//! A call of a server tool sends `tools/call` with the tool's ORIGINAL name
+//! through the source's request path ([`request`](crate::request): live
+//! connection, resend only when never delivered, timeout, cancellation,
+//! progress) and maps the result ([`result`](crate::result)), knowing
+//! whether the tool declares an `outputSchema` and whether the server's
+//! resources can be read. The resource tools take the same request path.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,23 +18,72 @@ use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerR
 use serde_json::{Map, Value};
 
 use crate::request::RequestError;
+use crate::resources::{self, Kind};
 use crate::result::{ResultContext, map_call_result};
 use crate::source::SourceInner;
+
+/// What calling a tool does.
+enum Action {
+    /// `tools/call` of the server's tool with this original name.
+    Call(String),
+    /// One of our resource tools.
+    Resource(Kind),
+}
 
 /// One tool of an MCP server.
 pub(crate) struct McpTool {
     definition: ToolDefinition,
-    original_name: String,
+    action: Action,
     source: Arc<SourceInner>,
 }
 
 impl McpTool {
+    /// The server's tool `original_name`.
     pub(crate) fn new(definition: ToolDefinition, original_name: String, source: Arc<SourceInner>) -> Self {
         Self {
             definition,
-            original_name,
+            action: Action::Call(original_name),
             source,
         }
+    }
+
+    /// Our resource tool `kind` for the server.
+    pub(crate) fn resource(kind: Kind, source: Arc<SourceInner>) -> Self {
+        Self {
+            definition: resources::definition(kind, &source.config.name),
+            action: Action::Resource(kind),
+            source,
+        }
+    }
+
+    /// `tools/call` of the server's tool `name`, its result mapped.
+    async fn call_tool(&self, name: &str, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let arguments = match input {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::invalid_input(format!(
+                    "expected a JSON object, got {other}"
+                )));
+            }
+        };
+        let request = || {
+            let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments.clone());
+            ClientRequest::CallToolRequest(CallToolRequest::new(params))
+        };
+        let error = |message: &dyn std::fmt::Display| self.source.tool_error(name, message);
+        Ok(match self.source.request(&request, ctx).await {
+            Ok(ServerResult::CallToolResult(result)) => {
+                let context = ResultContext {
+                    declares_output: self.definition.output_schema.is_some(),
+                    link_note: self.source.resource_link_note(),
+                };
+                map_call_result(result, &context)
+            }
+            Ok(other) => error(&format!("unexpected response: {other:?}")),
+            Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(RequestError::Server(message) | RequestError::Failed(message)) => error(&message),
+        })
     }
 }
 
@@ -47,32 +99,9 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let arguments = match input {
-            Value::Object(map) => map,
-            Value::Null => Map::new(),
-            other => {
-                return Err(ToolError::invalid_input(format!(
-                    "expected a JSON object, got {other}"
-                )));
-            }
-        };
-        let name = &self.original_name;
-        let request = || {
-            let params = CallToolRequestParams::new(name.clone()).with_arguments(arguments.clone());
-            ClientRequest::CallToolRequest(CallToolRequest::new(params))
-        };
-        let error = |message: &dyn std::fmt::Display| self.source.tool_error(name, message);
-        Ok(match self.source.request(&request, &ctx).await {
-            Ok(ServerResult::CallToolResult(result)) => {
-                let context = ResultContext {
-                    declares_output: self.definition.output_schema.is_some(),
-                    link_note: None,
-                };
-                map_call_result(result, &context)
-            }
-            Ok(other) => error(&format!("unexpected response: {other:?}")),
-            Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(RequestError::Server(message) | RequestError::Failed(message)) => error(&message),
-        })
+        match &self.action {
+            Action::Call(name) => self.call_tool(name, input, &ctx).await,
+            Action::Resource(kind) => resources::call(*kind, &self.source, input, &ctx).await,
+        }
     }
 }
