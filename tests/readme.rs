@@ -49,6 +49,8 @@ fn the_readme_configuration_parses_without_warnings() {
     assert_eq!(config.providers.providers.len(), 3);
     let names: Vec<_> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names.len(), 3, "{names:?}");
+    let github = config.mcp_servers.iter().find(|s| s.name == "github").unwrap();
+    assert!(github.resources, "README.md's github server offers its resources");
     let d = &config.defaults;
     assert_eq!(d.model, ["anthropic/claude-sonnet-4-5", "work/gpt-4.1"]);
     assert_eq!(d.tool_timeout, Some(std::time::Duration::from_secs(30)));
@@ -75,6 +77,12 @@ fn the_mcp_readme_configuration_means_what_its_prose_says() {
     assert_eq!(kind("old"), ("sse", true));
     assert_eq!(kind("time"), ("stdio", false));
     assert_eq!(kind("remote"), ("http", true));
+    let with_resources: Vec<_> = servers
+        .iter()
+        .filter(|s| s.resources)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(with_resources, ["api"]);
     assert_eq!(servers.len(), 6);
 }
 

@@ -97,23 +97,23 @@ pub trait ToolSource: Send + Sync {
         None
     }
 
-    /// Problems the user should hear about that did not stop the source
-    /// (a skill left out as invalid). They join the catalog's
-    /// [`warnings`](crate::ToolCatalog::warnings), so a run reports them as
-    /// `warning` events.
-    ///
-    /// ```
-    /// let s = agent_core::StaticToolSource::native("app");
-    /// assert!(agent_core::ToolSource::warnings(&s).is_empty());
-    /// ```
-    fn warnings(&self) -> Vec<String> {
-        Vec::new()
-    }
-
     /// A receiver whose value changes whenever the tool list changed (MCP
     /// `tools/list_changed`); `None` for a source whose list is fixed.
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         None
+    }
+
+    /// What the application should hear about the last [`tools`](Self::tools)
+    /// listing that did not stop the source (a tool it left out, a skill
+    /// found invalid, and why). A [`ToolSet`](crate::ToolSet) adds them to
+    /// its catalog's warnings, which every run reports as `warning` events.
+    ///
+    /// ```
+    /// use agent_core::ToolSource;
+    /// assert!(agent_core::StaticToolSource::native("app").warnings().is_empty());
+    /// ```
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 

@@ -146,10 +146,11 @@ async fn custom_naming_and_long_names_stay_valid() {
     assert_eq!(again.catalog().await.names(), [name.as_str()]);
 }
 
-/// A source whose tool list changes, like an MCP server sending
-/// `tools/list_changed`.
+/// A source whose tool list (and what it warns about) changes, like an MCP
+/// server sending `tools/list_changed`.
 struct Changing {
     tools: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
+    warnings: std::sync::Mutex<Vec<String>>,
     tx: watch::Sender<u64>,
 }
 
@@ -168,20 +169,23 @@ impl ToolSource for Changing {
         Some("Call add_tool before using new tools.".into())
     }
     fn warnings(&self) -> Vec<String> {
-        vec![CHANGING_WARNING.into()]
+        self.warnings.lock().unwrap().clone()
     }
 }
 
-/// What [`Changing`] warns about.
-const CHANGING_WARNING: &str = "one tool of live is left out";
+impl Changing {
+    fn new() -> Self {
+        Self {
+            tools: std::sync::Mutex::new(Vec::new()),
+            warnings: std::sync::Mutex::new(Vec::new()),
+            tx: watch::channel(0u64).0,
+        }
+    }
+}
 
 #[tokio::test]
 async fn a_changed_tool_list_is_seen_from_the_next_step() {
-    let (tx, _) = watch::channel(0u64);
-    let live = Arc::new(Changing {
-        tools: std::sync::Mutex::new(Vec::new()),
-        tx,
-    });
+    let live = Arc::new(Changing::new());
     let live2 = live.clone();
     // The tool that changes the list, from the native side.
     let adder = TestTool::new("add_tool", object_schema(), move |_, _| {
@@ -252,19 +256,31 @@ async fn a_failing_source_is_a_warning_and_the_others_still_work() {
 }
 
 #[tokio::test]
-async fn a_sources_own_warnings_are_catalog_warnings_told_once_per_run() {
-    let source = Changing {
-        tools: std::sync::Mutex::new(vec![Arc::new(echo_named("ok", "fine"))]),
-        tx: watch::channel(0u64).0,
-    };
-    let set = ToolSet::builder().source(source).build();
-    assert_eq!(set.catalog().await.warnings(), [CHANGING_WARNING]);
+async fn a_sources_own_warnings_are_read_with_every_listing_and_reported_by_runs() {
+    let live = Arc::new(Changing::new());
+    live.warnings.lock().unwrap().push("live: first".into());
+    let set = ToolSet::builder()
+        .shared_source(live.clone(), SourceOptions::default())
+        .build();
+    assert_eq!(set.catalog().await.warnings(), ["live: first"]);
+    // As an MCP source decides again what it leaves out when its list changes.
+    *live.warnings.lock().unwrap() = vec!["live: second".into()];
+    assert_eq!(set.catalog().await.warnings(), ["live: first"], "cached");
+    live.tx.send_modify(|g| *g += 1);
+    assert_eq!(set.catalog().await.warnings(), ["live: second"]);
     let (events, result, _) = run(vec![ScriptedStep::text("done")], set, AgentOptions::default()).await;
+    let warned = |text: &str| {
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Warning { message } if message == text))
+    };
+    assert!(warned("live: second") && !warned("live: first"));
     let told = events
         .iter()
-        .filter(|e| matches!(e, AgentEvent::Warning { message } if message == CHANGING_WARNING))
+        .filter(|e| matches!(e, AgentEvent::Warning { message } if message == "live: second"))
         .count();
-    assert_eq!((told, result.completed()), (1, true));
+    assert_eq!(told, 1, "told once per run");
+    assert!(result.completed());
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

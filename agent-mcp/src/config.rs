@@ -13,6 +13,9 @@
 //!   `timeout` (per call), `connectTimeout` and `shutdownTimeout` (how long
 //!   a stdio server has to leave after its stdin closes) set timeouts, in
 //!   milliseconds or as strings such as `"30s"`.
+//! - `trust: true` believes the server's tool annotations; `resources: true`
+//!   adds the tools `list_resources` and `read_resource` for the server's
+//!   resources (both must be booleans when given).
 //! - [`MCP_SERVER_KEYS`] lists every key an entry may hold.
 //!
 //! `${VAR}` references in `env` and `headers` are kept as written here and
@@ -55,6 +58,7 @@ pub const MCP_SERVER_KEYS: &[&str] = &[
     "enabled",
     "disabled",
     "trust",
+    "resources",
     "timeout",
     "callTimeout",
     "call_timeout",
@@ -105,6 +109,12 @@ pub struct McpServerConfig {
     /// under approval and is denied when calls needing approval are denied,
     /// whatever the server claims. Default: false.
     pub trusted: bool,
+    /// Whether the model gets this server's resources (`"resources": true`):
+    /// two more tools, `list_resources` and `read_resource` (exposed as
+    /// `{server}__list_resources` and `{server}__read_resource`), when the
+    /// server advertises the `resources` capability; see the crate README.
+    /// Default: false.
+    pub resources: bool,
 }
 
 /// The transport of a server.
@@ -167,6 +177,7 @@ impl McpServerConfig {
             call_timeout: None,
             shutdown_grace: None,
             trusted: false,
+            resources: false,
         }
     }
 
@@ -319,6 +330,18 @@ impl McpServerConfig {
         self
     }
 
+    /// Give the model this server's resources (or not); see
+    /// [`McpServerConfig::resources`](McpServerConfig#structfield.resources).
+    ///
+    /// ```
+    /// let cfg = agent_mcp::McpServerConfig::stdio("docs", "docs-mcp").resources(true);
+    /// assert!(cfg.resources);
+    /// ```
+    pub fn resources(mut self, resources: bool) -> Self {
+        self.resources = resources;
+        self
+    }
+
     /// The connect timeout in force.
     pub fn effective_connect_timeout(&self) -> Duration {
         self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
@@ -396,11 +419,8 @@ impl McpServerConfig {
             (_, Some(Value::Bool(d))) => !*d,
             _ => true,
         };
-        let trusted = match obj.get("trust") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(t)) => *t,
-            Some(other) => return Err(err(format!("`trust`: expected true or false, got {other}"))),
-        };
+        let trusted = bool_field(obj, "trust", &err)?;
+        let resources = bool_field(obj, "resources", &err)?;
         Ok(Self {
             name: name.to_string(),
             transport,
@@ -409,6 +429,7 @@ impl McpServerConfig {
             call_timeout: duration_field(obj, CALL_TIMEOUT_KEYS, &err)?,
             shutdown_grace: duration_field(obj, SHUTDOWN_KEYS, &err)?,
             trusted,
+            resources,
         })
     }
 }
@@ -439,6 +460,20 @@ pub fn parse_mcp_servers(config: &Value) -> Result<Vec<McpServerConfig>, McpErro
     map.iter()
         .map(|(name, entry)| McpServerConfig::from_json(name, entry))
         .collect()
+}
+
+/// An optional boolean (absent or null: false); another type is an error
+/// naming the key.
+fn bool_field(
+    obj: &Map<String, Value>,
+    key: &str,
+    err: &dyn Fn(String) -> McpError,
+) -> Result<bool, McpError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(err(format!("`{key}`: expected true or false, got {other}"))),
+    }
 }
 
 fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -723,5 +758,20 @@ mod tests {
             panic!()
         };
         assert_eq!(r.headers["X"], "1");
+        assert!(McpServerConfig::http("h", "http://x").resources(true).resources);
+    }
+
+    #[test]
+    fn resources_is_an_optional_boolean() {
+        assert!(MCP_SERVER_KEYS.contains(&"resources"));
+        assert!(!one(json!({"command": "a"})).resources);
+        assert!(!one(json!({"command": "a", "resources": null})).resources);
+        assert!(one(json!({"command": "a", "resources": true})).resources);
+        let bad =
+            McpServerConfig::from_json("docs", &json!({"command": "a", "resources": "yes"})).unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            r#"mcp server docs: invalid config: `resources`: expected true or false, got "yes""#
+        );
     }
 }

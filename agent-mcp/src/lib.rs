@@ -33,6 +33,8 @@ mod handler;
 mod http;
 mod options;
 mod redact;
+mod request;
+mod resources;
 mod result;
 mod source;
 #[cfg(feature = "sse")]
@@ -55,6 +57,7 @@ pub use error::McpError;
 pub use http::{SSE_RESUME_ATTEMPTS, SSE_RESUME_BACKOFF, SSE_RESUME_MAX_DELAY};
 pub use options::{ElicitationHandler, McpClientOptions, SamplingHandler};
 pub use redact::{REDACTED, arg_secrets, looks_secret, redact, url_secrets};
+pub use resources::{LIST_RESOURCES_TOOL, MAX_RESOURCE_PAGES, READ_RESOURCE_TOOL, RESOURCE_LIST_MAX_BYTES};
 pub use source::{McpToolSource, RECONNECT_BACKOFF};
 #[cfg(feature = "sse")]
 pub use sse::SseSendError;

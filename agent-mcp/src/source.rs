@@ -7,7 +7,9 @@
 //!   only serialises reconnecting, never calls;
 //! - a closed transport is reconnected once per call (with a short backoff);
 //! - closing is idempotent and also happens on drop (the stdio process
-//!   group is killed), so no server process outlives its source.
+//!   group is killed), so no server process outlives its source;
+//! - the resource tools ([`resources`](crate::resources)) are decided with
+//!   every tool discovery and listed after the server's own tools.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -25,6 +27,7 @@ use crate::discovery::{list_all_prompts, list_all_tools};
 use crate::error::McpError;
 use crate::handler::Shared;
 use crate::options::McpClientOptions;
+use crate::resources::Offer;
 use crate::tool::McpTool;
 
 /// Pause before reconnecting a closed transport, so a crash loop does not spin.
@@ -62,6 +65,8 @@ pub(crate) struct SourceInner {
     conn: RwLock<Option<Arc<Connection>>>,
     reconnect_lock: tokio::sync::Mutex<()>,
     definitions: Mutex<Vec<(ToolDefinition, String)>>,
+    /// Our resource tools on offer, decided with the definitions.
+    pub(crate) resources: Mutex<Offer>,
     prompts: Mutex<Vec<Prompt>>,
     instructions: Mutex<Option<String>>,
     closed: AtomicBool,
@@ -94,6 +99,7 @@ impl McpToolSource {
             shared,
             reconnect_lock: tokio::sync::Mutex::new(()),
             definitions: Mutex::new(Vec::new()),
+            resources: Mutex::new(Offer::default()),
             prompts: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             closing: tokio_util::sync::CancellationToken::new(),
@@ -276,14 +282,26 @@ impl SourceInner {
         }
     }
 
-    /// List all pages of `tools/list` and store the definitions.
+    /// List all pages of `tools/list` and store the definitions, with the
+    /// resource tools this session can offer.
     async fn refresh_tools(&self, conn: &Connection) -> Result<(), McpError> {
         self.shared.tools_stale.store(false, Ordering::SeqCst);
         let defs = list_all_tools(&conn.peer)
             .await
             .map_err(|e| self.server_error(format!("tools/list failed: {e}")))?;
+        let advertised = conn
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.resources.is_some());
+        let offer = Offer::decide(&self.config, advertised, &defs);
+        for warning in &offer.warnings {
+            tracing::warn!(server = %self.config.name, "{warning}");
+        }
         if let Ok(mut slot) = self.definitions.lock() {
             *slot = defs;
+        }
+        if let Ok(mut slot) = self.resources.lock() {
+            *slot = offer;
         }
         Ok(())
     }
@@ -308,20 +326,26 @@ impl ToolSource for McpToolSource {
             inner.refresh_tools(&conn).await.map_err(to_err)?;
         }
         let defs = inner.definitions.lock().map(|d| d.clone()).unwrap_or_default();
+        let ours = inner
+            .resources
+            .lock()
+            .map(|o| o.kinds.clone())
+            .unwrap_or_default();
         let trusted = inner.config.trusted;
-        Ok(defs
+        let server_tools = defs.into_iter().map(|(def, original)| {
+            // An untrusted server's hints are not believed (see
+            // `McpServerConfig::trusted`).
+            let def = if trusted {
+                def
+            } else {
+                def.with_annotations(ToolAnnotations::default())
+            };
+            Arc::new(McpTool::new(def, original, inner.clone())) as Arc<dyn Tool>
+        });
+        let resource_tools = ours
             .into_iter()
-            .map(|(def, original)| {
-                // An untrusted server's hints are not believed (see
-                // `McpServerConfig::trusted`).
-                let def = if trusted {
-                    def
-                } else {
-                    def.with_annotations(ToolAnnotations::default())
-                };
-                Arc::new(McpTool::new(def, original, inner.clone())) as Arc<dyn Tool>
-            })
-            .collect())
+            .map(|kind| Arc::new(McpTool::resource(kind, inner.clone())) as Arc<dyn Tool>);
+        Ok(server_tools.chain(resource_tools).collect())
     }
 
     fn instructions(&self) -> Option<String> {
@@ -330,5 +354,14 @@ impl ToolSource for McpToolSource {
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         Some(self.inner.shared.generation.subscribe())
+    }
+
+    /// Why a resource tool the config asked for is not on offer.
+    fn warnings(&self) -> Vec<String> {
+        self.inner
+            .resources
+            .lock()
+            .map(|o| o.warnings.clone())
+            .unwrap_or_default()
     }
 }

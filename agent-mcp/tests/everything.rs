@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_core::testing::{ScriptedModel, ScriptedStep};
 use agent_core::{Agent, AgentEvent, ProgressReporter, ToolContext, ToolOutputPart, ToolSet, ToolSource};
@@ -16,21 +14,6 @@ use agent_mcp::{McpServerConfig, McpToolSource};
 use common::*;
 use futures::StreamExt;
 use serde_json::json;
-
-fn everything_bin() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests-deps/node_modules/.bin/mcp-server-everything");
-    assert!(
-        path.exists(),
-        "{} is missing: run `npm ci --prefix tests-deps` (scripts/test.sh does)",
-        path.display()
-    );
-    path
-}
-
-fn stdio_config() -> McpServerConfig {
-    McpServerConfig::stdio("everything", everything_bin().to_string_lossy()).arg("stdio")
-}
 
 async fn check_tools(source: &McpToolSource) {
     let names: Vec<_> = source
@@ -78,7 +61,7 @@ async fn check_tools(source: &McpToolSource) {
 
 #[tokio::test]
 async fn everything_over_stdio() {
-    let source = connect(stdio_config()).await;
+    let source = connect(everything_stdio()).await;
     let pid = source.pid().unwrap();
     check_tools(&source).await;
     let (reporter, mut rx) = ProgressReporter::channel("p");
@@ -102,7 +85,7 @@ async fn everything_over_stdio() {
 
 #[tokio::test]
 async fn everything_through_the_agent_loop() {
-    let source = connect(stdio_config()).await;
+    let source = connect(everything_stdio()).await;
     let model = ScriptedModel::new(vec![
         ScriptedStep::tool_calls(&[("c1", "everything__echo", r#"{"message": "from the loop"}"#)]),
         ScriptedStep::text("done"),
@@ -137,35 +120,10 @@ async fn everything_through_the_agent_loop() {
     source.close().await;
 }
 
-/// Start server-everything's streamable HTTP mode on `port` and wait (hang
-/// guard only) until it listens.
-async fn start_http(port: u16) -> tokio::process::Child {
-    start_mode("streamableHttp", port).await
-}
-
-/// Start server-everything in `mode` on `port` and wait (hang guard only)
-/// until it listens.
-async fn start_mode(mode: &str, port: u16) -> tokio::process::Child {
-    let server = tokio::process::Command::new(everything_bin())
-        .arg(mode)
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let until = tokio::time::Instant::now() + HANG_GUARD;
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(tokio::time::Instant::now() < until, "server never listened");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    server
-}
-
 #[tokio::test]
 async fn everything_over_streamable_http() {
     let port = free_port();
-    let mut server = start_http(port).await;
+    let mut server = start_everything("streamableHttp", port).await;
     let config = McpServerConfig::http("web", format!("http://127.0.0.1:{port}/mcp"))
         .header("X-Agent-Test", "${AGENT_MCP_TEST_HEADER_UNSET:-yes}");
     let source = connect(config).await;
@@ -179,7 +137,7 @@ async fn everything_over_streamable_http() {
 #[tokio::test]
 async fn an_http_server_that_goes_away_gives_error_results_then_comes_back() {
     let port = free_port();
-    let mut server = start_http(port).await;
+    let mut server = start_everything("streamableHttp", port).await;
     let source = connect(McpServerConfig::http(
         "web",
         format!("http://127.0.0.1:{port}/mcp"),
@@ -203,7 +161,7 @@ async fn an_http_server_that_goes_away_gives_error_results_then_comes_back() {
     let down = call("two").await;
     assert!(down.is_error, "{}", down.as_text());
     assert!(down.as_text().contains("mcp server web"), "{}", down.as_text());
-    let mut server = start_http(port).await;
+    let mut server = start_everything("streamableHttp", port).await;
     // A new session: the call reconnects (re-initializes) and succeeds.
     assert_eq!(call("three").await.as_text(), "Echo: three");
     source.close().await;
@@ -213,7 +171,7 @@ async fn an_http_server_that_goes_away_gives_error_results_then_comes_back() {
 #[tokio::test]
 async fn everything_over_legacy_sse() {
     let port = free_port();
-    let mut server = start_mode("sse", port).await;
+    let mut server = start_everything("sse", port).await;
     // No type: a URL path ending in /sse means the legacy transport.
     let config =
         McpServerConfig::from_json("old", &json!({"url": format!("http://127.0.0.1:{port}/sse")})).unwrap();

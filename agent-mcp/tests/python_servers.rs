@@ -4,8 +4,9 @@
 //! HTTP; the mcp 1.x SDK's WebSocket server (it answers with the `mcp`
 //! subprotocol, which the client must have offered); `mcp-server-time` and
 //! `mcp-server-git`; and faults over legacy SSE (a timeout that cancels, a
-//! server that dies mid-call and comes back) on fault_server.py. The tests
-//! FAIL when the environments are missing.
+//! server that dies mid-call and comes back) on fault_server.py; resources
+//! (text, image and binary; a server tool of its own named `read_resource`)
+//! on resource_server.py. The tests FAIL when the environments are missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -60,11 +61,7 @@ impl PyServer {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let until = tokio::time::Instant::now() + HANG_GUARD;
-        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-            assert!(tokio::time::Instant::now() < until, "{script} never listened");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_listening(port, script).await;
         Self { child, port }
     }
 
@@ -260,4 +257,79 @@ async fn legacy_sse_faults_a_timeout_cancels_and_a_crash_is_survived() {
     assert_eq!(calls.matches("called crash").count(), 1, "{calls}");
     source.close().await;
     server.stop().await;
+}
+
+/// The resource server of `mcp2` over stdio, with `resources: true`; `clash`
+/// gives it a tool of its own named `read_resource`.
+async fn resource_server(clash: bool) -> McpToolSource {
+    let mut args = vec![py_path("mcp2", "resource_server.py")];
+    if clash {
+        args.push("clash".into());
+    }
+    connect(
+        McpServerConfig::stdio("py", python("mcp2"))
+            .args(args)
+            .resources(true),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn python_resources_read_as_text_image_and_placeholder() {
+    let source = resource_server(false).await;
+    let read = tool(&source, "read_resource").await;
+    assert_eq!(
+        call(&read, json!({"uri": "memo://note"})).await.as_text(),
+        "a note from python"
+    );
+    let pixel = call(&read, json!({"uri": "memo://pixel.png"})).await;
+    match pixel.parts.as_slice() {
+        [
+            agent_core::ToolOutputPart::Image {
+                image: agent_core::ImageSource::Base64 { media_type, data },
+            },
+        ] => {
+            assert_eq!(media_type, "image/png");
+            assert!(data.starts_with("iVBORw0KGgo"), "{data}");
+        }
+        other => panic!("not one image part: {other:?}"),
+    }
+    assert_eq!(
+        call(&read, json!({"uri": "memo://data.bin"})).await.as_text(),
+        "[blob: application/octet-stream, 10 B, memo://data.bin]"
+    );
+    let unknown = call(&read, json!({"uri": "memo://nope"})).await;
+    assert!(
+        unknown.is_error && unknown.as_text().contains("Unknown resource: memo://nope"),
+        "{}",
+        unknown.as_text()
+    );
+    // A tool with a declared output schema (the SDK's `{"result": ...}`)
+    // whose text already says it: seen once.
+    let echoed = call(&tool(&source, "echo").await, json!({"text": "x"})).await;
+    assert_eq!(echoed.parts, [agent_core::ToolOutputPart::text("x")]);
+    source.close().await;
+}
+
+#[tokio::test]
+async fn a_servers_own_read_resource_wins_over_ours_with_a_warning() {
+    let source = resource_server(true).await;
+    let tools = source.tools().await.unwrap();
+    let named: Vec<_> = tools
+        .iter()
+        .filter(|t| t.definition().name == "read_resource")
+        .collect();
+    assert_eq!(named.len(), 1);
+    assert_eq!(
+        call(named[0], json!({"uri": "memo://note"})).await.as_text(),
+        "the server's own read_resource: memo://note"
+    );
+    assert!(tools.iter().any(|t| t.definition().name == "list_resources"));
+    assert_eq!(
+        source.warnings(),
+        [
+            "mcp server py: the server has its own tool read_resource, which is kept; the resource tool read_resource is left out"
+        ]
+    );
+    source.close().await;
 }

@@ -109,6 +109,49 @@ pub async fn wait_for_line(path: &std::path::Path, needle: &str) -> bool {
     false
 }
 
+/// npm `@modelcontextprotocol/server-everything`'s binary (pinned in
+/// tests-deps/); the test fails when it is not installed.
+pub fn everything_bin() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests-deps/node_modules/.bin/mcp-server-everything");
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci --prefix tests-deps` (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// server-everything over stdio, named `everything`.
+pub fn everything_stdio() -> McpServerConfig {
+    McpServerConfig::stdio("everything", everything_bin().to_string_lossy()).arg("stdio")
+}
+
+/// Start server-everything in `mode` (`streamableHttp`, `sse`) on `port`
+/// and wait (hang guard only) until it listens; killed when dropped.
+pub async fn start_everything(mode: &str, port: u16) -> tokio::process::Child {
+    let server = tokio::process::Command::new(everything_bin())
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_listening(port, "server-everything").await;
+    server
+}
+
+/// Wait (hang guard only) until something listens on local `port`; the
+/// test fails naming `what` when nothing does.
+pub async fn wait_listening(port: u16, what: &str) {
+    let until = tokio::time::Instant::now() + HANG_GUARD;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(tokio::time::Instant::now() < until, "{what} never listened");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The in-repo test server running as a network server (`--http 0` or
 /// `--ws 0`), killed when dropped.
 pub struct NetServer {

@@ -1,0 +1,187 @@
+//! The path every request a tool sends to its server takes: `tools/call`
+//! for the server's tools, `resources/list`, `resources/templates/list` and
+//! `resources/read` for the resource tools.
+//!
+//! Invariants:
+//! - a request goes out on a live connection (a closed one is reconnected
+//!   first, see [`SourceInner::live_connection`]);
+//! - it is sent again at most once, and only when it provably never reached
+//!   the server (the transport was found closed on sending, or
+//!   [`delivery`](crate::delivery) says `Never`); anything that may have
+//!   been delivered becomes an error, never a second run;
+//! - it ends on the first of: the answer, the timeout (rmcp sends
+//!   `notifications/cancelled`), the agent's cancellation (we send
+//!   `notifications/cancelled`), or the future being dropped (a guard sends
+//!   `notifications/cancelled`);
+//! - the server's progress notifications go to `ctx.progress()` while it runs;
+//! - error texts are redacted of the server config's inline secrets.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{ToolContext, ToolOutput};
+use rmcp::model::{CancelledNotificationParam, ClientRequest, RequestId, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
+
+use crate::connect::Connection;
+use crate::delivery::{Delivery, classify};
+use crate::source::SourceInner;
+
+/// Reason sent with `notifications/cancelled` when the agent cancels a call.
+const CANCEL_REASON: &str = "cancelled by the client";
+
+/// A timeout so small it would fire before the request is written is raised
+/// to this, so a nearly spent deadline still gets a definite answer.
+const MIN_CALL_TIMEOUT: Duration = Duration::from_millis(10);
+
+/// Why a request got no result.
+#[derive(Debug)]
+pub(crate) enum RequestError {
+    /// The agent cancelled the call; the server was told.
+    Cancelled,
+    /// The server answered with a JSON-RPC error (its message).
+    Server(String),
+    /// No answer: the transport failed, the request timed out, the
+    /// connection was lost (what happened).
+    Failed(String),
+}
+
+impl SourceInner {
+    /// Send the request `make` builds (once more only when the first never
+    /// reached the server) and wait for its answer under the call's timeout
+    /// and cancellation.
+    pub(crate) async fn request(
+        &self,
+        make: &(dyn Fn() -> ClientRequest + Send + Sync),
+        ctx: &ToolContext,
+    ) -> Result<ServerResult, RequestError> {
+        if ctx.cancellation().is_cancelled() {
+            return Err(RequestError::Cancelled);
+        }
+        let mut resent = false;
+        loop {
+            let (conn, handle) = self.send(make, ctx).await?;
+            let _progress = self
+                .shared
+                .watch_progress(handle.progress_token.clone(), ctx.progress().clone());
+            let mut guard = CancelOnDrop {
+                peer: Some(handle.peer.clone()),
+                id: handle.id.clone(),
+            };
+            let outcome = tokio::select! {
+                response = handle.await_response() => Some(response),
+                () = ctx.cancellation().cancelled() => None,
+            };
+            let Some(response) = outcome else {
+                // The guard sends notifications/cancelled.
+                return Err(RequestError::Cancelled);
+            };
+            // Answered, failed or timed out (rmcp already told the server): no cancel.
+            guard.disarm();
+            // rmcp handles each notification in a task spawned before the
+            // response that follows it is delivered; yielding once lets a last
+            // progress report through before the route is dropped.
+            tokio::task::yield_now().await;
+            return match response {
+                Ok(result) => Ok(result),
+                Err(ServiceError::TransportSend(e)) => match classify(&e) {
+                    // Never reached the server, the transport is gone:
+                    // reconnect and resend once.
+                    Delivery::Never => {
+                        conn.mark_broken();
+                        if resent {
+                            Err(RequestError::Failed(e.to_string()))
+                        } else {
+                            resent = true;
+                            continue;
+                        }
+                    }
+                    // It may have run: a second send could run it twice. The
+                    // session is kept (a gateway's 502 does not end it); a
+                    // dead transport shows on the next send.
+                    Delivery::Maybe => Err(RequestError::Failed(format!(
+                        "{e} (the request may have reached the server, so it was not sent again)"
+                    ))),
+                },
+                Err(ServiceError::Timeout { timeout }) => {
+                    Err(RequestError::Failed(format!("timed out after {timeout:?}")))
+                }
+                Err(ServiceError::TransportClosed) => Err(RequestError::Failed(
+                    "the connection closed during the call (did the server exit?)".into(),
+                )),
+                Err(ServiceError::McpError(e)) => Err(RequestError::Server(e.message.to_string())),
+                Err(e) => Err(RequestError::Failed(e.to_string())),
+            };
+        }
+    }
+
+    /// An error result about `tool` of this server, redacted.
+    pub(crate) fn tool_error(&self, tool: &str, message: impl std::fmt::Display) -> ToolOutput {
+        let text = format!("mcp server {}: tool {tool}: {message}", self.config.name);
+        ToolOutput::error(crate::redact(&text, &self.config.inline_secrets()))
+    }
+
+    /// The request's timeout: the server config's call timeout, else what
+    /// is left of the call's deadline.
+    fn options(&self, ctx: &ToolContext) -> PeerRequestOptions {
+        let from_deadline = ctx
+            .deadline()
+            .map(|d| d.saturating_duration_since(tokio::time::Instant::now()));
+        match self.config.call_timeout.or(from_deadline) {
+            Some(timeout) => PeerRequestOptions::with_timeout(timeout.max(MIN_CALL_TIMEOUT)),
+            None => PeerRequestOptions::no_options(),
+        }
+    }
+
+    /// Send the request; a transport found closed (so the request was never
+    /// delivered) is reconnected once and the request sent again.
+    async fn send(
+        &self,
+        make: &(dyn Fn() -> ClientRequest + Send + Sync),
+        ctx: &ToolContext,
+    ) -> Result<(Arc<Connection>, RequestHandle<RoleClient>), RequestError> {
+        let failed = |e: &dyn std::fmt::Display| RequestError::Failed(e.to_string());
+        let conn = self.live_connection().await.map_err(|e| failed(&e))?;
+        match conn
+            .peer
+            .send_request_with_option(make(), self.options(ctx))
+            .await
+        {
+            Ok(handle) => Ok((conn, handle)),
+            Err(ServiceError::TransportClosed) => {
+                let conn = self.reconnect(Some(conn)).await.map_err(|e| failed(&e))?;
+                let handle = conn
+                    .peer
+                    .send_request_with_option(make(), self.options(ctx))
+                    .await
+                    .map_err(|e| failed(&e))?;
+                Ok((conn, handle))
+            }
+            Err(e) => Err(failed(&e)),
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request unless disarmed.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let params = CancelledNotificationParam::new(Some(self.id.clone()), Some(CANCEL_REASON.into()));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}
