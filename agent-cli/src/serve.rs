@@ -161,7 +161,8 @@ async fn agents(
     let mut served = Vec::new();
     for file in &run.agent {
         let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-        let options = crate::files::build_options(run, system.clone(), skills.clone())?.server_pool(pool.clone());
+        let options =
+            crate::files::build_options(run, system.clone(), skills.clone())?.server_pool(pool.clone());
         let built = definition
             .clone()
             .build_with(config, options)

@@ -42,6 +42,7 @@ mod sse;
 #[cfg(feature = "stdio")]
 mod stdio;
 mod tool;
+mod trace;
 #[cfg(feature = "websocket")]
 mod ws;
 

@@ -22,10 +22,12 @@ use std::time::Duration;
 use agent_core::{ToolContext, ToolOutput};
 use rmcp::model::{CancelledNotificationParam, ClientRequest, RequestId, ServerResult};
 use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
+use tracing::{Instrument, Span};
 
 use crate::connect::Connection;
 use crate::delivery::{Delivery, classify};
 use crate::source::SourceInner;
+use crate::trace::{self, What};
 
 /// Reason sent with `notifications/cancelled` when the agent cancels a call.
 const CANCEL_REASON: &str = "cancelled by the client";
@@ -41,8 +43,10 @@ pub(crate) enum RequestError {
     Cancelled,
     /// The server answered with a JSON-RPC error (its message).
     Server(String),
-    /// No answer: the transport failed, the request timed out, the
-    /// connection was lost (what happened).
+    /// No answer within the call's timeout (the server was told).
+    TimedOut(String),
+    /// No answer: the transport failed or the connection was lost (what
+    /// happened).
     Failed(String),
 }
 
@@ -50,10 +54,36 @@ impl SourceInner {
     /// Send the request `make` builds (once more only when the first never
     /// reached the server) and wait for its answer under the call's timeout
     /// and cancellation.
+    ///
+    /// The request has its client span (see [`trace`](crate::trace)),
+    /// named after `what`.
     pub(crate) async fn request(
+        &self,
+        what: What<'_>,
+        make: &(dyn Fn() -> ClientRequest + Send + Sync),
+        ctx: &ToolContext,
+    ) -> Result<ServerResult, RequestError> {
+        let span = trace::request(what, &self.config.name, &self.config.transport);
+        let outcome = self.traced(make, ctx, &span).instrument(span.clone()).await;
+        match &outcome {
+            Ok(ServerResult::CallToolResult(result)) if result.is_error == Some(true) => {
+                trace::failed(&span, "tool_error");
+            }
+            Ok(_) => {}
+            Err(RequestError::Cancelled) => trace::failed(&span, "cancelled"),
+            // The JSON-RPC code is recorded where it is known.
+            Err(RequestError::Server(_)) => {}
+            Err(RequestError::TimedOut(_)) => trace::failed(&span, "timeout"),
+            Err(RequestError::Failed(_)) => trace::failed(&span, "transport"),
+        }
+        outcome
+    }
+
+    async fn traced(
         &self,
         make: &(dyn Fn() -> ClientRequest + Send + Sync),
         ctx: &ToolContext,
+        span: &Span,
     ) -> Result<ServerResult, RequestError> {
         if ctx.cancellation().is_cancelled() {
             return Err(RequestError::Cancelled);
@@ -61,6 +91,7 @@ impl SourceInner {
         let mut resent = false;
         loop {
             let (conn, handle) = self.send(make, ctx).await?;
+            span.record("jsonrpc.request.id", handle.id.to_string());
             let _progress = self
                 .shared
                 .watch_progress(handle.progress_token.clone(), ctx.progress().clone());
@@ -104,12 +135,15 @@ impl SourceInner {
                     ))),
                 },
                 Err(ServiceError::Timeout { timeout }) => {
-                    Err(RequestError::Failed(format!("timed out after {timeout:?}")))
+                    Err(RequestError::TimedOut(format!("timed out after {timeout:?}")))
                 }
                 Err(ServiceError::TransportClosed) => Err(RequestError::Failed(
                     "the connection closed during the call (did the server exit?)".into(),
                 )),
-                Err(ServiceError::McpError(e)) => Err(RequestError::Server(e.message.to_string())),
+                Err(ServiceError::McpError(e)) => {
+                    trace::failed(span, &e.code.0.to_string());
+                    Err(RequestError::Server(e.message.to_string()))
+                }
                 Err(e) => Err(RequestError::Failed(e.to_string())),
             };
         }

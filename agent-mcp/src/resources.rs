@@ -33,6 +33,7 @@ use crate::discovery::Discovered;
 use crate::request::RequestError;
 use crate::result::{map_contents, resource_uri};
 use crate::source::SourceInner;
+use crate::trace::What;
 
 /// Original name of the tool that lists a server's resources.
 pub const LIST_RESOURCES_TOOL: &str = "list_resources";
@@ -177,16 +178,31 @@ pub(crate) async fn call(
     match outcome {
         Ok(output) => Ok(output),
         Err(RequestError::Cancelled) => Err(ToolError::Cancelled),
-        Err(RequestError::Server(message) | RequestError::Failed(message)) => {
-            Ok(source.tool_error(kind.name(), message))
-        }
+        Err(
+            RequestError::Server(message) | RequestError::TimedOut(message) | RequestError::Failed(message),
+        ) => Ok(source.tool_error(kind.name(), message)),
     }
 }
 
 /// Every resource and template, as a capped listing.
 async fn list(source: &SourceInner, ctx: &ToolContext) -> Result<ToolOutput, RequestError> {
-    let resources = pages(source, ctx, resources_request, resources_page).await?;
-    let templates = match pages(source, ctx, templates_request, templates_page).await {
+    let resources = pages(
+        source,
+        ctx,
+        What::ResourcesList,
+        resources_request,
+        resources_page,
+    )
+    .await?;
+    let templates = match pages(
+        source,
+        ctx,
+        What::TemplatesList,
+        templates_request,
+        templates_page,
+    )
+    .await
+    {
         Ok(templates) => Ok(templates),
         // A server may serve resources without templates (-32601).
         Err(RequestError::Server(message)) => Err(message),
@@ -202,6 +218,7 @@ type Page<T> = (Vec<T>, Option<String>);
 async fn pages<T>(
     source: &SourceInner,
     ctx: &ToolContext,
+    what: What<'_>,
     request: fn(Option<String>) -> ClientRequest,
     page: fn(ServerResult) -> Option<Page<T>>,
 ) -> Result<Vec<T>, RequestError> {
@@ -209,7 +226,7 @@ async fn pages<T>(
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_RESOURCE_PAGES {
         let next = cursor.take();
-        let answer = source.request(&|| request(next.clone()), ctx).await?;
+        let answer = source.request(what, &|| request(next.clone()), ctx).await?;
         let Some((items, next)) = page(answer) else {
             return Err(RequestError::Failed(
                 "unexpected answer to a resource listing".into(),
@@ -231,7 +248,7 @@ async fn pages<T>(
 async fn read(source: &SourceInner, uri: &str, ctx: &ToolContext) -> Result<ToolOutput, RequestError> {
     let request =
         || ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
-    let contents = match source.request(&request, ctx).await {
+    let contents = match source.request(What::ResourceRead(uri), &request, ctx).await {
         Ok(ServerResult::ReadResourceResult(result)) => result.contents,
         Ok(other) => {
             return Err(RequestError::Failed(format!(

@@ -21,6 +21,7 @@ use crate::request::RequestError;
 use crate::resources::{self, Kind};
 use crate::result::{ResultContext, map_call_result};
 use crate::source::SourceInner;
+use crate::trace::What;
 
 /// What calling a tool does.
 enum Action {
@@ -72,18 +73,24 @@ impl McpTool {
             ClientRequest::CallToolRequest(CallToolRequest::new(params))
         };
         let error = |message: &dyn std::fmt::Display| self.source.tool_error(name, message);
-        Ok(match self.source.request(&request, ctx).await {
-            Ok(ServerResult::CallToolResult(result)) => {
-                let context = ResultContext {
-                    declares_output: self.definition.output_schema.is_some(),
-                    link_note: self.source.resource_link_note(),
-                };
-                map_call_result(result, &context)
-            }
-            Ok(other) => error(&format!("unexpected response: {other:?}")),
-            Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(RequestError::Server(message) | RequestError::Failed(message)) => error(&message),
-        })
+        Ok(
+            match self.source.request(What::ToolCall(name), &request, ctx).await {
+                Ok(ServerResult::CallToolResult(result)) => {
+                    let context = ResultContext {
+                        declares_output: self.definition.output_schema.is_some(),
+                        link_note: self.source.resource_link_note(),
+                    };
+                    map_call_result(result, &context)
+                }
+                Ok(other) => error(&format!("unexpected response: {other:?}")),
+                Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
+                Err(
+                    RequestError::Server(message)
+                    | RequestError::TimedOut(message)
+                    | RequestError::Failed(message),
+                ) => error(&message),
+            },
+        )
     }
 }
 
