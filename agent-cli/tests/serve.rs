@@ -140,6 +140,35 @@ fn serve_args(dir: &Path, config: &Path) -> Vec<String> {
     args
 }
 
+/// `agent serve` of the test agents on all four HTTP surfaces (each on a
+/// free port), with `extra` flags and `SERVE_KEY` set: the child, the
+/// surfaces' URLs and what it said on stderr.
+async fn serve_everywhere(
+    dir: &Path,
+    config: &Path,
+    extra: &[&str],
+) -> (tokio::process::Child, HashMap<String, String>, Vec<String>) {
+    let mut args = serve_args(dir, config);
+    args.extend(
+        [
+            "--openai",
+            "0",
+            "--anthropic",
+            "0",
+            "--mcp-http",
+            "0",
+            "--rest",
+            "0",
+        ]
+        .map(String::from),
+    );
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir).spawn().unwrap();
+    let (urls, said) = listening(&mut child, 4).await;
+    (child, urls, said)
+}
+
 /// Read stderr until every surface said where it listens: surface -> URL.
 async fn listening(
     child: &mut tokio::process::Child,
@@ -248,27 +277,8 @@ async fn the_official_clients_talk_to_agent_serve() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
     let config = write_files(dir.path(), &server, &log);
-    let mut args = serve_args(dir.path(), &config);
-    args.extend(
-        [
-            "--openai",
-            "0",
-            "--anthropic",
-            "0",
-            "--mcp-http",
-            "0",
-            "--rest",
-            "0",
-            "--api-key-env",
-            "SERVE_KEY",
-        ]
-        .map(String::from),
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir.path())
-        .spawn()
-        .unwrap();
-    let (urls, said) = listening(&mut child, 4).await;
+    let (mut child, urls, said) =
+        serve_everywhere(dir.path(), &config, &["--api-key-env", "SERVE_KEY"]).await;
     assert!(
         said.iter()
             .any(|l| l == "agent serve: agents assistant, extractor, sleeper, broken"),
@@ -403,25 +413,7 @@ async fn keys_from_the_config_file_guard_every_surface_in_its_own_error_shape() 
     let log = dir.path().join("mcp.log");
     let serve = json!({"serve": {"apiKeys": ["${SERVE_KEY}"]}});
     let config = write_files_with(dir.path(), &server, &log, serve);
-    let mut args = serve_args(dir.path(), &config);
-    args.extend(
-        [
-            "--openai",
-            "0",
-            "--anthropic",
-            "0",
-            "--mcp-http",
-            "0",
-            "--rest",
-            "0",
-        ]
-        .map(String::from),
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir.path())
-        .spawn()
-        .unwrap();
-    let (urls, _) = listening(&mut child, 4).await;
+    let (child, urls, _) = serve_everywhere(dir.path(), &config, &[]).await;
     let http = reqwest::Client::new();
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});

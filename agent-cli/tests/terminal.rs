@@ -66,52 +66,11 @@ async fn approve_ask_and_tool_activity_on_a_terminal() {
         answer("Done.").into(),
     ])
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(dir.path(), &server, json!({}));
-    let (master, slave_path) = pty();
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(slave_path.to_str().unwrap())
-        .unwrap();
-    let agent = agent_bin();
-    let args = [
-        "--ctty",
-        agent.to_str().unwrap(),
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "local/test",
-        "--approve",
-        "ask",
-        "go",
-    ];
-    // `setsid --ctty`: a new session whose controlling terminal (/dev/tty,
-    // where questions are asked) is the one on stdin, as in a shell. Not a
-    // group leader, setsid execs the agent in place (no fork).
-    let mut cmd = tokio::process::Command::new("setsid");
-    cmd.args(args)
-        .current_dir(dir.path())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
-        .stdin(slave.try_clone().unwrap())
-        .stdout(std::process::Stdio::piped())
-        .stderr(slave.try_clone().unwrap())
-        .kill_on_drop(true);
     // echo one: yes; echo two: always; echo three: not asked; slow: yes; add: no.
-    let seen = converse(master, vec!["y", "a", "y", "n"]);
-    let child = cmd.spawn().expect("agent binary");
-    // The agent holds the only slave descriptors now: the terminal's
-    // output ends when it is gone.
-    drop((cmd, slave));
-    let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
-        .await
-        .expect("agent hung")
-        .unwrap();
-    let terminal = seen.recv_timeout(HANG_GUARD).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{terminal}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "Done.\n", "{terminal}");
+    let (status, stdout, terminal) =
+        on_a_terminal(&server, &["--approve", "ask", "go"], vec!["y", "a", "y", "n"]).await;
+    assert_eq!(status, Some(0), "{terminal}");
+    assert_eq!(stdout, "Done.\n", "{terminal}");
     // Four questions: `a` spared the third echo one.
     assert_eq!(terminal.matches(QUESTION_END).count(), 4, "{terminal}");
     assert!(
@@ -134,11 +93,12 @@ async fn approve_ask_and_tool_activity_on_a_terminal() {
     assert!(ms >= 600, "{slow_line}");
 }
 
-/// Run `agent --plan --approve ask go` on a pseudo-terminal, answering its
-/// questions with `answers`; the exit status, stdout and what the terminal
-/// showed.
-async fn plan_on_a_terminal(
+/// Run `agent --config CONFIG --model local/test ARGS...` on a
+/// pseudo-terminal, answering its questions with `answers`; the exit
+/// status, stdout and what the terminal showed.
+async fn on_a_terminal(
     server: &ModelServer,
+    args: &[&str],
     answers: Vec<&'static str>,
 ) -> (Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -151,6 +111,12 @@ async fn plan_on_a_terminal(
         .unwrap();
     let agent = agent_bin();
     let mut cmd = tokio::process::Command::new("setsid");
+    // `setsid --ctty`: a new session whose controlling terminal (/dev/tty,
+    // where questions are asked) is the one on stdin, as in a shell. Not a
+    // group leader, setsid execs the agent in place (no fork).
+    // `setsid --ctty`: a new session whose controlling terminal (/dev/tty,
+    // where questions are asked) is the one on stdin, as in a shell. Not a
+    // group leader, setsid execs the agent in place (no fork).
     cmd.args([
         "--ctty",
         agent.to_str().unwrap(),
@@ -158,11 +124,8 @@ async fn plan_on_a_terminal(
         config.to_str().unwrap(),
         "--model",
         "local/test",
-        "--plan",
-        "--approve",
-        "ask",
-        "go",
     ])
+    .args(args)
     .current_dir(dir.path())
     .env_clear()
     .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -173,6 +136,8 @@ async fn plan_on_a_terminal(
     .kill_on_drop(true);
     let seen = converse(master, answers);
     let child = cmd.spawn().expect("agent binary");
+    // The agent holds the only slave descriptors now: the terminal's
+    // output ends when it is gone.
     drop((cmd, slave));
     let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
         .await
@@ -202,7 +167,8 @@ async fn plan_with_approve_ask_shows_the_plan_on_the_terminal_and_takes_y_or_n()
         answer("3").into(),
     ])
     .await;
-    let (status, stdout, terminal) = plan_on_a_terminal(&server, vec!["y", "y"]).await;
+    let (status, stdout, terminal) =
+        on_a_terminal(&server, &["--plan", "--approve", "ask", "go"], vec!["y", "y"]).await;
     assert_eq!(status, Some(0), "{terminal}");
     assert_eq!(stdout, "3\n", "{terminal}");
     assert!(
@@ -218,7 +184,8 @@ async fn plan_with_approve_ask_shows_the_plan_on_the_terminal_and_takes_y_or_n()
         tool_call("test__add", json!({"a": 1, "b": 2})).into(),
     ])
     .await;
-    let (status, stdout, terminal) = plan_on_a_terminal(&server, vec!["n"]).await;
+    let (status, stdout, terminal) =
+        on_a_terminal(&server, &["--plan", "--approve", "ask", "go"], vec!["n"]).await;
     assert_eq!(status, Some(7), "{terminal}");
     assert_eq!(stdout, "");
     assert_eq!(terminal.matches(QUESTION_END).count(), 1, "{terminal}");

@@ -21,7 +21,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use crate::tool::ToolAnnotations;
 use crate::toolset::wildcard_match;
@@ -252,8 +251,9 @@ impl ApprovalSession {
     }
 }
 
-/// Answers one `approval_requested` event. Cloning shares the same answer
-/// slot: the first answer counts, later ones are ignored.
+/// Answers one `approval_requested` event (a [`Responder`](crate::Responder)
+/// of [`ApprovalDecision`]). Cloning shares the same answer slot: the first
+/// answer counts, later ones are ignored.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -262,35 +262,7 @@ impl ApprovalSession {
 /// assert_eq!(rx.await.unwrap(), agent_core::ApprovalDecision::Approve);
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct ApprovalResponder {
-    slot: Arc<Mutex<Option<oneshot::Sender<ApprovalDecision>>>>,
-}
-
-impl ApprovalResponder {
-    /// A responder and the receiver of its answer.
-    pub fn new() -> (Self, oneshot::Receiver<ApprovalDecision>) {
-        let (tx, rx) = oneshot::channel();
-        (
-            Self {
-                slot: Arc::new(Mutex::new(Some(tx))),
-            },
-            rx,
-        )
-    }
-
-    /// Answer. Returns false when already answered (or the call is gone).
-    pub fn respond(&self, decision: ApprovalDecision) -> bool {
-        let sender = self.slot.lock().ok().and_then(|mut slot| slot.take());
-        sender.is_some_and(|tx| tx.send(decision).is_ok())
-    }
-}
-
-impl PartialEq for ApprovalResponder {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.slot, &other.slot)
-    }
-}
+pub type ApprovalResponder = crate::responder::Responder<ApprovalDecision>;
 
 /// Where approval requests go.
 #[derive(Clone)]

@@ -44,6 +44,7 @@ pub mod model_error;
 pub mod output;
 pub mod preflight;
 mod progress;
+mod responder;
 pub mod schema;
 mod settings;
 mod source;
@@ -73,6 +74,7 @@ pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, 
 pub use model::{LanguageModel, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::ModelError;
 pub use output::{OutputError, OutputMode, OutputSpec};
+pub use responder::Responder;
 pub use settings::{ModelCapabilities, ReasoningConfig, ReasoningEffort, ResponseFormat, UnknownEffort};
 pub use source::{SourceKind, StaticToolSource, ToolSource, ToolSourceError};
 pub use tool::{

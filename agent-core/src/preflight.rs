@@ -12,13 +12,12 @@
 //! ([`Plan::approved_message`]), so the model follows what was approved.
 
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::sync::oneshot;
 
 /// How long a plan waits for an answer before it counts as rejected: long
 /// enough for a person to read a plan of a dozen steps.
@@ -259,8 +258,9 @@ where
     }
 }
 
-/// Answers one `plan_proposed` event. Cloning shares the answer slot: the
-/// first answer counts.
+/// Answers one `plan_proposed` event (a [`Responder`](crate::Responder) of
+/// [`PlanDecision`]). Cloning shares the answer slot: the first answer
+/// counts.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -270,35 +270,7 @@ where
 /// assert_eq!(rx.await.unwrap(), agent_core::preflight::PlanDecision::Approve);
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
-pub struct PlanResponder {
-    slot: Arc<Mutex<Option<oneshot::Sender<PlanDecision>>>>,
-}
-
-impl PlanResponder {
-    /// A responder and the receiver of its answer.
-    pub fn new() -> (Self, oneshot::Receiver<PlanDecision>) {
-        let (tx, rx) = oneshot::channel();
-        (
-            Self {
-                slot: Arc::new(Mutex::new(Some(tx))),
-            },
-            rx,
-        )
-    }
-
-    /// Answer. Returns false when already answered (or the run is gone).
-    pub fn respond(&self, decision: PlanDecision) -> bool {
-        let sender = self.slot.lock().ok().and_then(|mut slot| slot.take());
-        sender.is_some_and(|tx| tx.send(decision).is_ok())
-    }
-}
-
-impl PartialEq for PlanResponder {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.slot, &other.slot)
-    }
-}
+pub type PlanResponder = crate::responder::Responder<PlanDecision>;
 
 /// Pre-flight settings: installing them makes every run propose a plan
 /// before its first tool call.
