@@ -319,3 +319,48 @@ async fn cancelling_while_the_plan_waits_ends_the_run_cancelled() {
     .expect("run hung");
     assert_eq!(result.exit, ExitReason::Cancelled);
 }
+
+#[tokio::test]
+async fn a_history_with_tool_calls_gets_its_tools_declared_but_withheld_on_the_plan_call() {
+    // A later turn: the history holds a call and its result, which some
+    // providers refuse without the tools declared.
+    let (weather, _) = counted_tool("weather", "sunny");
+    let model = ScriptedModel::new(vec![ScriptedStep::text(PLAN), ScriptedStep::text("Still sunny.")]);
+    let agent = Agent::builder(Arc::new(model.clone()))
+        .tools(tools(vec![weather]))
+        .preflight(approve_all())
+        .build();
+    let call = agent_core::ToolCall::new("c0", "weather", serde_json::json!({}));
+    let history = vec![
+        agent_core::Message::user("weather?"),
+        agent_core::Message::new(Role::Assistant, vec![agent_core::ContentPart::ToolCall(call)]),
+        agent_core::Message::new(
+            Role::Tool,
+            vec![agent_core::ContentPart::ToolResult(agent_core::ToolResult {
+                call_id: "c0".into(),
+                parts: vec![agent_core::ToolOutputPart::text("sunny")],
+                is_error: false,
+            })],
+        ),
+        agent_core::Message::user("and now?"),
+    ];
+    let result = agent.run(history).await.unwrap();
+    assert_eq!(result.text, "Still sunny.");
+    let plan_call = &model.requests()[0];
+    assert_eq!(common::tool_names(plan_call), ["weather"]);
+    assert_eq!(plan_call.tool_choice, ToolChoice::None);
+}
+
+#[tokio::test]
+async fn a_panicking_approver_rejects_the_plan() {
+    let model = ScriptedModel::new(vec![ScriptedStep::text(PLAN)]);
+    let agent = Agent::builder(Arc::new(model))
+        .preflight(Preflight::with_approver(|_: &Plan| -> PlanDecision {
+            panic!("approver bug")
+        }))
+        .build();
+    let Err(RunError::PlanRejected { reason, .. }) = agent.prompt("x").await else {
+        panic!("expected a rejection");
+    };
+    assert_eq!(reason, "the plan approver panicked");
+}

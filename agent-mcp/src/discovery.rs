@@ -7,8 +7,9 @@
 //! of losing the whole server. Tool names stay the server's original names.
 
 use agent_core::{ToolAnnotations, ToolDefinition};
+use rmcp::model::ErrorCode;
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, Prompt, ServerResult};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
 /// Pages followed at most: a server whose cursors never end must not loop forever.
@@ -20,7 +21,9 @@ pub const MAX_PROMPT_PAGES: usize = 100;
 /// A discovered tool: its definition (original name) and the name on the wire.
 pub(crate) type Discovered = (ToolDefinition, String);
 
-/// List all tools of the server.
+/// List all tools of the server. A server without tools may answer
+/// `tools/list` with "method not found" (it need not implement it): it has
+/// none.
 pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Discovered>, String> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
@@ -32,7 +35,13 @@ pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Discov
             Some(p) => ListToolsRequest::with_param(p),
             None => ListToolsRequest::default(),
         });
-        let next = match peer.send_request(request).await.map_err(|e| e.to_string())? {
+        let answer = match peer.send_request(request).await {
+            Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND && out.is_empty() => {
+                return Ok(out);
+            }
+            answer => answer.map_err(|e| e.to_string())?,
+        };
+        let next = match answer {
             ServerResult::ListToolsResult(page) => {
                 out.extend(page.tools.into_iter().map(from_rmcp));
                 page.next_cursor.map(|c| c.to_string())

@@ -252,6 +252,29 @@ async fn a_server_without_resources_gets_a_warning_and_no_resource_tools() {
     source.close().await;
 }
 
+#[tokio::test]
+async fn a_server_with_resources_and_no_tools_connects_and_its_resources_are_read() {
+    // No `tools` capability, and tools/list answered "method not found".
+    let source = connect(test_server("docs").arg("--docs-only").resources(true)).await;
+    assert_eq!(names(&source).await, ["list_resources", "read_resource"]);
+    let listed = call(&tool(&source, "list_resources").await, json!({})).await;
+    assert!(
+        !listed.is_error && listed.as_text().contains("docs://readme"),
+        "{}",
+        listed.as_text()
+    );
+    let read = call(
+        &tool(&source, "read_resource").await,
+        json!({"uri": "docs://readme"}),
+    )
+    .await;
+    assert_eq!(
+        (read.is_error, read.as_text()),
+        (false, "the docs server's readme".to_owned())
+    );
+    source.close().await;
+}
+
 /// The texts of the tool results in a run's history, in order.
 fn tool_results(messages: &[agent_core::Message]) -> Vec<(bool, String)> {
     messages

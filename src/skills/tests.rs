@@ -304,6 +304,19 @@ async fn read_skill_file_reads_inside_the_folder_and_describes_binary_and_large_
         f.read("references/deep/b.md").await.as_text(),
         "(`references/deep/b.md` is empty)"
     );
+    // A FIFO would block its reader for good: refused.
+    let status = std::process::Command::new("mkfifo")
+        .arg(f.folder.join("assets/pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let fifo = tokio::time::timeout(std::time::Duration::from_secs(20), f.read("assets/pipe"))
+        .await
+        .expect("reading a FIFO hung");
+    assert_eq!(
+        (fifo.is_error, fifo.as_text()),
+        (true, "`assets/pipe` is not a regular file".to_owned())
+    );
     let binary = f.read("assets/logo.png").await;
     assert_eq!(
         (binary.is_error, binary.as_text()),

@@ -348,6 +348,10 @@ fn read_text(resolved: &Path, shown: &str) -> ToolOutput {
             "`{shown}` is a directory; {LOAD_SKILL} lists the skill's files"
         ));
     }
+    // A FIFO or a device would block the read (and its thread) for good.
+    if !meta.is_file() {
+        return ToolOutput::error(format!("`{shown}` is not a regular file"));
+    }
     let mut bytes = Vec::new();
     let read = std::fs::File::open(resolved)
         .and_then(|file| file.take(MAX_SKILL_FILE_BYTES as u64).read_to_end(&mut bytes));

@@ -2,7 +2,7 @@
 //! call, the question to the application, and what the run does with the
 //! answer.
 //!
-//! Invariants: the plan call declares no tools and its text is not streamed
+//! Invariants: the plan call offers no tools and its text is not streamed
 //! to the application (it is JSON for the approver, shown through
 //! `plan_proposed`); it is accounted like any model call; a plan that never
 //! matches the plan schema (after `max_output_retries`) is rejected, so no
@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::drive::Run;
@@ -87,10 +88,20 @@ impl Run {
         let mut messages = Vec::clone(history);
         messages.push(Message::user(instruction(catalog)));
         let mut retries = self.options.max_output_retries;
+        // No tools are offered; they are declared (and withheld with
+        // `ToolChoice::None`) only when the history holds tool calls, which
+        // some providers (Anthropic) refuse without their tools.
+        let holds_calls = history.iter().any(|m| m.tool_calls().next().is_some());
+        let tools = if holds_calls {
+            catalog.definitions().clone()
+        } else {
+            Arc::default()
+        };
         loop {
             let request = ModelRequest {
                 system: self.system_prompt(catalog),
                 messages: Arc::new(messages.clone()),
+                tools: tools.clone(),
                 tool_choice: ToolChoice::None,
                 temperature: self.options.temperature,
                 top_p: self.options.top_p,
@@ -147,7 +158,11 @@ impl Run {
             .await;
         let from_approver = async {
             match &preflight.approver {
-                Some(approver) => approver.review(plan).await,
+                // A panicking approver rejects (the run's task must not die).
+                Some(approver) => std::panic::AssertUnwindSafe(approver.review(plan))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| PlanDecision::reject("the plan approver panicked")),
                 None => std::future::pending().await,
             }
         };

@@ -11,7 +11,8 @@
 //! prints non-JSON lines on stdout (stdio) or sends a non-JSON SSE event
 //! before every event stream (HTTP), `--pid-file PATH` writes its pid,
 //! `--stderr-env NAME` prints that variable's value on stderr, `--linger-ms MS`
-//! waits that long after stdin closed before exiting. The
+//! waits that long after stdin closed before exiting, `--docs-only` offers
+//! one resource and no tools (`tools/list` is "method not found"). The
 //! tools misbehave on request (see `server.rs`). In stdio mode a SIGTERM
 //! is logged (`got SIGTERM`, see `TEST_SERVER_LOG`) before it exits.
 
@@ -33,6 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let garbage = args.iter().any(|a| a == "--garbage");
     let mut server = TestServer::default();
+    server.docs_only = args.iter().any(|a| a == "--docs-only");
     server.slow_init = value_of("--slow-init").map(|ms| Duration::from_millis(ms.parse().unwrap_or(60_000)));
     eprintln!("mcp-test-server starting");
     if let Some(name) = value_of("--stderr-env") {

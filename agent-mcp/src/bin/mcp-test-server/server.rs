@@ -17,11 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rmcp::model::ListResourcesResult;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Cursor, ElicitRequest,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, Prompt,
-    PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig, ServerRequest, Tool,
+    PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig, ServerRequest, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -38,7 +40,14 @@ pub struct TestServer {
     pub slow_init: Option<Duration>,
     /// The WebSocket handshake's request headers (WebSocket mode).
     pub handshake: Option<Arc<axum::http::HeaderMap>>,
+    /// Offer only resources (`--docs-only`): no `tools` capability, and
+    /// `tools/list` answered "method not found", as the specification lets a
+    /// server without tools do.
+    pub docs_only: bool,
 }
+
+/// The one resource of a `--docs-only` server.
+pub const DOCS_URI: &str = "docs://readme";
 
 fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
     match v {
@@ -153,6 +162,9 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
+        if self.docs_only {
+            return ServerConfig::new(ServerCapabilities::builder().enable_resources().build());
+        }
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
@@ -217,11 +229,45 @@ impl ServerHandler for TestServer {
         .into())
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        if !self.docs_only {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::ListResourcesRequestMethod,
+            >());
+        }
+        let readme = Resource::new(DOCS_URI, "readme");
+        Ok(ListResourcesResult::with_all_items(vec![readme]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !self.docs_only || request.uri != DOCS_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        Ok(
+            ReadResourceResult::new(vec![ResourceContents::text("the docs server's readme", DOCS_URI)])
+                .into(),
+        )
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if self.docs_only {
+            return Err(ErrorData::method_not_found::<rmcp::model::ListToolsRequestMethod>());
+        }
         let start: usize = request
             .and_then(|r| r.cursor)
             .and_then(|c| c.parse().ok())
