@@ -10,6 +10,11 @@
 //! kept-alive connection, and N `tools/call` sent by a bare rmcp client to
 //! the same kind of server. Per step above the floor:
 //! `((run(N) - run(1)) - (model floor(N) - model floor(1)) - (mcp floor(N) - mcp floor(1))) / (N - 1)`.
+//! What a run must do that the floor does not, serialising each request,
+//! is measured too: the provider's `request_bytes` for each step's request
+//! (the run's history up to that step, built outside the timing); the cost
+//! above the floor less that is what grows with the history for any other
+//! reason.
 //!
 //! Run with `cargo bench --bench e2e`; it prints medians over `RUNS` runs
 //! with their range.
@@ -21,7 +26,7 @@ use std::time::{Duration, Instant};
 use agent_sdk::mcp::rmcp::model::CallToolRequestParams;
 use agent_sdk::mcp::{McpServerConfig, McpToolSource};
 use agent_sdk::providers::OpenAiChatModel;
-use agent_sdk::{Agent, ToolSet};
+use agent_sdk::{Agent, Message, ModelRequest, ToolSet};
 use bytes::Bytes;
 use echo_server::{SERVE_ENV, bare_client, bare_client_of, serve, server_config};
 use serde_json::{Value, json};
@@ -154,6 +159,8 @@ struct Figures {
     run: (f64, f64, f64),
     model_floor: (f64, f64, f64),
     mcp_floor: (f64, f64, f64),
+    /// Serialising the run's request bodies, all steps.
+    serialise: (f64, f64, f64),
 }
 
 async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize) -> Figures {
@@ -161,15 +168,20 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
     let name = server.config.name.clone();
     *script.tool.lock().unwrap() = (format!("{name}__{}", server.tool), server.args.clone());
     script.steps.store(steps, Ordering::SeqCst);
-    let model = OpenAiChatModel::compatible("local", url, "bench")
-        .build()
-        .unwrap();
-    let agent = Agent::builder(Arc::new(model))
-        .tools(ToolSet::builder().source(source.clone()).build())
+    let model = Arc::new(
+        OpenAiChatModel::compatible("local", url, "bench")
+            .build()
+            .unwrap(),
+    );
+    let tools = Arc::new(ToolSet::builder().source(source.clone()).build());
+    let definitions = tools.catalog().await.definitions().clone();
+    let agent = Agent::builder(model.clone())
+        .shared_tools(tools)
         .max_steps(u32::try_from(steps).unwrap() + 1)
         .build();
 
-    let (mut runs, mut model_floor, mut mcp_floor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut runs, mut model_floor, mut mcp_floor, mut serialise) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let http = reqwest::Client::new();
     let (_child, bare) = bare_client_of((server.command)()).await;
     let args = server.args.as_object().cloned().unwrap();
@@ -181,6 +193,20 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
         assert_eq!(result.steps as usize, steps + 1, "{:?}", result.exit);
 
         let bodies = std::mem::take(&mut *script.bodies.lock().unwrap());
+        let requests: Vec<ModelRequest> = (0..=steps)
+            .map(|k| {
+                let history =
+                    std::iter::once(Message::user("go")).chain(result.messages[..2 * k].iter().cloned());
+                let mut request = ModelRequest::new(history.collect());
+                request.tools = definitions.clone();
+                request
+            })
+            .collect();
+        let start = Instant::now();
+        for request in &requests {
+            std::hint::black_box(model.request_bytes(request).unwrap());
+        }
+        serialise.push(start.elapsed());
         let start = Instant::now();
         for body in bodies {
             let response = http
@@ -207,6 +233,7 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
         run: stats(runs),
         model_floor: stats(model_floor),
         mcp_floor: stats(mcp_floor),
+        serialise: stats(serialise),
     }
 }
 
@@ -236,10 +263,11 @@ fn main() {
         for steps in STEPS {
             let f = rt.block_on(measure(&server, &script, &url, steps));
             println!(
-                "  {steps:>3} steps: run {}, model floor {}, mcp floor {}",
+                "  {steps:>3} steps: run {}, model floor {}, mcp floor {}, serialising {}",
                 show(f.run),
                 show(f.model_floor),
-                show(f.mcp_floor)
+                show(f.mcp_floor),
+                show(f.serialise)
             );
             figures.push((steps, f));
         }
@@ -251,7 +279,12 @@ fn main() {
                 - (f.mcp_floor.0 - one.mcp_floor.0))
                 / n;
             let run_per_step = (f.run.0 - one.run.0) / n;
-            println!("  {steps:>3} steps: {run_per_step:.3} ms a step, {above:.3} ms a step above the floor");
+            let serialising = (f.serialise.0 - one.serialise.0) / n;
+            println!(
+                "  {steps:>3} steps: {run_per_step:.3} ms a step, {above:.3} ms a step above the floor \
+                 ({serialising:.3} ms serialising, {:.3} ms the rest)",
+                above - serialising
+            );
         }
     }
 }

@@ -33,6 +33,24 @@ async fn a_server_that_leaves_on_stdin_close_is_never_signalled() {
 }
 
 #[tokio::test]
+async fn a_server_lingering_after_stdin_close_is_terminated_after_the_grace() {
+    let log = temp_log("linger");
+    // Lingers two minutes after stdin closes: only SIGTERM (after the default
+    // grace, STDIN_CLOSE_GRACE) can end it before the hang guard.
+    let config = test_server("lingering")
+        .args(["--linger-ms", "120000"])
+        .env("TEST_SERVER_LOG", log.to_string_lossy());
+    let source = connect(config).await;
+    let pid = source.pid().unwrap();
+    tokio::time::timeout(HANG_GUARD, source.close())
+        .await
+        .expect("close waited for the lingering server");
+    assert!(process_gone(pid), "server survived close");
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(seen.contains("got SIGTERM"), "never SIGTERMed: {seen}");
+}
+
+#[tokio::test]
 async fn a_group_member_that_ignores_sigterm_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("stubborn.pid");

@@ -1,5 +1,6 @@
 //! Anthropic Messages (`POST {base}/messages`, typed SSE events).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use agent_core::{
@@ -7,8 +8,12 @@ use agent_core::{
     ModelEvent, ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolOutputPart, Usage,
 };
 use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
+use crate::body::{Body, message_text};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
@@ -81,79 +86,287 @@ impl AnthropicBuilder {
     }
 }
 
-fn image_block(image: &ImageSource) -> Value {
-    match image {
-        ImageSource::Base64 { media_type, data } => {
-            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-        }
-        ImageSource::Url { url } => json!({"type": "image", "source": {"type": "url", "url": url}}),
-        _ => json!({"type": "text", "text": "[unsupported image]"}),
+/// The `messages` of a body: the history as alternating turns. System
+/// messages go to the system prompt instead, a message with nothing to send
+/// is left out, consecutive messages of one role are merged into one turn
+/// (the API wants them alternating), and with prompt caching the last
+/// block of the last user turn carries a cache breakpoint. Fields are
+/// declared in sorted order (see [`crate::body`]).
+pub(crate) struct Turns<'a> {
+    messages: &'a [Message],
+    /// The message whose last block is marked for the prompt cache.
+    cache_at: Option<usize>,
+}
+
+impl<'a> Turns<'a> {
+    fn new(messages: &'a [Message], prompt_caching: bool) -> Self {
+        // The last user-side message with blocks ends the last user turn
+        // (only assistant messages, or none, come after it).
+        let cache_at = prompt_caching
+            .then(|| {
+                messages
+                    .iter()
+                    .rposition(|m| matches!(m.role, Role::User | Role::Tool) && blocks(m).next().is_some())
+            })
+            .flatten();
+        Self { messages, cache_at }
     }
 }
 
-fn blocks(message: &Message) -> Vec<Value> {
-    let mut out = Vec::new();
-    for part in &message.content {
-        match part {
-            ContentPart::Text { text } if !text.is_empty() => out.push(json!({"type": "text", "text": text})),
-            ContentPart::Image { image } => out.push(image_block(image)),
-            ContentPart::Reasoning(r) => {
-                if let Some(data) = r.provider_data.as_ref().and_then(|d| d.get("redacted_thinking")) {
-                    out.push(json!({"type": "redacted_thinking", "data": data}));
-                } else if let Some(signature) = &r.signature {
-                    out.push(json!({"type": "thinking", "thinking": r.text, "signature": signature}));
+/// The role a message's turn has, `None` for a system message.
+fn turn_role(message: &Message) -> Option<&'static str> {
+    match message.role {
+        Role::System => None,
+        Role::User | Role::Tool => Some("user"),
+        Role::Assistant => Some("assistant"),
+    }
+}
+
+impl Serialize for Turns<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        let messages = self.messages;
+        let mut start = 0;
+        while start < messages.len() {
+            let Some(role) =
+                turn_role(&messages[start]).filter(|_| blocks(&messages[start]).next().is_some())
+            else {
+                start += 1;
+                continue;
+            };
+            // The turn runs until a message of the other role with blocks.
+            let mut end = start + 1;
+            while end < messages.len() {
+                let m = &messages[end];
+                if turn_role(m).is_some_and(|r| r != role) && blocks(m).next().is_some() {
+                    break;
                 }
+                end += 1;
             }
-            ContentPart::ToolCall(c) => {
-                out.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input}));
+            seq.serialize_element(&Turn {
+                content: TurnBlocks {
+                    messages: &messages[start..end],
+                    first: start,
+                    cache_at: self.cache_at,
+                },
+                role,
+            })?;
+            start = end;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    content: TurnBlocks<'a>,
+    role: &'static str,
+}
+
+/// The blocks of the messages of one turn (system messages among them are
+/// in the system prompt).
+struct TurnBlocks<'a> {
+    messages: &'a [Message],
+    /// The index of `messages[0]` in the history.
+    first: usize,
+    cache_at: Option<usize>,
+}
+
+impl Serialize for TurnBlocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for (i, message) in self.messages.iter().enumerate() {
+            if message.role == Role::System {
+                continue;
             }
-            ContentPart::ToolResult(r) => {
-                let content: Vec<Value> = r
-                    .parts
-                    .iter()
-                    .map(|p| match p {
-                        ToolOutputPart::Text { text } => json!({"type": "text", "text": text}),
-                        ToolOutputPart::Image { image } => image_block(image),
-                        ToolOutputPart::Json { value } => json!({"type": "text", "text": value.to_string()}),
-                        _ => json!({"type": "text", "text": ""}),
-                    })
-                    .collect();
-                out.push(json!({"type": "tool_result", "tool_use_id": r.call_id, "content": content, "is_error": r.is_error}));
+            let mut blocks = blocks(message).peekable();
+            while let Some(block) = blocks.next() {
+                let last = blocks.peek().is_none() && self.cache_at == Some(self.first + i);
+                seq.serialize_element(&Marked {
+                    cache_control: last.then_some(CachePoint::EPHEMERAL),
+                    block,
+                })?;
             }
-            _ => {}
+        }
+        seq.end()
+    }
+}
+
+/// A prompt-cache breakpoint (Anthropic caches the prefix up to it; three
+/// are set, of the four it allows: system, tools, last user turn).
+#[derive(Serialize)]
+struct CachePoint {
+    r#type: &'static str,
+}
+
+impl CachePoint {
+    const EPHEMERAL: Self = Self { r#type: "ephemeral" };
+}
+
+/// A block, perhaps with a cache breakpoint (`cache_control` sorts before
+/// every key of a block).
+#[derive(Serialize)]
+struct Marked<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CachePoint>,
+    #[serde(flatten)]
+    block: SentBlock<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SentBlock<'a> {
+    Text {
+        text: Cow<'a, str>,
+        r#type: &'static str,
+    },
+    Image {
+        source: Source<'a>,
+        r#type: &'static str,
+    },
+    RedactedThinking {
+        data: &'a Value,
+        r#type: &'static str,
+    },
+    Thinking {
+        signature: &'a str,
+        thinking: &'a str,
+        r#type: &'static str,
+    },
+    ToolUse {
+        id: &'a str,
+        input: &'a Value,
+        name: &'a str,
+        r#type: &'static str,
+    },
+    ToolResult {
+        content: ResultBlocks<'a>,
+        is_error: bool,
+        tool_use_id: &'a str,
+        r#type: &'static str,
+    },
+}
+
+impl<'a> SentBlock<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        Self::Text {
+            text: text.into(),
+            r#type: "text",
         }
     }
-    out
+
+    fn image(image: &'a ImageSource) -> Self {
+        let source = match image {
+            ImageSource::Base64 { media_type, data } => Source::Base64 {
+                data,
+                media_type,
+                r#type: "base64",
+            },
+            ImageSource::Url { url } => Source::Url { r#type: "url", url },
+            _ => return Self::text("[unsupported image]"),
+        };
+        Self::Image {
+            source,
+            r#type: "image",
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Source<'a> {
+    Base64 {
+        data: &'a str,
+        media_type: &'a str,
+        r#type: &'static str,
+    },
+    Url {
+        r#type: &'static str,
+        url: &'a str,
+    },
+}
+
+/// A tool result's content: its parts as text and image blocks.
+struct ResultBlocks<'a>(&'a [ToolOutputPart]);
+
+impl Serialize for ResultBlocks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for part in self.0 {
+            let block = match part {
+                ToolOutputPart::Text { text } => SentBlock::text(text.as_str()),
+                ToolOutputPart::Image { image } => SentBlock::image(image),
+                ToolOutputPart::Json { value } => SentBlock::text(value.to_string()),
+                _ => SentBlock::text(""),
+            };
+            seq.serialize_element(&block)?;
+        }
+        seq.end()
+    }
+}
+
+/// The blocks a message sends (an empty text, and reasoning that cannot
+/// go back, send nothing).
+fn blocks(message: &Message) -> impl Iterator<Item = SentBlock<'_>> {
+    message.content.iter().filter_map(|part| match part {
+        ContentPart::Text { text } if !text.is_empty() => Some(SentBlock::text(text.as_str())),
+        ContentPart::Image { image } => Some(SentBlock::image(image)),
+        ContentPart::Reasoning(r) => {
+            if let Some(data) = r.provider_data.as_ref().and_then(|d| d.get("redacted_thinking")) {
+                Some(SentBlock::RedactedThinking {
+                    data,
+                    r#type: "redacted_thinking",
+                })
+            } else {
+                r.signature.as_deref().map(|signature| SentBlock::Thinking {
+                    signature,
+                    thinking: &r.text,
+                    r#type: "thinking",
+                })
+            }
+        }
+        ContentPart::ToolCall(c) => Some(SentBlock::ToolUse {
+            id: &c.id,
+            input: &c.input,
+            name: &c.name,
+            r#type: "tool_use",
+        }),
+        ContentPart::ToolResult(r) => Some(SentBlock::ToolResult {
+            content: ResultBlocks(&r.parts),
+            is_error: r.is_error,
+            tool_use_id: &r.call_id,
+            r#type: "tool_result",
+        }),
+        _ => None,
+    })
 }
 
 impl AnthropicModel {
     /// The JSON body for `request` (public for inspection and tests).
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let mut system: Vec<String> = request.system.iter().cloned().collect();
-        let mut messages: Vec<Value> = Vec::new();
-        for message in request.messages.iter() {
-            let role = match message.role {
-                Role::System => {
-                    system.push(message.text());
-                    continue;
-                }
-                Role::User | Role::Tool => "user",
-                Role::Assistant => "assistant",
-            };
-            let content = blocks(message);
-            if content.is_empty() {
-                continue;
-            }
-            // Consecutive turns of one role are merged (the API wants them alternating).
-            match messages.last_mut() {
-                Some(last) if last["role"] == role => {
-                    if let Some(list) = last["content"].as_array_mut() {
-                        list.extend(content);
-                    }
-                }
-                _ => messages.push(json!({"role": role, "content": content})),
-            }
-        }
+        self.body(request).to_value()
+    }
+
+    /// The body as posted: [`Self::request_body`] serialised, written
+    /// straight from the history (public for inspection and benches).
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
+        self.body(request).to_bytes()
+    }
+
+    /// The body, its messages written straight from the history.
+    pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<Turns<'a>> {
+        let system: Vec<Cow<'_, str>> = request
+            .system
+            .iter()
+            .map(|s| Cow::Borrowed(s.as_str()))
+            .chain(
+                request
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::System)
+                    .map(message_text),
+            )
+            .collect();
         // Thinking, for a model that thinks: its budget, at least the
         // smallest Anthropic accepts.
         let thinking = request
@@ -162,13 +375,9 @@ impl AnthropicModel {
             .filter(|_| self.capabilities().reasoning)
             .and_then(ReasoningConfig::budget)
             .map(|b| b.max(MIN_THINKING_BUDGET));
-        if request.prompt_caching {
-            mark_last_user_block(&mut messages);
-        }
         let max_tokens = request.max_output_tokens.unwrap_or(self.default_max_tokens);
         let mut body = json!({
             "model": self.model,
-            "messages": messages,
             // max_tokens counts the thinking too: the budget is added, so the
             // answer keeps its room and max_tokens stays above the budget.
             "max_tokens": max_tokens + thinking.unwrap_or(0),
@@ -235,7 +444,11 @@ impl AnthropicModel {
         }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("anthropic"));
-        body
+        Body::new(
+            body,
+            "messages",
+            Turns::new(&request.messages, request.prompt_caching),
+        )
     }
 }
 
@@ -250,20 +463,6 @@ const MIN_THINKING_BUDGET: u32 = 1_024;
 
 /// The smallest `top_p` Anthropic accepts with thinking on.
 const MIN_TOP_P_WITH_THINKING: f32 = 0.95;
-
-/// Put a cache breakpoint on the last block of the last user turn, so the
-/// conversation so far is cached for the next step.
-fn mark_last_user_block(messages: &mut [Value]) {
-    if let Some(last) = messages
-        .iter_mut()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_array_mut())
-        .and_then(|blocks| blocks.last_mut())
-    {
-        last["cache_control"] = cache_point();
-    }
-}
 
 #[async_trait]
 impl LanguageModel for AnthropicModel {
@@ -280,9 +479,9 @@ impl LanguageModel for AnthropicModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = self.request_body(&request);
+        let body = self.request_bytes(&request)?;
         let url = format!("{}/messages", self.base);
-        let bytes = self.transport.open(&url, &body, &request).await?;
+        let bytes = self.transport.open(&url, body, &request).await?;
         Ok(drive(sse_frames(bytes), AnthropicDecoder::default()))
     }
 }

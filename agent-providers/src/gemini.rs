@@ -1,14 +1,18 @@
 //! Google Gemini (`POST {base}/models/{model}:streamGenerateContent?alt=sse`).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
 use agent_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
 };
 use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
+use crate::body::{Body, call_of, message_text, result_text};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
@@ -68,117 +72,289 @@ impl GeminiBuilder {
     }
 }
 
-fn image_part(image: &ImageSource) -> Value {
-    match image {
-        ImageSource::Base64 { media_type, data } => {
-            json!({"inlineData": {"mimeType": media_type, "data": data}})
-        }
-        ImageSource::Url { url } => json!({"fileData": {"fileUri": url}}),
-        _ => json!({"text": "[unsupported image]"}),
+/// The `contents` of a body: the history as alternating `user` / `model`
+/// turns (system messages go to the system instruction, a message with
+/// no parts is left out, consecutive messages of one role share a turn).
+/// Fields are declared in sorted order (see [`crate::body`]).
+pub(crate) struct Contents<'a>(&'a [Message]);
+
+/// The role a message's turn has, `None` for a system message.
+fn turn_role(message: &Message) -> Option<&'static str> {
+    match message.role {
+        Role::System => None,
+        Role::User | Role::Tool => Some("user"),
+        Role::Assistant => Some("model"),
     }
 }
 
-fn sig(data: Option<&Value>, key: &str) -> Option<Value> {
-    data.and_then(|d| d.get(key)).cloned()
+/// Whether a message sends any part (as [`push_parts`] would).
+fn has_parts(message: &Message) -> bool {
+    message.content.iter().any(|part| match part {
+        ContentPart::Text { text } => !text.is_empty(),
+        ContentPart::Reasoning(r) => r.signature.is_some(),
+        ContentPart::Image { .. } | ContentPart::ToolCall(_) | ContentPart::ToolResult(_) => true,
+        _ => false,
+    })
 }
 
-fn parts(message: &Message, names: &HashMap<String, String>) -> Vec<Value> {
-    let mut out = Vec::new();
-    for part in &message.content {
+impl Serialize for Contents<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        let messages = self.0;
+        // One buffer of borrowed parts for every turn.
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while start < messages.len() {
+            let Some(role) = turn_role(&messages[start]).filter(|_| has_parts(&messages[start])) else {
+                start += 1;
+                continue;
+            };
+            parts.clear();
+            let mut end = start;
+            while end < messages.len() {
+                let m = &messages[end];
+                match turn_role(m) {
+                    Some(r) if r != role && has_parts(m) => break,
+                    Some(_) => push_parts(&mut parts, messages, end),
+                    None => {}
+                }
+                end += 1;
+            }
+            seq.serialize_element(&Content { parts: &parts, role })?;
+            start = end;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Content<'p, 'a> {
+    parts: &'p [Part<'a>],
+    role: &'static str,
+}
+
+/// One part, with the thought signature that goes back on it
+/// (`thoughtSignature` sorts after every other key of a part).
+#[derive(Serialize)]
+struct Part<'a> {
+    #[serde(flatten)]
+    kind: Kind<'a>,
+    #[serde(rename = "thoughtSignature", skip_serializing_if = "Option::is_none")]
+    thought_signature: Option<Signature<'a>>,
+}
+
+impl<'a> From<Kind<'a>> for Part<'a> {
+    fn from(kind: Kind<'a>) -> Self {
+        Self {
+            kind,
+            thought_signature: None,
+        }
+    }
+}
+
+/// A signature: reasoning's text, or what a call's provider data held.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Signature<'a> {
+    Text(&'a str),
+    Json(&'a Value),
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Kind<'a> {
+    Text {
+        text: &'a str,
+    },
+    Thought {
+        text: &'a str,
+        thought: bool,
+    },
+    InlineData {
+        #[serde(rename = "inlineData")]
+        inline_data: InlineData<'a>,
+    },
+    FileData {
+        #[serde(rename = "fileData")]
+        file_data: FileData<'a>,
+    },
+    FunctionCall {
+        #[serde(rename = "functionCall")]
+        function_call: FunctionCall<'a>,
+    },
+    FunctionResponse {
+        #[serde(rename = "functionResponse")]
+        function_response: FunctionResponse<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct InlineData<'a> {
+    data: &'a str,
+    #[serde(rename = "mimeType")]
+    mime_type: &'a str,
+}
+
+#[derive(Serialize)]
+struct FileData<'a> {
+    #[serde(rename = "fileUri")]
+    file_uri: &'a str,
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    args: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct FunctionResponse<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    name: &'a str,
+    response: Response<'a>,
+}
+
+/// `{"content": ...}`, or `{"error": ...}` for a failed call.
+struct Response<'a> {
+    is_error: bool,
+    value: ResponseValue<'a>,
+}
+
+impl Serialize for Response<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        let key = if self.is_error { "error" } else { "content" };
+        map.serialize_entry(key, &self.value)?;
+        map.end()
+    }
+}
+
+/// A result that is one JSON value goes as that value, any other as text.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResponseValue<'a> {
+    Json(&'a Value),
+    Text(Cow<'a, str>),
+}
+
+fn image_part(image: &ImageSource) -> Kind<'_> {
+    match image {
+        ImageSource::Base64 { media_type, data } => Kind::InlineData {
+            inline_data: InlineData {
+                data,
+                mime_type: media_type,
+            },
+        },
+        ImageSource::Url { url } => Kind::FileData {
+            file_data: FileData { file_uri: url },
+        },
+        _ => Kind::Text {
+            text: "[unsupported image]",
+        },
+    }
+}
+
+fn sig<'a>(data: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    data.and_then(|d| d.get(key))
+}
+
+/// Add the parts of `messages[at]` to `out`.
+fn push_parts<'a>(out: &mut Vec<Part<'a>>, messages: &'a [Message], at: usize) {
+    let first = out.len();
+    for part in &messages[at].content {
         match part {
-            ContentPart::Text { text } if !text.is_empty() => out.push(json!({"text": text})),
-            ContentPart::Image { image } => out.push(image_part(image)),
+            ContentPart::Text { text } if !text.is_empty() => out.push(Kind::Text { text }.into()),
+            ContentPart::Image { image } => out.push(image_part(image).into()),
             ContentPart::Reasoning(r) => {
                 // Only Gemini's own reasoning (it carries a signature) is sent back.
-                match (&r.signature, out.last_mut()) {
-                    // A signature that came on an answer part goes back on that part.
-                    (Some(signature), Some(last))
-                        if r.text.is_empty() && last.get("thoughtSignature").is_none() =>
-                    {
-                        last["thoughtSignature"] = json!(signature);
-                    }
-                    (Some(signature), _) => {
-                        out.push(json!({"text": r.text, "thought": true, "thoughtSignature": signature}));
-                    }
-                    (None, _) => {}
-                }
-            }
-            ContentPart::ToolCall(c) => {
-                let mut call = json!({"name": c.name, "args": c.input});
-                if let Some(id) = sig(c.provider_data.as_ref(), "id") {
-                    call["id"] = id;
-                }
-                let mut p = json!({"functionCall": call});
-                if let Some(s) = sig(c.provider_data.as_ref(), "thoughtSignature") {
-                    p["thoughtSignature"] = s;
-                }
-                out.push(p);
-            }
-            ContentPart::ToolResult(r) => {
-                let name = names
-                    .get(&r.call_id)
-                    .cloned()
-                    .unwrap_or_else(|| r.call_id.clone());
-                let key = if r.is_error { "error" } else { "content" };
-                let value = match r.parts.as_slice() {
-                    [ToolOutputPart::Json { value }] => value.clone(),
-                    _ => json!(r.text()),
+                let Some(signature) = r.signature.as_deref() else {
+                    continue;
                 };
-                let mut response = json!({"name": name, "response": {key: value}});
-                if let Some(id) = names.get(&format!("id:{}", r.call_id)) {
-                    response["id"] = json!(id);
+                match out[first..].last_mut() {
+                    // A signature that came on an answer part goes back on that part.
+                    Some(last) if r.text.is_empty() && last.thought_signature.is_none() => {
+                        last.thought_signature = Some(Signature::Text(signature));
+                    }
+                    _ => out.push(Part {
+                        kind: Kind::Thought {
+                            text: &r.text,
+                            thought: true,
+                        },
+                        thought_signature: Some(Signature::Text(signature)),
+                    }),
                 }
-                out.push(json!({"functionResponse": response}));
+            }
+            ContentPart::ToolCall(c) => out.push(Part {
+                kind: Kind::FunctionCall {
+                    function_call: FunctionCall {
+                        args: &c.input,
+                        id: sig(c.provider_data.as_ref(), "id"),
+                        name: &c.name,
+                    },
+                },
+                thought_signature: sig(c.provider_data.as_ref(), "thoughtSignature").map(Signature::Json),
+            }),
+            ContentPart::ToolResult(r) => {
+                let call = call_of(messages, at, &r.call_id);
+                let value = match r.parts.as_slice() {
+                    [ToolOutputPart::Json { value }] => ResponseValue::Json(value),
+                    _ => ResponseValue::Text(result_text(r)),
+                };
+                let id = call.and_then(|c| sig(c.provider_data.as_ref(), "id")?.as_str());
+                out.push(
+                    Kind::FunctionResponse {
+                        function_response: FunctionResponse {
+                            id,
+                            name: call.map_or(r.call_id.as_str(), |c| c.name.as_str()),
+                            response: Response {
+                                is_error: r.is_error,
+                                value,
+                            },
+                        },
+                    }
+                    .into(),
+                );
                 for p in &r.parts {
                     if let ToolOutputPart::Image { image } = p {
-                        out.push(image_part(image));
+                        out.push(image_part(image).into());
                     }
                 }
             }
             _ => {}
         }
     }
-    out
 }
 
 impl GeminiModel {
     /// The JSON body for `request` (public for inspection and tests).
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        // Tool names (and Gemini's own call ids) by call id, for functionResponse.
-        let mut names = HashMap::new();
-        for m in request.messages.iter() {
-            for c in m.tool_calls() {
-                names.insert(c.id.clone(), c.name.clone());
-                if let Some(Value::String(id)) = sig(c.provider_data.as_ref(), "id") {
-                    names.insert(format!("id:{}", c.id), id);
-                }
-            }
-        }
-        let mut system: Vec<String> = request.system.iter().cloned().collect();
-        let mut contents: Vec<Value> = Vec::new();
-        for message in request.messages.iter() {
-            let role = match message.role {
-                Role::System => {
-                    system.push(message.text());
-                    continue;
-                }
-                Role::User | Role::Tool => "user",
-                Role::Assistant => "model",
-            };
-            let p = parts(message, &names);
-            if p.is_empty() {
-                continue;
-            }
-            match contents.last_mut() {
-                Some(last) if last["role"] == role => {
-                    if let Some(list) = last["parts"].as_array_mut() {
-                        list.extend(p);
-                    }
-                }
-                _ => contents.push(json!({"role": role, "parts": p})),
-            }
-        }
-        let mut body = json!({"contents": contents});
+        self.body(request).to_value()
+    }
+
+    /// The body as posted: [`Self::request_body`] serialised, written
+    /// straight from the history (public for inspection and benches).
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
+        self.body(request).to_bytes()
+    }
+
+    /// The body, its contents written straight from the history.
+    pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<Contents<'a>> {
+        let system: Vec<Cow<'_, str>> = request
+            .system
+            .iter()
+            .map(|s| Cow::Borrowed(s.as_str()))
+            .chain(
+                request
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == Role::System)
+                    .map(message_text),
+            )
+            .collect();
+        let mut body = json!({});
         if !system.is_empty() {
             body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
         }
@@ -240,7 +416,7 @@ impl GeminiModel {
         }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("google"));
-        body
+        Body::new(body, "contents", Contents(&request.messages))
     }
 }
 
@@ -259,12 +435,12 @@ impl LanguageModel for GeminiModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = self.request_body(&request);
+        let body = self.request_bytes(&request)?;
         let url = format!(
             "{}/models/{}:streamGenerateContent?alt=sse",
             self.base, self.model
         );
-        let bytes = self.transport.open(&url, &body, &request).await?;
+        let bytes = self.transport.open(&url, body, &request).await?;
         Ok(drive(sse_frames(bytes), GeminiDecoder::default()))
     }
 }

@@ -8,7 +8,6 @@ use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
 
 use crate::error::{body_broke, network, status_error};
 
@@ -109,12 +108,13 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// POST the request body and return the response's bytes, guarded by the
-    /// inactivity timeout and the request's cancellation token.
+    /// POST the request body (serialised JSON) and return the response's
+    /// bytes, guarded by the inactivity timeout and the request's
+    /// cancellation token.
     pub async fn open(
         &self,
         url: &str,
-        body: &Value,
+        body: Bytes,
         request: &agent_core::ModelRequest,
     ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
         let response = self.post(url, body, &request.cancellation).await?;
@@ -125,18 +125,16 @@ impl Transport {
         ))
     }
 
-    /// POST `body` to `url`, retrying transient failures before any byte of
-    /// the response body is consumed. Returns a response with a 2xx status.
+    /// POST `payload` (serialised JSON) to `url`, retrying transient
+    /// failures before any byte of the response body is consumed (each
+    /// attempt shares the same bytes). Returns a response with a 2xx status.
     /// Waiting for the response head counts against the inactivity timeout.
     pub async fn post(
         &self,
         url: &str,
-        body: &Value,
+        payload: Bytes,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ModelError> {
-        let payload = serde_json::to_vec(body).map_err(|e| {
-            ModelError::invalid_request(None, format!("the request body: {e}")).with_source(e)
-        })?;
         tracing::debug!(target: "agent_providers::http", url, headers = ?redacted(&self.headers), "request");
         tracing::trace!(target: "agent_providers::http", body = %String::from_utf8_lossy(&payload), "request body");
         let mut attempt = 0u32;

@@ -36,6 +36,7 @@
 //! ```
 
 mod anthropic;
+mod body;
 mod budget;
 pub mod capabilities;
 mod config;

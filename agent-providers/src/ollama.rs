@@ -1,14 +1,18 @@
 //! Ollama's native chat API (`POST {root}/api/chat`, newline-delimited JSON).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
 use agent_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelEvent, ModelRequest, ModelStream, ReasoningEffort, Role, ToolChoice, Usage,
 };
 use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
+use crate::body::{Body, call_of, message_text, result_text_with_placeholders};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::invalid;
@@ -90,63 +94,131 @@ impl OllamaBuilder {
     }
 }
 
-fn push_message(out: &mut Vec<Value>, message: &Message, names: &HashMap<&str, &str>) {
-    match message.role {
-        Role::System => out.push(json!({"role": "system", "content": message.text()})),
-        Role::User | Role::Assistant => {
-            let role = if message.role == Role::User {
-                "user"
-            } else {
-                "assistant"
-            };
-            let mut msg = json!({"role": role, "content": message.text()});
-            let images: Vec<&str> = message
-                .content
-                .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Image {
-                        image: ImageSource::Base64 { data, .. },
-                    } => Some(data.as_str()),
-                    _ => None,
-                })
-                .collect();
-            if !images.is_empty() {
-                msg["images"] = json!(images);
-            }
-            let thinking: String = message
-                .content
-                .iter()
-                .filter_map(|p| {
-                    if let ContentPart::Reasoning(r) = p {
-                        Some(r.text.as_str())
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            if !thinking.is_empty() {
-                msg["thinking"] = json!(thinking);
-            }
-            let calls: Vec<Value> = message
-                .tool_calls()
-                .map(|c| json!({"function": {"name": c.name, "arguments": c.input}}))
-                .collect();
-            if !calls.is_empty() {
-                msg["tool_calls"] = Value::Array(calls);
-            }
-            out.push(msg);
+/// The `messages` of a body: the system prompt, then the history (a tool
+/// message becomes one `tool` message per result, named after its call).
+/// Fields are declared in sorted order (see [`crate::body`]).
+pub(crate) struct OllamaMessages<'a> {
+    system: Option<&'a str>,
+    messages: &'a [Message],
+}
+
+#[derive(Serialize)]
+struct Said<'a> {
+    content: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    images: Vec<&'a str>,
+    role: &'static str,
+    #[serde(skip_serializing_if = "is_empty")]
+    thinking: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<Call<'a>>,
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    arguments: &'a Value,
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct ToolMessage<'a> {
+    content: Cow<'a, str>,
+    role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+}
+
+impl<'a> Said<'a> {
+    fn text(role: &'static str, content: Cow<'a, str>) -> Self {
+        Self {
+            content,
+            images: Vec::new(),
+            role,
+            thinking: Cow::Borrowed(""),
+            tool_calls: Vec::new(),
         }
-        Role::Tool => {
-            for part in &message.content {
-                if let ContentPart::ToolResult(r) = part {
-                    let mut msg = json!({"role": "tool", "content": r.text_with_image_placeholders()});
-                    if let Some(name) = names.get(r.call_id.as_str()) {
-                        msg["tool_name"] = json!(name);
+    }
+}
+
+#[allow(clippy::ptr_arg)] // serde's skip_serializing_if passes the field's own type
+fn is_empty(text: &Cow<'_, str>) -> bool {
+    text.is_empty()
+}
+
+/// The reasoning texts of a message, concatenated (borrowed when one).
+fn thinking(message: &Message) -> Cow<'_, str> {
+    let mut texts = message.content.iter().filter_map(|p| match p {
+        ContentPart::Reasoning(r) => Some(r.text.as_str()),
+        _ => None,
+    });
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(only), None) => Cow::Borrowed(only),
+        (Some(a), Some(b)) => Cow::Owned([a, b].into_iter().chain(texts).collect()),
+    }
+}
+
+impl Serialize for OllamaMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        if let Some(system) = self.system {
+            seq.serialize_element(&Said::text("system", Cow::Borrowed(system)))?;
+        }
+        for (at, message) in self.messages.iter().enumerate() {
+            match message.role {
+                Role::System => seq.serialize_element(&Said::text("system", message_text(message)))?,
+                Role::User | Role::Assistant => {
+                    let role = if message.role == Role::User {
+                        "user"
+                    } else {
+                        "assistant"
+                    };
+                    let images = message
+                        .content
+                        .iter()
+                        .filter_map(|p| match p {
+                            ContentPart::Image {
+                                image: ImageSource::Base64 { data, .. },
+                            } => Some(data.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let tool_calls = message
+                        .tool_calls()
+                        .map(|c| Call {
+                            function: Function {
+                                arguments: &c.input,
+                                name: &c.name,
+                            },
+                        })
+                        .collect();
+                    seq.serialize_element(&Said {
+                        content: message_text(message),
+                        images,
+                        role,
+                        thinking: thinking(message),
+                        tool_calls,
+                    })?;
+                }
+                Role::Tool => {
+                    for part in &message.content {
+                        if let ContentPart::ToolResult(r) = part {
+                            seq.serialize_element(&ToolMessage {
+                                content: result_text_with_placeholders(r),
+                                role: "tool",
+                                tool_name: call_of(self.messages, at, &r.call_id).map(|c| c.name.as_str()),
+                            })?;
+                        }
                     }
-                    out.push(msg);
                 }
             }
         }
+        seq.end()
     }
 }
 
@@ -155,20 +227,18 @@ impl OllamaModel {
     /// Ollama has no tool choice: `None` sends no tools; `Required` and a
     /// named tool are sent as the plain tool list.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let names: HashMap<&str, &str> = request
-            .messages
-            .iter()
-            .flat_map(|m| m.tool_calls())
-            .map(|c| (c.id.as_str(), c.name.as_str()))
-            .collect();
-        let mut messages = Vec::new();
-        if let Some(system) = &request.system {
-            messages.push(json!({"role": "system", "content": system}));
-        }
-        for message in request.messages.iter() {
-            push_message(&mut messages, message, &names);
-        }
-        let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        self.body(request).to_value()
+    }
+
+    /// The body as posted: [`Self::request_body`] serialised, written
+    /// straight from the history (public for inspection and benches).
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
+        self.body(request).to_bytes()
+    }
+
+    /// The body, its messages written straight from the history.
+    pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<OllamaMessages<'a>> {
+        let mut body = json!({"model": self.model, "stream": true});
         if !request.tools.is_empty() && request.tool_choice != ToolChoice::None {
             let tools: Vec<Value> = request
                 .tools
@@ -217,7 +287,11 @@ impl OllamaModel {
         }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("ollama"));
-        body
+        let messages = OllamaMessages {
+            system: request.system.as_deref(),
+            messages: &request.messages,
+        };
+        Body::new(body, "messages", messages)
     }
 }
 
@@ -236,9 +310,9 @@ impl LanguageModel for OllamaModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = self.request_body(&request);
+        let body = self.request_bytes(&request)?;
         let url = format!("{}/chat", self.api);
-        let bytes = self.transport.open(&url, &body, &request).await?;
+        let bytes = self.transport.open(&url, body, &request).await?;
         Ok(drive(ndjson_frames(bytes), OllamaDecoder::default()))
     }
 }

@@ -3,12 +3,18 @@
 //! servers (vLLM, llama.cpp, LM Studio, Groq, DeepSeek, xAI, Mistral, ...).
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, Usage,
+    ContentPart, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
+    ModelRequest, ModelStream, Role, ToolChoice, Usage,
 };
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
+use crate::body::{Body, ImageUrl, JsonText, message_text, result_text_with_placeholders};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
@@ -135,16 +141,19 @@ impl OpenAiChatBuilder {
 impl OpenAiChatModel {
     /// The JSON body for `request` (public for inspection and tests).
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let mut messages = Vec::new();
-        if let Some(system) = &request.system {
-            messages.push(json!({"role": "system", "content": system}));
-        }
-        for message in request.messages.iter() {
-            push_message(&mut messages, message, self.flavor == ChatFlavor::OpenRouter);
-        }
+        self.body(request).to_value()
+    }
+
+    /// The body as posted: [`Self::request_body`] serialised, written
+    /// straight from the history (public for inspection and benches).
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
+        self.body(request).to_bytes()
+    }
+
+    /// The body, its messages written straight from the history.
+    pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<ChatMessages<'a>> {
         let mut body = json!({
             "model": self.model,
-            "messages": messages,
             "stream": true,
             "stream_options": {"include_usage": true},
         });
@@ -213,20 +222,136 @@ impl OpenAiChatModel {
         }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for(&self.provider));
-        body
+        let messages = ChatMessages {
+            system: request.system.as_deref(),
+            messages: &request.messages,
+            replay_details: self.flavor == ChatFlavor::OpenRouter,
+        };
+        Body::new(body, "messages", messages)
     }
 }
 
-fn image_url(image: &ImageSource) -> String {
-    match image {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-        _ => String::new(),
+/// The `messages` of a body: the system prompt, then the history, each
+/// message written as Chat Completions wants it (a tool message becomes one
+/// `tool` message per result). Fields are declared in sorted order (see
+/// [`crate::body`]).
+pub(crate) struct ChatMessages<'a> {
+    system: Option<&'a str>,
+    messages: &'a [Message],
+    /// OpenRouter: replay the `reasoning_details` kept in reasoning parts.
+    replay_details: bool,
+}
+
+/// A message whose content is text.
+#[derive(Serialize)]
+struct Said<'a> {
+    content: Cow<'a, str>,
+    role: &'static str,
+}
+
+/// A user message with images: its content is a list of parts.
+#[derive(Serialize)]
+struct UserParts<'a> {
+    content: Parts<'a>,
+    role: &'static str,
+}
+
+struct Parts<'a>(&'a [ContentPart]);
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Part<'a> {
+    Text {
+        text: &'a str,
+        r#type: &'static str,
+    },
+    ImageUrl {
+        image_url: Url<'a>,
+        r#type: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct Url<'a> {
+    url: ImageUrl<'a>,
+}
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for part in self.0 {
+            match part {
+                ContentPart::Text { text } => seq.serialize_element(&Part::Text { text, r#type: "text" })?,
+                ContentPart::Image { image } => seq.serialize_element(&Part::ImageUrl {
+                    image_url: Url { url: ImageUrl(image) },
+                    r#type: "image_url",
+                })?,
+                _ => {}
+            }
+        }
+        seq.end()
     }
+}
+
+#[derive(Serialize)]
+struct Assistant<'a> {
+    /// `null` when the message has no text.
+    content: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    reasoning_details: Vec<&'a Value>,
+    role: &'static str,
+    #[serde(skip_serializing_if = "Calls::is_empty")]
+    tool_calls: Calls<'a>,
+}
+
+/// The tool calls of an assistant message.
+struct Calls<'a>(&'a Message);
+
+impl Calls<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.tool_calls().next().is_none()
+    }
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    function: Function<'a>,
+    id: &'a str,
+    r#type: &'static str,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    arguments: JsonText<'a>,
+    name: &'a str,
+}
+
+impl Serialize for Calls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for call in self.0.tool_calls() {
+            seq.serialize_element(&Call {
+                function: Function {
+                    arguments: JsonText(&call.input),
+                    name: &call.name,
+                },
+                id: &call.id,
+                r#type: "function",
+            })?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct ToolMessage<'a> {
+    content: Cow<'a, str>,
+    role: &'static str,
+    tool_call_id: &'a str,
 }
 
 /// OpenRouter's `reasoning_details` kept in a message's reasoning parts.
-fn reasoning_details(message: &Message) -> Vec<Value> {
+fn reasoning_details(message: &Message) -> Vec<&Value> {
     message
         .content
         .iter()
@@ -235,67 +360,68 @@ fn reasoning_details(message: &Message) -> Vec<Value> {
             _ => None,
         })
         .flatten()
-        .cloned()
         .collect()
 }
 
-fn push_message(out: &mut Vec<Value>, message: &Message, replay_details: bool) {
-    match message.role {
-        Role::System => out.push(json!({"role": "system", "content": message.text()})),
-        Role::User => {
-            let has_image = message
-                .content
-                .iter()
-                .any(|p| matches!(p, ContentPart::Image { .. }));
-            if has_image {
-                let parts: Vec<Value> = message
-                    .content
-                    .iter()
-                    .filter_map(|p| match p {
-                        ContentPart::Text { text } => Some(json!({"type": "text", "text": text})),
-                        ContentPart::Image { image } => {
-                            Some(json!({"type": "image_url", "image_url": {"url": image_url(image)}}))
+impl Serialize for ChatMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        if let Some(system) = self.system {
+            seq.serialize_element(&Said {
+                content: Cow::Borrowed(system),
+                role: "system",
+            })?;
+        }
+        for message in self.messages {
+            match message.role {
+                Role::System => seq.serialize_element(&Said {
+                    content: message_text(message),
+                    role: "system",
+                })?,
+                Role::User => {
+                    let has_image = message
+                        .content
+                        .iter()
+                        .any(|p| matches!(p, ContentPart::Image { .. }));
+                    if has_image {
+                        seq.serialize_element(&UserParts {
+                            content: Parts(&message.content),
+                            role: "user",
+                        })?;
+                    } else {
+                        seq.serialize_element(&Said {
+                            content: message_text(message),
+                            role: "user",
+                        })?;
+                    }
+                }
+                Role::Assistant => {
+                    let text = message_text(message);
+                    seq.serialize_element(&Assistant {
+                        content: (!text.is_empty()).then_some(text),
+                        reasoning_details: if self.replay_details {
+                            reasoning_details(message)
+                        } else {
+                            Vec::new()
+                        },
+                        role: "assistant",
+                        tool_calls: Calls(message),
+                    })?;
+                }
+                Role::Tool => {
+                    for part in &message.content {
+                        if let ContentPart::ToolResult(result) = part {
+                            seq.serialize_element(&ToolMessage {
+                                content: result_text_with_placeholders(result),
+                                role: "tool",
+                                tool_call_id: &result.call_id,
+                            })?;
                         }
-                        _ => None,
-                    })
-                    .collect();
-                out.push(json!({"role": "user", "content": parts}));
-            } else {
-                out.push(json!({"role": "user", "content": message.text()}));
-            }
-        }
-        Role::Assistant => {
-            let text = message.text();
-            let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-            let calls: Vec<Value> = message
-                .tool_calls()
-                .map(|c| {
-                    json!({"id": c.id, "type": "function",
-                        "function": {"name": c.name, "arguments": c.input.to_string()}})
-                })
-                .collect();
-            if !calls.is_empty() {
-                msg["tool_calls"] = Value::Array(calls);
-            }
-            let details = if replay_details {
-                reasoning_details(message)
-            } else {
-                Vec::new()
-            };
-            if !details.is_empty() {
-                msg["reasoning_details"] = Value::Array(details);
-            }
-            out.push(msg);
-        }
-        Role::Tool => {
-            for part in &message.content {
-                if let ContentPart::ToolResult(result) = part {
-                    out.push(
-                        json!({"role": "tool", "tool_call_id": result.call_id, "content": result.text_with_image_placeholders()}),
-                    );
+                    }
                 }
             }
         }
+        seq.end()
     }
 }
 
@@ -321,9 +447,9 @@ impl LanguageModel for OpenAiChatModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = self.request_body(&request);
+        let body = self.request_bytes(&request)?;
         let url = format!("{}/chat/completions", self.base);
-        let bytes = self.transport.open(&url, &body, &request).await?;
+        let bytes = self.transport.open(&url, body, &request).await?;
         Ok(drive(sse_frames(bytes), ChatDecoder::default()))
     }
 }

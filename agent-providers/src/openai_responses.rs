@@ -1,15 +1,20 @@
 //! OpenAI Responses (`POST {base}/responses`, typed SSE events), stateless:
 //! `store: false` with encrypted reasoning returned and replayed.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use agent_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, Role, ToolChoice,
+    ContentPart, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
+    ModelRequest, ModelStream, Role, ToolChoice,
 };
 use async_trait::async_trait;
+use bytes::Bytes;
+use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
+use crate::body::{Body, ImageUrl, JsonText, message_text, result_text_with_placeholders};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
@@ -65,87 +70,177 @@ impl OpenAiResponsesBuilder {
     }
 }
 
-fn image_url(image: &ImageSource) -> String {
-    match image {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-        _ => String::new(),
+/// The `input` of a body: the history as Responses items (a message may
+/// become several). Fields are declared in sorted order (see [`crate::body`]).
+pub(crate) struct Items<'a>(&'a [Message]);
+
+#[derive(Serialize)]
+struct Said<C> {
+    content: C,
+    role: &'static str,
+}
+
+/// A part of a message's content (`input_text`, `input_image`, `output_text`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Piece<'a> {
+    Text {
+        text: &'a str,
+        r#type: &'static str,
+    },
+    Image {
+        image_url: ImageUrl<'a>,
+        r#type: &'static str,
+    },
+}
+
+/// The input parts of a user message.
+struct UserPieces<'a>(&'a Message);
+
+impl Serialize for UserPieces<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for part in &self.0.content {
+            match part {
+                ContentPart::Text { text } => seq.serialize_element(&Piece::Text {
+                    text,
+                    r#type: "input_text",
+                })?,
+                ContentPart::Image { image } => seq.serialize_element(&Piece::Image {
+                    image_url: ImageUrl(image),
+                    r#type: "input_image",
+                })?,
+                _ => {}
+            }
+        }
+        seq.end()
     }
 }
 
-fn push_items(out: &mut Vec<Value>, message: &Message) {
-    match message.role {
-        Role::System => out.push(json!({"role": "system", "content": message.text()})),
-        Role::User => {
-            let content: Vec<Value> = message
-                .content
-                .iter()
-                .filter_map(|p| match p {
-                    ContentPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
-                    ContentPart::Image { image } => {
-                        Some(json!({"type": "input_image", "image_url": image_url(image)}))
-                    }
-                    _ => None,
-                })
-                .collect();
-            out.push(json!({"role": "user", "content": content}));
-        }
-        Role::Assistant => {
-            for part in &message.content {
-                match part {
-                    ContentPart::Reasoning(r) => {
-                        // Only OpenAI's own reasoning (encrypted content) can go back.
-                        let data = r.provider_data.as_ref();
-                        if let Some(encrypted) = data.and_then(|d| d.get("encrypted_content")) {
-                            let mut item = json!({"type": "reasoning", "encrypted_content": encrypted,
-                                "summary": if r.text.is_empty() { json!([]) } else { json!([{"type": "summary_text", "text": r.text}]) }});
-                            if let Some(id) = data.and_then(|d| d.get("id")) {
-                                item["id"] = id.clone();
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item<'a> {
+    Reasoning {
+        encrypted_content: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Value>,
+        summary: Vec<Summary<'a>>,
+        r#type: &'static str,
+    },
+    FunctionCall {
+        arguments: JsonText<'a>,
+        call_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Value>,
+        name: &'a str,
+        r#type: &'static str,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: Cow<'a, str>,
+        r#type: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    text: &'a str,
+    r#type: &'static str,
+}
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for message in self.0 {
+            match message.role {
+                Role::System => seq.serialize_element(&Said {
+                    content: message_text(message),
+                    role: "system",
+                })?,
+                Role::User => seq.serialize_element(&Said {
+                    content: UserPieces(message),
+                    role: "user",
+                })?,
+                Role::Assistant => {
+                    for part in &message.content {
+                        match part {
+                            ContentPart::Reasoning(r) => {
+                                // Only OpenAI's own reasoning (encrypted content) can go back.
+                                let data = r.provider_data.as_ref();
+                                if let Some(encrypted) = data.and_then(|d| d.get("encrypted_content")) {
+                                    let summary = if r.text.is_empty() {
+                                        Vec::new()
+                                    } else {
+                                        vec![Summary {
+                                            text: &r.text,
+                                            r#type: "summary_text",
+                                        }]
+                                    };
+                                    seq.serialize_element(&Item::Reasoning {
+                                        encrypted_content: encrypted,
+                                        id: data.and_then(|d| d.get("id")),
+                                        summary,
+                                        r#type: "reasoning",
+                                    })?;
+                                }
                             }
-                            out.push(item);
+                            ContentPart::Text { text } if !text.is_empty() => {
+                                seq.serialize_element(&Said {
+                                    content: [Piece::Text {
+                                        text,
+                                        r#type: "output_text",
+                                    }],
+                                    role: "assistant",
+                                })?;
+                            }
+                            ContentPart::ToolCall(c) => {
+                                // The item id keeps a replayed reasoning item paired with its call.
+                                let id = c.provider_data.as_ref().and_then(|d| d.get("id"));
+                                seq.serialize_element(&Item::FunctionCall {
+                                    arguments: JsonText(&c.input),
+                                    call_id: &c.id,
+                                    id: id.filter(|v| v.is_string()),
+                                    name: &c.name,
+                                    r#type: "function_call",
+                                })?;
+                            }
+                            _ => {}
                         }
                     }
-                    ContentPart::Text { text } if !text.is_empty() => {
-                        out.push(
-                            json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}),
-                        );
-                    }
-                    ContentPart::ToolCall(c) => {
-                        let mut item = json!({"type": "function_call", "call_id": c.id,
-                            "name": c.name, "arguments": c.input.to_string()});
-                        // The item id keeps a replayed reasoning item paired with its call.
-                        let id = c.provider_data.as_ref().and_then(|d| d.get("id"));
-                        if let Some(id) = id.filter(|v| v.is_string()) {
-                            item["id"] = id.clone();
+                }
+                Role::Tool => {
+                    for part in &message.content {
+                        if let ContentPart::ToolResult(r) = part {
+                            seq.serialize_element(&Item::FunctionCallOutput {
+                                call_id: &r.call_id,
+                                output: result_text_with_placeholders(r),
+                                r#type: "function_call_output",
+                            })?;
                         }
-                        out.push(item);
                     }
-                    _ => {}
                 }
             }
         }
-        Role::Tool => {
-            for part in &message.content {
-                if let ContentPart::ToolResult(r) = part {
-                    out.push(
-                        json!({"type": "function_call_output", "call_id": r.call_id, "output": r.text_with_image_placeholders()}),
-                    );
-                }
-            }
-        }
+        seq.end()
     }
 }
 
 impl OpenAiResponsesModel {
     /// The JSON body for `request` (public for inspection and tests).
     pub fn request_body(&self, request: &ModelRequest) -> Value {
-        let mut input = Vec::new();
-        for message in request.messages.iter() {
-            push_items(&mut input, message);
-        }
+        self.body(request).to_value()
+    }
+
+    /// The body as posted: [`Self::request_body`] serialised, written
+    /// straight from the history (public for inspection and benches).
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
+        self.body(request).to_bytes()
+    }
+
+    /// The body, its input written straight from the history.
+    pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<Items<'a>> {
         let mut body = json!({
             "model": self.model,
-            "input": input,
             "stream": true,
             "store": false,
         });
@@ -205,7 +300,7 @@ impl OpenAiResponsesModel {
         }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("openai"));
-        body
+        Body::new(body, "input", Items(&request.messages))
     }
 }
 
@@ -224,9 +319,9 @@ impl LanguageModel for OpenAiResponsesModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = self.request_body(&request);
+        let body = self.request_bytes(&request)?;
         let url = format!("{}/responses", self.base);
-        let bytes = self.transport.open(&url, &body, &request).await?;
+        let bytes = self.transport.open(&url, body, &request).await?;
         Ok(drive(sse_frames(bytes), ResponsesDecoder::default()))
     }
 }

@@ -1,0 +1,268 @@
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, missing_docs)] // a benchmark, like a test
+//! The `agent` command's latency as a user sees it, in release: from the
+//! process's start to its first model request (connecting the stdio MCP
+//! servers comes first; they connect concurrently), to the end of the
+//! answer on standard output (a pipe reader's EOF), and from there to the
+//! process's exit (closing the servers).
+//!
+//! Each run is one step: the model (a local Chat Completions server, Rust,
+//! on its own thread, recording when each request arrives) calls the first
+//! server's tool once, then answers. Cases: `--no-mcp`, and 1 and 5
+//! servers of each kind: the in-repo `mcp-test-server` (Rust),
+//! server-everything (Node) and mcp-server-time (Python), from `tests-deps/`.
+//!
+//! Run with `cargo bench -p agent-cli --bench latency` after
+//! `cargo build --release -p agent-mcp --features test-server --bin mcp-test-server`.
+//! `AGENT_BENCH_BIN=PATH` measures another build of `agent`. It prints
+//! medians over `RUNS` runs with their range.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+/// Runs per case (medians reported).
+const RUNS: usize = 15;
+
+/// What the model server plays and what it saw.
+#[derive(Default)]
+struct Script {
+    /// The tool to call first (exposed name) and its arguments; none: answer at once.
+    tool: Mutex<Option<(String, Value)>>,
+    /// When each request arrived.
+    arrivals: Mutex<Vec<Instant>>,
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let mut c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    if finish.is_some() {
+        c["usage"] = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
+    }
+    format!("data: {c}\n\n")
+}
+
+fn reply(script: &Script, body: &[u8]) -> String {
+    let request: Value = serde_json::from_slice(body).unwrap_or_default();
+    let answered = request["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    match script.tool.lock().unwrap().clone() {
+        Some((tool, args)) if !answered => {
+            let call = json!([{"index": 0, "id": "call_0", "type": "function",
+                "function": {"name": tool, "arguments": args.to_string()}}]);
+            chunk(json!({"role": "assistant", "tool_calls": call}), None)
+                + &chunk(json!({}), Some("tool_calls"))
+                + "data: [DONE]\n\n"
+        }
+        _ => {
+            chunk(json!({"role": "assistant", "content": "done"}), None)
+                + &chunk(json!({}), Some("stop"))
+                + "data: [DONE]\n\n"
+        }
+    }
+}
+
+/// Serve `script` on 127.0.0.1 from a thread of its own; its base URL.
+fn start_model_server(script: Arc<Script>) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |body: Bytes| {
+                    let script = script.clone();
+                    async move {
+                        script.arrivals.lock().unwrap().push(Instant::now());
+                        ([("content-type", "text/event-stream")], reply(&script, &body))
+                    }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
+}
+
+/// A kind of stdio server: its command, and the tool the model calls.
+struct Kind {
+    label: &'static str,
+    command: PathBuf,
+    tool: &'static str,
+    args: Value,
+}
+
+fn kinds() -> Vec<Kind> {
+    let mut kinds = Vec::new();
+    let test_server = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("mcp-test-server");
+    if test_server.exists() {
+        kinds.push(Kind {
+            label: "mcp-test-server (Rust)",
+            command: test_server,
+            tool: "echo",
+            args: json!({"text": "hi"}),
+        });
+    } else {
+        eprintln!(
+            "{} is missing (cargo build --release -p agent-mcp --features test-server --bin mcp-test-server)",
+            test_server.display()
+        );
+    }
+    let everything =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules/.bin/mcp-server-everything");
+    if everything.exists() {
+        kinds.push(Kind {
+            label: "server-everything (Node)",
+            command: everything,
+            tool: "echo",
+            args: json!({"message": "hi"}),
+        });
+    } else {
+        eprintln!("server-everything is not installed (npm ci --prefix tests-deps)");
+    }
+    let time =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/python/mcp2/.venv/bin/mcp-server-time");
+    if time.exists() {
+        kinds.push(Kind {
+            label: "mcp-server-time (Python)",
+            command: time,
+            tool: "get_current_time",
+            args: json!({"timezone": "UTC"}),
+        });
+    } else {
+        eprintln!("mcp-server-time is not installed (bash scripts/test.sh makes its venv)");
+    }
+    kinds
+}
+
+/// One run's moments, from the process's start.
+struct Moments {
+    first_request: Duration,
+    answer_end: Duration,
+    exit_after_answer: Duration,
+}
+
+async fn run_once(agent: &Path, config: &Path, no_mcp: bool, script: &Script) -> Moments {
+    script.arrivals.lock().unwrap().clear();
+    let dir = config.parent().unwrap();
+    let mut cmd = tokio::process::Command::new(agent);
+    cmd.args([
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "local/bench",
+        "--quiet",
+    ]);
+    if no_mcp {
+        cmd.arg("--no-mcp");
+    }
+    cmd.arg("go")
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let start = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    let answer_end = start.elapsed();
+    let status = child.wait().await.unwrap();
+    let exit = start.elapsed();
+    assert!(status.success() && out == "done\n", "{status}: {out:?}");
+    let first = script.arrivals.lock().unwrap()[0];
+    Moments {
+        first_request: first - start,
+        answer_end,
+        exit_after_answer: exit - answer_end,
+    }
+}
+
+/// Median, min and max in milliseconds.
+fn stats(mut runs: Vec<Duration>) -> String {
+    runs.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    format!(
+        "{:.1} ms [{:.1}-{:.1}]",
+        ms(runs[runs.len() / 2]),
+        ms(runs[0]),
+        ms(runs[runs.len() - 1])
+    )
+}
+
+async fn case(agent: &Path, label: &str, servers: &[(String, Value)], script: &Script, url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mcp: serde_json::Map<String, Value> = servers.iter().cloned().collect();
+    let config = json!({
+        "providers": {"local": {"type": "openai-compatible", "baseUrl": url}},
+        "mcpServers": mcp,
+    });
+    let path = dir.path().join("agent.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let (mut first, mut end, mut exit) = (Vec::new(), Vec::new(), Vec::new());
+    // One run to warm the page cache, not counted.
+    run_once(agent, &path, servers.is_empty(), script).await;
+    for _ in 0..RUNS {
+        let m = run_once(agent, &path, servers.is_empty(), script).await;
+        first.push(m.first_request);
+        end.push(m.answer_end);
+        exit.push(m.exit_after_answer);
+    }
+    println!(
+        "{label}: first request {}, answer end {}, exit after answer end {}",
+        stats(first),
+        stats(end),
+        stats(exit)
+    );
+}
+
+fn main() {
+    let agent = std::env::var_os("AGENT_BENCH_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agent")), PathBuf::from);
+    println!("agent: {}", agent.display());
+    let script = Arc::new(Script::default());
+    let url = start_model_server(script.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        *script.tool.lock().unwrap() = None;
+        case(&agent, "--no-mcp", &[], &script, &url).await;
+        for kind in kinds() {
+            for n in [1, 5] {
+                let servers: Vec<(String, Value)> = (0..n)
+                    .map(|i| (format!("s{i}"), json!({"command": kind.command})))
+                    .collect();
+                *script.tool.lock().unwrap() = Some((format!("s0__{}", kind.tool), kind.args.clone()));
+                let label = format!("{n} x {}", kind.label);
+                case(&agent, &label, &servers, &script, &url).await;
+            }
+        }
+    });
+}
