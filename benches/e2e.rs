@@ -37,7 +37,7 @@ mod echo_server;
 /// Steps (echo calls) per run.
 const STEPS: [usize; 3] = [1, 100, 300];
 /// Runs per figure (medians reported).
-const RUNS: usize = 5;
+const RUNS: usize = 11;
 
 /// What the local model server plays: `steps` echo calls, then an answer.
 #[derive(Default)]

@@ -18,6 +18,9 @@
 //!   an option named like the history key replaces it.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::{ContentPart, ImageSource, Message, ModelError, ToolCall, ToolOutputPart, ToolResult};
 use bytes::Bytes;
@@ -25,9 +28,28 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-/// Initial capacity of a serialised body (a first request with tool
+/// Smallest capacity of a serialised body (a first request with tool
 /// definitions is a few KiB; the buffer grows as needed).
 const BODY_CAPACITY: usize = 8 * 1024;
+
+/// The size a model's last body came to, so the next one is written into a
+/// buffer that already fits it (plus an eighth for the step's growth)
+/// instead of doubling its way there, copying each time. Only a hint:
+/// concurrent runs of one model overwrite each other's, which costs a
+/// regrowth or a larger buffer, never a wrong body.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SizeHint(Arc<AtomicUsize>);
+
+impl SizeHint {
+    fn capacity(&self) -> usize {
+        let last = self.0.load(Ordering::Relaxed);
+        (last + last / 8).max(BODY_CAPACITY)
+    }
+
+    fn record(&self, len: usize) {
+        self.0.store(len, Ordering::Relaxed);
+    }
+}
 
 /// A request body: the history `H` under `history_key`, the rest in `fields`.
 #[derive(Debug)]
@@ -52,12 +74,14 @@ impl<H: Serialize> Body<H> {
         }
     }
 
-    /// The body as bytes, ready to post.
-    pub fn to_bytes(&self) -> Result<Bytes, ModelError> {
-        let mut out = Vec::with_capacity(BODY_CAPACITY);
+    /// The body as bytes, ready to post, in a buffer sized by `hint`
+    /// (which then learns this body's size).
+    pub fn to_bytes(&self, hint: &SizeHint) -> Result<Bytes, ModelError> {
+        let mut out = Vec::with_capacity(hint.capacity());
         serde_json::to_writer(&mut out, self).map_err(|e| {
             ModelError::invalid_request(None, format!("the request body: {e}")).with_source(e)
         })?;
+        hint.record(out.len());
         Ok(Bytes::from(out))
     }
 
@@ -138,11 +162,39 @@ pub(crate) fn call_of<'a>(messages: &'a [Message], at: usize, call_id: &str) -> 
 /// as OpenAI wants tool-call arguments.
 pub(crate) struct JsonText<'a>(pub &'a Value);
 
+thread_local! {
+    /// The buffer a [`JsonText`] is written into before it is written as a
+    /// string: one per thread, reused, so a body with N tool calls in its
+    /// history costs no allocation per call.
+    static JSON_TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Largest [`JSON_TEXT`] buffer kept between uses (a huge argument's
+/// buffer is given back rather than held by the thread).
+const JSON_TEXT_KEEP: usize = 64 * 1024;
+
 impl Serialize for JsonText<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Straight to bytes: `Value`'s `Display` goes through `fmt` piece by piece.
-        let text = serde_json::to_string(self.0).map_err(serde::ser::Error::custom)?;
-        serializer.serialize_str(&text)
+        // Straight to bytes (`Value`'s `Display` goes through `fmt` piece by
+        // piece), then written as one string. Nothing inside a `Value`
+        // writes a `JsonText`, so the buffer is never borrowed twice; the
+        // fallback allocates rather than panic if that ever changes.
+        JSON_TEXT.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => {
+                buf.clear();
+                serde_json::to_writer(&mut *buf, self.0).map_err(serde::ser::Error::custom)?;
+                let text = std::str::from_utf8(&buf).map_err(serde::ser::Error::custom)?;
+                let written = serializer.serialize_str(text);
+                if buf.capacity() > JSON_TEXT_KEEP {
+                    *buf = Vec::new();
+                }
+                written
+            }
+            Err(_) => {
+                let text = serde_json::to_string(self.0).map_err(serde::ser::Error::custom)?;
+                serializer.serialize_str(&text)
+            }
+        })
     }
 }
 
@@ -169,7 +221,7 @@ mod tests {
     use serde_json::json;
 
     fn bytes_of<H: Serialize>(body: &Body<H>) -> String {
-        String::from_utf8(body.to_bytes().unwrap().to_vec()).unwrap()
+        String::from_utf8(body.to_bytes(&SizeHint::default()).unwrap().to_vec()).unwrap()
     }
 
     #[test]
@@ -181,6 +233,31 @@ mod tests {
             whole[key] = json!([1, 2]);
             assert_eq!(bytes_of(&body), whole.to_string(), "history under {key}");
             assert_eq!(body.to_value(), whole);
+        }
+    }
+
+    #[test]
+    fn the_next_body_is_written_into_a_buffer_that_fits_the_last() {
+        let hint = SizeHint::default();
+        assert_eq!(hint.capacity(), BODY_CAPACITY);
+        let history = vec!["x".repeat(100_000)];
+        let bytes = Body::new(json!({"model": "m"}), "messages", &history)
+            .to_bytes(&hint)
+            .unwrap();
+        assert!(
+            hint.capacity() > bytes.len(),
+            "{} <= {}",
+            hint.capacity(),
+            bytes.len()
+        );
+    }
+
+    #[test]
+    fn json_text_is_the_same_whatever_the_buffer_held_before() {
+        let long = json!({"text": "y".repeat(JSON_TEXT_KEEP * 2)});
+        for value in [json!({"a": [1, "é\"q\""]}), long, json!(null), json!({"b": 2})] {
+            let written = JsonText(&value).serialize(serde_json::value::Serializer).unwrap();
+            assert_eq!(written, Value::String(value.to_string()));
         }
     }
 

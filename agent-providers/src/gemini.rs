@@ -337,7 +337,7 @@ impl GeminiModel {
     /// The body as posted: [`Self::request_body`] serialised, written
     /// straight from the history (public for inspection and benches).
     pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
-        self.body(request).to_bytes()
+        self.body(request).to_bytes(&self.transport.body_size)
     }
 
     /// The body, its contents written straight from the history.

@@ -9,6 +9,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::body::SizeHint;
 use crate::error::{body_broke, network, status_error};
 
 /// Retries after the first attempt (a transient 429/5xx or connection error
@@ -105,6 +106,8 @@ pub(crate) struct Transport {
     pub client: reqwest::Client,
     pub headers: HeaderMap,
     pub options: HttpOptions,
+    /// The size of this provider's last request body (see [`SizeHint`]).
+    pub body_size: SizeHint,
 }
 
 impl Transport {

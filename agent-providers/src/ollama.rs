@@ -233,7 +233,7 @@ impl OllamaModel {
     /// The body as posted: [`Self::request_body`] serialised, written
     /// straight from the history (public for inspection and benches).
     pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
-        self.body(request).to_bytes()
+        self.body(request).to_bytes(&self.transport.body_size)
     }
 
     /// The body, its messages written straight from the history.

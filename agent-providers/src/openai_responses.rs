@@ -234,7 +234,7 @@ impl OpenAiResponsesModel {
     /// The body as posted: [`Self::request_body`] serialised, written
     /// straight from the history (public for inspection and benches).
     pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
-        self.body(request).to_bytes()
+        self.body(request).to_bytes(&self.transport.body_size)
     }
 
     /// The body, its input written straight from the history.

@@ -1,6 +1,7 @@
 //! Settings shared by every provider builder: base URL, key, extra headers,
 //! HTTP options and an optional caller-supplied client.
 
+use crate::body::SizeHint;
 use crate::http::{HttpOptions, Transport, default_client, header_map};
 use agent_core::ModelError;
 
@@ -44,6 +45,7 @@ impl ProviderSettings {
             client: self.client.clone().unwrap_or_else(default_client),
             headers: header_map(&pairs)?,
             options: self.http.clone(),
+            body_size: SizeHint::default(),
         })
     }
 }
