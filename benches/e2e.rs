@@ -19,18 +19,19 @@
 //! Run with `cargo bench --bench e2e`; it prints medians over `RUNS` runs
 //! with their range.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_sdk::mcp::rmcp::model::CallToolRequestParams;
 use agent_sdk::mcp::{McpServerConfig, McpToolSource};
 use agent_sdk::providers::OpenAiChatModel;
 use agent_sdk::{Agent, Message, ModelRequest, ToolSet};
-use bytes::Bytes;
+use chat_server::Script;
 use echo_server::{SERVE_ENV, bare_client, bare_client_of, serve, server_config};
 use serde_json::{Value, json};
 
+#[path = "common/chat_server.rs"]
+mod chat_server;
 #[path = "common/echo_server.rs"]
 mod echo_server;
 
@@ -38,72 +39,6 @@ mod echo_server;
 const STEPS: [usize; 3] = [1, 100, 300];
 /// Runs per figure (medians reported).
 const RUNS: usize = 11;
-
-/// What the local model server plays: `steps` echo calls, then an answer.
-#[derive(Default)]
-struct Script {
-    steps: AtomicUsize,
-    tool: Mutex<(String, Value)>,
-    bodies: Mutex<Vec<Bytes>>,
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let mut c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "bench",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    if finish.is_some() {
-        c["usage"] = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
-    }
-    format!("data: {c}\n\n")
-}
-
-/// The reply to a request: a call while fewer than `steps` tool results
-/// are in it, else the answer.
-fn reply(script: &Script, body: &[u8]) -> String {
-    let request: Value = serde_json::from_slice(body).unwrap_or_default();
-    let done = request["messages"]
-        .as_array()
-        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
-    if done < script.steps.load(Ordering::SeqCst) {
-        let (tool, args) = script.tool.lock().unwrap().clone();
-        let call = json!([{"index": 0, "id": format!("call_{done}"), "type": "function",
-            "function": {"name": tool, "arguments": args.to_string()}}]);
-        chunk(json!({"role": "assistant", "tool_calls": call}), None)
-            + &chunk(json!({}), Some("tool_calls"))
-            + "data: [DONE]\n\n"
-    } else {
-        chunk(json!({"role": "assistant", "content": "done"}), None)
-            + &chunk(json!({}), Some("stop"))
-            + "data: [DONE]\n\n"
-    }
-}
-
-/// Serve `script` on 127.0.0.1 from a thread of its own.
-fn start_model_server(script: Arc<Script>) -> std::net::SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(move |body: Bytes| {
-                    let script = script.clone();
-                    async move {
-                        let text = reply(&script, &body);
-                        script.bodies.lock().unwrap().push(body);
-                        ([("content-type", "text/event-stream")], text)
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    rx.recv().unwrap()
-}
 
 /// One MCP server to measure with.
 struct Server {
@@ -166,8 +101,7 @@ struct Figures {
 async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize) -> Figures {
     let source = McpToolSource::connect(server.config.clone()).await.unwrap();
     let name = server.config.name.clone();
-    *script.tool.lock().unwrap() = (format!("{name}__{}", server.tool), server.args.clone());
-    script.steps.store(steps, Ordering::SeqCst);
+    script.play(steps, format!("{name}__{}", server.tool), server.args.clone());
     let model = Arc::new(
         OpenAiChatModel::compatible("local", url, "bench")
             .build()
@@ -186,7 +120,7 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
     let (_child, bare) = bare_client_of((server.command)()).await;
     let args = server.args.as_object().cloned().unwrap();
     for _ in 0..RUNS {
-        script.bodies.lock().unwrap().clear();
+        script.clear();
         let start = Instant::now();
         let result = agent.prompt("go").await.unwrap();
         runs.push(start.elapsed());
@@ -248,7 +182,7 @@ fn main() {
     }
     // `cargo bench` passes `--bench`; a filter argument is not supported.
     let script = Arc::new(Script::default());
-    let addr = start_model_server(script.clone());
+    let addr = chat_server::start(script.clone());
     let url = format!("http://{addr}/v1");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -18,81 +18,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use chat_server::Script;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
+#[path = "../../benches/common/chat_server.rs"]
+mod chat_server;
+
 /// Runs per case (medians reported).
 const RUNS: usize = 15;
-
-/// What the model server plays and what it saw.
-#[derive(Default)]
-struct Script {
-    /// The tool to call first (exposed name) and its arguments; none: answer at once.
-    tool: Mutex<Option<(String, Value)>>,
-    /// When each request arrived.
-    arrivals: Mutex<Vec<Instant>>,
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let mut c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "bench",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    if finish.is_some() {
-        c["usage"] = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
-    }
-    format!("data: {c}\n\n")
-}
-
-fn reply(script: &Script, body: &[u8]) -> String {
-    let request: Value = serde_json::from_slice(body).unwrap_or_default();
-    let answered = request["messages"]
-        .as_array()
-        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
-    match script.tool.lock().unwrap().clone() {
-        Some((tool, args)) if !answered => {
-            let call = json!([{"index": 0, "id": "call_0", "type": "function",
-                "function": {"name": tool, "arguments": args.to_string()}}]);
-            chunk(json!({"role": "assistant", "tool_calls": call}), None)
-                + &chunk(json!({}), Some("tool_calls"))
-                + "data: [DONE]\n\n"
-        }
-        _ => {
-            chunk(json!({"role": "assistant", "content": "done"}), None)
-                + &chunk(json!({}), Some("stop"))
-                + "data: [DONE]\n\n"
-        }
-    }
-}
-
-/// Serve `script` on 127.0.0.1 from a thread of its own; its base URL.
-fn start_model_server(script: Arc<Script>) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(move |body: Bytes| {
-                    let script = script.clone();
-                    async move {
-                        script.arrivals.lock().unwrap().push(Instant::now());
-                        ([("content-type", "text/event-stream")], reply(&script, &body))
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/v1", rx.recv().unwrap())
-}
 
 /// A kind of stdio server: its command, and the tool the model calls.
 struct Kind {
@@ -159,7 +96,7 @@ struct Moments {
 }
 
 async fn run_once(agent: &Path, config: &Path, no_mcp: bool, script: &Script) -> Moments {
-    script.arrivals.lock().unwrap().clear();
+    script.clear();
     let dir = config.parent().unwrap();
     let mut cmd = tokio::process::Command::new(agent);
     cmd.args([
@@ -245,21 +182,21 @@ fn main() {
         .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agent")), PathBuf::from);
     println!("agent: {}", agent.display());
     let script = Arc::new(Script::default());
-    let url = start_model_server(script.clone());
+    let url = format!("http://{}/v1", chat_server::start(script.clone()));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        *script.tool.lock().unwrap() = None;
+        script.play(0, "", Value::Null);
         case(&agent, "--no-mcp", &[], &script, &url).await;
         for kind in kinds() {
             for n in [1, 5] {
                 let servers: Vec<(String, Value)> = (0..n)
                     .map(|i| (format!("s{i}"), json!({"command": kind.command})))
                     .collect();
-                *script.tool.lock().unwrap() = Some((format!("s0__{}", kind.tool), kind.args.clone()));
+                script.play(1, format!("s0__{}", kind.tool), kind.args.clone());
                 let label = format!("{n} x {}", kind.label);
                 case(&agent, &label, &servers, &script, &url).await;
             }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
-use crate::body::{Body, message_text};
+use crate::body::{Body, system_texts};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
@@ -355,18 +355,7 @@ impl AnthropicModel {
 
     /// The body, its messages written straight from the history.
     pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<Turns<'a>> {
-        let system: Vec<Cow<'_, str>> = request
-            .system
-            .iter()
-            .map(|s| Cow::Borrowed(s.as_str()))
-            .chain(
-                request
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::System)
-                    .map(message_text),
-            )
-            .collect();
+        let system = system_texts(request);
         // Thinking, for a model that thinks: its budget, at least the
         // smallest Anthropic accepts.
         let thinking = request

@@ -22,7 +22,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{ContentPart, ImageSource, Message, ModelError, ToolCall, ToolOutputPart, ToolResult};
+use agent_core::{
+    ContentPart, ImageSource, Message, ModelError, ModelRequest, Role, ToolCall, ToolOutputPart, ToolResult,
+};
 use bytes::Bytes;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -124,6 +126,25 @@ pub(crate) fn message_text(message: &Message) -> Cow<'_, str> {
         (Some(only), None) => Cow::Borrowed(only),
         _ => Cow::Owned(message.text()),
     }
+}
+
+/// The system texts of a request, for providers that take the system
+/// prompt apart from the turns: the request's system prompt, then the text
+/// of each system message in the history, in order (all borrowed when each
+/// is one text part).
+pub(crate) fn system_texts(request: &ModelRequest) -> Vec<Cow<'_, str>> {
+    request
+        .system
+        .iter()
+        .map(|s| Cow::Borrowed(s.as_str()))
+        .chain(
+            request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(message_text),
+        )
+        .collect()
 }
 
 /// [`ToolResult::text_with_image_placeholders`], borrowed when the result

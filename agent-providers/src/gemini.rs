@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::body::{Body, call_of, message_text, result_text};
+use crate::body::{Body, call_of, result_text, system_texts};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
@@ -342,18 +342,7 @@ impl GeminiModel {
 
     /// The body, its contents written straight from the history.
     pub(crate) fn body<'a>(&self, request: &'a ModelRequest) -> Body<Contents<'a>> {
-        let system: Vec<Cow<'_, str>> = request
-            .system
-            .iter()
-            .map(|s| Cow::Borrowed(s.as_str()))
-            .chain(
-                request
-                    .messages
-                    .iter()
-                    .filter(|m| m.role == Role::System)
-                    .map(message_text),
-            )
-            .collect();
+        let system = system_texts(request);
         let mut body = json!({});
         if !system.is_empty() {
             body["systemInstruction"] = json!({"parts": [{"text": system.join("\n\n")}]});
