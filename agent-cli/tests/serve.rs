@@ -277,7 +277,7 @@ async fn the_official_clients_talk_to_agent_serve() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
     let config = write_files(dir.path(), &server, &log);
-    let (mut child, urls, said) =
+    let (child, urls, said) =
         serve_everywhere(dir.path(), &config, &["--api-key-env", "SERVE_KEY"]).await;
     assert!(
         said.iter()
@@ -368,13 +368,7 @@ async fn the_official_clients_talk_to_agent_serve() {
     assert_eq!(rebound.status(), 403);
 
     // SIGTERM: a clean stop, and the MCP server it started is gone.
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = tokio::time::timeout(HANG_GUARD, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    terminate(child).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -579,11 +573,5 @@ async fn the_mcp_conformance_suite_passes_the_server_scenarios_that_apply() {
             "{scenario}: {failed:?}\n{output}"
         );
     }
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = tokio::time::timeout(HANG_GUARD, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    terminate(child).await;
 }
