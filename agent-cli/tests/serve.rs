@@ -277,8 +277,7 @@ async fn the_official_clients_talk_to_agent_serve() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
     let config = write_files(dir.path(), &server, &log);
-    let (child, urls, said) =
-        serve_everywhere(dir.path(), &config, &["--api-key-env", "SERVE_KEY"]).await;
+    let (child, urls, said) = serve_everywhere(dir.path(), &config, &["--api-key-env", "SERVE_KEY"]).await;
     assert!(
         said.iter()
             .any(|l| l == "agent serve: agents assistant, extractor, sleeper, broken"),
