@@ -148,24 +148,32 @@ async fn serve_everywhere(
     config: &Path,
     extra: &[&str],
 ) -> (tokio::process::Child, HashMap<String, String>, Vec<String>) {
+    serve_on(
+        dir,
+        config,
+        &["--openai", "--anthropic", "--mcp-http", "--rest"],
+        extra,
+    )
+    .await
+}
+
+/// `agent serve` of the test agents on each of `surfaces` (flags such as
+/// `--rest`, each on a free port), with `extra` flags and `SERVE_KEY` set:
+/// the child, the surfaces' URLs and what it said on stderr.
+async fn serve_on(
+    dir: &Path,
+    config: &Path,
+    surfaces: &[&str],
+    extra: &[&str],
+) -> (tokio::process::Child, HashMap<String, String>, Vec<String>) {
     let mut args = serve_args(dir, config);
-    args.extend(
-        [
-            "--openai",
-            "0",
-            "--anthropic",
-            "0",
-            "--mcp-http",
-            "0",
-            "--rest",
-            "0",
-        ]
-        .map(String::from),
-    );
+    for surface in surfaces {
+        args.extend([surface.to_string(), "0".into()]);
+    }
     args.extend(extra.iter().map(|a| a.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir).spawn().unwrap();
-    let (urls, said) = listening(&mut child, 4).await;
+    let (urls, said) = listening(&mut child, surfaces.len()).await;
     (child, urls, said)
 }
 
@@ -459,11 +467,7 @@ async fn agent_files_using_the_same_mcp_server_share_one_connection() {
     let log = dir.path().join("mcp.log");
     let config = write_files(dir.path(), &server, &log);
     // assistant.md and sleeper.md both use the server `test`.
-    let mut args = serve_args(dir.path(), &config);
-    args.extend(["--rest", "0"].map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
-    let (urls, _) = listening(&mut child, 1).await;
+    let (child, urls, _) = serve_on(dir.path(), &config, &["--rest"], &[]).await;
     // Each connection to the server begins with one `initialize`.
     let starts = || {
         std::fs::read_to_string(&log)
@@ -549,11 +553,7 @@ async fn the_mcp_conformance_suite_passes_the_server_scenarios_that_apply() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
     let config = write_files(dir.path(), &server, &log);
-    let mut args = serve_args(dir.path(), &config);
-    args.extend(["--mcp-http", "0"].map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
-    let (urls, _) = listening(&mut child, 1).await;
+    let (child, urls, _) = serve_on(dir.path(), &config, &["--mcp-http"], &[]).await;
     let url = urls["mcp-http"].clone();
     for scenario in [
         "server-initialize",
