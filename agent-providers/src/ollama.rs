@@ -232,6 +232,18 @@ impl OllamaModel {
 
     /// The body as posted: [`Self::request_body`] serialised, written
     /// straight from the history (public for inspection and benches).
+    ///
+    /// ```
+    /// use agent_core::{Message, ModelRequest};
+    /// use agent_providers::OllamaModel;
+    ///
+    /// let model = OllamaModel::builder("qwen3").build()?;
+    /// let request = ModelRequest::new(vec![Message::user("hi")]);
+    /// let bytes = model.request_bytes(&request)?;
+    /// let posted: serde_json::Value = serde_json::from_slice(&bytes)?;
+    /// assert_eq!(posted, model.request_body(&request));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn request_bytes(&self, request: &ModelRequest) -> Result<Bytes, ModelError> {
         self.body(request).to_bytes(&self.transport.body_size)
     }
