@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The package check: what a publish would do, and what an application sees.
+# - `cargo package --workspace` builds every package from its .crate file
+#   (the workspace's own crates resolved from those files, as crates.io would
+#   resolve them), so a file left out of a package's `include`, or a path
+#   outside it, fails here;
+# - tests-consumer/ (not a workspace member, no committed lockfile) depends on
+#   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`,
+#   passes its own reqwest client to a provider, and must build and run;
+# - `cargo tree -d` must show no second reqwest, rustls, hyper or sse-stream.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Tests, benches and examples stay out of the packages (they need tests-deps/
+# and the fixtures); cargo names each one it leaves out, which says nothing.
+cargo package --workspace 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
+cargo run --manifest-path tests-consumer/Cargo.toml --target-dir target
+dups=$(cargo tree -d --workspace --all-features -e normal --prefix none --format '{p}' \
+    | grep -E '^(reqwest|rustls|hyper|sse-stream) ' | sort -u || true)
+if [ -n "$dups" ]; then
+    echo "duplicate versions in the dependency graph:" >&2
+    echo "$dups" >&2
+    exit 1
+fi
+echo "package check: ok"
