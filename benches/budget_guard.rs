@@ -11,12 +11,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_sdk::{
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use loopwright::{
     Agent, AgentOptions, ContextBudget, LanguageModel, Message, ModelError, ModelRequest, ModelStream,
     StaticToolSource, ToolSet, tool_fn,
 };
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 
 /// The history's size.
 const HISTORY_BYTES: usize = 100 * 1024;
@@ -56,12 +56,12 @@ fn history() -> Vec<Message> {
 /// A counter that tallies what it counts.
 #[derive(Debug)]
 struct Tally {
-    inner: Arc<dyn agent_sdk::budget::TokenCounter>,
+    inner: Arc<dyn loopwright::budget::TokenCounter>,
     bytes: AtomicUsize,
     tokens: AtomicUsize,
 }
 
-impl agent_sdk::budget::TokenCounter for Tally {
+impl loopwright::budget::TokenCounter for Tally {
     fn count(&self, text: &str) -> u64 {
         let tokens = self.inner.count(text);
         self.bytes.fetch_add(text.len(), Ordering::SeqCst);
@@ -103,7 +103,7 @@ fn bench_guard(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let counter = agent_sdk::providers::token_counter_for("gpt-4.1", None).unwrap();
+    let counter = loopwright::providers::token_counter_for("gpt-4.1", None).unwrap();
     let noop = tool_fn("noop", "Does nothing.", |_: NoArgs| async { Ok("ok") });
     let tools = Arc::new(
         ToolSet::builder()

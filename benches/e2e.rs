@@ -22,12 +22,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_sdk::mcp::rmcp::model::CallToolRequestParams;
-use agent_sdk::mcp::{McpServerConfig, McpToolSource};
-use agent_sdk::providers::OpenAiChatModel;
-use agent_sdk::{Agent, Message, ModelRequest, ToolSet};
 use chat_server::Script;
 use echo_server::{SERVE_ENV, bare_client, bare_client_of, serve, server_config};
+use loopwright::mcp::rmcp::model::CallToolRequestParams;
+use loopwright::mcp::{McpServerConfig, McpToolSource};
+use loopwright::providers::OpenAiChatModel;
+use loopwright::{Agent, Message, ModelRequest, ToolSet};
 use serde_json::{Value, json};
 
 #[path = "common/chat_server.rs"]
@@ -116,7 +116,7 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
 
     let (mut runs, mut model_floor, mut mcp_floor, mut serialise) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let http = reqwest::Client::new();
+    let http = loopwright::providers::default_client();
     let (_child, bare) = bare_client_of((server.command)()).await;
     let args = server.args.as_object().cloned().unwrap();
     for _ in 0..RUNS {

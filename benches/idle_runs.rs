@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_sdk::{
+use futures::StreamExt;
+use loopwright::{
     Agent, LanguageModel, ModelError, ModelRequest, ModelStream, StaticToolSource, ToolSet, tool_fn,
 };
-use futures::StreamExt;
 
 /// Concurrent runs.
 const RUNS: usize = 1_000;

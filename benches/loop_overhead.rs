@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, StaticToolSource, ToolSet, tool_fn};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, StaticToolSource, ToolSet, tool_fn};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}

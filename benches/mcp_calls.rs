@@ -1,26 +1,26 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
 //! MCP tool calls over stdio to a small rmcp echo server (this binary, run
-//! again with `AGENT_BENCH_MCP_SERVER=1`):
+//! again with `LOOPWRIGHT_BENCH_MCP_SERVER=1`):
 //!
-//! - `round_trip/agent_mcp`: one `echo` call through agent-mcp's tool object
+//! - `round_trip/loopwright_mcp`: one `echo` call through loopwright-mcp's tool object
 //!   (what the agent loop calls), against `round_trip/bare_rmcp`: the same
 //!   call through a bare rmcp client on the same kind of server process,
 //!   interleaved (each iteration calls both and times one); also as
 //!   `round_trip_client_cpu`, timed by this process's CPU clock: the client
 //!   side alone, without the server's work and the machine's scheduling;
 //! - `parallel_sleep/N`: N concurrent calls of a tool that sleeps 100 ms,
-//!   through one agent-mcp source: the wall time stays near 100 ms when
+//!   through one loopwright-mcp source: the wall time stays near 100 ms when
 //!   nothing serialises the calls.
 //!
 //! Run with `cargo bench --bench mcp_calls`.
 
 use std::time::Duration;
 
-use agent_sdk::mcp::McpToolSource;
-use agent_sdk::mcp::rmcp;
-use agent_sdk::{ToolContext, ToolSource};
 use criterion::{BenchmarkId, Criterion, criterion_group};
 use echo_server::{SERVE_ENV, bare_client, serve, server_config};
+use loopwright::mcp::McpToolSource;
+use loopwright::mcp::rmcp;
+use loopwright::{ToolContext, ToolSource};
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
@@ -52,8 +52,8 @@ impl Clock {
     }
 }
 
-/// The agent-mcp tool of this name.
-async fn tool(source: &McpToolSource, name: &str) -> std::sync::Arc<dyn agent_sdk::Tool> {
+/// The loopwright-mcp tool of this name.
+async fn tool(source: &McpToolSource, name: &str) -> std::sync::Arc<dyn loopwright::Tool> {
     let tools = source.tools().await.unwrap();
     tools.into_iter().find(|t| t.definition().name == name).unwrap()
 }
@@ -61,7 +61,7 @@ async fn tool(source: &McpToolSource, name: &str) -> std::sync::Arc<dyn agent_sd
 /// Set to `agent:N` or `bare:N`: make N echo calls that way and exit, for
 /// counting the client's instructions under callgrind
 /// (`scripts/mcp-instructions.sh`).
-const COUNT_ENV: &str = "AGENT_BENCH_MCP_COUNT";
+const COUNT_ENV: &str = "LOOPWRIGHT_BENCH_MCP_COUNT";
 
 fn count_calls(spec: &str) {
     let (how, n) = spec.split_once(':').expect("agent:N or bare:N");
@@ -127,7 +127,7 @@ fn bench_mcp(c: &mut Criterion) {
         ("round_trip_client_cpu", Clock::ProcessCpu),
     ] {
         let mut group = c.benchmark_group(group_name);
-        for (name, timed_is_ours) in [("agent_mcp", true), ("bare_rmcp", false)] {
+        for (name, timed_is_ours) in [("loopwright_mcp", true), ("bare_rmcp", false)] {
             group.bench_function(name, |b| {
                 b.to_async(&rt).iter_custom(|iters| async move {
                     let mut timed = Duration::ZERO;

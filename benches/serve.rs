@@ -1,5 +1,5 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
-//! The headend's cost: one request through `agent_sdk::serve` (OpenAI Chat
+//! The headend's cost: one request through `loopwright::serve` (OpenAI Chat
 //! Completions, streamed and not, and REST) against the same agent run
 //! in-process, with a model that answers at once, so what is measured is
 //! the HTTP surface, the limiter and the event translation. Then requests
@@ -12,12 +12,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_sdk::serve::{Serve, ServedAgent, Surface};
-use agent_sdk::{
-    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
-};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::StreamExt;
+use loopwright::serve::{Serve, ServedAgent, Surface};
+use loopwright::{
+    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
+};
 use serde_json::json;
 
 /// Requests per load batch.
@@ -78,7 +78,7 @@ fn bench(c: &mut Criterion) {
         "http://{}/v1/agents/bench",
         running.address(Surface::Rest).unwrap()
     );
-    let client = reqwest::Client::new();
+    let client = loopwright::providers::default_client();
 
     let mut group = c.benchmark_group("serve_request");
     group.measurement_time(Duration::from_secs(5));

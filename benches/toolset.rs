@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use agent_sdk::{
+use criterion::{Criterion, criterion_group, criterion_main};
+use loopwright::{
     SourceKind, Tool, ToolDefinition, ToolError, ToolOutput, ToolSet, ToolSource, ToolSourceError,
 };
-use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -26,7 +26,7 @@ impl Tool for Idle {
         &self.0
     }
 
-    async fn call(&self, _input: Value, _ctx: agent_sdk::ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, _input: Value, _ctx: loopwright::ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text("unused"))
     }
 }

@@ -12,9 +12,9 @@
 
 use std::io::Write as _;
 
-use agent_sdk::tools::{Workspace, coding_tools};
-use agent_sdk::{Agent, AgentEvent, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ToolSet};
 use futures::StreamExt;
+use loopwright::tools::{Workspace, coding_tools};
+use loopwright::{Agent, AgentEvent, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ToolSet};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[path = "common/model.rs"]

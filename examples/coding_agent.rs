@@ -6,23 +6,23 @@
 //! export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY
 //! cargo run --release --example coding_agent -- "Add a test for add() and run it"
 //! cargo run --release --example coding_agent -- --dir path/to/project "Explain this project"
-//! cargo run --release --example coding_agent -- --mcp mcp.json "Use the git tools to summarise recent work"
+//! cargo run --release --example coding_agent -- --mcp-config mcp.json "Use the git tools to summarise recent work"
 //! ```
 //!
 //! Without `--dir` it works on a fresh temporary directory holding a tiny
-//! Python project. `--mcp FILE` reads MCP servers in the Claude Desktop /
+//! Python project. `--mcp-config FILE` reads MCP servers in the Claude Desktop /
 //! Cursor / VS Code format (`{"mcpServers": {"name": {"command": ...}}}`); a
 //! server that fails to start is reported and the run goes on without it.
-//! The model is `AGENT_MODEL` (`provider/model`, such as `ollama/qwen3` for a
+//! The model is `LOOPWRIGHT_MODEL` (`provider/model`, such as `ollama/qwen3` for a
 //! local Ollama server), else the first provider whose key is set. With
 //! neither, it says what to set and exits with status 2.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_sdk::mcp::{connect_all, parse_mcp_servers};
-use agent_sdk::tools::{Workspace, coding_tools};
-use agent_sdk::{Agent, ExitReason, ToolSet};
+use loopwright::mcp::{connect_all, parse_mcp_servers};
+use loopwright::tools::{Workspace, coding_tools};
+use loopwright::{Agent, ExitReason, ToolSet};
 
 #[path = "common/model.rs"]
 mod common;
@@ -47,7 +47,7 @@ async fn run() -> i32 {
         Ok(dir) => dir.map(PathBuf::from),
         Err(problem) => return usage(&problem),
     };
-    let mcp_file = match take_option(&mut args, "--mcp") {
+    let mcp_file = match take_option(&mut args, "--mcp-config") {
         Ok(file) => file,
         Err(problem) => return usage(&problem),
     };
@@ -148,7 +148,7 @@ fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>, Str
 }
 
 fn usage(problem: &str) -> i32 {
-    eprintln!("{problem}\nusage: coding_agent [--dir DIR] [--mcp FILE] TASK...");
+    eprintln!("{problem}\nusage: coding_agent [--dir DIR] [--mcp-config FILE] TASK...");
     2
 }
 

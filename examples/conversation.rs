@@ -8,12 +8,12 @@
 //!
 //! FILE (default: `conversation.json` in the temporary directory) holds the
 //! conversation; the example starts it afresh. The model comes from the
-//! environment as in the quickstart (`AGENT_MODEL`, a provider key, or a
+//! environment as in the quickstart (`LOOPWRIGHT_MODEL`, a provider key, or a
 //! local server).
 
 use std::path::{Path, PathBuf};
 
-use agent_sdk::{Agent, Conversation};
+use loopwright::{Agent, Conversation};
 
 #[path = "common/model.rs"]
 mod model;

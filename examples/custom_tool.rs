@@ -8,11 +8,11 @@
 //! ```
 //!
 //! The model comes from the environment as in the quickstart
-//! (`AGENT_MODEL`, a provider key, or a local server).
+//! (`LOOPWRIGHT_MODEL`, a provider key, or a local server).
 
 use std::collections::HashMap;
 
-use agent_sdk::{Agent, ToolAnnotations, ToolContext, TypedTool};
+use loopwright::{Agent, ToolAnnotations, ToolContext, TypedTool};
 
 #[path = "common/model.rs"]
 mod model;

@@ -8,12 +8,12 @@
 //!
 //! `AGENT_MODELS` is a comma-separated fallback order; without it, every
 //! provider whose API key is set is used, in the order of
-//! `agent_providers::DEFAULT_MODELS`.
+//! `loopwright_providers::DEFAULT_MODELS`.
 
 use std::sync::Arc;
 
-use agent_sdk::providers::{DEFAULT_MODELS, Providers};
-use agent_sdk::{Agent, FallbackModel, LanguageModel};
+use loopwright::providers::{DEFAULT_MODELS, Providers};
+use loopwright::{Agent, FallbackModel, LanguageModel};
 
 #[path = "common/print.rs"]
 mod print;

@@ -13,8 +13,8 @@
 //! servers. It calls the first tool whose original name is `echo` (else the
 //! first tool without required arguments).
 
-use agent_sdk::mcp::{McpServerConfig, connect_all};
-use agent_sdk::{ToolContext, ToolSet};
+use loopwright::mcp::{McpServerConfig, connect_all};
+use loopwright::{ToolContext, ToolSet};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
@@ -95,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(tool) = chosen {
         let input: Value = if tool.original_name == "echo" {
             // server-everything's echo takes `message`, ours `text`.
-            json!({"text": "hello from agent-sdk", "message": "hello from agent-sdk"})
+            json!({"text": "hello from loopwright", "message": "hello from loopwright"})
         } else {
             json!({})
         };

@@ -3,19 +3,19 @@
 //! ```sh
 //! ANTHROPIC_API_KEY=... cargo run --release --example quickstart
 //! cargo run --release --example quickstart -- "How many words are in 'to be or not to be'?"
-//! cargo run --release --example quickstart -- --mcp "npx -y @modelcontextprotocol/server-everything" "Add 2 and 40"
+//! cargo run --release --example quickstart -- --mcp-command "npx -y @modelcontextprotocol/server-everything" "Add 2 and 40"
 //! ```
 //!
-//! The model is `AGENT_MODEL` (`provider/model`), else the first provider
+//! The model is `LOOPWRIGHT_MODEL` (`provider/model`), else the first provider
 //! whose key is in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
 //! GEMINI_API_KEY, OPENROUTER_API_KEY), else a local Ollama or
 //! OpenAI-compatible server that answers on its default port. The MCP server
 //! is this repository's demo server (this binary, run with `--serve-mcp`)
-//! unless `--mcp "COMMAND ARGS"` names another stdio server. With no model it
+//! unless `--mcp-command "COMMAND ARGS"` names another stdio server. With no model it
 //! still connects the server, lists its tools, says what to set and exits 2.
 
-use agent_sdk::mcp::{McpServerConfig, connect_all};
-use agent_sdk::{Agent, ToolSet};
+use loopwright::mcp::{McpServerConfig, connect_all};
+use loopwright::{Agent, ToolSet};
 
 #[path = "common/demo_server.rs"]
 mod demo_server;
@@ -34,7 +34,7 @@ async fn main() {
 
 async fn run() -> i32 {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let server = match args.iter().position(|a| a == "--mcp") {
+    let server = match args.iter().position(|a| a == "--mcp-command") {
         Some(i) if i + 1 < args.len() => {
             let line = args.remove(i + 1);
             args.remove(i);
@@ -43,7 +43,7 @@ async fn run() -> i32 {
             McpServerConfig::stdio("mcp", command).args(words)
         }
         Some(_) => {
-            eprintln!("--mcp needs a command");
+            eprintln!("--mcp-command needs a command");
             return 2;
         }
         None => demo_server::stdio_config("demo"),

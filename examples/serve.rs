@@ -16,12 +16,12 @@
 //! ```
 //!
 //! The model comes from the environment as in the quickstart
-//! (`AGENT_MODEL`, a provider key, or a local server).
+//! (`LOOPWRIGHT_MODEL`, a provider key, or a local server).
 
 use std::net::SocketAddr;
 
-use agent_sdk::serve::{Serve, ServedAgent};
-use agent_sdk::{Agent, tool_fn};
+use loopwright::serve::{Serve, ServedAgent};
+use loopwright::{Agent, tool_fn};
 
 #[path = "common/model.rs"]
 mod model;

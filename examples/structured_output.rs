@@ -10,10 +10,10 @@
 //!
 //! The MCP server is this repository's demo server (this binary, run with
 //! `--serve-mcp`); the model comes from the environment as in the
-//! quickstart (`AGENT_MODEL`, a provider key, or a local server).
+//! quickstart (`LOOPWRIGHT_MODEL`, a provider key, or a local server).
 
-use agent_sdk::mcp::connect_all;
-use agent_sdk::{Agent, ReasoningEffort};
+use loopwright::mcp::connect_all;
+use loopwright::{Agent, ReasoningEffort};
 
 #[path = "common/demo_server.rs"]
 mod demo_server;

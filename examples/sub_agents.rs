@@ -12,15 +12,15 @@
 //! The MCP server is this repository's demo server (this binary, run with
 //! `--serve-mcp`), configured under the name the researcher's file uses;
 //! the model comes from the environment as in the quickstart
-//! (`AGENT_MODEL`, a provider key, or a local server), for every agent
+//! (`LOOPWRIGHT_MODEL`, a provider key, or a local server), for every agent
 //! since the files name none.
 
 use std::path::Path;
 
-use agent_sdk::AgentEvent;
-use agent_sdk::config::AgentConfig;
-use agent_sdk::files::{AgentFile, BuildOptions};
 use futures::StreamExt;
+use loopwright::AgentEvent;
+use loopwright::config::AgentConfig;
+use loopwright::files::{AgentFile, BuildOptions};
 
 #[path = "common/demo_server.rs"]
 mod demo_server;
@@ -40,11 +40,18 @@ async fn run() -> i32 {
     } else {
         text
     };
-    // The configuration the files refer to: here built in code, usually
-    // `AgentConfig::load(".ai-agent.json")`.
-    let mut config = AgentConfig::default();
+    // The configuration the files refer to: the one the `loopwright`
+    // command reads (./.ai-agent.json, then ~/.ai-agent.json: providers,
+    // defaults.model), with the demo MCP server added in code.
+    let mut config = match AgentConfig::from_default_location() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("config {e}");
+            return 2;
+        }
+    };
     config.mcp_servers.push(demo_server::stdio_config("demo"));
-    let models: Vec<String> = std::env::var("AGENT_MODEL")
+    let models: Vec<String> = std::env::var("LOOPWRIGHT_MODEL")
         .unwrap_or_default()
         .split(',')
         .map(str::trim)

@@ -1,10 +1,10 @@
-//! # agent-sdk
+//! # loopwright
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
 //! `skills`, all on by default; `serve`, the headends; `otel`, the OTLP
-//! export of the trace spans). See `agent_core` for the loop and the
-//! traits, [`config`] for the configuration file the `agent` command reads,
+//! export of the trace spans). See `loopwright_core` for the loop and the
+//! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
 //! agent is also a tool of another: [`AgentTool`]), and [`skills`] for Agent
 //! Skills (folders with a `SKILL.md` the model loads when a task needs one).
@@ -19,8 +19,8 @@
 //! ```no_run
 //! # #[cfg(all(feature = "mcp", feature = "providers"))]
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use agent_sdk::mcp::{connect_all, parse_mcp_servers};
-//! use agent_sdk::{Agent, AgentEvent, Conversation, ToolContext, providers::Providers, tool_fn_with_context};
+//! use loopwright::mcp::{connect_all, parse_mcp_servers};
+//! use loopwright::{Agent, AgentEvent, Conversation, ToolContext, providers::Providers, tool_fn_with_context};
 //! use futures::StreamExt;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -50,28 +50,29 @@
 //! servers.close_all().await;
 //! # Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "core")]
-pub use agent_core as core;
+pub use loopwright_core as core;
 
 #[cfg(feature = "core")]
-pub use agent_core::*;
+pub use loopwright_core::*;
 
-/// MCP servers as tool sources (feature `mcp`): stdio, streamable HTTP and
-/// legacy SSE.
+/// MCP servers as tool sources (feature `mcp`): stdio, streamable HTTP,
+/// legacy SSE and WebSocket.
 #[cfg(feature = "mcp")]
-pub use agent_mcp as mcp;
+pub use loopwright_mcp as mcp;
 
 /// HTTP providers (feature `providers`): OpenAI, Anthropic, Gemini,
 /// OpenRouter, Ollama and any OpenAI-compatible server.
 #[cfg(feature = "providers")]
-pub use agent_providers as providers;
+pub use loopwright_providers as providers;
 
 /// The coding tools and their workspace sandbox (feature `tools`).
 #[cfg(feature = "tools")]
-pub use agent_tools as tools;
+pub use loopwright_tools as tools;
 
-/// The `agent` command's configuration file (feature `config`).
+/// The `loopwright` command's configuration file (feature `config`).
 #[cfg(feature = "config")]
 pub mod config;
 
@@ -93,7 +94,7 @@ mod json;
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
 /// Anthropic-compatible API, as an MCP server, over REST.
 #[cfg(feature = "serve")]
-pub use agent_serve as serve;
+pub use loopwright_serve as serve;
 
 /// The GenAI trace spans exported over OTLP (feature `otel`).
 #[cfg(feature = "otel")]

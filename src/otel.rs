@@ -23,8 +23,8 @@
 //! ```no_run
 //! use tracing_subscriber::layer::SubscriberExt;
 //!
-//! # fn main() -> Result<(), agent_sdk::otel::OtelError> {
-//! let otel = agent_sdk::otel::Otel::from_env("my-app")?;
+//! # fn main() -> Result<(), loopwright::otel::OtelError> {
+//! let otel = loopwright::otel::Otel::from_env("my-app")?;
 //! tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otel.layer()))
 //!     .expect("no other subscriber");
 //! // ... run agents ...
@@ -41,12 +41,12 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The instrumentation scope the spans are exported under.
-const SCOPE: &str = "agent-sdk";
+const SCOPE: &str = "loopwright";
 
 /// Why the exporter could not start or stop.
 ///
 /// ```
-/// let e = agent_sdk::otel::OtelError::Shutdown("timed out".into());
+/// let e = loopwright::otel::OtelError::Shutdown("timed out".into());
 /// assert!(e.to_string().contains("timed out"));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +85,11 @@ impl Otel {
     }
 
     fn build(service: &str, endpoint: Option<&str>) -> Result<Self, OtelError> {
+        // reqwest is built without a bundled rustls provider: ring, unless
+        // the application installed one.
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let mut exporter = SpanExporter::builder().with_http();
         if let Some(endpoint) = endpoint {
             exporter = exporter.with_endpoint(endpoint);
@@ -117,7 +122,7 @@ impl Otel {
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(Targets::new().with_target(agent_core::telemetry::TARGET, LevelFilter::TRACE))
+            .with_filter(Targets::new().with_target(loopwright_core::telemetry::TARGET, LevelFilter::TRACE))
     }
 
     /// Send the spans not sent yet and stop the exporter. Blocks until the

@@ -91,7 +91,7 @@ impl ModelServer {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("OLLAMA_HOST", format!("http://{}", self.addr))
-            .env("AGENT_MODEL", "ollama/test")
+            .env("LOOPWRIGHT_MODEL", "ollama/test")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -161,7 +161,7 @@ fn without_a_model_the_example_says_what_to_set() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("AGENT_MODEL"),
+        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("LOOPWRIGHT_MODEL"),
         "{stderr}"
     );
 }
@@ -199,7 +199,7 @@ async fn the_approval_example_approves_for_the_session_and_denies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_coding_agent_example_adds_configured_mcp_servers() {
     // The in-repo MCP test server, built with the workspace's tests.
-    let mcp_server = built("mcp-test-server");
+    let mcp_server = built("examples/mcp-test-server");
     assert!(
         mcp_server.exists(),
         "{} is built by `cargo test --workspace`",
@@ -215,7 +215,7 @@ async fn the_coding_agent_example_adds_configured_mcp_servers() {
         answer("The server answered."),
     ])
     .await;
-    let args = ["--mcp", config.to_str().unwrap(), "Check the server"];
+    let args = ["--mcp-config", config.to_str().unwrap(), "Check the server"];
     let (_, stdout, stderr) = server.run_example("coding_agent", &args, b"").await;
     assert!(stdout.contains("The server answered."), "{stdout}");
     assert!(stderr.contains("MCP server broken not connected"), "{stderr}");
@@ -257,7 +257,7 @@ fn the_mcp_tools_example_merges_a_stdio_and_an_http_server_and_calls_one() {
         assert!(stdout.contains(line), "missing `{line}` in\n{stdout}");
     }
     assert!(
-        stdout.contains("called local__echo -> hello from agent-sdk"),
+        stdout.contains("called local__echo -> hello from loopwright"),
         "{stdout}"
     );
 }
@@ -277,7 +277,7 @@ fn the_mcp_tools_example_takes_a_third_party_stdio_server() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("called local__echo -> Echo: hello from agent-sdk"),
+        stdout.contains("called local__echo -> Echo: hello from loopwright"),
         "{stdout}"
     );
 }
@@ -329,7 +329,7 @@ fn without_a_model_the_quickstart_lists_its_mcp_tools_and_says_what_to_set() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("AGENT_MODEL"),
+        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("LOOPWRIGHT_MODEL"),
         "{stderr}"
     );
 }
@@ -497,7 +497,7 @@ async fn start_serve_example(server: &ModelServer) -> (tokio::process::Child, St
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("OLLAMA_HOST", format!("http://{}", server.addr))
-        .env("AGENT_MODEL", "ollama/test")
+        .env("LOOPWRIGHT_MODEL", "ollama/test")
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -538,7 +538,7 @@ async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c_and_sigt
     ])
     .await;
     let (child, base) = start_serve_example(&server).await;
-    let answer: Value = reqwest::Client::new()
+    let answer: Value = loopwright::providers::default_client()
         .post(format!("{base}/chat/completions"))
         .json(&json!({"model": "counter", "messages": [{"role": "user", "content": "Count: to be or not to be"}]}))
         .send()
@@ -562,5 +562,45 @@ async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c_and_sigt
     stops_cleanly_on(child, nix::sys::signal::Signal::SIGINT).await;
     // As a service manager stops it.
     let (child, _) = start_serve_example(&server).await;
+    stops_cleanly_on(child, nix::sys::signal::Signal::SIGTERM).await;
+}
+
+/// README.md's Python client (the official `openai` package, pinned in
+/// tests-deps/python/clients), pointed at the serve example's agent, prints
+/// its streamed answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_openai_client_talks_to_the_serve_example() {
+    let readme = include_str!("../README.md");
+    let after = &readme[readme.find("## Serving agents").unwrap()..];
+    let code = after
+        .split("```python")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let (base, agent) = ("http://127.0.0.1:4000/v1", "model=\"coordinator\"");
+    assert!(code.contains(base) && code.contains(agent), "{code}");
+    let server = ModelServer::start(vec![answer("Issue 42 is fixed.")]).await;
+    let (child, url) = start_serve_example(&server).await;
+    let code = code.replace(base, &url).replace(agent, "model=\"counter\"");
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests-deps/python/clients/.venv/bin/python");
+    let out = tokio::time::timeout(
+        HANG_GUARD,
+        tokio::process::Command::new(&python)
+            .args(["-c", &code])
+            .env("SERVE_KEY", "any key: the example asks for none")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the README client hung")
+    .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh installs it)", python.display()));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "Issue 42 is fixed.");
     stops_cleanly_on(child, nix::sys::signal::Signal::SIGTERM).await;
 }

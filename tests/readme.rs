@@ -1,7 +1,8 @@
 //! The READMEs cannot drift from the code: README.md's "The library"
 //! example is the facade's compiled documentation example (src/lib.rs), line
-//! for line, and the configuration examples (README.md's and agent-mcp's)
-//! parse without an error or a warning into what their prose says.
+//! for line, the install snippet is the one tests-consumer/ builds, and the
+//! configuration example parses without an error or a warning into what its
+//! prose says (loopwright-mcp checks its own README).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 /// The lines of the first fenced block after `heading` in README.md.
@@ -42,7 +43,7 @@ fn the_readme_library_example_is_the_compiled_one() {
 fn the_readme_configuration_parses_without_warnings() {
     let text = readme_block("The configuration file").join("\n");
     let config =
-        agent_sdk::config::AgentConfig::parse(&text, "README.md", &|name| Some(format!("value-of-{name}")))
+        loopwright::config::AgentConfig::parse(&text, "README.md", &|name| Some(format!("value-of-{name}")))
             .expect("README.md's configuration");
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert!(config.mcp_failures.is_empty(), "{:?}", config.mcp_failures);
@@ -55,7 +56,7 @@ fn the_readme_configuration_parses_without_warnings() {
     assert_eq!(d.model, ["anthropic/claude-sonnet-4-5", "work/gpt-4.1"]);
     assert_eq!(d.tool_timeout, Some(std::time::Duration::from_secs(30)));
     assert_eq!(d.context_window_buffer_tokens, Some(4096));
-    assert_eq!(d.reasoning, Some(agent_sdk::ReasoningEffort::Medium.into()));
+    assert_eq!(d.reasoning, Some(loopwright::ReasoningEffort::Medium.into()));
     let work = &config.providers.providers["work"];
     assert_eq!(work.options, Some(serde_json::json!({"service_tier": "flex"})));
     assert!(config.accounting_file.is_some());
@@ -63,27 +64,29 @@ fn the_readme_configuration_parses_without_warnings() {
 }
 
 #[test]
-fn the_mcp_readme_configuration_means_what_its_prose_says() {
-    let text = block(include_str!("../agent-mcp/README.md"), "## Config formats").join("\n");
-    let value: serde_json::Value = serde_json::from_str(&text).expect("agent-mcp README's JSON");
-    let servers = agent_sdk::mcp::parse_mcp_servers(&value).expect("agent-mcp README's servers");
-    let kind = |name: &str| {
-        let server = servers.iter().find(|s| s.name == name).expect(name);
-        (server.transport.kind(), server.enabled)
-    };
-    assert_eq!(kind("fs"), ("stdio", true));
-    assert_eq!(kind("github"), ("stdio", true));
-    assert_eq!(kind("api"), ("http", true));
-    assert_eq!(kind("old"), ("sse", true));
-    assert_eq!(kind("time"), ("stdio", false));
-    assert_eq!(kind("remote"), ("http", true));
-    let with_resources: Vec<_> = servers
-        .iter()
-        .filter(|s| s.resources)
-        .map(|s| s.name.as_str())
+fn the_readme_install_snippet_is_the_one_the_consumer_crate_builds() {
+    // tests-consumer/ depends on this crate as an application does; .ci/run
+    // builds and runs it against the newest rmcp 3.x and reqwest 0.13.
+    let readme = include_str!("../README.md");
+    let after = &readme[readme.find("## Install").expect("heading")..];
+    let body = after
+        .split("```rust,ignore\n")
+        .nth(1)
+        .expect("the install snippet");
+    let readme: Vec<String> = body
+        .split("```")
+        .next()
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
         .collect();
-    assert_eq!(with_resources, ["api"]);
-    assert_eq!(servers.len(), 6);
+    let consumer: Vec<String> = include_str!("../tests-consumer/src/readme.rs")
+        .lines()
+        .skip_while(|l| l.starts_with("//!") || l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    assert!(readme.len() >= 5, "{readme:?}");
+    assert_eq!(readme, consumer);
 }
 
 #[cfg(feature = "files")]
@@ -96,7 +99,7 @@ fn the_readme_agent_file_parses_into_what_its_prose_says() {
     let text = readme_block("## Agents as files, agents as tools").join("\n");
     let path = dir.path().join("lead.md");
     std::fs::write(&path, text).unwrap();
-    let file = agent_sdk::files::AgentFile::load(&path).expect("README.md's agent file");
+    let file = loopwright::files::AgentFile::load(&path).expect("README.md's agent file");
     assert_eq!(file.name, "lead");
     assert_eq!(file.model.len(), 2);
     assert_eq!(file.agents.len(), 2);
@@ -105,8 +108,8 @@ fn the_readme_agent_file_parses_into_what_its_prose_says() {
         (&["github".to_owned()][..], Some(12))
     );
     let (prompt, warnings) =
-        file.system_prompt(&agent_sdk::files::PromptVars::new().var("REPO", "agent-sdk"));
-    assert!(prompt.contains("the repository is agent-sdk."), "{prompt}");
+        file.system_prompt(&loopwright::files::PromptVars::new().var("REPO", "loopwright"));
+    assert!(prompt.contains("the repository is loopwright."), "{prompt}");
     assert!(warnings.is_empty(), "{warnings:?}");
 }
 
@@ -117,7 +120,7 @@ fn the_readme_skill_is_a_valid_skill() {
     let folder = dir.path().join("release-notes");
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("SKILL.md"), readme_block("## Skills").join("\n")).unwrap();
-    let skills = agent_sdk::skills::Skills::discover([dir.path()]);
+    let skills = loopwright::skills::Skills::discover([dir.path()]);
     assert!(skills.warnings().is_empty(), "{:?}", skills.warnings());
     let skill = skills.get("release-notes").expect("README.md's skill");
     assert!(skill.description.starts_with("Writes release notes"));

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_sdk::skills::{Skills, SkillsSource};
-use agent_sdk::{Agent, ContentPart, ToolSet};
+use loopwright::skills::{Skills, SkillsSource};
+use loopwright::{Agent, ContentPart, ToolSet};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 
 const SKILL: &str = "---
 name: release-notes

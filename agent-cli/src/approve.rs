@@ -1,12 +1,12 @@
-//! `--approve ask` and `--approve deny`: approvers for agent-core's
+//! `--approve ask` and `--approve deny`: approvers for loopwright-core's
 //! approval policy (read-only tools run without asking; see
-//! `agent_sdk::ApprovalPolicy`).
+//! `loopwright::ApprovalPolicy`).
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agent_sdk::preflight::{Plan, PlanApprover, PlanDecision, Preflight};
-use agent_sdk::{ApprovalDecision, ApprovalRequest, Approver};
+use loopwright::preflight::{Plan, PlanApprover, PlanDecision, Preflight};
+use loopwright::{ApprovalDecision, ApprovalRequest, Approver};
 
 use crate::args::ApproveMode;
 

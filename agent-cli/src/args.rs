@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
 /// How tool calls that need approval are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -20,18 +20,87 @@ pub enum ApproveMode {
 /// Run an LLM agent with MCP tools.
 ///
 /// The prompt is the argument, or standard input when it is `-` or absent
-/// and standard input is not a terminal.
+/// and standard input is not a terminal. `loopwright serve` serves agents to
+/// other programs instead (`loopwright serve --help`); a prompt that is the
+/// word serve: `loopwright -- serve`.
 #[derive(Debug, Parser)]
-#[command(name = "agent", version, about, after_help = EXIT_CODES)]
-#[command(group = clap::ArgGroup::new("coding_tools_or_agent").args(["coding_tools", "agent"]).multiple(true))]
+#[command(name = "loopwright", version, about, after_help = EXIT_CODES)]
+#[command(args_conflicts_with_subcommands = true, propagate_version = true)]
+pub struct Cli {
+    /// What to do instead of running one prompt.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Running one prompt.
+    #[command(flatten)]
+    pub run: Args,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve agents to other programs: an OpenAI- or Anthropic-compatible
+    /// API, an MCP server, REST.
+    ///
+    /// With no `--agent`, one agent named `agent`, built from the
+    /// configuration and the flags as `loopwright` itself would run it.
+    /// Every surface flag is repeatable; each address is an instance with
+    /// its own concurrency limit. ADDR is PORT (on 127.0.0.1) or HOST:PORT.
+    /// What it listens on is printed on stderr. SIGTERM or Ctrl-C: stop
+    /// accepting, let runs finish within --shutdown-grace, then cancel them
+    /// (exit status 0 after a clean stop).
+    Serve(ServeArgs),
+}
+
+/// Running one prompt: the agent's settings, the prompt and how the run is
+/// shown.
+#[derive(Debug, clap::Args)]
 pub struct Args {
     /// The task. `-` reads it from standard input.
     pub prompt: Option<String>,
 
+    /// The agent's settings (shared with `loopwright serve`).
+    #[command(flatten)]
+    pub agent_args: AgentArgs,
+
+    /// Before the first tool call, the model proposes a plan (steps with
+    /// their tools and risks, warnings): with `--approve ask` it is shown
+    /// on the terminal and runs only on `y`; with `auto` it is shown on
+    /// stderr and followed; with `deny` it is shown and the run ends
+    /// (exit status 7), a dry run.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// Print every event as one JSON line on stdout.
+    #[arg(long, conflicts_with = "quiet")]
+    pub events: bool,
+
+    /// Print only the final text.
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Connect the MCP servers, print the tools as the model sees them (one
+    /// JSON object per line) and exit.
+    #[arg(long)]
+    pub list_tools: bool,
+}
+
+impl std::ops::Deref for Args {
+    type Target = AgentArgs;
+
+    fn deref(&self) -> &AgentArgs {
+        &self.agent_args
+    }
+}
+
+/// The agent's settings, for running one prompt and for `loopwright serve`.
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("coding_tools_or_agent").args(["coding_tools", "agent"]).multiple(true))]
+pub struct AgentArgs {
     /// Run the agent this agent file defines (Markdown with YAML
     /// frontmatter; its `agents` become tools `agent__<name>`). The flags
     /// below override the file's settings for this agent.
-    /// (`agent serve`: repeat to serve several agents.)
+    /// (`loopwright serve`: repeat to serve several agents.)
     #[arg(long, value_name = "FILE", action = ArgAction::Append)]
     pub agent: Vec<PathBuf>,
 
@@ -49,8 +118,8 @@ pub struct Args {
     pub config: Option<PathBuf>,
 
     /// Model as provider/model; repeat or separate with commas for the
-    /// fallback order.
-    #[arg(long, value_name = "PROVIDER/MODEL", value_delimiter = ',', action = ArgAction::Append)]
+    /// fallback order [default: defaults.model of the configuration].
+    #[arg(long, env = "LOOPWRIGHT_MODEL", value_name = "PROVIDER/MODEL", value_delimiter = ',', action = ArgAction::Append)]
     pub model: Vec<String>,
 
     /// System prompt.
@@ -131,14 +200,6 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ApproveMode::Auto)]
     pub approve: ApproveMode,
 
-    /// Before the first tool call, the model proposes a plan (steps with
-    /// their tools and risks, warnings): with `--approve ask` it is shown
-    /// on the terminal and runs only on `y`; with `auto` it is shown on
-    /// stderr and followed; with `deny` it is shown and the run ends
-    /// (exit status 7), a dry run.
-    #[arg(long)]
-    pub plan: bool,
-
     /// The final answer must be JSON matching this JSON Schema file; stdout
     /// gets the validated value alone, as one line [default:
     /// defaults.outputSchema].
@@ -153,24 +214,11 @@ pub struct Args {
     /// Reasoning effort for models that reason: none, minimal, low, medium
     /// or high [default: defaults.reasoning].
     #[arg(long, value_name = "EFFORT", value_parser = parse_effort)]
-    pub reasoning: Option<agent_sdk::ReasoningEffort>,
+    pub reasoning: Option<loopwright::ReasoningEffort>,
 
     /// Append one JSON line per model attempt and tool call to FILE.
     #[arg(long, value_name = "FILE")]
     pub accounting: Option<PathBuf>,
-
-    /// Print every event as one JSON line on stdout.
-    #[arg(long, conflicts_with = "quiet")]
-    pub events: bool,
-
-    /// Print only the final text.
-    #[arg(long)]
-    pub quiet: bool,
-
-    /// Connect the MCP servers, print the tools as the model sees them (one
-    /// JSON object per line) and exit.
-    #[arg(long)]
-    pub list_tools: bool,
 
     /// Trace model requests and streams to stderr (secrets redacted).
     #[arg(long)]
@@ -191,17 +239,8 @@ pub struct Args {
     pub verbose: u8,
 }
 
-/// `agent serve`: serve agents to other programs, as an OpenAI- or
-/// Anthropic-compatible API, an MCP server, or over REST.
-///
-/// With no `--agent`, one agent named `agent`, built from the configuration
-/// and the flags as `agent` itself would run it. Every surface flag is
-/// repeatable; each address is an instance with its own concurrency limit.
-/// ADDR is PORT (on 127.0.0.1) or HOST:PORT. What it listens on is printed
-/// on stderr. SIGTERM or Ctrl-C: stop accepting, let runs finish within
-/// --shutdown-grace, then cancel them.
-#[derive(Debug, Parser)]
-#[command(name = "agent serve", version)]
+/// `loopwright serve`: its surfaces and limits, then the agents' settings.
+#[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// OpenAI Chat Completions at http://ADDR/v1.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
@@ -246,9 +285,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub shutdown_grace: Option<std::time::Duration>,
 
-    /// The agents' settings, as for `agent` (no prompt).
+    /// The agents' settings, as for `loopwright` (no prompt).
     #[command(flatten)]
-    pub run: Args,
+    pub run: AgentArgs,
 }
 
 fn parse_addr(text: &str) -> Result<std::net::SocketAddr, String> {
@@ -265,7 +304,7 @@ fn parse_addr(text: &str) -> Result<std::net::SocketAddr, String> {
         .ok_or_else(|| format!("`{text}` names no address"))
 }
 
-impl Args {
+impl AgentArgs {
     /// The parallel-tool-calls choice, when one was made.
     pub fn parallel_tool_calls(&self) -> Option<bool> {
         match (self.parallel_tool_calls, self.no_parallel_tool_calls) {
@@ -281,7 +320,7 @@ fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
         Ok(ms) => serde_json::Value::from(ms),
         Err(_) => serde_json::Value::from(text),
     };
-    agent_sdk::config::parse_duration(&value)
+    loopwright::config::parse_duration(&value)
 }
 
 fn parse_var(text: &str) -> Result<(String, String), String> {
@@ -291,8 +330,8 @@ fn parse_var(text: &str) -> Result<(String, String), String> {
     }
 }
 
-fn parse_effort(text: &str) -> Result<agent_sdk::ReasoningEffort, String> {
-    text.parse().map_err(|e: agent_sdk::UnknownEffort| e.to_string())
+fn parse_effort(text: &str) -> Result<loopwright::ReasoningEffort, String> {
+    text.parse().map_err(|e: loopwright::UnknownEffort| e.to_string())
 }
 
 /// `--output-mode`.
@@ -306,7 +345,7 @@ pub enum OutputModeArg {
     Tool,
 }
 
-impl From<OutputModeArg> for agent_sdk::OutputMode {
+impl From<OutputModeArg> for loopwright::OutputMode {
     fn from(mode: OutputModeArg) -> Self {
         match mode {
             OutputModeArg::Auto => Self::Auto,

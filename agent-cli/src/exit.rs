@@ -1,6 +1,6 @@
 //! Exit statuses, one per way a run can end.
 
-use agent_sdk::ExitReason;
+use loopwright::ExitReason;
 
 /// The model answered.
 pub const OK: u8 = 0;

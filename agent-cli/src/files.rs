@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use agent_sdk::config::{AgentConfig, SchemaSource};
-use agent_sdk::files::{AgentFile, BuildOptions};
-use agent_sdk::skills::Skills;
-use agent_sdk::tools::Workspace;
+use loopwright::config::{AgentConfig, SchemaSource};
+use loopwright::files::{AgentFile, BuildOptions};
+use loopwright::skills::Skills;
+use loopwright::tools::Workspace;
 
-use crate::args::Args;
+use crate::args::{AgentArgs, Args};
 use crate::exit::Failure;
 use crate::{Stop, accounting_sink, approvals, command_line_options, output_spec, run_prompt};
 
@@ -24,7 +24,7 @@ pub async fn run(
     stop: &mut Stop,
 ) -> Result<u8, Failure> {
     let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-    let options = build_options(args, system, crate::tools::skills(args, config))?;
+    let options = build_options(args, args.plan, system, crate::tools::skills(args, config))?;
     let built = tokio::select! {
         built = definition.build_with(config, options) => built.map_err(|e| Failure::usage(format!("agent file {e}")))?,
         status = stop.requested() => return Ok(status),
@@ -50,13 +50,21 @@ pub async fn run(
 
 /// The command line as build options; `skills` go to the root.
 pub(crate) fn build_options(
-    args: &Args,
+    args: &AgentArgs,
+    plan: bool,
     system: Option<String>,
     skills: Arc<Skills>,
 ) -> Result<BuildOptions, Failure> {
     let output = output_spec(args, args.output_schema.clone().map(SchemaSource::File))?;
     let sink = accounting_sink(args)?;
-    let root = command_line_options(args, agent_sdk::AgentOptions::default(), system, sink, output);
+    let root = command_line_options(
+        args,
+        plan,
+        loopwright::AgentOptions::default(),
+        system,
+        sink,
+        output,
+    );
     let mut options = BuildOptions::default()
         .model(args.model.clone())
         .root_options(root)

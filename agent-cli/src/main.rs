@@ -1,7 +1,7 @@
-//! `agent`: run an LLM agent with MCP tools from the shell.
+//! `loopwright`: run an LLM agent with MCP tools from the shell.
 //!
-//! A thin layer over agent-sdk: the configuration file is
-//! `agent_sdk::config`, the loop is `agent_sdk::Agent`; this crate only
+//! A thin layer over loopwright: the configuration file is
+//! `loopwright::config`, the loop is `loopwright::Agent`; this crate only
 //! parses the command line, prints and asks on the terminal.
 
 mod approve;
@@ -15,16 +15,15 @@ mod tools;
 mod trace;
 
 use std::io::{IsTerminal, Read};
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_sdk::config::{AgentConfig, ChosenModel, SchemaSource};
-use agent_sdk::{Agent, AgentOptions, Approvals, JsonlSink};
 use clap::Parser;
 use futures::StreamExt;
+use loopwright::config::{AgentConfig, ChosenModel, SchemaSource};
+use loopwright::{Agent, AgentOptions, Approvals, JsonlSink};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::args::{ApproveMode, Args};
+use crate::args::{AgentArgs, ApproveMode, Args};
 use crate::exit::Failure;
 use crate::render::{Mode, Renderer};
 
@@ -34,19 +33,12 @@ change anything: use Glob, Grep and Read to find your way, Edit for small change
 run tests. Keep going until the task is done, then say briefly what you changed and how you checked it.";
 
 fn main() {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let command = match argv.get(1) {
-        // `agent serve ...`; a prompt that is the word serve: `agent -- serve`.
-        Some(first) if first == "serve" => Command::Serve(args::ServeArgs::parse_from(
-            std::iter::once(std::ffi::OsString::from("agent serve")).chain(argv.into_iter().skip(2)),
-        )),
-        _ => Command::Run(Args::parse_from(argv)),
-    };
+    let cli = args::Cli::parse();
     let status = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => {
-            let status = match command {
-                Command::Run(args) => runtime.block_on(run(args)),
-                Command::Serve(args) => runtime.block_on(serve::run(args)),
+            let status = match cli.command {
+                None => runtime.block_on(run(cli.run)),
+                Some(args::Command::Serve(args)) => runtime.block_on(serve::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
@@ -56,26 +48,18 @@ fn main() {
             status
         }
         Err(e) => {
-            eprintln!("agent: cannot start the async runtime: {e}");
+            eprintln!("loopwright: cannot start the async runtime: {e}");
             exit::USAGE
         }
     };
     std::process::exit(i32::from(status));
 }
 
-/// What the command line asks for.
-enum Command {
-    /// Run one prompt.
-    Run(Args),
-    /// Serve agents (`agent serve`).
-    Serve(args::ServeArgs),
-}
-
 async fn run(args: Args) -> u8 {
     match run_checked(args).await {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("agent: {}", failure.message);
+            eprintln!("loopwright: {}", failure.message);
             failure.status
         }
     }
@@ -99,19 +83,12 @@ fn read_prompt(args: &Args) -> Result<Option<String>, Failure> {
     Ok(Some(text))
 }
 
-fn load_config(args: &Args) -> Result<AgentConfig, Failure> {
-    let path = match &args.config {
-        Some(path) => Some(path.clone()),
-        None => {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            AgentConfig::discover(&cwd, home.as_deref())
-        }
-    };
-    let config = match path {
-        Some(path) => AgentConfig::load(&path).map_err(|e| Failure::usage(format!("config {e}")))?,
-        None => AgentConfig::default(),
-    };
+fn load_config(args: &AgentArgs) -> Result<AgentConfig, Failure> {
+    let config = match &args.config {
+        Some(path) => AgentConfig::load(path),
+        None => AgentConfig::from_default_location(),
+    }
+    .map_err(|e| Failure::usage(format!("config {e}")))?;
     for warning in &config.warnings {
         eprintln!("warning: {warning}");
     }
@@ -178,7 +155,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
     let system = system_prompt(&args)?;
     if args.agent.len() > 1 {
         return Err(Failure::usage(
-            "--agent names one file here (several are for `agent serve`)",
+            "--agent names one file here (several are for `loopwright serve`)",
         ));
     }
     if let Some(file) = args.agent.first() {
@@ -221,7 +198,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
 
 /// The system prompt the flags give: `--system`, `--system-file`, the
 /// coding prompt with `--coding-tools`, none for agent files (their body).
-fn system_prompt(args: &Args) -> Result<Option<String>, Failure> {
+fn system_prompt(args: &AgentArgs) -> Result<Option<String>, Failure> {
     Ok(match (&args.system, &args.system_file) {
         (Some(text), _) => Some(text.clone()),
         (None, Some(file)) => Some(
@@ -261,7 +238,7 @@ async fn drive(
             return Err(failure);
         }
     };
-    let options = options(args, config, system, &chosen)?;
+    let options = options(args, args.plan, config, system, &chosen)?;
     let agent = Agent::builder(chosen.model.clone())
         .shared_tools(tools.set.clone())
         .options(options)
@@ -325,7 +302,7 @@ fn release_stdout() {
 }
 
 /// How tool calls that need approval are answered, per `--approve`.
-fn approvals(args: &Args) -> Option<Approvals> {
+fn approvals(args: &AgentArgs) -> Option<Approvals> {
     match args.approve {
         ApproveMode::Auto => None,
         ApproveMode::Ask => Some(Approvals::with_approver(approve::TerminalApprover::default())),
@@ -334,7 +311,10 @@ fn approvals(args: &Args) -> Option<Approvals> {
 }
 
 /// The output spec `--output-schema` asks for, in `--output-mode`.
-fn output_spec(args: &Args, source: Option<SchemaSource>) -> Result<Option<agent_sdk::OutputSpec>, Failure> {
+fn output_spec(
+    args: &AgentArgs,
+    source: Option<SchemaSource>,
+) -> Result<Option<loopwright::OutputSpec>, Failure> {
     Ok(source
         .map(|s| s.load().map_err(|e| Failure::usage(format!("output schema {e}"))))
         .transpose()?
@@ -342,7 +322,7 @@ fn output_spec(args: &Args, source: Option<SchemaSource>) -> Result<Option<agent
 }
 
 /// The accounting sink `--accounting` asks for.
-fn accounting_sink(args: &Args) -> Result<Option<Arc<JsonlSink>>, Failure> {
+fn accounting_sink(args: &AgentArgs) -> Result<Option<Arc<JsonlSink>>, Failure> {
     args.accounting
         .as_ref()
         .map(|file| {
@@ -356,11 +336,12 @@ fn accounting_sink(args: &Args) -> Result<Option<Arc<JsonlSink>>, Failure> {
 /// The command line's run settings over `options` (all but approvals,
 /// which the callers set for every agent).
 fn command_line_options(
-    args: &Args,
+    args: &AgentArgs,
+    plan: bool,
     mut options: AgentOptions,
     system: Option<String>,
     sink: Option<Arc<JsonlSink>>,
-    output: Option<agent_sdk::OutputSpec>,
+    output: Option<loopwright::OutputSpec>,
 ) -> AgentOptions {
     if let Some(system) = system {
         options = options.system(system);
@@ -395,7 +376,7 @@ fn command_line_options(
     if let Some(spec) = output {
         options = options.output(spec);
     }
-    if args.plan {
+    if plan {
         options = options.preflight(approve::preflight(args.approve));
     }
     options
@@ -404,7 +385,8 @@ fn command_line_options(
 /// The run's options: the config's defaults, then the command line, then
 /// the accounting file and the context budget (the library's order).
 fn options(
-    args: &Args,
+    args: &AgentArgs,
+    plan: bool,
     config: &AgentConfig,
     system: Option<String>,
     chosen: &ChosenModel,
@@ -418,7 +400,7 @@ fn options(
     let sink = accounting_sink(args)?;
     let approvals = approvals(args);
     let command_line = |options: AgentOptions| {
-        let options = command_line_options(args, options, system, sink, output);
+        let options = command_line_options(args, plan, options, system, sink, output);
         match approvals {
             Some(approvals) => options.approvals(approvals),
             None => options,

@@ -1,11 +1,11 @@
-//! Choosing the model: `agent_sdk::config::AgentConfig::choose_model` (the
+//! Choosing the model: `loopwright::config::AgentConfig::choose_model` (the
 //! command line's `--model` selectors, else the configuration's, else a key
 //! in the environment, else a local server), with the command line's words
 //! for what to do when there is none.
 
 use std::time::Duration;
 
-use agent_sdk::config::{AgentConfig, ChosenModel, ModelChoiceError};
+use loopwright::config::{AgentConfig, ChosenModel, ModelChoiceError};
 
 use crate::exit::Failure;
 

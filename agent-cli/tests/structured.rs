@@ -1,5 +1,5 @@
 //! `--output-schema`, `defaults.outputSchema`, `--reasoning` and
-//! `providers.<name>.options`, through the built `agent` against a local
+//! `providers.<name>.options`, through the built `loopwright` against a local
 //! OpenAI-compatible model server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -183,7 +183,7 @@ async fn a_bad_schema_or_effort_is_a_usage_error() {
     assert_exit(&out, 2, "unknown reasoning effort `extreme`");
 }
 
-/// `agent --output-schema SCHEMA --output-mode native --no-mcp "Oslo?"`.
+/// `loopwright --output-schema SCHEMA --output-mode native --no-mcp "Oslo?"`.
 async fn ask_natively(config: &Path, schema: &str, cwd: &Path) -> std::process::Output {
     let args = [
         "--output-schema",

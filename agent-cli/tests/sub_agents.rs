@@ -1,4 +1,4 @@
-//! `agent --agent FILE`: a coordinator file with two sub-agent files using
+//! `loopwright --agent FILE`: a coordinator file with two sub-agent files using
 //! different models (Chat Completions and Anthropic Messages, served by a
 //! local model server) and an MCP server from the config file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

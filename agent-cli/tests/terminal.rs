@@ -93,7 +93,7 @@ async fn approve_ask_and_tool_activity_on_a_terminal() {
     assert!(ms >= 600, "{slow_line}");
 }
 
-/// Run `agent --config CONFIG --model local/test ARGS...` on a
+/// Run `loopwright --config CONFIG --model local/test ARGS...` on a
 /// pseudo-terminal, answering its questions with `answers`; the exit
 /// status, stdout and what the terminal showed.
 async fn on_a_terminal(

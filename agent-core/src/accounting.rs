@@ -21,10 +21,11 @@ use crate::usage::Usage;
 /// How a model attempt or tool call ended.
 ///
 /// ```
-/// assert_eq!(serde_json::to_string(&agent_core::accounting::EntryStatus::Ok).unwrap(), "\"ok\"");
+/// assert_eq!(serde_json::to_string(&loopwright_core::accounting::EntryStatus::Ok).unwrap(), "\"ok\"");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EntryStatus {
     /// It succeeded.
     Ok,
@@ -37,7 +38,7 @@ pub enum EntryStatus {
 /// Token counts of an entry (absent ones are 0).
 ///
 /// ```
-/// let t = agent_core::accounting::EntryTokens::from(agent_core::Usage::new(3, 4));
+/// let t = loopwright_core::accounting::EntryTokens::from(loopwright_core::Usage::new(3, 4));
 /// assert_eq!((t.input, t.output, t.total), (3, 4, 7));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -74,7 +75,7 @@ impl From<Usage> for EntryTokens {
 /// One accounting entry, tagged `"type"`: `llm` or `tool`.
 ///
 /// ```
-/// use agent_core::accounting::AccountingEntry;
+/// use loopwright_core::accounting::AccountingEntry;
 /// let line = r#"{"type":"tool","timestamp":"2026-01-01T00:00:00.000Z","status":"ok","tool":"Read",
 ///   "source":"coding","original_name":"Read","latency_ms":3,"characters_in":20,"characters_out":400}"#;
 /// let e: AccountingEntry = serde_json::from_str(line).unwrap();
@@ -83,6 +84,7 @@ impl From<Usage> for EntryTokens {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AccountingEntry {
     /// A model attempt.
     Llm(LlmEntry),
@@ -95,7 +97,7 @@ impl AccountingEntry {
     /// a run (see [`LlmEntry::agent_path`]).
     ///
     /// ```
-    /// use agent_core::accounting::AccountingEntry;
+    /// use loopwright_core::accounting::AccountingEntry;
     /// let line = r#"{"type":"llm","timestamp":"2026-01-01T00:00:00.000Z","status":"ok","provider":"openai","model":"m",
     ///   "latency_ms":9,"tokens":{"input":1,"output":2,"cached":0,"reasoning":0,"total":3},"stop_reason":"stop",
     ///   "agent_path":"coordinator/researcher"}"#;
@@ -192,7 +194,7 @@ pub struct ToolEntry {
 /// does).
 ///
 /// ```
-/// use agent_core::accounting::{AccountingEntry, AccountingSink};
+/// use loopwright_core::accounting::{AccountingEntry, AccountingSink};
 /// #[derive(Debug, Default)]
 /// struct Count(std::sync::atomic::AtomicUsize);
 /// #[async_trait::async_trait]
@@ -216,7 +218,7 @@ const TAIL_CHUNK: u64 = 4096;
 /// Appends entries to a JSONL file, one line each.
 ///
 /// ```
-/// use agent_core::JsonlSink;
+/// use loopwright_core::JsonlSink;
 /// let path = std::env::temp_dir().join(format!("acct-doc-{}.jsonl", std::process::id()));
 /// let sink = JsonlSink::open(&path).unwrap();
 /// # let _ = std::fs::remove_file(&path);

@@ -32,7 +32,7 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 /// When a tool call needs approval.
 ///
 /// ```
-/// use agent_core::{ApprovalTier, ToolAnnotations};
+/// use loopwright_core::{ApprovalTier, ToolAnnotations};
 /// let read_only = ToolAnnotations::default().read_only(true);
 /// assert_eq!(ApprovalTier::from_annotations(&read_only), ApprovalTier::Auto);
 /// let destructive = ToolAnnotations::default().destructive(true);
@@ -67,7 +67,7 @@ impl ApprovalTier {
 /// wins), else a default tier, else the tier the tool's annotations give.
 ///
 /// ```
-/// use agent_core::{ApprovalPolicy, ApprovalTier, ToolAnnotations};
+/// use loopwright_core::{ApprovalPolicy, ApprovalTier, ToolAnnotations};
 /// let policy = ApprovalPolicy::default()
 ///     .tier("git__*", ApprovalTier::Always)
 ///     .tier("Read", ApprovalTier::Auto);
@@ -107,9 +107,9 @@ impl ApprovalPolicy {
 /// A call waiting for a decision.
 ///
 /// ```
-/// let r = agent_core::ApprovalRequest::new("c1", "Bash", serde_json::json!({"command": "ls"}))
+/// let r = loopwright_core::ApprovalRequest::new("c1", "Bash", serde_json::json!({"command": "ls"}))
 ///     .source("coding", "Bash")
-///     .tier(agent_core::ApprovalTier::Always);
+///     .tier(loopwright_core::ApprovalTier::Always);
 /// assert_eq!(r.tool, "Bash");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,9 +161,9 @@ impl ApprovalRequest {
 /// The answer to an [`ApprovalRequest`].
 ///
 /// ```
-/// let d = agent_core::ApprovalDecision::Deny { reason: "not on main".into() };
+/// let d = loopwright_core::ApprovalDecision::Deny { reason: "not on main".into() };
 /// assert!(!d.approved());
-/// assert!(agent_core::ApprovalDecision::ApproveForSession.approved());
+/// assert!(loopwright_core::ApprovalDecision::ApproveForSession.approved());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -184,7 +184,7 @@ impl ApprovalDecision {
     /// A denial with this reason (told to the model).
     ///
     /// ```
-    /// assert!(!agent_core::ApprovalDecision::deny("not on main").approved());
+    /// assert!(!loopwright_core::ApprovalDecision::deny("not on main").approved());
     /// ```
     pub fn deny(reason: impl Into<String>) -> Self {
         Self::Deny {
@@ -201,7 +201,7 @@ impl ApprovalDecision {
 /// Decides approval requests in code (a UI, a rule engine, a chat message).
 ///
 /// ```
-/// use agent_core::{ApprovalDecision, ApprovalRequest, Approver};
+/// use loopwright_core::{ApprovalDecision, ApprovalRequest, Approver};
 /// struct NoBash;
 /// #[async_trait::async_trait]
 /// impl Approver for NoBash {
@@ -224,7 +224,7 @@ pub trait Approver: Send + Sync {
 /// application keeps it as long as its session lasts.
 ///
 /// ```
-/// let session = agent_core::ApprovalSession::default();
+/// let session = loopwright_core::ApprovalSession::default();
 /// session.approve("Write");
 /// assert!(session.is_approved("Write"));
 /// assert!(!session.is_approved("Bash"));
@@ -257,15 +257,16 @@ impl ApprovalSession {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (responder, rx) = agent_core::ApprovalResponder::new();
-/// responder.respond(agent_core::ApprovalDecision::Approve);
-/// assert_eq!(rx.await.unwrap(), agent_core::ApprovalDecision::Approve);
+/// let (responder, rx) = loopwright_core::ApprovalResponder::new();
+/// responder.respond(loopwright_core::ApprovalDecision::Approve);
+/// assert_eq!(rx.await.unwrap(), loopwright_core::ApprovalDecision::Approve);
 /// # }
 /// ```
 pub type ApprovalResponder = crate::responder::Responder<ApprovalDecision>;
 
 /// Where approval requests go.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum ApprovalChannel {
     /// To an [`Approver`].
     Approver(Arc<dyn Approver>),
@@ -277,7 +278,7 @@ pub enum ApprovalChannel {
 /// Approval settings for a run. Installing them turns approval on.
 ///
 /// ```
-/// use agent_core::{Approvals, ApprovalPolicy, ApprovalTier};
+/// use loopwright_core::{Approvals, ApprovalPolicy, ApprovalTier};
 /// let approvals = Approvals::via_events()
 ///     .policy(ApprovalPolicy::default().tier("Read", ApprovalTier::Auto))
 ///     .timeout(std::time::Duration::from_secs(30));

@@ -44,7 +44,7 @@ pub trait TokenCounter: Send + Sync + Debug {
 /// tokenizer.
 ///
 /// ```
-/// use agent_core::budget::{CharEstimate, TokenCounter};
+/// use loopwright_core::budget::{CharEstimate, TokenCounter};
 /// assert_eq!(CharEstimate.count("abcdefgh"), 2);
 /// assert_eq!(CharEstimate.count("abc"), 1);
 /// ```
@@ -60,7 +60,7 @@ impl TokenCounter for CharEstimate {
 /// The budget of one model.
 ///
 /// ```
-/// use agent_core::ContextBudget;
+/// use loopwright_core::ContextBudget;
 /// let b = ContextBudget::new(8_000).max_output_tokens(1_000);
 /// assert_eq!(b.limit(), 8_000 - 256 - 1_000);
 /// ```
@@ -165,7 +165,7 @@ impl ContextBudget {
 /// Figures of a budget decision, as accounting entries carry them.
 ///
 /// ```
-/// let f = agent_core::budget::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
+/// let f = loopwright_core::budget::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
 /// assert!(f.projected > f.limit);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -36,8 +36,8 @@ const FORWARD_BUFFER: usize = 64;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agent_core::{FallbackModel, LanguageModel};
-/// # use agent_core::testing::ScriptedModel;
+/// use loopwright_core::{FallbackModel, LanguageModel};
+/// # use loopwright_core::testing::ScriptedModel;
 /// # let (first, second) = (ScriptedModel::new(vec![]), ScriptedModel::new(vec![]));
 /// let model = FallbackModel::new(vec![Arc::new(first), Arc::new(second)]).retries(1);
 /// assert_eq!(model.provider(), "scripted");
@@ -178,7 +178,7 @@ async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: Model
                 }
                 Attempt::Failed(e) => e,
             };
-            tracing::warn!(target: "agent_core::fallback", model = %label, cycle, error = %error, "model attempt failed");
+            tracing::warn!(target: "loopwright_core::fallback", model = %label, cycle, error = %error, "model attempt failed");
             match &error {
                 // This model refuses this request whatever the wait; another
                 // model may accept it.

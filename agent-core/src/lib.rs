@@ -1,4 +1,4 @@
-//! # agent-core
+//! # loopwright-core
 //!
 //! The provider-neutral heart of the agent SDK: conversation types, the
 //! [`LanguageModel`], [`Tool`] and [`ToolSource`] traits, [`ToolSet`] (merging
@@ -10,13 +10,13 @@
 //! an [`AgentEvent`] sent to the application at each point.
 //!
 //! This crate has no HTTP client, no MCP client and no provider: those live in
-//! `agent-providers` and `agent-mcp`, which implement the traits here. The
+//! `loopwright-providers` and `loopwright-mcp`, which implement the traits here. The
 //! crate root holds what an application names; the modules hold the rest
 //! (limits and defaults, naming helpers, accounting entries, utilities).
 //!
 //! ```
-//! use agent_core::{tool_fn, Agent};
-//! # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+//! use loopwright_core::{tool_fn, Agent};
+//! # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Weather {
@@ -31,6 +31,7 @@
 //!     .build();
 //! # let _ = agent;
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod accounting;
 pub mod agent;
@@ -87,3 +88,9 @@ pub use usage::{FinishReason, Usage};
 
 /// Re-exported so applications and providers use the same version.
 pub use tokio_util::sync::CancellationToken;
+
+/// The schemars (1.x) tool schemas are derived with. Depend on `schemars`
+/// 1.x yourself (a 0.8 derive implements another trait), or derive through
+/// this path: `#[derive(loopwright_core::schemars::JsonSchema)]
+/// #[schemars(crate = "loopwright_core::schemars")]`.
+pub use schemars;

@@ -14,7 +14,7 @@ use serde_json::Value;
 /// Who speaks a [`Message`].
 ///
 /// ```
-/// use agent_core::Role;
+/// use loopwright_core::Role;
 /// assert_eq!(serde_json::to_string(&Role::Tool).unwrap(), "\"tool\"");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -33,7 +33,7 @@ pub enum Role {
 /// One message of a conversation.
 ///
 /// ```
-/// use agent_core::{Message, Role};
+/// use loopwright_core::{Message, Role};
 /// let m = Message::user("What time is it?");
 /// assert_eq!(m.role, Role::User);
 /// assert_eq!(m.text(), "What time is it?");
@@ -50,7 +50,7 @@ impl Message {
     /// A message with the given role and parts.
     ///
     /// ```
-    /// use agent_core::{ContentPart, Message, Role};
+    /// use loopwright_core::{ContentPart, Message, Role};
     /// let m = Message::new(Role::Assistant, vec![ContentPart::text("hi")]);
     /// assert_eq!(m.text(), "hi");
     /// ```
@@ -61,8 +61,8 @@ impl Message {
     /// A system message holding one text part.
     ///
     /// ```
-    /// let m = agent_core::Message::system("Be brief.");
-    /// assert_eq!(m.role, agent_core::Role::System);
+    /// let m = loopwright_core::Message::system("Be brief.");
+    /// assert_eq!(m.role, loopwright_core::Role::System);
     /// ```
     pub fn system(text: impl Into<String>) -> Self {
         Self::new(Role::System, vec![ContentPart::text(text)])
@@ -71,8 +71,8 @@ impl Message {
     /// A user message holding one text part.
     ///
     /// ```
-    /// let m = agent_core::Message::user("hello");
-    /// assert_eq!(m.role, agent_core::Role::User);
+    /// let m = loopwright_core::Message::user("hello");
+    /// assert_eq!(m.role, loopwright_core::Role::User);
     /// ```
     pub fn user(text: impl Into<String>) -> Self {
         Self::new(Role::User, vec![ContentPart::text(text)])
@@ -81,8 +81,8 @@ impl Message {
     /// An assistant message holding one text part.
     ///
     /// ```
-    /// let m = agent_core::Message::assistant("hello");
-    /// assert_eq!(m.role, agent_core::Role::Assistant);
+    /// let m = loopwright_core::Message::assistant("hello");
+    /// assert_eq!(m.role, loopwright_core::Role::Assistant);
     /// ```
     pub fn assistant(text: impl Into<String>) -> Self {
         Self::new(Role::Assistant, vec![ContentPart::text(text)])
@@ -91,7 +91,7 @@ impl Message {
     /// The text parts of this message, concatenated.
     ///
     /// ```
-    /// use agent_core::{ContentPart, Message, Role};
+    /// use loopwright_core::{ContentPart, Message, Role};
     /// let m = Message::new(Role::User, vec![ContentPart::text("a"), ContentPart::text("b")]);
     /// assert_eq!(m.text(), "ab");
     /// ```
@@ -108,7 +108,7 @@ impl Message {
     /// The tool calls in this message, in order.
     ///
     /// ```
-    /// use agent_core::{ContentPart, Message, Role, ToolCall};
+    /// use loopwright_core::{ContentPart, Message, Role, ToolCall};
     /// let call = ToolCall::new("c1", "echo", serde_json::json!({}));
     /// let m = Message::new(Role::Assistant, vec![ContentPart::ToolCall(call.clone())]);
     /// assert_eq!(m.tool_calls().next(), Some(&call));
@@ -124,7 +124,7 @@ impl Message {
 /// A piece of a message.
 ///
 /// ```
-/// use agent_core::ContentPart;
+/// use loopwright_core::ContentPart;
 /// let p = ContentPart::text("hi");
 /// assert_eq!(serde_json::to_value(&p).unwrap(), serde_json::json!({"type": "text", "text": "hi"}));
 /// ```
@@ -154,8 +154,8 @@ impl ContentPart {
     /// A text part.
     ///
     /// ```
-    /// let p = agent_core::ContentPart::text("hi");
-    /// assert!(matches!(p, agent_core::ContentPart::Text { .. }));
+    /// let p = loopwright_core::ContentPart::text("hi");
+    /// assert!(matches!(p, loopwright_core::ContentPart::Text { .. }));
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
@@ -168,7 +168,7 @@ impl ContentPart {
 /// through without being decoded and encoded again.
 ///
 /// ```
-/// use agent_core::ImageSource;
+/// use loopwright_core::ImageSource;
 /// let img = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
 /// assert_eq!(img.media_type(), Some("image/png"));
 /// ```
@@ -194,7 +194,7 @@ impl ImageSource {
     /// The MIME type, when known.
     ///
     /// ```
-    /// let img = agent_core::ImageSource::Url { url: "https://example.com/a.png".into() };
+    /// let img = loopwright_core::ImageSource::Url { url: "https://example.com/a.png".into() };
     /// assert_eq!(img.media_type(), None);
     /// ```
     pub fn media_type(&self) -> Option<&str> {
@@ -208,7 +208,7 @@ impl ImageSource {
     /// and decoded size, or its URL.
     ///
     /// ```
-    /// use agent_core::ImageSource;
+    /// use loopwright_core::ImageSource;
     /// let png = ImageSource::Base64 { media_type: "image/png".into(), data: "A".repeat(1640) };
     /// assert_eq!(png.placeholder(), "[image: image/png, 1.2 KB]");
     /// let url = ImageSource::Url { url: "https://example.com/a.png".into() };
@@ -230,7 +230,7 @@ impl ImageSource {
 /// Gemini's `thoughtSignature`, OpenAI's encrypted reasoning item).
 ///
 /// ```
-/// let r = agent_core::Reasoning { text: "think".into(), signature: Some("sig".into()), provider_data: None };
+/// let r = loopwright_core::Reasoning { text: "think".into(), signature: Some("sig".into()), provider_data: None };
 /// assert_eq!(r.signature.as_deref(), Some("sig"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -251,7 +251,7 @@ pub struct Reasoning {
 /// [`ToolSet`](crate::ToolSet)); the tool set maps it back to the original.
 ///
 /// ```
-/// let c = agent_core::ToolCall::new("call_1", "get_time", serde_json::json!({"tz": "UTC"}));
+/// let c = loopwright_core::ToolCall::new("call_1", "get_time", serde_json::json!({"tz": "UTC"}));
 /// assert_eq!(c.input["tz"], "UTC");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -273,7 +273,7 @@ impl ToolCall {
     /// A call with no provider data.
     ///
     /// ```
-    /// let c = agent_core::ToolCall::new("1", "t", serde_json::json!({}));
+    /// let c = loopwright_core::ToolCall::new("1", "t", serde_json::json!({}));
     /// assert!(c.provider_data.is_none());
     /// ```
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
@@ -289,7 +289,7 @@ impl ToolCall {
 /// The result of one tool call.
 ///
 /// ```
-/// use agent_core::{ToolOutputPart, ToolResult};
+/// use loopwright_core::{ToolOutputPart, ToolResult};
 /// let r = ToolResult { call_id: "c1".into(), parts: vec![ToolOutputPart::text("ok")], is_error: false };
 /// assert_eq!(r.text(), "ok");
 /// ```
@@ -308,7 +308,7 @@ impl ToolResult {
     /// The text and JSON parts rendered as text, joined by newlines.
     ///
     /// ```
-    /// use agent_core::{ToolOutputPart, ToolResult};
+    /// use loopwright_core::{ToolOutputPart, ToolResult};
     /// let r = ToolResult { call_id: "c".into(), parts: vec![ToolOutputPart::Json { value: serde_json::json!({"a":1}) }], is_error: false };
     /// assert_eq!(r.text(), r#"{"a":1}"#);
     /// ```
@@ -322,7 +322,7 @@ impl ToolResult {
     /// image was returned.
     ///
     /// ```
-    /// use agent_core::{ImageSource, ToolOutputPart, ToolResult};
+    /// use loopwright_core::{ImageSource, ToolOutputPart, ToolResult};
     /// let image = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
     /// let r = ToolResult { call_id: "c".into(), parts: vec![ToolOutputPart::Image { image }, ToolOutputPart::text("a chart")], is_error: false };
     /// assert_eq!(r.text_with_image_placeholders(), "[image: image/png, 8 B]\na chart");
@@ -347,7 +347,7 @@ impl ToolResult {
 /// A piece of a tool's output.
 ///
 /// ```
-/// let p = agent_core::ToolOutputPart::text("done");
+/// let p = loopwright_core::ToolOutputPart::text("done");
 /// assert_eq!(serde_json::to_value(&p).unwrap()["type"], "text");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -376,8 +376,8 @@ impl ToolOutputPart {
     /// A text part.
     ///
     /// ```
-    /// let p = agent_core::ToolOutputPart::text("x");
-    /// assert!(matches!(p, agent_core::ToolOutputPart::Text { .. }));
+    /// let p = loopwright_core::ToolOutputPart::text("x");
+    /// assert!(matches!(p, loopwright_core::ToolOutputPart::Text { .. }));
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }

@@ -31,7 +31,7 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 /// Object-safe: the agent holds an `Arc<dyn LanguageModel>`.
 ///
 /// ```
-/// use agent_core::{LanguageModel, ModelError, ModelRequest, ModelStream, ModelEvent, FinishReason, Usage};
+/// use loopwright_core::{LanguageModel, ModelError, ModelRequest, ModelStream, ModelEvent, FinishReason, Usage};
 /// use futures::StreamExt;
 ///
 /// /// A model that always answers "hi".
@@ -73,7 +73,7 @@ pub trait LanguageModel: Send + Sync {
 /// How the model may use tools.
 ///
 /// ```
-/// use agent_core::ToolChoice;
+/// use loopwright_core::ToolChoice;
 /// assert_eq!(ToolChoice::default(), ToolChoice::Auto);
 /// let named = ToolChoice::Tool { name: "search".into() };
 /// assert_eq!(serde_json::to_value(&named).unwrap()["name"], "search");
@@ -102,7 +102,7 @@ pub enum ToolChoice {
 /// the provider without copying it every step.
 ///
 /// ```
-/// use agent_core::{Message, ModelRequest};
+/// use loopwright_core::{Message, ModelRequest};
 /// let request = ModelRequest::new(vec![Message::user("hi")]);
 /// assert_eq!(request.messages.len(), 1);
 /// assert!(request.tools.is_empty());
@@ -149,7 +149,7 @@ impl ModelRequest {
     /// A request with these messages and everything else default.
     ///
     /// ```
-    /// let r = agent_core::ModelRequest::new(vec![]);
+    /// let r = loopwright_core::ModelRequest::new(vec![]);
     /// assert!(r.system.is_none());
     /// ```
     pub fn new(messages: Vec<Message>) -> Self {
@@ -162,7 +162,7 @@ impl ModelRequest {
     /// The options given for one provider, if any.
     ///
     /// ```
-    /// let mut r = agent_core::ModelRequest::new(vec![]);
+    /// let mut r = loopwright_core::ModelRequest::new(vec![]);
     /// r.provider_options.insert("openai".into(), serde_json::json!({"store": false}));
     /// assert_eq!(r.options_for("openai").unwrap()["store"], false);
     /// ```
@@ -174,7 +174,7 @@ impl ModelRequest {
 /// One event of a model's stream.
 ///
 /// ```
-/// use agent_core::ModelEvent;
+/// use loopwright_core::ModelEvent;
 /// let e = ModelEvent::ToolCallComplete { id: "c1".into(), name: "echo".into(), input_json: "{}".into(), provider_data: None };
 /// assert!(matches!(e, ModelEvent::ToolCallComplete { .. }));
 /// ```

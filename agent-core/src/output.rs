@@ -35,7 +35,7 @@ pub const WRAPPED_PROPERTY: &str = "value";
 /// How the model is made to give a structured answer.
 ///
 /// ```
-/// assert_eq!(agent_core::OutputMode::default(), agent_core::OutputMode::Auto);
+/// assert_eq!(loopwright_core::OutputMode::default(), loopwright_core::OutputMode::Auto);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -57,7 +57,7 @@ pub enum OutputMode {
 /// The schema a run's final answer must match.
 ///
 /// ```
-/// use agent_core::OutputSpec;
+/// use loopwright_core::OutputSpec;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Forecast {
@@ -103,13 +103,13 @@ impl OutputSpec {
     /// A raw JSON Schema. Fails when it does not compile.
     ///
     /// ```
-    /// let spec = agent_core::OutputSpec::from_schema("colors", serde_json::json!({
+    /// let spec = loopwright_core::OutputSpec::from_schema("colors", serde_json::json!({
     ///     "type": "array", "items": {"type": "string"}
     /// })).unwrap();
     /// assert!(spec.validate(&serde_json::json!(["red"])).is_ok());
     /// // Sent to the model wrapped in an object, as tools and strict modes need.
     /// assert_eq!(spec.wire_schema()["required"], serde_json::json!(["value"]));
-    /// assert!(agent_core::OutputSpec::from_schema("bad", serde_json::json!({"type": 7})).is_err());
+    /// assert!(loopwright_core::OutputSpec::from_schema("bad", serde_json::json!({"type": 7})).is_err());
     /// ```
     pub fn from_schema(name: impl Into<String>, schema: Value) -> Result<Self, OutputSchemaError> {
         let spec = Self::build(name.into(), schema);
@@ -199,7 +199,7 @@ impl fmt::Debug for OutputSpec {
 /// that could not be read as the type asked for.
 ///
 /// ```
-/// let e = agent_core::OutputError::new("\"celsius\" is a required property", "{}");
+/// let e = loopwright_core::OutputError::new("\"celsius\" is a required property", "{}");
 /// assert_eq!(e.to_string(), "the answer does not match the output schema: \"celsius\" is a required property");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -236,7 +236,7 @@ pub(crate) fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, OutputError
 /// of one fenced block (```` ```json ... ``` ````) around it.
 ///
 /// ```
-/// use agent_core::output::answer_json;
+/// use loopwright_core::output::answer_json;
 /// assert_eq!(answer_json(" {\"a\": 1} ").unwrap(), serde_json::json!({"a": 1}));
 /// assert_eq!(answer_json("```json\n[1, 2]\n```").unwrap(), serde_json::json!([1, 2]));
 /// assert!(answer_json("It is sunny.").unwrap_err().contains("not JSON"));
@@ -287,7 +287,7 @@ fn wrap(schema: &Value) -> Value {
 ///
 /// ```
 /// use serde_json::json;
-/// let strict = agent_core::output::strict_schema(&json!({
+/// let strict = loopwright_core::output::strict_schema(&json!({
 ///     "type": "object",
 ///     "properties": {"a": {"type": "string"}, "b": {"type": ["integer", "null"]}},
 ///     "required": ["a"]
@@ -295,11 +295,11 @@ fn wrap(schema: &Value) -> Value {
 /// assert_eq!(strict["required"], json!(["a", "b"]));
 /// assert_eq!(strict["additionalProperties"], json!(false));
 /// // An optional property that cannot be null: no strict form.
-/// assert!(agent_core::output::strict_schema(&json!({
+/// assert!(loopwright_core::output::strict_schema(&json!({
 ///     "type": "object", "properties": {"a": {"type": "string"}}
 /// })).is_none());
 /// // Nor a keyword strict mode refuses.
-/// assert!(agent_core::output::strict_schema(&json!({
+/// assert!(loopwright_core::output::strict_schema(&json!({
 ///     "type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}, "required": ["a"]
 /// })).is_none());
 /// ```

@@ -34,7 +34,7 @@ before approving (an empty list if nothing).";
 /// How risky a step is.
 ///
 /// ```
-/// assert_eq!(serde_json::to_value(agent_core::preflight::Risk::High).unwrap(), "high");
+/// assert_eq!(serde_json::to_value(loopwright_core::preflight::Risk::High).unwrap(), "high");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -51,7 +51,7 @@ impl Risk {
     /// `low`, `medium` or `high`.
     ///
     /// ```
-    /// assert_eq!(agent_core::preflight::Risk::Medium.as_str(), "medium");
+    /// assert_eq!(loopwright_core::preflight::Risk::Medium.as_str(), "medium");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
@@ -65,7 +65,7 @@ impl Risk {
 /// One step of a plan.
 ///
 /// ```
-/// use agent_core::preflight::{PlanStep, Risk};
+/// use loopwright_core::preflight::{PlanStep, Risk};
 /// let step = PlanStep::new("Read the failing test", Risk::Low).tool("Read");
 /// assert_eq!(step.tool.as_deref(), Some("Read"));
 /// ```
@@ -101,7 +101,7 @@ impl PlanStep {
 /// What the model proposes to do.
 ///
 /// ```
-/// use agent_core::preflight::{Plan, PlanStep, Risk};
+/// use loopwright_core::preflight::{Plan, PlanStep, Risk};
 /// let plan = Plan::new(vec![PlanStep::new("Run the tests", Risk::Low).tool("Bash")])
 ///     .warning("The tests take a minute.");
 /// assert_eq!(plan.highest_risk(), Some(Risk::Low));
@@ -171,7 +171,7 @@ impl Plan {
     /// The user message an approved plan joins the conversation as.
     ///
     /// ```
-    /// # use agent_core::preflight::{Plan, PlanStep, Risk};
+    /// # use loopwright_core::preflight::{Plan, PlanStep, Risk};
     /// let plan = Plan::new(vec![PlanStep::new("Say hello", Risk::Low)]);
     /// assert!(plan.approved_message(false).starts_with("The user approved this plan."));
     /// assert!(plan.approved_message(true).starts_with("The user edited your plan"));
@@ -190,7 +190,7 @@ impl Plan {
 /// The answer to a proposed plan.
 ///
 /// ```
-/// use agent_core::preflight::PlanDecision;
+/// use loopwright_core::preflight::PlanDecision;
 /// assert!(PlanDecision::Approve.approved());
 /// assert!(!PlanDecision::reject("too risky").approved());
 /// ```
@@ -232,7 +232,7 @@ impl PlanDecision {
 /// Closures `Fn(&Plan) -> PlanDecision` are approvers too:
 ///
 /// ```
-/// use agent_core::preflight::{Plan, PlanDecision, Preflight, Risk};
+/// use loopwright_core::preflight::{Plan, PlanDecision, Preflight, Risk};
 /// let preflight = Preflight::with_approver(|plan: &Plan| {
 ///     if plan.highest_risk() == Some(Risk::High) {
 ///         PlanDecision::reject("no high-risk steps without a person")
@@ -264,10 +264,10 @@ where
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (responder, rx) = agent_core::preflight::PlanResponder::new();
-/// assert!(responder.respond(agent_core::preflight::PlanDecision::Approve));
-/// assert!(!responder.respond(agent_core::preflight::PlanDecision::Approve));
-/// assert_eq!(rx.await.unwrap(), agent_core::preflight::PlanDecision::Approve);
+/// let (responder, rx) = loopwright_core::preflight::PlanResponder::new();
+/// assert!(responder.respond(loopwright_core::preflight::PlanDecision::Approve));
+/// assert!(!responder.respond(loopwright_core::preflight::PlanDecision::Approve));
+/// assert_eq!(rx.await.unwrap(), loopwright_core::preflight::PlanDecision::Approve);
 /// # }
 /// ```
 pub type PlanResponder = crate::responder::Responder<PlanDecision>;
@@ -276,11 +276,11 @@ pub type PlanResponder = crate::responder::Responder<PlanDecision>;
 /// before its first tool call.
 ///
 /// ```
-/// use agent_core::preflight::Preflight;
+/// use loopwright_core::preflight::Preflight;
 /// // Answered through each run's `plan_proposed` event:
 /// let preflight = Preflight::via_events().timeout(std::time::Duration::from_secs(60));
-/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-/// let agent = agent_core::Agent::builder(model).preflight(preflight).build();
+/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// let agent = loopwright_core::Agent::builder(model).preflight(preflight).build();
 /// # let _ = agent;
 /// ```
 #[derive(Clone)]

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (reporter, mut rx) = agent_core::ProgressReporter::channel("c");
+/// let (reporter, mut rx) = loopwright_core::ProgressReporter::channel("c");
 /// reporter.report(1.0, Some(4.0), None);
 /// let p = rx.try_recv().unwrap();
 /// assert_eq!((p.progress, p.total), (1.0, Some(4.0)));
@@ -117,7 +117,7 @@ impl ProgressQueue {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (reporter, mut rx) = agent_core::ProgressReporter::channel("c1");
+/// let (reporter, mut rx) = loopwright_core::ProgressReporter::channel("c1");
 /// reporter.report(1.0, Some(3.0), Some("one of three".into()));
 /// let p = rx.recv().await.unwrap();
 /// assert_eq!((p.call_id.as_str(), p.progress), ("c1", 1.0));
@@ -142,7 +142,7 @@ impl ProgressReporter {
     /// A reporter that discards reports.
     ///
     /// ```
-    /// agent_core::ProgressReporter::discard("c").report(1.0, None, None);
+    /// loopwright_core::ProgressReporter::discard("c").report(1.0, None, None);
     /// ```
     pub fn discard(call_id: impl Into<String>) -> Self {
         Self {
@@ -155,7 +155,7 @@ impl ProgressReporter {
     /// directly and watching its progress).
     ///
     /// ```
-    /// let (_reporter, _rx) = agent_core::ProgressReporter::channel("c");
+    /// let (_reporter, _rx) = loopwright_core::ProgressReporter::channel("c");
     /// ```
     pub fn channel(call_id: impl Into<String>) -> (Self, ProgressReceiver) {
         let queue = Arc::new(ProgressQueue::default());

@@ -26,7 +26,7 @@ pub const MAX_REF_DEPTH: usize = 8;
 ///     "properties": {"p": {"$ref": "#/$defs/Point"}},
 ///     "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}}
 /// });
-/// let flat = agent_core::schema::flatten_schema(&schema);
+/// let flat = loopwright_core::schema::flatten_schema(&schema);
 /// assert_eq!(flat, json!({
 ///     "type": "object",
 ///     "properties": {"p": {"type": "object", "properties": {"x": {"type": "number"}}}}
@@ -95,7 +95,7 @@ fn inline(value: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> 
 /// ```
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Args { city: String, days: Option<u8> }
-/// let schema = agent_core::schema::input_schema_for::<Args>();
+/// let schema = loopwright_core::schema::input_schema_for::<Args>();
 /// assert_eq!(schema["type"], "object");
 /// assert_eq!(schema["required"], serde_json::json!(["city"]));
 /// assert!(schema.get("$schema").is_none());

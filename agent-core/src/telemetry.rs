@@ -35,9 +35,9 @@ pub const TARGET: &str = "gen_ai";
 /// well-known value where there is one, else the name itself.
 ///
 /// ```
-/// assert_eq!(agent_core::telemetry::provider_name("google"), "gcp.gemini");
-/// assert_eq!(agent_core::telemetry::provider_name("anthropic"), "anthropic");
-/// assert_eq!(agent_core::telemetry::provider_name("vllm"), "vllm");
+/// assert_eq!(loopwright_core::telemetry::provider_name("google"), "gcp.gemini");
+/// assert_eq!(loopwright_core::telemetry::provider_name("anthropic"), "anthropic");
+/// assert_eq!(loopwright_core::telemetry::provider_name("vllm"), "vllm");
 /// ```
 pub fn provider_name(provider: &str) -> &str {
     match provider {

@@ -18,7 +18,7 @@ pub use crate::progress::{PROGRESS_BUFFER, ProgressReceiver, ProgressReporter, T
 /// lines, see [`tool_fn`](crate::tool_fn).
 ///
 /// ```
-/// use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+/// use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 /// use serde_json::{json, Value};
 ///
 /// struct Echo(ToolDefinition);
@@ -53,7 +53,7 @@ pub trait Tool: Send + Sync {
     /// keeps the loop's timeout.
     ///
     /// ```
-    /// # use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+    /// # use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
     /// # use serde_json::Value;
     /// # use std::time::Duration;
     /// struct Build(ToolDefinition);
@@ -80,7 +80,7 @@ pub const OWN_TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_sec
 /// What a model is told about a tool.
 ///
 /// ```
-/// use agent_core::ToolDefinition;
+/// use loopwright_core::ToolDefinition;
 /// let d = ToolDefinition::new("add", "Add two numbers.", serde_json::json!({"type": "object"}));
 /// assert!(d.output_schema.is_none());
 /// assert!(!d.annotations.read_only);
@@ -106,7 +106,7 @@ impl ToolDefinition {
     /// A definition with no output schema and no annotations.
     ///
     /// ```
-    /// let d = agent_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}));
+    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}));
     /// assert_eq!(d.description, "d");
     /// ```
     pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
@@ -122,7 +122,7 @@ impl ToolDefinition {
     /// The same definition with these annotations.
     ///
     /// ```
-    /// use agent_core::{ToolAnnotations, ToolDefinition};
+    /// use loopwright_core::{ToolAnnotations, ToolDefinition};
     /// let d = ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
     ///     .with_annotations(ToolAnnotations::default().read_only(true));
     /// assert!(d.annotations.read_only);
@@ -135,7 +135,7 @@ impl ToolDefinition {
     /// The same definition with this output schema.
     ///
     /// ```
-    /// let d = agent_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
+    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
     ///     .with_output_schema(serde_json::json!({"type": "object"}));
     /// assert!(d.output_schema.is_some());
     /// ```
@@ -147,7 +147,7 @@ impl ToolDefinition {
     /// The same definition under another name.
     ///
     /// ```
-    /// let d = agent_core::ToolDefinition::new("t", "d", serde_json::json!({})).with_name("u");
+    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({})).with_name("u");
     /// assert_eq!(d.name, "u");
     /// ```
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
@@ -162,9 +162,9 @@ impl ToolDefinition {
 /// configuration marks as trusted (untrusted servers' hints are dropped).
 ///
 /// ```
-/// let a = agent_core::ToolAnnotations::default();
+/// let a = loopwright_core::ToolAnnotations::default();
 /// assert!(!a.read_only && !a.destructive && !a.idempotent && !a.open_world);
-/// let b = agent_core::ToolAnnotations::default().read_only(true).idempotent(true);
+/// let b = loopwright_core::ToolAnnotations::default().read_only(true).idempotent(true);
 /// assert!(b.read_only && b.idempotent);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -210,7 +210,7 @@ impl ToolAnnotations {
 /// What a running tool gets besides its input.
 ///
 /// ```
-/// let ctx = agent_core::ToolContext::new("call_1");
+/// let ctx = loopwright_core::ToolContext::new("call_1");
 /// assert_eq!(ctx.call_id(), "call_1");
 /// assert!(!ctx.cancellation().is_cancelled());
 /// assert!(ctx.deadline().is_none());
@@ -231,7 +231,7 @@ impl ToolContext {
     /// reporter that discards reports (for calling a tool directly).
     ///
     /// ```
-    /// let ctx = agent_core::ToolContext::new("c");
+    /// let ctx = loopwright_core::ToolContext::new("c");
     /// ctx.progress().report(1.0, Some(2.0), None);
     /// ```
     pub fn new(call_id: impl Into<String>) -> Self {
@@ -249,7 +249,7 @@ impl ToolContext {
     ///
     /// ```
     /// let token = tokio_util::sync::CancellationToken::new();
-    /// let ctx = agent_core::ToolContext::new("c").with_cancellation(token.clone());
+    /// let ctx = loopwright_core::ToolContext::new("c").with_cancellation(token.clone());
     /// token.cancel();
     /// assert!(ctx.cancellation().is_cancelled());
     /// ```
@@ -263,7 +263,7 @@ impl ToolContext {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let at = tokio::time::Instant::now();
-    /// let ctx = agent_core::ToolContext::new("c").with_deadline(at);
+    /// let ctx = loopwright_core::ToolContext::new("c").with_deadline(at);
     /// assert_eq!(ctx.deadline(), Some(at));
     /// # }
     /// ```
@@ -275,8 +275,8 @@ impl ToolContext {
     /// The same context with this progress reporter.
     ///
     /// ```
-    /// let (reporter, _rx) = agent_core::ProgressReporter::channel("c");
-    /// let ctx = agent_core::ToolContext::new("c").with_progress(reporter);
+    /// let (reporter, _rx) = loopwright_core::ProgressReporter::channel("c");
+    /// let ctx = loopwright_core::ToolContext::new("c").with_progress(reporter);
     /// ctx.progress().report(0.5, None, None);
     /// ```
     pub fn with_progress(mut self, progress: ProgressReporter) -> Self {
@@ -297,7 +297,7 @@ impl ToolContext {
     /// (`coordinator/researcher`), when a run made it.
     ///
     /// ```
-    /// assert_eq!(agent_core::ToolContext::new("c").agent_path(), None);
+    /// assert_eq!(loopwright_core::ToolContext::new("c").agent_path(), None);
     /// ```
     pub fn agent_path(&self) -> Option<&str> {
         self.scope.as_deref().map(|s| s.path.as_str())
@@ -327,7 +327,7 @@ impl ToolContext {
 /// What a tool returns.
 ///
 /// ```
-/// use agent_core::ToolOutput;
+/// use loopwright_core::ToolOutput;
 /// let out = ToolOutput::text("42");
 /// assert!(!out.is_error);
 /// let err = ToolOutput::error("no such file");
@@ -363,7 +363,7 @@ impl ToolOutput {
     /// One JSON part.
     ///
     /// ```
-    /// let out = agent_core::ToolOutput::json(serde_json::json!({"ok": true}));
+    /// let out = loopwright_core::ToolOutput::json(serde_json::json!({"ok": true}));
     /// assert_eq!(out.as_text(), r#"{"ok":true}"#);
     /// ```
     pub fn json(value: Value) -> Self {
@@ -376,7 +376,7 @@ impl ToolOutput {
     /// One image part.
     ///
     /// ```
-    /// let out = agent_core::ToolOutput::image("image/png", "iVBORw0KGgo=");
+    /// let out = loopwright_core::ToolOutput::image("image/png", "iVBORw0KGgo=");
     /// assert_eq!(out.parts.len(), 1);
     /// ```
     pub fn image(media_type: impl Into<String>, base64_data: impl Into<String>) -> Self {
@@ -394,7 +394,7 @@ impl ToolOutput {
     /// These parts, not flagged as an error.
     ///
     /// ```
-    /// use agent_core::{ToolOutput, ToolOutputPart};
+    /// use loopwright_core::{ToolOutput, ToolOutputPart};
     /// let out = ToolOutput::new(vec![ToolOutputPart::text("a"), ToolOutputPart::text("b")]);
     /// assert_eq!(out.as_text(), "a\nb");
     /// ```
@@ -408,7 +408,7 @@ impl ToolOutput {
     /// The same output flagged (or not) as an error.
     ///
     /// ```
-    /// assert!(agent_core::ToolOutput::text("x").with_error(true).is_error);
+    /// assert!(loopwright_core::ToolOutput::text("x").with_error(true).is_error);
     /// ```
     pub fn with_error(mut self, is_error: bool) -> Self {
         self.is_error = is_error;
@@ -418,7 +418,7 @@ impl ToolOutput {
     /// The same output with every text part passed through `f`.
     ///
     /// ```
-    /// let out = agent_core::ToolOutput::text("token=abc").map_text(|t| t.replace("abc", "***"));
+    /// let out = loopwright_core::ToolOutput::text("token=abc").map_text(|t| t.replace("abc", "***"));
     /// assert_eq!(out.as_text(), "token=***");
     /// ```
     pub fn map_text(mut self, mut f: impl FnMut(String) -> String) -> Self {
@@ -434,7 +434,7 @@ impl ToolOutput {
     /// left out.
     ///
     /// ```
-    /// assert_eq!(agent_core::ToolOutput::text("a").as_text(), "a");
+    /// assert_eq!(loopwright_core::ToolOutput::text("a").as_text(), "a");
     /// ```
     pub fn as_text(&self) -> String {
         render_parts_text(&self.parts)
@@ -470,7 +470,7 @@ pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
 /// `anyhow::Error`); it converts into `Box<dyn std::error::Error + Send + Sync>`.
 ///
 /// ```
-/// use agent_core::ToolError;
+/// use loopwright_core::ToolError;
 /// fn read(path: &str) -> Result<String, ToolError> {
 ///     if path.starts_with('/') {
 ///         return Err(ToolError::invalid_input("path must be relative"));
@@ -502,7 +502,7 @@ impl ToolError {
     /// An [`ToolError::Execution`].
     ///
     /// ```
-    /// let e = agent_core::ToolError::execution("disk full");
+    /// let e = loopwright_core::ToolError::execution("disk full");
     /// assert_eq!(e.to_string(), "disk full");
     /// ```
     pub fn execution(message: impl fmt::Display) -> Self {
@@ -513,7 +513,7 @@ impl ToolError {
     ///
     /// ```
     /// let boxed: Box<dyn std::error::Error + Send + Sync> = "no route".into();
-    /// assert_eq!(agent_core::ToolError::boxed(boxed).to_string(), "no route");
+    /// assert_eq!(loopwright_core::ToolError::boxed(boxed).to_string(), "no route");
     /// ```
     pub fn boxed(error: Box<dyn std::error::Error + Send + Sync>) -> Self {
         Self::Other(error)

@@ -33,7 +33,7 @@ impl<Args, F> FnTool<Args, F> {
     /// The same tool with these annotations.
     ///
     /// ```
-    /// use agent_core::{tool_fn, Tool, ToolAnnotations};
+    /// use loopwright_core::{tool_fn, Tool, ToolAnnotations};
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct NoArgs {}
     /// let t = tool_fn("now", "The time.", |_: NoArgs| async { Ok("12:00") })
@@ -55,7 +55,7 @@ impl<Args, F> FnTool<Args, F> {
 /// error type or state, [`TypedTool`].
 ///
 /// ```
-/// use agent_core::{tool_fn, Tool, ToolContext};
+/// use loopwright_core::{tool_fn, Tool, ToolContext};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Add {
@@ -92,7 +92,7 @@ where
 /// run is cancelled), its deadline and its progress reporter.
 ///
 /// ```
-/// use agent_core::{tool_fn_with_context, ToolError};
+/// use loopwright_core::{tool_fn_with_context, ToolError};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Crawl {
@@ -165,7 +165,7 @@ where
 /// is.
 ///
 /// ```
-/// use agent_core::{Tool, TypedTool, ToolContext, IntoTool};
+/// use loopwright_core::{Tool, TypedTool, ToolContext, IntoTool};
 ///
 /// struct Lookup {
 ///     prices: std::collections::HashMap<String, u32>,
@@ -274,7 +274,7 @@ pub mod markers {
 /// both `Tool` and `TypedTool` must be wrapped by hand.
 ///
 /// ```
-/// use agent_core::{tool_fn, IntoTool, Tool};
+/// use loopwright_core::{tool_fn, IntoTool, Tool};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// let tool = tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok("pong") }).into_tool();

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
+use common::*;
+use futures::StreamExt;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
     Agent, AgentEvent, AgentOptions, ExitReason, FinishReason, ModelError, ModelEvent, Role, ToolError,
     ToolOutput, Usage,
 };
-use common::*;
-use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::{Barrier, oneshot};
 
@@ -115,7 +115,7 @@ async fn results_keep_call_order_while_events_follow_completion() {
         .content
         .iter()
         .map(|p| match p {
-            agent_core::ContentPart::ToolResult(r) => format!("{}={}", r.call_id, r.text()),
+            loopwright_core::ContentPart::ToolResult(r) => format!("{}={}", r.call_id, r.text()),
             _ => String::new(),
         })
         .collect();
@@ -485,7 +485,7 @@ async fn reasoning_with_signature_is_kept_and_usage_adds_up() {
     .await;
     let assistant = &result.messages[0];
     match &assistant.content[0] {
-        agent_core::ContentPart::Reasoning(r) => {
+        loopwright_core::ContentPart::Reasoning(r) => {
             assert_eq!(r.text, "Let me think.");
             assert_eq!(r.signature.as_deref(), Some("sig-1"));
         }
@@ -561,14 +561,18 @@ async fn events_serialise_tagged_snake_case() {
 }
 
 /// A tool that enforces its own timeout, longer than the loop's.
-struct OwnTimeout(agent_core::ToolDefinition);
+struct OwnTimeout(loopwright_core::ToolDefinition);
 
 #[async_trait::async_trait]
-impl agent_core::Tool for OwnTimeout {
-    fn definition(&self) -> &agent_core::ToolDefinition {
+impl loopwright_core::Tool for OwnTimeout {
+    fn definition(&self) -> &loopwright_core::ToolDefinition {
         &self.0
     }
-    async fn call(&self, _: serde_json::Value, _: agent_core::ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(
+        &self,
+        _: serde_json::Value,
+        _: loopwright_core::ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         Ok(ToolOutput::text("finished in its own time"))
     }
@@ -579,13 +583,13 @@ impl agent_core::Tool for OwnTimeout {
 
 #[tokio::test]
 async fn a_tool_with_its_own_timeout_outlasts_the_loop_timeout() {
-    let tool = OwnTimeout(agent_core::ToolDefinition::new(
+    let tool = OwnTimeout(loopwright_core::ToolDefinition::new(
         "build",
         "Build.",
         object_schema(),
     ));
-    let set = agent_core::ToolSet::builder()
-        .source(agent_core::StaticToolSource::native("app").with_tool(tool))
+    let set = loopwright_core::ToolSet::builder()
+        .source(loopwright_core::StaticToolSource::native("app").with_tool(tool))
         .build();
     let (_, result, _) = run(
         vec![
@@ -654,11 +658,11 @@ struct StuckSource {
 }
 
 #[async_trait::async_trait]
-impl agent_core::ToolSource for StuckSource {
+impl loopwright_core::ToolSource for StuckSource {
     fn name(&self) -> &str {
         "stuck"
     }
-    async fn tools(&self) -> Result<Vec<Arc<dyn agent_core::Tool>>, agent_core::ToolSourceError> {
+    async fn tools(&self) -> Result<Vec<Arc<dyn loopwright_core::Tool>>, loopwright_core::ToolSourceError> {
         if *self.tx.borrow() > 0 {
             std::future::pending::<()>().await;
         }
@@ -681,9 +685,9 @@ async fn cancel_ends_a_run_stuck_listing_tools() {
             Ok(ToolOutput::text("changed"))
         }
     });
-    let set = agent_core::ToolSet::builder()
-        .source(agent_core::StaticToolSource::native("app").with_tool(changer))
-        .shared_source(source, agent_core::SourceOptions::default())
+    let set = loopwright_core::ToolSet::builder()
+        .source(loopwright_core::StaticToolSource::native("app").with_tool(changer))
+        .shared_source(source, loopwright_core::SourceOptions::default())
         .build();
     let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[("c1", "change", "{}")])]);
     let agent = Agent::builder(Arc::new(model)).tools(set).build();

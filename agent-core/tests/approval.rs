@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
+use common::*;
+use futures::StreamExt;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
     Agent, AgentEvent, AgentOptions, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalSession,
     ApprovalTier, Approvals, Approver, ExitReason, StaticToolSource, ToolAnnotations, ToolOutput, ToolSet,
 };
-use common::*;
-use futures::StreamExt;
 
 /// A tool counting its runs, with annotations.
 fn counted(name: &str, annotations: ToolAnnotations, runs: Arc<AtomicUsize>) -> TestTool {
@@ -238,7 +238,7 @@ async fn approval_through_events_while_the_sibling_runs() {
 
 #[test]
 fn approval_events_serialise_without_the_responder() {
-    let (responder, _rx) = agent_core::ApprovalResponder::new();
+    let (responder, _rx) = loopwright_core::ApprovalResponder::new();
     let e = AgentEvent::ApprovalRequested {
         call_id: "c1".into(),
         tool: "Bash".into(),

@@ -5,13 +5,13 @@
 
 mod common;
 
-use agent_core::accounting::AccountingEntry;
-use agent_core::agent::CONCLUDE_INSTRUCTION;
-use agent_core::budget::{BUDGET_EXCEEDED_RESULT, TokenCounter};
-use agent_core::testing::ScriptedStep;
-use agent_core::{AgentEvent, AgentOptions, ContextBudget, ExitReason, ToolChoice, ToolOutput};
 use common::recorded::{metric, snapshot};
 use common::*;
+use loopwright_core::accounting::AccountingEntry;
+use loopwright_core::agent::CONCLUDE_INSTRUCTION;
+use loopwright_core::budget::{BUDGET_EXCEEDED_RESULT, TokenCounter};
+use loopwright_core::testing::ScriptedStep;
+use loopwright_core::{AgentEvent, AgentOptions, ContextBudget, ExitReason, ToolChoice, ToolOutput};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 #[tokio::test]
@@ -59,7 +59,7 @@ async fn a_huge_tool_result_is_replaced_and_the_run_concludes() {
     assert_eq!(
         metric(
             &snap,
-            "agent_context_guard_events_total",
+            "loopwright_context_guard_events_total",
             ("outcome", "result_replaced")
         ),
         Some(&DebugValue::Counter(1))
@@ -67,17 +67,17 @@ async fn a_huge_tool_result_is_replaced_and_the_run_concludes() {
     assert!(
         metric(
             &snap,
-            "agent_context_guard_remaining_tokens",
+            "loopwright_context_guard_remaining_tokens",
             ("model", "scripted-test-model")
         )
         .is_some()
     );
     assert_eq!(
-        metric(&snap, "agent_tool_calls_total", ("tool", "dump")),
+        metric(&snap, "loopwright_tool_calls_total", ("tool", "dump")),
         Some(&DebugValue::Counter(1))
     );
     assert_eq!(
-        metric(&snap, "agent_model_calls_total", ("status", "ok")),
+        metric(&snap, "loopwright_model_calls_total", ("status", "ok")),
         Some(&DebugValue::Counter(2))
     );
 }
@@ -111,7 +111,7 @@ async fn a_request_that_cannot_fit_ends_with_token_limit() {
     assert_eq!(
         metric(
             &snap,
-            "agent_context_guard_events_total",
+            "loopwright_context_guard_events_total",
             ("outcome", "token_limit")
         ),
         Some(&DebugValue::Counter(1))
@@ -152,15 +152,15 @@ async fn the_next_turn_counts_only_the_new_messages() {
     use std::sync::atomic::Ordering;
     let tally = Arc::new(Tally::default());
     let budget = ContextBudget::new(1_000_000).counter(tally.clone());
-    let history: Vec<agent_core::Message> = (0..20)
-        .map(|i| agent_core::Message::user(format!("message {i}: {}", "x".repeat(1_000))))
+    let history: Vec<loopwright_core::Message> = (0..20)
+        .map(|i| loopwright_core::Message::user(format!("message {i}: {}", "x".repeat(1_000))))
         .collect();
     let history_chars: usize = history.iter().map(|m| m.text().len()).sum();
-    let turn = |input: Vec<agent_core::Message>| {
+    let turn = |input: Vec<loopwright_core::Message>| {
         let budget = budget.clone();
         async move {
-            let model = agent_core::testing::ScriptedModel::new(vec![ScriptedStep::text("ok")]);
-            let agent = agent_core::Agent::builder(Arc::new(model))
+            let model = loopwright_core::testing::ScriptedModel::new(vec![ScriptedStep::text("ok")]);
+            let agent = loopwright_core::Agent::builder(Arc::new(model))
                 .options(AgentOptions::default().budget(budget))
                 .build();
             let _answered = agent.run(input).into_result().await.unwrap();
@@ -174,7 +174,7 @@ async fn the_next_turn_counts_only_the_new_messages() {
     );
     // The next turn: the same history plus one new message.
     let mut next = history.clone();
-    next.push(agent_core::Message::user("one more question"));
+    next.push(loopwright_core::Message::user("one more question"));
     turn(next).await;
     let second = tally.0.load(Ordering::SeqCst) - first;
     assert!(

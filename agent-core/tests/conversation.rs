@@ -7,10 +7,10 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, AgentEvent, Conversation, ModelError, Role, RunError, ToolOutput};
 use common::{HANG_GUARD, TestTool, assert_history_invariant, object_schema};
 use futures::StreamExt;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, AgentEvent, Conversation, ModelError, Role, RunError, ToolOutput};
 
 fn agent(model: &ScriptedModel) -> Agent {
     let tool = TestTool::new("note", object_schema(), |_, _| async {

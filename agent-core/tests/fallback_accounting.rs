@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::accounting::{AccountingEntry, EntryStatus};
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
+use common::*;
+use futures::StreamExt;
+use loopwright_core::accounting::{AccountingEntry, EntryStatus};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
     Agent, AgentEvent, AgentOptions, ExitReason, FallbackModel, JsonlSink, LanguageModel, ModelError,
     ModelEvent, ToolOutput,
 };
-use common::*;
-use futures::StreamExt;
 
 struct Named(ScriptedModel, &'static str);
 
@@ -26,16 +26,19 @@ impl LanguageModel for Named {
     fn model_id(&self) -> &str {
         "m"
     }
-    async fn stream(&self, r: agent_core::ModelRequest) -> Result<agent_core::ModelStream, ModelError> {
+    async fn stream(
+        &self,
+        r: loopwright_core::ModelRequest,
+    ) -> Result<loopwright_core::ModelStream, ModelError> {
         self.0.stream(r).await
     }
 }
 
 async fn run_model(
     model: FallbackModel,
-    toolset: agent_core::ToolSet,
+    toolset: loopwright_core::ToolSet,
     options: AgentOptions,
-) -> (Vec<AgentEvent>, agent_core::AgentResult) {
+) -> (Vec<AgentEvent>, loopwright_core::AgentResult) {
     let agent = Agent::builder(Arc::new(model))
         .tools(toolset)
         .options(options)
@@ -244,7 +247,7 @@ async fn accounting_jsonl_has_one_whole_line_per_attempt_and_call() {
 /// test instead of hanging it.
 #[test]
 fn a_blocked_accounting_file_does_not_block_the_runtime() {
-    use agent_core::accounting::AccountingSink;
+    use loopwright_core::accounting::AccountingSink;
     let dir = tempfile_dir();
     let fifo = dir.join("accounting.jsonl");
     let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
@@ -302,7 +305,7 @@ fn a_blocked_accounting_file_does_not_block_the_runtime() {
 
 fn tempfile_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
-        "agent-core-fifo-{}-{}",
+        "loopwright-core-fifo-{}-{}",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -7,9 +7,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use agent_core::testing::ScriptedStep;
-use agent_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice, ToolOutput};
 use common::{TestTool, object_schema, results_by_id, run, tool_names, tools};
+use loopwright_core::testing::ScriptedStep;
+use loopwright_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice, ToolOutput};
 
 fn echo(name: &'static str) -> TestTool {
     TestTool::new(name, object_schema(), move |_, _| async move {

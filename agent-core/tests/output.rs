@@ -8,14 +8,14 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::output::FINAL_ANSWER_TOOL;
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
+use common::{assert_history_invariant, counted_tool, results_by_id, tool_names};
+use futures::StreamExt;
+use loopwright_core::output::FINAL_ANSWER_TOOL;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
     Agent, AgentEvent, ExitReason, ModelCapabilities, OutputMode, OutputSpec, ResponseFormat, RunError,
     ToolChoice,
 };
-use common::{assert_history_invariant, counted_tool, results_by_id, tool_names};
-use futures::StreamExt;
 use serde_json::json;
 
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]

@@ -8,13 +8,13 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::preflight::{Plan, PlanDecision, PlanStep, Preflight, Risk};
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
-    Agent, AgentEvent, AgentOptions, ExitReason, ModelCapabilities, Role, RunError, ToolChoice,
-};
 use common::{HANG_GUARD, collect, counted_tool, run, tools};
 use futures::StreamExt;
+use loopwright_core::preflight::{Plan, PlanDecision, PlanStep, Preflight, Risk};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
+    Agent, AgentEvent, AgentOptions, ExitReason, ModelCapabilities, Role, RunError, ToolChoice,
+};
 
 const PLAN: &str = r#"{"steps": [
     {"description": "Look up the weather", "tool": "weather", "risk": "low"},
@@ -74,7 +74,7 @@ async fn an_approved_plan_joins_the_conversation_before_the_first_tool_runs() {
     assert!(requests[0].tools.is_empty());
     assert_eq!(requests[0].tool_choice, ToolChoice::None);
     let instruction = requests[0].messages.last().unwrap().text();
-    assert!(instruction.starts_with(agent_core::preflight::PLAN_INSTRUCTION));
+    assert!(instruction.starts_with(loopwright_core::preflight::PLAN_INSTRUCTION));
     assert!(
         instruction.contains("- weather: test tool weather"),
         "{instruction}"
@@ -330,19 +330,24 @@ async fn a_history_with_tool_calls_gets_its_tools_declared_but_withheld_on_the_p
         .tools(tools(vec![weather]))
         .preflight(approve_all())
         .build();
-    let call = agent_core::ToolCall::new("c0", "weather", serde_json::json!({}));
+    let call = loopwright_core::ToolCall::new("c0", "weather", serde_json::json!({}));
     let history = vec![
-        agent_core::Message::user("weather?"),
-        agent_core::Message::new(Role::Assistant, vec![agent_core::ContentPart::ToolCall(call)]),
-        agent_core::Message::new(
-            Role::Tool,
-            vec![agent_core::ContentPart::ToolResult(agent_core::ToolResult {
-                call_id: "c0".into(),
-                parts: vec![agent_core::ToolOutputPart::text("sunny")],
-                is_error: false,
-            })],
+        loopwright_core::Message::user("weather?"),
+        loopwright_core::Message::new(
+            Role::Assistant,
+            vec![loopwright_core::ContentPart::ToolCall(call)],
         ),
-        agent_core::Message::user("and now?"),
+        loopwright_core::Message::new(
+            Role::Tool,
+            vec![loopwright_core::ContentPart::ToolResult(
+                loopwright_core::ToolResult {
+                    call_id: "c0".into(),
+                    parts: vec![loopwright_core::ToolOutputPart::text("sunny")],
+                    is_error: false,
+                },
+            )],
+        ),
+        loopwright_core::Message::user("and now?"),
     ];
     let result = agent.run(history).await.unwrap();
     assert_eq!(result.text, "Still sunny.");

@@ -6,10 +6,10 @@
 
 mod common;
 
-use agent_core::testing::ScriptedStep;
-use agent_core::tool::PROGRESS_BUFFER;
-use agent_core::{AgentEvent, AgentOptions, ToolOutput};
 use common::{TestTool, object_schema, run, tools};
+use loopwright_core::testing::ScriptedStep;
+use loopwright_core::tool::PROGRESS_BUFFER;
+use loopwright_core::{AgentEvent, AgentOptions, ToolOutput};
 
 const REPORTS: usize = 10_000;
 

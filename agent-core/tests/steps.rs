@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::agent::CONCLUDE_INSTRUCTION;
-use agent_core::testing::ScriptedStep;
-use agent_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice};
 use common::*;
+use loopwright_core::agent::CONCLUDE_INSTRUCTION;
+use loopwright_core::testing::ScriptedStep;
+use loopwright_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice};
 
 /// `max_steps(n)`: a model that calls a tool on every step gets `n` steps
 /// with tools, whose calls all run, then one concluding call without tools
@@ -114,7 +114,7 @@ async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
     assert_eq!(hooked.load(Ordering::SeqCst), 2);
     let not_run = events.iter().find_map(|e| match e {
         AgentEvent::Accounting {
-            entry: agent_core::accounting::AccountingEntry::Tool(t),
+            entry: loopwright_core::accounting::AccountingEntry::Tool(t),
         } if t.details.as_deref() == Some("not_run") => Some(t.clone()),
         _ => None,
     });

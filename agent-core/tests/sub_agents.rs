@@ -6,13 +6,13 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_core::accounting::{AccountingEntry, AccountingSink};
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
-    Agent, AgentEvent, AgentResult, AgentTool, ExitReason, ModelError, ToolError, ToolOutput, Usage,
-};
 use common::*;
 use futures::StreamExt;
+use loopwright_core::accounting::{AccountingEntry, AccountingSink};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
+    Agent, AgentEvent, AgentResult, AgentTool, ExitReason, ModelError, ToolError, ToolOutput, Usage,
+};
 use tokio::sync::Barrier;
 
 /// Keeps every entry in memory.
@@ -194,7 +194,7 @@ fn three_levels(max_depth: u32) -> (Agent, ScriptedModel, Arc<Entries>) {
 
 #[tokio::test]
 async fn events_of_deeper_sub_agents_are_wrapped_once_with_their_full_path() {
-    let (root, _, sink) = three_levels(agent_core::agent::DEFAULT_MAX_DEPTH);
+    let (root, _, sink) = three_levels(loopwright_core::agent::DEFAULT_MAX_DEPTH);
     let (events, result) = run_all(&root).await;
     assert_eq!(result.text, "root answer");
     assert_eq!(results_by_id(&result)["m"], (false, "mid answer".to_owned()));
@@ -343,11 +343,11 @@ async fn structured_input_and_output_go_through_as_json() {
     let (model, child_calls) = scripted(vec![ScriptedStep::text(r#"{"ok": true}"#)]);
     let reviewer = Agent::builder(model)
         .name("reviewer")
-        .output(agent_core::OutputSpec::of::<Verdict>().mode(agent_core::OutputMode::Native))
+        .output(loopwright_core::OutputSpec::of::<Verdict>().mode(loopwright_core::OutputMode::Native))
         .build();
     let input = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"]});
     let tool = reviewer.as_tool().input_schema(input);
-    assert!(agent_core::Tool::definition(&tool).output_schema.is_some());
+    assert!(loopwright_core::Tool::definition(&tool).output_schema.is_some());
     let (parent_model, _) = scripted(vec![
         ScriptedStep::tool_calls(&[("v", "agent__reviewer", r#"{"file": "a.rs"}"#)]),
         ScriptedStep::text("reviewed"),
@@ -413,7 +413,7 @@ async fn cancelling_the_parent_ends_the_child_and_its_tools_within_the_grace() {
     run.cancel();
     let result = run.into_outcome().await.unwrap();
     assert_eq!(result.exit, ExitReason::Cancelled);
-    let within = agent_core::agent::CANCEL_GRACE + std::time::Duration::from_millis(50);
+    let within = loopwright_core::agent::CANCEL_GRACE + std::time::Duration::from_millis(50);
     assert!(cancelled_at.elapsed() <= within, "{:?}", cancelled_at.elapsed());
     // The child's run was aborted with the parent's call; its tool with it.
     for _ in 0..100 {
@@ -487,7 +487,7 @@ async fn metrics_are_labelled_with_the_path_of_the_agent_that_made_the_call() {
     let recorder = metrics_util::debugging::DebuggingRecorder::new();
     // The test's runtime is single-threaded: every run's task records here.
     let _local = metrics::set_default_local_recorder(&recorder);
-    let (root, _, _) = three_levels(agent_core::agent::DEFAULT_MAX_DEPTH);
+    let (root, _, _) = three_levels(loopwright_core::agent::DEFAULT_MAX_DEPTH);
     let (_, result) = run_all(&root).await;
     assert_eq!(result.text, "root answer");
 
@@ -497,12 +497,15 @@ async fn metrics_are_labelled_with_the_path_of_the_agent_that_made_the_call() {
     // Model calls: two each for root and mid, one for the leaf.
     for (agent, calls) in [("root", 2), ("root/mid", 2), ("root/mid/leaf", 1)] {
         assert_eq!(
-            count("agent_model_calls_total", &[("agent", agent), ("status", "ok")]),
+            count(
+                "loopwright_model_calls_total",
+                &[("agent", agent), ("status", "ok")]
+            ),
             Some(&Counter(calls)),
             "{agent}"
         );
         assert_eq!(
-            count("agent_tokens_total", &[("agent", agent), ("kind", "input")]),
+            count("loopwright_tokens_total", &[("agent", agent), ("kind", "input")]),
             Some(&Counter(10 * calls)),
             "{agent}"
         );
@@ -510,14 +513,14 @@ async fn metrics_are_labelled_with_the_path_of_the_agent_that_made_the_call() {
     // A sub-agent call is a tool call of its caller.
     assert_eq!(
         count(
-            "agent_tool_calls_total",
+            "loopwright_tool_calls_total",
             &[("agent", "root"), ("tool", "agent__mid")]
         ),
         Some(&Counter(1))
     );
     assert_eq!(
         count(
-            "agent_tool_calls_total",
+            "loopwright_tool_calls_total",
             &[("agent", "root/mid"), ("tool", "agent__leaf")]
         ),
         Some(&Counter(1))

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
+use common::{HANG_GUARD, TestTool, object_schema, results_by_id};
+use futures::StreamExt;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
     Agent, AgentOptions, CancellationToken, ContextBudget, ExitReason, ModelError, RunError,
     StaticToolSource, ToolChoice, ToolContext, ToolError, ToolSet, TypedTool, tool_fn, tool_fn_with_context,
 };
-use common::{HANG_GUARD, TestTool, object_schema, results_by_id};
-use futures::StreamExt;
 
 fn agent(steps: Vec<ScriptedStep>) -> (Agent, ScriptedModel) {
     let model = ScriptedModel::new(steps);
@@ -46,7 +46,7 @@ async fn a_401_is_an_error_of_the_run_not_an_empty_answer() {
         err.to_string(),
         "the model failed: authentication failed (status 401): invalid x-api-key"
     );
-    assert_eq!(agent_core::util::error_chain(&err), err.to_string());
+    assert_eq!(loopwright_core::util::error_chain(&err), err.to_string());
     // A cause of the model error is the run error's source.
     let io = std::io::Error::other("connection reset by peer");
     let (cut, _) = self::agent(vec![ScriptedStep::fail(
@@ -106,7 +106,7 @@ async fn token_limit_and_cancellation_are_errors_too() {
 /// An agent whose model calls tool `t` (answering "ok"), then plays `then`.
 fn with_tool_t(then: ScriptedStep, options: AgentOptions) -> Agent {
     let tool = TestTool::new("t", object_schema(), |_, _| async {
-        Ok(agent_core::ToolOutput::text("ok"))
+        Ok(loopwright_core::ToolOutput::text("ok"))
     });
     let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[("c1", "t", "{}")]), then]);
     Agent::builder(Arc::new(model))
@@ -341,7 +341,7 @@ async fn a_scoped_agent_keeps_the_tokens_it_had() {
 
 #[tokio::test]
 async fn fallback_skips_a_model_that_refused_the_request_and_never_resends_it() {
-    use agent_core::FallbackModel;
+    use loopwright_core::FallbackModel;
     let bad = || ScriptedStep::fail(ModelError::invalid_request(Some(400), "unknown parameter"));
     let a = ScriptedModel::new(vec![bad(), bad(), bad()]);
     let b = ScriptedModel::new(vec![bad(), bad(), bad()]);

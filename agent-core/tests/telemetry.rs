@@ -8,9 +8,9 @@ mod common;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, ExitReason, ModelError};
 use common::{counted_tool, tools};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, ExitReason, ModelError};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::Layer;
@@ -178,7 +178,7 @@ async fn failures_mark_their_spans_with_an_error_type() {
         ScriptedStep::fail(ModelError::authentication(Some(401), "bad key")),
     ]);
     let broken = common::TestTool::new("broken", common::object_schema(), |_, _| async {
-        Err(agent_core::ToolError::execution("disk on fire"))
+        Err(loopwright_core::ToolError::execution("disk on fire"))
     });
     let agent = Agent::builder(Arc::new(model)).tools(tools(vec![broken])).build();
     let outcome = agent.prompt("x").into_outcome().await.unwrap();

@@ -6,13 +6,13 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::testing::ScriptedStep;
-use agent_core::toolset::{INSTRUCTIONS_HEADING, is_valid_tool_name};
-use agent_core::{
+use common::*;
+use loopwright_core::testing::ScriptedStep;
+use loopwright_core::toolset::{INSTRUCTIONS_HEADING, is_valid_tool_name};
+use loopwright_core::{
     AgentEvent, AgentOptions, NameFilter, Naming, SourceKind, SourceOptions, StaticToolSource, Tool,
     ToolOutput, ToolSet, ToolSource, ToolSourceError, tool_fn,
 };
-use common::*;
 use tokio::sync::watch;
 
 fn echo_named(name: &str, reply: &'static str) -> TestTool {

@@ -3,7 +3,7 @@
 //! the suite appends the server URL as the last argument and names the
 //! scenario in `MCP_CONFORMANCE_SCENARIO`.
 //!
-//! It connects with agent-mcp's streamable HTTP transport (initialize,
+//! It connects with loopwright-mcp's streamable HTTP transport (initialize,
 //! `tools/list`), calls the tool the scenario expects (`add_numbers` for
 //! `tools_call`, `test_reconnection` for `sse-retry`), prints what it got
 //! and closes the session. Exit status 1 on any failure.
@@ -14,8 +14,8 @@
 //!   client --command target/debug/examples/conformance_client --scenario tools_call
 //! ```
 
-use agent_core::{ToolContext, ToolSource};
-use agent_mcp::{McpServerConfig, McpToolSource};
+use loopwright_core::{ToolContext, ToolSource};
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 use serde_json::{Value, json};
 
 /// The call a scenario expects, if any: tool name and arguments.

@@ -42,7 +42,7 @@ const SHUTDOWN_KEYS: &[&str] = &["shutdownTimeout", "shutdown_timeout"];
 /// ignored: people annotate their configs.
 ///
 /// ```
-/// assert!(agent_mcp::MCP_SERVER_KEYS.contains(&"shutdownTimeout"));
+/// assert!(loopwright_mcp::MCP_SERVER_KEYS.contains(&"shutdownTimeout"));
 /// ```
 pub const MCP_SERVER_KEYS: &[&str] = &[
     "type",
@@ -77,7 +77,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// One MCP server: its name, transport and limits.
 ///
 /// ```
-/// use agent_mcp::{McpServerConfig, McpTransport};
+/// use loopwright_mcp::{McpServerConfig, McpTransport};
 /// let cfg = McpServerConfig::stdio("fs", "npx").arg("-y").arg("@modelcontextprotocol/server-filesystem");
 /// assert_eq!(cfg.name, "fs");
 /// assert!(matches!(cfg.transport, McpTransport::Stdio(_)));
@@ -195,7 +195,7 @@ impl McpServerConfig {
     /// A streamable HTTP server at `url`.
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::http("api", "http://127.0.0.1:3001/mcp")
+    /// let cfg = loopwright_mcp::McpServerConfig::http("api", "http://127.0.0.1:3001/mcp")
     ///     .header("Authorization", "Bearer ${API_TOKEN}");
     /// assert_eq!(cfg.transport.kind(), "http");
     /// ```
@@ -213,7 +213,7 @@ impl McpServerConfig {
     /// at `url`.
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::sse("old", "http://127.0.0.1:3001/sse");
+    /// let cfg = loopwright_mcp::McpServerConfig::sse("old", "http://127.0.0.1:3001/sse");
     /// assert_eq!(cfg.transport.kind(), "sse");
     /// ```
     pub fn sse(name: impl Into<String>, url: impl Into<String>) -> Self {
@@ -229,7 +229,7 @@ impl McpServerConfig {
     /// A WebSocket server at `url` (`ws://` or `wss://`).
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::websocket("ws", "ws://127.0.0.1:3001/ws");
+    /// let cfg = loopwright_mcp::McpServerConfig::websocket("ws", "ws://127.0.0.1:3001/ws");
     /// assert_eq!(cfg.transport.kind(), "websocket");
     /// ```
     pub fn websocket(name: impl Into<String>, url: impl Into<String>) -> Self {
@@ -303,7 +303,7 @@ impl McpServerConfig {
     /// is closed.
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::stdio("memory", "mcp-server-memory")
+    /// let cfg = loopwright_mcp::McpServerConfig::stdio("memory", "mcp-server-memory")
     ///     .shutdown_grace(std::time::Duration::from_secs(5));
     /// assert_eq!(cfg.shutdown_grace, Some(std::time::Duration::from_secs(5)));
     /// ```
@@ -322,7 +322,7 @@ impl McpServerConfig {
     /// [`McpServerConfig::trusted`](McpServerConfig#structfield.trusted).
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::stdio("fs", "mcp-server-filesystem").trusted(true);
+    /// let cfg = loopwright_mcp::McpServerConfig::stdio("fs", "mcp-server-filesystem").trusted(true);
     /// assert!(cfg.trusted);
     /// ```
     pub fn trusted(mut self, trusted: bool) -> Self {
@@ -334,7 +334,7 @@ impl McpServerConfig {
     /// [`McpServerConfig::resources`](McpServerConfig#structfield.resources).
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::stdio("docs", "docs-mcp").resources(true);
+    /// let cfg = loopwright_mcp::McpServerConfig::stdio("docs", "docs-mcp").resources(true);
     /// assert!(cfg.resources);
     /// ```
     pub fn resources(mut self, resources: bool) -> Self {
@@ -356,11 +356,11 @@ impl McpServerConfig {
     /// [`Self::resolved`] with a custom variable lookup.
     ///
     /// ```
-    /// let cfg = agent_mcp::McpServerConfig::http("api", "http://h/mcp").header("Authorization", "Bearer ${TOKEN}");
+    /// let cfg = loopwright_mcp::McpServerConfig::http("api", "http://h/mcp").header("Authorization", "Bearer ${TOKEN}");
     /// let err = cfg.resolved_with(&|_| None).unwrap_err();
     /// assert_eq!(err.to_string(), "mcp server api: environment variable TOKEN is not set");
     /// let ok = cfg.resolved_with(&|_| Some("t".into())).unwrap();
-    /// let agent_mcp::McpTransport::Http(r) = &ok.transport else { unreachable!() };
+    /// let loopwright_mcp::McpTransport::Http(r) = &ok.transport else { unreachable!() };
     /// assert_eq!(r.headers["Authorization"], "Bearer t");
     /// ```
     pub fn resolved_with(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, McpError> {
@@ -379,8 +379,8 @@ impl McpServerConfig {
     ///
     /// ```
     /// let v = serde_json::json!({"type": "local", "command": ["npx", "-y", "pkg"], "environment": {"K": "${K:-x}"}});
-    /// let cfg = agent_mcp::McpServerConfig::from_json("p", &v).unwrap();
-    /// let agent_mcp::McpTransport::Stdio(s) = &cfg.transport else { unreachable!() };
+    /// let cfg = loopwright_mcp::McpServerConfig::from_json("p", &v).unwrap();
+    /// let loopwright_mcp::McpTransport::Stdio(s) = &cfg.transport else { unreachable!() };
     /// assert_eq!((s.command.as_str(), s.args.len()), ("npx", 2));
     /// assert_eq!(s.env["K"], "${K:-x}");
     /// ```
@@ -444,7 +444,7 @@ impl McpServerConfig {
 ///     "api": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
 ///     "old": {"url": "https://example.com/sse"}
 /// }});
-/// let servers = agent_mcp::parse_mcp_servers(&v).unwrap();
+/// let servers = loopwright_mcp::parse_mcp_servers(&v).unwrap();
 /// let kinds: Vec<_> = servers.iter().map(|s| (s.name.as_str(), s.transport.kind())).collect();
 /// assert_eq!(kinds, [("api", "http"), ("fs", "stdio"), ("old", "sse")]);
 /// ```
@@ -493,7 +493,7 @@ fn duration_field(
     if value.is_null() {
         return Ok(None);
     }
-    agent_core::util::parse_duration(value)
+    loopwright_core::util::parse_duration(value)
         .map(Some)
         .map_err(|message| err(format!("`{key}`: {message}")))
 }

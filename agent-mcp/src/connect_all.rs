@@ -1,8 +1,8 @@
 //! [`connect_all`]: every configured server at once; one failing server
 //! never stops the others.
 
-use agent_core::ToolSetBuilder;
-use agent_core::toolset::{ConnectionReport, SourceFailure};
+use loopwright_core::ToolSetBuilder;
+use loopwright_core::toolset::{ConnectionReport, SourceFailure};
 
 use crate::config::McpServerConfig;
 use crate::error::McpError;
@@ -23,8 +23,8 @@ impl ConnectFailure {
     /// A server left out, and why.
     ///
     /// ```
-    /// let e = agent_mcp::McpError::MissingVariable { server: "gh".into(), variable: "TOKEN".into() };
-    /// let failure = agent_mcp::ConnectFailure::new("gh", e);
+    /// let e = loopwright_mcp::McpError::MissingVariable { server: "gh".into(), variable: "TOKEN".into() };
+    /// let failure = loopwright_mcp::ConnectFailure::new("gh", e);
     /// assert_eq!(failure.server, "gh");
     /// ```
     pub fn new(server: impl Into<String>, error: McpError) -> Self {
@@ -52,7 +52,7 @@ impl Connected {
         self.sources.iter().map(|s| s.config().name.as_str()).collect()
     }
 
-    /// Who is in and who failed, as agent-core's [`ConnectionReport`] (the
+    /// Who is in and who failed, as loopwright-core's [`ConnectionReport`] (the
     /// `mcp_connected` event of every run).
     pub fn report(&self) -> ConnectionReport {
         ConnectionReport::new(
@@ -69,8 +69,8 @@ impl Connected {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// let connected = agent_mcp::connect_all(vec![agent_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
-    /// let tools = connected.add_to(agent_core::ToolSet::builder()).build();
+    /// let connected = loopwright_mcp::connect_all(vec![loopwright_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
+    /// let tools = connected.add_to(loopwright_core::ToolSet::builder()).build();
     /// assert_eq!(tools.connection_report().unwrap().failed[0].server, "ghost");
     /// # }
     /// ```
@@ -86,12 +86,12 @@ impl Connected {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// let connected = agent_mcp::connect_all(vec![agent_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
+    /// let connected = loopwright_mcp::connect_all(vec![loopwright_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
     /// assert!(connected.tool_set().connection_report().is_some());
     /// # }
     /// ```
-    pub fn tool_set(&self) -> agent_core::ToolSet {
-        self.add_to(agent_core::ToolSet::builder()).build()
+    pub fn tool_set(&self) -> loopwright_core::ToolSet {
+        self.add_to(loopwright_core::ToolSet::builder()).build()
     }
 
     /// Close every connected source.
@@ -105,9 +105,9 @@ impl Connected {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let missing = agent_mcp::McpServerConfig::stdio("ghost", "/nonexistent/mcp-server");
-/// let off = agent_mcp::McpServerConfig::stdio("off", "x").enabled(false);
-/// let got = agent_mcp::connect_all(vec![missing, off]).await;
+/// let missing = loopwright_mcp::McpServerConfig::stdio("ghost", "/nonexistent/mcp-server");
+/// let off = loopwright_mcp::McpServerConfig::stdio("off", "x").enabled(false);
+/// let got = loopwright_mcp::connect_all(vec![missing, off]).await;
 /// assert!(got.sources.is_empty());
 /// assert_eq!(got.failed.len(), 1);
 /// assert_eq!(got.failed[0].server, "ghost");
@@ -122,8 +122,8 @@ pub async fn connect_all(configs: impl IntoIterator<Item = McpServerConfig>) -> 
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let options = agent_mcp::McpClientOptions::default().root_path("/srv/project");
-/// let got = agent_mcp::connect_all_with(Vec::new(), options).await;
+/// let options = loopwright_mcp::McpClientOptions::default().root_path("/srv/project");
+/// let got = loopwright_mcp::connect_all_with(Vec::new(), options).await;
 /// assert!(got.sources.is_empty() && got.failed.is_empty());
 /// # }
 /// ```

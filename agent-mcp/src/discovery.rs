@@ -6,7 +6,7 @@
 //! all) reaches us as a raw JSON result; we read it leniently here instead
 //! of losing the whole server. Tool names stay the server's original names.
 
-use agent_core::{ToolAnnotations, ToolDefinition};
+use loopwright_core::{ToolAnnotations, ToolDefinition};
 use rmcp::model::ErrorCode;
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, Prompt, ServerResult};
 use rmcp::service::{Peer, RoleClient, ServiceError};
@@ -81,7 +81,7 @@ pub(crate) async fn list_all_prompts(peer: &Peer<RoleClient>) -> Result<Vec<Prom
     ))
 }
 
-/// An rmcp tool as an agent-core definition.
+/// An rmcp tool as an loopwright-core definition.
 pub(crate) fn from_rmcp(tool: rmcp::model::Tool) -> Discovered {
     let name = tool.name.to_string();
     let schema = normalize_schema(Value::Object((*tool.input_schema).clone()));
@@ -232,22 +232,22 @@ mod tests {
                 tool["annotations"] = a;
             }
             let parsed: rmcp::model::Tool = serde_json::from_value(tool.clone()).unwrap();
-            let strict = agent_core::ApprovalTier::from_annotations(&from_rmcp(parsed).0.annotations);
+            let strict = loopwright_core::ApprovalTier::from_annotations(&from_rmcp(parsed).0.annotations);
             let (lenient, _) = lenient_page(&json!({"tools": [tool]})).unwrap();
             assert_eq!(
                 strict,
-                agent_core::ApprovalTier::from_annotations(&lenient[0].0.annotations)
+                loopwright_core::ApprovalTier::from_annotations(&lenient[0].0.annotations)
             );
             strict
         };
         let absent = tier(None);
-        assert_eq!(absent, agent_core::ApprovalTier::Always);
+        assert_eq!(absent, loopwright_core::ApprovalTier::Always);
         assert_eq!(tier(Some(json!({}))), absent);
         assert_eq!(tier(Some(json!({"idempotentHint": true}))), absent);
         assert_eq!(tier(Some(json!({"title": "T"}))), absent);
         assert_eq!(
             tier(Some(json!({"readOnlyHint": true}))),
-            agent_core::ApprovalTier::Auto
+            loopwright_core::ApprovalTier::Auto
         );
     }
 

@@ -22,9 +22,9 @@ pub const SAFE_BASE_ENV: &[&str] = &[
 ///
 /// ```
 /// let lookup = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
-/// let out = agent_mcp::interpolate("gh", "Bearer ${TOKEN} ${MODE:-ro}", &lookup).unwrap();
+/// let out = loopwright_mcp::interpolate("gh", "Bearer ${TOKEN} ${MODE:-ro}", &lookup).unwrap();
 /// assert_eq!(out, "Bearer s3cret ro");
-/// let err = agent_mcp::interpolate("gh", "${NOPE}", &lookup).unwrap_err();
+/// let err = loopwright_mcp::interpolate("gh", "${NOPE}", &lookup).unwrap_err();
 /// assert_eq!(err.to_string(), "mcp server gh: environment variable NOPE is not set");
 /// ```
 pub fn interpolate(
@@ -91,7 +91,7 @@ pub(crate) fn process_lookup(name: &str) -> Option<String> {
 ///     _ => None,
 /// };
 /// let own = BTreeMap::from([("DEBUG".to_string(), "1".to_string())]);
-/// let env = agent_mcp::scoped_env(&own, &lookup);
+/// let env = loopwright_mcp::scoped_env(&own, &lookup);
 /// assert_eq!(env.get("PATH").map(String::as_str), Some("/bin"));
 /// assert_eq!(env.get("DEBUG").map(String::as_str), Some("1"));
 /// assert!(!env.contains_key("OPENAI_API_KEY"));

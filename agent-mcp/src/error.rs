@@ -8,7 +8,7 @@ use std::time::Duration;
 /// is readable on its own.
 ///
 /// ```
-/// let e = agent_mcp::McpError::MissingVariable { server: "gh".into(), variable: "GITHUB_TOKEN".into() };
+/// let e = loopwright_mcp::McpError::MissingVariable { server: "gh".into(), variable: "GITHUB_TOKEN".into() };
 /// assert_eq!(e.to_string(), "mcp server gh: environment variable GITHUB_TOKEN is not set");
 /// assert_eq!(e.server(), "gh");
 /// ```

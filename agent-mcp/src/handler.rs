@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agent_core::ProgressReporter;
+use loopwright_core::ProgressReporter;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult,
@@ -178,7 +178,7 @@ impl ClientHandler for Handler {
         }
         ClientConfig::new(
             capabilities,
-            Implementation::new("agent-mcp", env!("CARGO_PKG_VERSION")),
+            Implementation::new("loopwright-mcp", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(OFFERED_PROTOCOL_VERSION)
     }

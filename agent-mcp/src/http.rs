@@ -50,9 +50,22 @@ pub(crate) fn transport(
         .reinit_on_expired_session(true);
     config.retry_config = Arc::new(resume);
     Ok(StreamableHttpClientTransport::with_client(
-        LenientClient(reqwest::Client::new()),
+        LenientClient(client()),
         config,
     ))
+}
+
+/// A reqwest client, once ring is the process's rustls crypto provider.
+///
+/// reqwest is built without a bundled provider (aws-lc-rs would need a C
+/// toolchain) and panics when a client is built in a process without one;
+/// a provider the application installed first is kept.
+pub(crate) fn client() -> reqwest::Client {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may win the race: either way one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    reqwest::Client::new()
 }
 
 /// The configured headers, checked.

@@ -1,11 +1,11 @@
-//! # agent-mcp
+//! # loopwright-mcp
 //!
-//! MCP servers as [`agent_core::ToolSource`]s, built on [`rmcp`] (pinned
-//! exactly and re-exported: use `agent_mcp::rmcp` to get the same version).
+//! MCP servers as [`loopwright_core::ToolSource`]s, built on [`rmcp`] (pinned
+//! exactly and re-exported: use `loopwright_mcp::rmcp` to get the same version).
 //!
 //! Invariants:
 //! - Each MCP tool keeps its ORIGINAL name on the wire (`tools/call`); the
-//!   model sees the name agent-core's `ToolSet` gives it (default
+//!   model sees the name loopwright-core's `ToolSet` gives it (default
 //!   `{server}__{tool}`).
 //! - A stdio server gets only its configured environment plus a safe base
 //!   ([`SAFE_BASE_ENV`]); `${VAR}` references are resolved at connect time.
@@ -16,7 +16,7 @@
 //! streamable HTTP (`http`), legacy HTTP+SSE (`sse`) and WebSocket
 //! (`websocket`). A config whose transport is not compiled in fails to
 //! connect with [`McpError::UnsupportedTransport`].
-
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc = include_str!("../README.md")]
 
 pub use rmcp;

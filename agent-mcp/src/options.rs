@@ -23,7 +23,7 @@ use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ElicitRequest
 /// model for a completion).
 ///
 /// ```
-/// use agent_mcp::{SamplingHandler, rmcp};
+/// use loopwright_mcp::{SamplingHandler, rmcp};
 /// use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 ///
 /// struct Refuse;
@@ -34,7 +34,7 @@ use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ElicitRequest
 ///         Err(rmcp::ErrorData::invalid_request(format!("{server} may not sample"), None))
 ///     }
 /// }
-/// let options = agent_mcp::McpClientOptions::default().sampling(Refuse);
+/// let options = loopwright_mcp::McpClientOptions::default().sampling(Refuse);
 /// # let _ = options;
 /// ```
 #[async_trait]
@@ -51,7 +51,7 @@ pub trait SamplingHandler: Send + Sync {
 /// input in the middle of a call).
 ///
 /// ```
-/// use agent_mcp::{ElicitationHandler, rmcp};
+/// use loopwright_mcp::{ElicitationHandler, rmcp};
 /// use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 ///
 /// struct AlwaysDecline;
@@ -61,7 +61,7 @@ pub trait SamplingHandler: Send + Sync {
 ///         Ok(ElicitResult::new(ElicitationAction::Decline))
 ///     }
 /// }
-/// let options = agent_mcp::McpClientOptions::default().elicitation(AlwaysDecline);
+/// let options = loopwright_mcp::McpClientOptions::default().elicitation(AlwaysDecline);
 /// # let _ = options;
 /// ```
 #[async_trait]
@@ -75,7 +75,7 @@ pub trait ElicitationHandler: Send + Sync {
 /// sampling and elicitation.
 ///
 /// ```
-/// let options = agent_mcp::McpClientOptions::default()
+/// let options = loopwright_mcp::McpClientOptions::default()
 ///     .root_path("/srv/project")
 ///     .root("https://example.com/repo", Some("repo"));
 /// assert_eq!(options.roots().len(), 2);

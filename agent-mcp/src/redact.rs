@@ -17,7 +17,7 @@ pub const REDACTED: &str = "[REDACTED]";
 /// `*APIKEY*`, `*COOKIE*`; case and `-`/`_` do not matter).
 ///
 /// ```
-/// use agent_mcp::looks_secret;
+/// use loopwright_mcp::looks_secret;
 /// assert!(looks_secret("OPENAI_API_KEY") && looks_secret("Authorization") && looks_secret("X-Api-Key"));
 /// assert!(looks_secret("apikey") && looks_secret("Cookie") && looks_secret("access_token"));
 /// assert!(!looks_secret("HOME") && !looks_secret("Accept") && !looks_secret("page"));
@@ -37,7 +37,7 @@ pub fn looks_secret(name: &str) -> bool {
 /// values of query parameters whose names look secret.
 ///
 /// ```
-/// use agent_mcp::url_secrets;
+/// use loopwright_mcp::url_secrets;
 /// assert_eq!(url_secrets("https://me:pw-123@h/mcp?api_key=k-456&x=1"), ["pw-123", "k-456"]);
 /// assert!(url_secrets("https://h/mcp?page=2").is_empty());
 /// ```
@@ -69,7 +69,7 @@ pub fn url_secrets(url: &str) -> Vec<String> {
 /// a `NAME=value` argument whose name does.
 ///
 /// ```
-/// use agent_mcp::arg_secrets;
+/// use loopwright_mcp::arg_secrets;
 /// let args = ["--api-key", "k-1", "--token=t-2", "GITHUB_TOKEN=g-3", "--verbose", "dir"].map(String::from);
 /// assert_eq!(arg_secrets(&args), ["k-1", "t-2", "g-3"]);
 /// ```
@@ -95,7 +95,7 @@ pub fn arg_secrets(args: &[String]) -> Vec<String> {
 ///
 /// ```
 /// let secrets = vec!["k-456".to_string()];
-/// assert_eq!(agent_mcp::redact("GET /mcp?api_key=k-456 failed", &secrets), "GET /mcp?api_key=[REDACTED] failed");
+/// assert_eq!(loopwright_mcp::redact("GET /mcp?api_key=k-456 failed", &secrets), "GET /mcp?api_key=[REDACTED] failed");
 /// ```
 pub fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_owned();
@@ -112,7 +112,7 @@ impl McpServerConfig {
     /// docs); errors about this server never contain them.
     ///
     /// ```
-    /// let servers = agent_mcp::parse_mcp_servers(&serde_json::json!({
+    /// let servers = loopwright_mcp::parse_mcp_servers(&serde_json::json!({
     ///     "remote": {"url": "https://h/mcp?token=t-123"}
     /// })).unwrap();
     /// assert_eq!(servers[0].inline_secrets(), ["t-123"]);

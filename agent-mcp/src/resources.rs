@@ -19,9 +19,9 @@
 //!   with a count of what was left out; templates come first, so a server
 //!   with very many resources still shows how to name them.
 
-use agent_core::toolset::sanitize_tool_name;
-use agent_core::{Naming, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use agent_core::{ToolOutputPart, util::human_size};
+use loopwright_core::toolset::sanitize_tool_name;
+use loopwright_core::{Naming, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_core::{ToolOutputPart, util::human_size};
 use rmcp::model::{
     ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest, PaginatedRequestParams,
     ReadResourceRequest, ReadResourceRequestParams, Resource, ResourceTemplate, ServerResult,

@@ -1,5 +1,5 @@
 //! Mapping an MCP `CallToolResult` (and `resources/read` contents) to an
-//! agent-core [`ToolOutput`].
+//! loopwright-core [`ToolOutput`].
 //!
 //! Text blocks become text parts; images become image parts (the provider
 //! decides whether the model sees them); audio and blobs become short
@@ -12,8 +12,8 @@
 //! tool declares an `outputSchema` it does so beside text too, unless a text
 //! block already holds the same JSON value (so it is never sent twice).
 
-use agent_core::util::human_size;
-use agent_core::{ImageSource, ToolOutput, ToolOutputPart};
+use loopwright_core::util::human_size;
+use loopwright_core::{ImageSource, ToolOutput, ToolOutputPart};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
 

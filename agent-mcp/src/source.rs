@@ -1,4 +1,4 @@
-//! [`McpToolSource`]: one MCP server as an agent-core [`ToolSource`].
+//! [`McpToolSource`]: one MCP server as an loopwright-core [`ToolSource`].
 //!
 //! Invariants:
 //! - tool names are the server's ORIGINAL names here and on the wire; the
@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use agent_core::{SourceKind, Tool, ToolAnnotations, ToolDefinition, ToolSource, ToolSourceError};
 use async_trait::async_trait;
+use loopwright_core::{SourceKind, Tool, ToolAnnotations, ToolDefinition, ToolSource, ToolSourceError};
 use rmcp::model::{GetPromptRequestParams, GetPromptResult, Prompt};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
@@ -36,12 +36,12 @@ pub const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
 /// One MCP server's tools.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), agent_mcp::McpError> {
-/// use agent_core::ToolSource;
-/// let source = agent_mcp::McpToolSource::connect(
-///     agent_mcp::McpServerConfig::stdio("everything", "npx").args(["-y", "@modelcontextprotocol/server-everything"]),
+/// # async fn demo() -> Result<(), loopwright_mcp::McpError> {
+/// use loopwright_core::ToolSource;
+/// let source = loopwright_mcp::McpToolSource::connect(
+///     loopwright_mcp::McpServerConfig::stdio("everything", "npx").args(["-y", "@modelcontextprotocol/server-everything"]),
 /// ).await?;
-/// let tools = source.tools().await.map_err(|e| agent_mcp::McpError::Connect { server: "everything".into(), message: e.to_string() })?;
+/// let tools = source.tools().await.map_err(|e| loopwright_mcp::McpError::Connect { server: "everything".into(), message: e.to_string() })?;
 /// println!("{} tools", tools.len());
 /// source.close().await;
 /// # Ok(()) }
@@ -139,7 +139,7 @@ impl McpToolSource {
     /// `prompts/list_changed`); empty when it offers none.
     ///
     /// ```no_run
-    /// # async fn demo(source: agent_mcp::McpToolSource) {
+    /// # async fn demo(source: loopwright_mcp::McpToolSource) {
     /// for prompt in source.prompts().await {
     ///     println!("{}: {}", prompt.name, prompt.description.unwrap_or_default());
     /// }
@@ -158,7 +158,7 @@ impl McpToolSource {
     /// Get one prompt, filled in with `arguments`.
     ///
     /// ```no_run
-    /// # async fn demo(source: agent_mcp::McpToolSource) -> Result<(), agent_mcp::McpError> {
+    /// # async fn demo(source: loopwright_mcp::McpToolSource) -> Result<(), loopwright_mcp::McpError> {
     /// let args = serde_json::json!({"topic": "rust"});
     /// let prompt = source.get_prompt("explain", args.as_object().cloned().unwrap_or_default()).await?;
     /// println!("{} messages", prompt.messages.len());

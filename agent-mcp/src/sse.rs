@@ -24,7 +24,7 @@ use crate::error::McpError;
 ///
 /// ```
 /// # #[cfg(feature = "sse")] {
-/// fn may_have_run(e: &agent_mcp::SseSendError) -> bool {
+/// fn may_have_run(e: &loopwright_mcp::SseSendError) -> bool {
 ///     e.reached_server() // false only when the POST never connected
 /// }
 /// # }
@@ -82,7 +82,7 @@ pub(crate) async fn open(server: &str, remote: &RemoteConfig) -> Result<SseTrans
     };
     let headers: HeaderMap = crate::http::header_map(server, remote)?.into_iter().collect();
     let base = reqwest::Url::parse(&remote.url).map_err(|e| fail(format!("bad url {}: {e}", remote.url)))?;
-    let client = reqwest::Client::new();
+    let client = crate::http::client();
     let response = client
         .get(base.clone())
         .headers(headers.clone())
@@ -90,7 +90,7 @@ pub(crate) async fn open(server: &str, remote: &RemoteConfig) -> Result<SseTrans
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| fail(format!("GET {base}: {}", agent_core::util::error_chain(&e))))?;
+        .map_err(|e| fail(format!("GET {base}: {}", loopwright_core::util::error_chain(&e))))?;
     let mut events = SseStream::from_bytes_stream(response.bytes_stream());
     let endpoint = loop {
         match events.next().await {

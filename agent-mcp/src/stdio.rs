@@ -127,7 +127,7 @@ async fn forward_stderr(server: String, stderr: ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
     loop {
         match lines.next_line().await {
-            Ok(Some(line)) => tracing::info!(target: "agent_mcp::stderr", server = %server, "{line}"),
+            Ok(Some(line)) => tracing::info!(target: "loopwright_mcp::stderr", server = %server, "{line}"),
             Ok(None) => break,
             Err(e) => {
                 tracing::debug!(server = %server, error = %e, "stderr of mcp server unreadable");

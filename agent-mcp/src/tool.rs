@@ -1,4 +1,4 @@
-//! [`McpTool`]: one tool of an MCP server as an agent-core [`Tool`]: one of
+//! [`McpTool`]: one tool of an MCP server as an loopwright-core [`Tool`]: one of
 //! the server's own tools, or one of the resource tools this client adds
 //! ([`resources`](crate::resources)).
 //!
@@ -12,8 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
+use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
 use serde_json::{Map, Value};
 

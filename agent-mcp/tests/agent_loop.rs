@@ -1,4 +1,4 @@
-//! MCP sources driven through agent-core's loop (scripted model, real
+//! MCP sources driven through loopwright-core's loop (scripted model, real
 //! servers): namespaced names, original names on the wire, progress events,
 //! a crashed server, the agent's tool timeout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -8,11 +8,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, AgentEvent, AgentResult, ContentPart, ExitReason, ToolSet};
-use agent_mcp::McpToolSource;
 use common::*;
 use futures::StreamExt;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, AgentEvent, AgentResult, ContentPart, ExitReason, ToolSet};
+use loopwright_mcp::McpToolSource;
 
 /// Run a prompt to the end, collecting the events.
 pub async fn run_agent(
@@ -249,7 +249,7 @@ async fn mcp_connected_reports_who_is_in_and_the_run_goes_on_without_the_failed(
             .args(["--slow-init", "600000"])
             .connect_timeout(Duration::from_millis(300)),
     ];
-    let connected = agent_mcp::connect_all(configs).await;
+    let connected = loopwright_mcp::connect_all(configs).await;
     let model = ScriptedModel::new(vec![
         ScriptedStep::tool_calls(&[("c1", "good__echo", r#"{"text": "in"}"#)]),
         ScriptedStep::text("done"),

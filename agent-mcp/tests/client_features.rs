@@ -6,12 +6,12 @@
 
 mod common;
 
-use agent_mcp::rmcp::ErrorData;
-use agent_mcp::rmcp::model::{
+use common::*;
+use loopwright_mcp::rmcp::ErrorData;
+use loopwright_mcp::rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
 };
-use agent_mcp::{ElicitationHandler, McpClientOptions, McpToolSource, SamplingHandler};
-use common::*;
+use loopwright_mcp::{ElicitationHandler, McpClientOptions, McpToolSource, SamplingHandler};
 use serde_json::json;
 
 #[tokio::test]

@@ -43,7 +43,7 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
         client().display()
     );
     let out_guard = tempfile::Builder::new()
-        .prefix(&format!("agent-mcp-conformance-{scenario}-"))
+        .prefix(&format!("loopwright-mcp-conformance-{scenario}-"))
         .tempdir()
         .unwrap();
     let out_dir = out_guard.path();
@@ -76,7 +76,7 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
 
 #[test]
 fn client_scenarios_pass_and_leave_no_process() {
-    let marker = format!("AGENT_MCP_CONFORMANCE_RUN={}", std::process::id());
+    let marker = format!("LOOPWRIGHT_CONFORMANCE_RUN={}", std::process::id());
     for (scenario, min_successes) in [("initialize", 1), ("tools_call", 1), ("sse-retry", 3)] {
         let (ok, checks, log) = run_scenario(scenario, &marker);
         // A warning fails too, except the suite's "reconnected slightly late"

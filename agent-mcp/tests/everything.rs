@@ -8,11 +8,13 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, AgentEvent, ProgressReporter, ToolContext, ToolOutputPart, ToolSet, ToolSource};
-use agent_mcp::{McpServerConfig, McpToolSource};
 use common::*;
 use futures::StreamExt;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
+    Agent, AgentEvent, ProgressReporter, ToolContext, ToolOutputPart, ToolSet, ToolSource,
+};
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 use serde_json::json;
 
 async fn check_tools(source: &McpToolSource) {

@@ -14,10 +14,10 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, ContentPart, ExitReason, ToolSet, ToolSource};
-use agent_mcp::{McpServerConfig, McpToolSource};
 use common::*;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, ContentPart, ExitReason, ToolSet, ToolSource};
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 use serde_json::json;
 
 /// The static documents server-everything serves as resources.
@@ -276,7 +276,7 @@ async fn a_server_with_resources_and_no_tools_connects_and_its_resources_are_rea
 }
 
 /// The texts of the tool results in a run's history, in order.
-fn tool_results(messages: &[agent_core::Message]) -> Vec<(bool, String)> {
+fn tool_results(messages: &[loopwright_core::Message]) -> Vec<(bool, String)> {
     messages
         .iter()
         .flat_map(|m| m.content.iter())

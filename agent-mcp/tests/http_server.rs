@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agent_core::{ProgressReporter, ToolContext, ToolOutputPart, ToolSource};
-use agent_mcp::{McpError, McpServerConfig, McpToolSource};
 use common::*;
+use loopwright_core::{ProgressReporter, ToolContext, ToolOutputPart, ToolSource};
+use loopwright_mcp::{McpError, McpServerConfig, McpToolSource};
 use serde_json::json;
 
 fn http(name: &str, server: &NetServer) -> McpServerConfig {
@@ -172,7 +172,7 @@ async fn configured_headers_reach_the_server_with_variables_resolved_at_connect(
     let header = tool(&source, "header").await;
     assert_eq!(
         call(&header, json!({"name": "x-package"})).await.as_text(),
-        "agent-mcp"
+        "loopwright-mcp"
     );
     assert_eq!(
         call(&header, json!({"name": "x-fallback"})).await.as_text(),
@@ -234,7 +234,7 @@ async fn connect_all_connects_every_server_at_once() {
     let configs = proxies.iter().enumerate().map(|(i, p)| {
         McpServerConfig::http(format!("s{i}"), p.url.clone()).connect_timeout(Duration::from_secs(20))
     });
-    let connected = tokio::time::timeout(HANG_GUARD, agent_mcp::connect_all(configs))
+    let connected = tokio::time::timeout(HANG_GUARD, loopwright_mcp::connect_all(configs))
         .await
         .expect("connect_all hung");
     assert!(connected.failed.is_empty(), "{:?}", connected.failed);
@@ -266,7 +266,13 @@ impl LossyProxy {
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let lose = Arc::new(AtomicBool::new(false));
         let state = Upstream {
-            client: reqwest::Client::new(),
+            client: {
+                // reqwest has no bundled TLS provider: ring, as the crate installs it.
+                if rustls::crypto::CryptoProvider::get_default().is_none() {
+                    let _ = rustls::crypto::ring::default_provider().install_default();
+                }
+                reqwest::Client::new()
+            },
             url: upstream.to_string(),
             lose: lose.clone(),
             hold,
@@ -340,7 +346,7 @@ async fn server_requests_mid_call_and_agent_cancellation_over_http() {
     let log = temp_log("http-requests");
     let server =
         NetServer::start_with("--http", 0, &[], &[("TEST_SERVER_LOG", &log.to_string_lossy())]).await;
-    let options = agent_mcp::McpClientOptions::default().root_path("/srv/app");
+    let options = loopwright_mcp::McpClientOptions::default().root_path("/srv/app");
     let source = tokio::time::timeout(
         HANG_GUARD,
         McpToolSource::connect_with(http("web", &server), options),
@@ -365,7 +371,7 @@ async fn server_requests_mid_call_and_agent_cancellation_over_http() {
     token.cancel();
     let result = tokio::time::timeout(HANG_GUARD, pending).await.unwrap().unwrap();
     assert!(
-        matches!(result, Err(agent_core::ToolError::Cancelled)),
+        matches!(result, Err(loopwright_core::ToolError::Cancelled)),
         "{result:?}"
     );
     assert!(

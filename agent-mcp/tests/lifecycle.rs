@@ -8,9 +8,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_core::{ProgressReporter, ToolContext, ToolSource};
-use agent_mcp::McpServerConfig;
 use common::*;
+use loopwright_core::{ProgressReporter, ToolContext, ToolSource};
+use loopwright_mcp::McpServerConfig;
 use serde_json::json;
 
 #[tokio::test]
@@ -59,7 +59,7 @@ async fn a_group_member_that_ignores_sigterm_is_killed() {
     let script = format!(
         "trap '' TERM; sleep 300 >/dev/null 2>&1 & echo $! > '{}'; exec '{}'",
         pid_file.display(),
-        env!("CARGO_BIN_EXE_mcp-test-server"),
+        common::test_server_bin().to_string_lossy(),
     );
     let source = connect(McpServerConfig::stdio("stubborn", "sh").args(["-c", script.as_str()])).await;
     let sleeper: u32 = std::fs::read_to_string(&pid_file)
@@ -122,7 +122,7 @@ async fn stderr_lines_become_tracing_events_naming_the_server() {
         .find(|l| l.contains("mcp-test-server starting"))
         .unwrap()
         .to_string();
-    assert!(line.contains("agent_mcp::stderr"), "{line}");
+    assert!(line.contains("loopwright_mcp::stderr"), "{line}");
     assert!(line.contains("server=chatty-stderr"), "{line}");
     source.close().await;
 }
@@ -246,7 +246,7 @@ async fn a_stdio_server_starts_in_its_configured_directory() {
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
         "pwd > started-in.txt; exec '{}'",
-        env!("CARGO_BIN_EXE_mcp-test-server")
+        common::test_server_bin().to_string_lossy()
     );
     let config = McpServerConfig::stdio("placed", "sh")
         .args(["-c", script.as_str()])
@@ -297,7 +297,7 @@ async fn credentials_in_a_server_url_never_reach_an_error() {
         McpServerConfig::sse("s", format!("http://127.0.0.1:1/sse?token={secret}")),
         McpServerConfig::websocket("w", format!("ws://127.0.0.1:1/ws?token={secret}")),
     ] {
-        let error = tokio::time::timeout(HANG_GUARD, agent_mcp::McpToolSource::connect(config))
+        let error = tokio::time::timeout(HANG_GUARD, loopwright_mcp::McpToolSource::connect(config))
             .await
             .expect("connect hung")
             .map(|_| ())

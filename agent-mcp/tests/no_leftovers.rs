@@ -8,9 +8,9 @@ mod common;
 
 use std::time::Duration;
 
-use agent_core::ToolContext;
-use agent_mcp::{McpServerConfig, connect_all};
 use common::*;
+use loopwright_core::ToolContext;
+use loopwright_mcp::{McpServerConfig, connect_all};
 use serde_json::json;
 
 #[tokio::test]

@@ -14,9 +14,9 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_core::ToolSource;
-use agent_mcp::{McpServerConfig, McpToolSource};
 use common::*;
+use loopwright_core::ToolSource;
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 use serde_json::json;
 
 /// `tests-deps/python/<env>/<rest>`, which must exist.
@@ -184,7 +184,7 @@ async fn mcp_server_time() {
 #[tokio::test]
 async fn mcp_server_git() {
     let guard = tempfile::Builder::new()
-        .prefix("agent-mcp-git-")
+        .prefix("loopwright-mcp-git-")
         .tempdir()
         .unwrap();
     let repo = guard.path().to_path_buf();
@@ -285,8 +285,8 @@ async fn python_resources_read_as_text_image_and_placeholder() {
     let pixel = call(&read, json!({"uri": "memo://pixel.png"})).await;
     match pixel.parts.as_slice() {
         [
-            agent_core::ToolOutputPart::Image {
-                image: agent_core::ImageSource::Base64 { media_type, data },
+            loopwright_core::ToolOutputPart::Image {
+                image: loopwright_core::ImageSource::Base64 { media_type, data },
             },
         ] => {
             assert_eq!(media_type, "image/png");
@@ -307,7 +307,7 @@ async fn python_resources_read_as_text_image_and_placeholder() {
     // A tool with a declared output schema (the SDK's `{"result": ...}`)
     // whose text already says it: seen once.
     let echoed = call(&tool(&source, "echo").await, json!({"text": "x"})).await;
-    assert_eq!(echoed.parts, [agent_core::ToolOutputPart::text("x")]);
+    assert_eq!(echoed.parts, [loopwright_core::ToolOutputPart::text("x")]);
     source.close().await;
 }
 

@@ -8,8 +8,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use agent_mcp::{McpClientOptions, McpServerConfig, McpToolSource};
 use common::*;
+use loopwright_mcp::{McpClientOptions, McpServerConfig, McpToolSource};
 use serde_json::json;
 
 fn npm_bin(name: &str) -> String {
@@ -28,7 +28,7 @@ fn npm_bin(name: &str) -> String {
 /// real path.
 fn temp_dir(tag: &str) -> (tempfile::TempDir, PathBuf) {
     let guard = tempfile::Builder::new()
-        .prefix(&format!("agent-mcp-{tag}-"))
+        .prefix(&format!("loopwright-mcp-{tag}-"))
         .tempdir()
         .unwrap();
     // The server resolves symlinks (/tmp may be one); compare real paths.

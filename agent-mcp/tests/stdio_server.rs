@@ -7,9 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use agent_core::{ProgressReporter, ToolContext, ToolError, ToolOutputPart, ToolSource};
-use agent_mcp::{McpError, connect_all};
 use common::*;
+use loopwright_core::{ProgressReporter, ToolContext, ToolError, ToolOutputPart, ToolSource};
+use loopwright_mcp::{McpError, connect_all};
 use serde_json::json;
 
 #[tokio::test]
@@ -46,7 +46,7 @@ async fn discovers_every_page_and_the_instructions() {
         json!({"type": "object", "properties": {}})
     );
     assert!(source.instructions().unwrap().contains("call echo"));
-    assert_eq!(source.kind(), agent_core::SourceKind::External);
+    assert_eq!(source.kind(), loopwright_core::SourceKind::External);
     source.close().await;
 }
 
@@ -289,7 +289,7 @@ async fn a_server_sees_only_its_own_env_and_the_safe_base() {
         }
     };
     assert_eq!(get("CARGO_MANIFEST_DIR").await, "<unset>");
-    assert_eq!(get("GREETING").await, "pkg agent-mcp dflt");
+    assert_eq!(get("GREETING").await, "pkg loopwright-mcp dflt");
     assert_eq!(get("PATH").await, std::env::var("PATH").unwrap());
     source.close().await;
 }
@@ -299,7 +299,7 @@ async fn connect_all_keeps_going_past_failures() {
     let configs = vec![
         test_server("good"),
         test_server("needs_var").env("TOKEN", "${AGENT_MCP_TEST_SURELY_UNSET_VAR}"),
-        agent_mcp::McpServerConfig::stdio("missing_binary", "/nonexistent/agent-mcp-server"),
+        loopwright_mcp::McpServerConfig::stdio("missing_binary", "/nonexistent/agent-mcp-server"),
         test_server("stuck")
             .args(["--slow-init", "600000"])
             .connect_timeout(Duration::from_millis(500)),
@@ -333,7 +333,7 @@ async fn a_server_that_never_initializes_is_timed_out_and_killed() {
     let config = test_server("stuck")
         .args(["--pid-file", &pid_file.to_string_lossy(), "--slow-init", "600000"])
         .connect_timeout(Duration::from_millis(500));
-    let result = tokio::time::timeout(HANG_GUARD, agent_mcp::McpToolSource::connect(config))
+    let result = tokio::time::timeout(HANG_GUARD, loopwright_mcp::McpToolSource::connect(config))
         .await
         .expect("connect hung");
     match result {
@@ -365,7 +365,7 @@ async fn garbage_on_stdout_before_the_handshake_is_survived() {
 #[tokio::test]
 async fn legacy_parameters_and_schemaless_tools_are_accepted() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/legacy-server.js");
-    let source = connect(agent_mcp::McpServerConfig::stdio("legacy", "node").arg(script)).await;
+    let source = connect(loopwright_mcp::McpServerConfig::stdio("legacy", "node").arg(script)).await;
     let tools = source.tools().await.unwrap();
     let echo = tools
         .iter()

@@ -5,9 +5,9 @@
 
 mod common;
 
-use agent_core::{ProgressReporter, ToolContext, ToolSource};
-use agent_mcp::{McpServerConfig, WS_SUBPROTOCOL};
 use common::*;
+use loopwright_core::{ProgressReporter, ToolContext, ToolSource};
+use loopwright_mcp::{McpServerConfig, WS_SUBPROTOCOL};
 use serde_json::json;
 
 #[tokio::test]

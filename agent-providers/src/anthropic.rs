@@ -3,12 +3,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use agent_core::{
+use async_trait::async_trait;
+use bytes::Bytes;
+use loopwright_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelEvent, ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolOutputPart, Usage,
 };
-use async_trait::async_trait;
-use bytes::Bytes;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
@@ -351,8 +351,8 @@ impl AnthropicModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use agent_core::{Message, ModelRequest};
-    /// use agent_providers::AnthropicModel;
+    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_providers::AnthropicModel;
     ///
     /// let model = AnthropicModel::builder("claude-sonnet-4-5").build()?;
     /// let request = ModelRequest::new(vec![Message::user("hi")]);
@@ -413,7 +413,7 @@ impl AnthropicModel {
                 }
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool { name } => json!({"type": "tool", "name": name}),
-                // A choice added to agent-core later: let the model decide.
+                // A choice added to loopwright-core later: let the model decide.
                 _ => json!({"type": "auto"}),
             };
             if request.parallel_tool_calls == Some(false) && request.tool_choice != ToolChoice::None {

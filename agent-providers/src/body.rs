@@ -22,10 +22,10 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{
+use bytes::Bytes;
+use loopwright_core::{
     ContentPart, ImageSource, Message, ModelError, ModelRequest, Role, ToolCall, ToolOutputPart, ToolResult,
 };
-use bytes::Bytes;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
@@ -293,7 +293,7 @@ mod tests {
         let one = Message::user("hi");
         assert!(matches!(message_text(&one), Cow::Borrowed("hi")));
         let two = Message::new(
-            agent_core::Role::User,
+            loopwright_core::Role::User,
             vec![ContentPart::text("a"), ContentPart::text("b")],
         );
         assert_eq!(message_text(&two), "ab");
@@ -323,7 +323,7 @@ mod tests {
     /// A history with every kind of part, in the orders that matter
     /// (merged turns, system messages inside, results of several parts).
     fn rich_history() -> Vec<Message> {
-        use agent_core::{Reasoning, Role};
+        use loopwright_core::{Reasoning, Role};
         let png = ImageSource::Base64 {
             media_type: "image/png".into(),
             data: "iVBORw0KGgo=".into(),
@@ -429,7 +429,7 @@ mod tests {
             assert_eq!(bytes_of(body), value, "{name}");
         }
         for caching in [false, true] {
-            let mut request = agent_core::ModelRequest::new(rich_history());
+            let mut request = loopwright_core::ModelRequest::new(rich_history());
             request.system = Some("Be brief.".into());
             request.prompt_caching = caching;
             let chat = OpenAiChatModel::openai("gpt-4.1").build().unwrap();

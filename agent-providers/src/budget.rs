@@ -1,8 +1,8 @@
 //! Context windows of known models and the [`ContextBudget`] of a configured
 //! model.
 
-use agent_core::ContextBudget;
-use agent_core::budget::DEFAULT_CONTEXT_WINDOW;
+use loopwright_core::ContextBudget;
+use loopwright_core::budget::DEFAULT_CONTEXT_WINDOW;
 
 use crate::config::split_selector;
 use crate::{ConfigError, Providers, token_counter_for};
@@ -54,10 +54,10 @@ pub fn known_context_window(model_id: &str) -> Option<u64> {
 /// [`DEFAULT_CONTEXT_WINDOW`].
 ///
 /// ```
-/// use agent_providers::context_window_for;
+/// use loopwright_providers::context_window_for;
 /// assert_eq!(context_window_for("gpt-4.1-mini", None), 1_047_576);
 /// assert_eq!(context_window_for("gpt-4.1-mini", Some(32_000)), 32_000);
-/// assert_eq!(context_window_for("my-local-model", None), agent_core::budget::DEFAULT_CONTEXT_WINDOW);
+/// assert_eq!(context_window_for("my-local-model", None), loopwright_core::budget::DEFAULT_CONTEXT_WINDOW);
 /// ```
 pub fn context_window_for(model_id: &str, configured: Option<u64>) -> u64 {
     configured
@@ -95,7 +95,7 @@ impl Providers {
     /// answering it; `None` for no selectors.
     ///
     /// ```
-    /// use agent_providers::{Providers, ProvidersConfig};
+    /// use loopwright_providers::{Providers, ProvidersConfig};
     /// let providers = Providers::with_env(ProvidersConfig::default(), |_| None).unwrap();
     /// let chain = ["openai/gpt-4.1".to_string(), "openai/gpt-4o".to_string()];
     /// let budget = providers.chain_budget(&chain, Some(1_000), Some(0)).unwrap().unwrap();

@@ -13,7 +13,7 @@
 //! (`format`) for every model, and thinks on the models listed in
 //! [`OLLAMA_THINKING_MODELS`].
 
-use agent_core::ModelCapabilities;
+use loopwright_core::ModelCapabilities;
 
 /// Ollama model names (prefixes) that accept `think`; others refuse it.
 pub const OLLAMA_THINKING_MODELS: [&str; 7] = [
@@ -46,7 +46,7 @@ pub fn openai_reasons(model: &str) -> bool {
 /// OpenAI Chat Completions and Responses models.
 ///
 /// ```
-/// use agent_providers::capabilities::openai;
+/// use loopwright_providers::capabilities::openai;
 /// assert!(openai("gpt-4.1").structured_output_with_tools);
 /// assert!(!openai("gpt-4.1").reasoning);
 /// assert!(openai("o4-mini").reasoning && openai("gpt-5-mini").reasoning);
@@ -67,7 +67,7 @@ pub fn openai(model: &str) -> ModelCapabilities {
 /// Anthropic models.
 ///
 /// ```
-/// use agent_providers::capabilities::anthropic;
+/// use loopwright_providers::capabilities::anthropic;
 /// assert!(anthropic("claude-sonnet-4-5").structured_output);
 /// assert!(anthropic("claude-sonnet-4-20250514").reasoning);
 /// assert!(!anthropic("claude-sonnet-4-20250514").structured_output);
@@ -132,7 +132,7 @@ pub fn gemini_3(model: &str) -> bool {
 /// Google Gemini models.
 ///
 /// ```
-/// use agent_providers::capabilities::gemini;
+/// use loopwright_providers::capabilities::gemini;
 /// assert!(gemini("gemini-2.5-flash").reasoning && gemini("gemini-2.5-flash").structured_output);
 /// assert!(!gemini("gemini-2.5-flash").structured_output_with_tools);
 /// assert!(gemini("gemini-3-pro-preview").structured_output_with_tools);
@@ -151,7 +151,7 @@ pub fn gemini(model: &str) -> ModelCapabilities {
 /// Ollama models.
 ///
 /// ```
-/// use agent_providers::capabilities::ollama;
+/// use loopwright_providers::capabilities::ollama;
 /// assert!(ollama("qwen3:8b").reasoning);
 /// assert!(!ollama("llama3.2").reasoning);
 /// assert!(ollama("llama3.2").structured_output);

@@ -2,7 +2,7 @@
 //! selectors.
 //!
 //! ```
-//! use agent_providers::{Providers, ProvidersConfig};
+//! use loopwright_providers::{Providers, ProvidersConfig};
 //! let config: ProvidersConfig = serde_json::from_value(serde_json::json!({
 //!     "providers": {
 //!         "local": {"type": "openai-compatible", "baseUrl": "http://localhost:8000/v1",
@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_core::{LanguageModel, ModelError};
+use loopwright_core::{LanguageModel, ModelError};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::ProviderSettings;
@@ -33,6 +33,7 @@ use crate::{
 /// The wire format a configured provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ProviderKind {
     /// OpenAI Chat Completions.
     Openai,
@@ -308,9 +309,9 @@ impl Providers {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut options = agent_providers::HttpOptions::default();
+    /// let mut options = loopwright_providers::HttpOptions::default();
     /// options.inactivity_timeout = Duration::from_secs(30);
-    /// let providers = agent_providers::Providers::from_env().unwrap().http_options(options);
+    /// let providers = loopwright_providers::Providers::from_env().unwrap().http_options(options);
     /// # let _ = providers;
     /// ```
     pub fn http_options(mut self, options: crate::http::HttpOptions) -> Self {
@@ -324,7 +325,7 @@ impl Providers {
     /// their other HTTP options.
     ///
     /// ```
-    /// let providers = agent_providers::Providers::from_env()
+    /// let providers = loopwright_providers::Providers::from_env()
     ///     .unwrap()
     ///     .inactivity_timeout(std::time::Duration::from_secs(30));
     /// # let _ = providers;
@@ -339,7 +340,7 @@ impl Providers {
     /// Add (or replace) one provider.
     ///
     /// ```
-    /// use agent_providers::{ProviderConfig, ProviderKind, Providers};
+    /// use loopwright_providers::{ProviderConfig, ProviderKind, Providers};
     /// let config = ProviderConfig { kind: Some(ProviderKind::Ollama), ..ProviderConfig::default() };
     /// let providers = Providers::from_env().unwrap().with_provider("box", config).unwrap();
     /// assert!(providers.names().any(|n| n == "box"));
@@ -414,7 +415,7 @@ impl Providers {
     /// model; `None` when no key is set.
     ///
     /// ```
-    /// use agent_providers::{Providers, ProvidersConfig};
+    /// use loopwright_providers::{Providers, ProvidersConfig};
     /// let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_string());
     /// let providers = Providers::with_env(ProvidersConfig::default(), env).unwrap();
     /// assert_eq!(providers.default_selector().as_deref(), Some("anthropic/claude-sonnet-4-5"));
@@ -453,7 +454,7 @@ fn resolve(
     let kind = match (cfg.kind, known) {
         (Some(kind), _) => kind,
         (None, Some((kind, _))) => {
-            tracing::warn!(target: "agent_providers::config", provider = name, ?kind, "provider has no type; inferred from its name");
+            tracing::warn!(target: "loopwright_providers::config", provider = name, ?kind, "provider has no type; inferred from its name");
             kind
         }
         (None, None) => return Err(ConfigError::UnknownType(name.to_owned())),

@@ -1,11 +1,11 @@
 //! Decoding a provider's response body without the HTTP request: bytes in,
-//! [`ModelEvent`](agent_core::ModelEvent)s out, through exactly the framing
+//! [`ModelEvent`](loopwright_core::ModelEvent)s out, through exactly the framing
 //! and decoder each model's `stream` uses. For replaying recorded streams,
 //! for tests, and for measuring the parsing path alone.
 
-use agent_core::{ModelError, ModelStream};
 use bytes::Bytes;
 use futures::stream::BoxStream;
+use loopwright_core::{ModelError, ModelStream};
 
 use crate::driver::drive;
 use crate::sse::{ndjson_frames, sse_frames};
@@ -13,7 +13,7 @@ use crate::sse::{ndjson_frames, sse_frames};
 /// A provider wire format.
 ///
 /// ```
-/// assert_eq!(agent_providers::decode::WireFormat::Anthropic.framing(), "sse");
+/// assert_eq!(loopwright_providers::decode::WireFormat::Anthropic.framing(), "sse");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -44,7 +44,7 @@ impl WireFormat {
 ///
 /// ```
 /// use futures::StreamExt;
-/// use agent_providers::decode::{WireFormat, decode_stream};
+/// use loopwright_providers::decode::{WireFormat, decode_stream};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n\
 ///             data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";

@@ -4,9 +4,9 @@
 
 use std::collections::VecDeque;
 
-use agent_core::{ModelError, ModelEvent, ModelStream};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use loopwright_core::{ModelError, ModelEvent, ModelStream};
 
 use crate::sse::Frame;
 

@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 
-use agent_core::{
+use async_trait::async_trait;
+use bytes::Bytes;
+use loopwright_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
 };
-use async_trait::async_trait;
-use bytes::Bytes;
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
@@ -338,8 +338,8 @@ impl GeminiModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use agent_core::{Message, ModelRequest};
-    /// use agent_providers::GeminiModel;
+    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_providers::GeminiModel;
     ///
     /// let model = GeminiModel::builder("gemini-2.5-flash").build()?;
     /// let request = ModelRequest::new(vec![Message::user("hi")]);
@@ -377,7 +377,7 @@ impl GeminiModel {
                 ToolChoice::None => json!({"mode": "NONE"}),
                 ToolChoice::Required => json!({"mode": "ANY"}),
                 ToolChoice::Tool { name } => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
-                // A choice added to agent-core later: let the model decide.
+                // A choice added to loopwright-core later: let the model decide.
                 _ => json!({"mode": "AUTO"}),
             };
             body["toolConfig"] = json!({"functionCallingConfig": config});

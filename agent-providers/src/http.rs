@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use agent_core::{CancellationToken, ModelError};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use loopwright_core::{CancellationToken, ModelError};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::body::SizeHint;
@@ -62,11 +62,47 @@ impl Default for HttpOptions {
 }
 
 /// A reqwest client with the default settings used by every provider.
+///
+/// TLS is rustls with ring: [`install_tls_provider`] runs first, so this
+/// works in a process that installed no crypto provider.
+///
+/// ```
+/// let client = loopwright_providers::default_client();
+/// # drop(client);
+/// ```
 pub fn default_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    client_builder()
         .connect_timeout(DEFAULT_CONNECT_TIMEOUT)
         .build()
         .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+/// `reqwest::Client::builder()` after [`install_tls_provider`].
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    install_tls_provider();
+    reqwest::Client::builder()
+}
+
+/// Make ring the process's rustls crypto provider, unless one is installed
+/// already.
+///
+/// reqwest is built without a bundled provider (so no C toolchain is needed,
+/// as aws-lc-rs would), and panics when a client is built in a process
+/// without one. Every client this crate builds calls this first; an
+/// application that wants another provider installs it before building a
+/// model. Building your own `reqwest::Client` to pass to a provider, call
+/// this (or install a provider) first.
+///
+/// ```
+/// loopwright_providers::install_tls_provider();
+/// let client = reqwest::Client::new();
+/// # drop(client);
+/// ```
+pub fn install_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Another thread may win the race: either way one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 /// The header map rendered for logs, with secrets replaced.
@@ -118,7 +154,7 @@ impl Transport {
         &self,
         url: &str,
         body: Bytes,
-        request: &agent_core::ModelRequest,
+        request: &loopwright_core::ModelRequest,
     ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
         let response = self.post(url, body, &request.cancellation).await?;
         Ok(guarded_bytes(
@@ -138,8 +174,8 @@ impl Transport {
         payload: Bytes,
         cancel: &CancellationToken,
     ) -> Result<reqwest::Response, ModelError> {
-        tracing::debug!(target: "agent_providers::http", url, headers = ?redacted(&self.headers), "request");
-        tracing::trace!(target: "agent_providers::http", body = %String::from_utf8_lossy(&payload), "request body");
+        tracing::debug!(target: "loopwright_providers::http", url, headers = ?redacted(&self.headers), "request");
+        tracing::trace!(target: "loopwright_providers::http", body = %String::from_utf8_lossy(&payload), "request body");
         let mut attempt = 0u32;
         loop {
             let send = self
@@ -157,14 +193,14 @@ impl Transport {
             };
             let error = match result {
                 Ok(response) if response.status().is_success() => {
-                    tracing::debug!(target: "agent_providers::http", status = response.status().as_u16(), headers = ?redacted(response.headers()), "response");
+                    tracing::debug!(target: "loopwright_providers::http", status = response.status().as_u16(), headers = ?redacted(response.headers()), "response");
                     return Ok(response);
                 }
                 Ok(response) => {
                     let status = response.status().as_u16();
                     let headers = response.headers().clone();
                     let body = read_limited(response, cancel).await?;
-                    tracing::debug!(target: "agent_providers::http", status, body = %crate::error::snippet(&body), "error response");
+                    tracing::debug!(target: "loopwright_providers::http", status, body = %crate::error::snippet(&body), "error response");
                     status_error(status, &headers, &body)
                 }
                 Err(e) => network(e),
@@ -174,7 +210,7 @@ impl Transport {
             }
             let wait = backoff(&error, attempt, self.options.initial_backoff);
             attempt += 1;
-            tracing::debug!(target: "agent_providers::http", attempt, wait_ms = wait.as_millis() as u64, error = %error, "retrying");
+            tracing::debug!(target: "loopwright_providers::http", attempt, wait_ms = wait.as_millis() as u64, error = %error, "retrying");
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(ModelError::Cancelled),
@@ -254,7 +290,7 @@ pub(crate) fn guarded_bytes(
             Err(_) => Some((Err(ModelError::timeout(inactivity)), None)),
             Ok(None) => None,
             Ok(Some(Ok(bytes))) => {
-                tracing::trace!(target: "agent_providers::http", chunk = %String::from_utf8_lossy(&bytes), "chunk");
+                tracing::trace!(target: "loopwright_providers::http", chunk = %String::from_utf8_lossy(&bytes), "chunk");
                 Some((Ok(bytes), Some((inner, cancel))))
             }
             Ok(Some(Err(e))) => Some((Err(body_broke(e)), None)),

@@ -1,6 +1,6 @@
-//! # agent-providers
+//! # loopwright-providers
 //!
-//! [`agent_core::LanguageModel`] implementations over HTTP (reqwest with
+//! [`loopwright_core::LanguageModel`] implementations over HTTP (reqwest with
 //! rustls), streaming text, reasoning and parallel tool calls:
 //!
 //! - [`OpenAiChatModel`]: OpenAI Chat Completions, OpenRouter and any
@@ -14,7 +14,7 @@
 //! Every provider shares the same transport: retries with backoff before the
 //! first byte ([`HttpOptions`]), an inactivity timeout reset by each chunk,
 //! cancellation through the request's token, errors mapped to
-//! [`agent_core::ModelError`] kinds, and debug/trace logging with secrets
+//! [`loopwright_core::ModelError`] kinds, and debug/trace logging with secrets
 //! redacted.
 //!
 //! [`Providers`] builds models from configuration and the environment and
@@ -23,17 +23,18 @@
 //! `openrouter` or the configured name for Chat Completions, `openai` for
 //! Responses, `anthropic`, `google` and `ollama`.
 //!
-//! [`Providers::budget`] gives a model's [`agent_core::ContextBudget`]: its
+//! [`Providers::budget`] gives a model's [`loopwright_core::ContextBudget`]: its
 //! window from the configuration or [`KNOWN_CONTEXT_WINDOWS`], and its token
 //! counter from the configured `tiktoken:<encoding>` or the model id
 //! ([`token_counter_for`]).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), agent_core::ModelError> {
-//! use agent_providers::OpenAiChatModel;
+//! # async fn demo() -> Result<(), loopwright_core::ModelError> {
+//! use loopwright_providers::OpenAiChatModel;
 //! let model = OpenAiChatModel::openai("gpt-4.1-mini").api_key("sk-...").build()?;
 //! # let _ = model; Ok(()) }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod anthropic;
 mod body;
@@ -65,13 +66,16 @@ pub use config::{
     expand_vars,
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
-pub use http::HttpOptions;
+pub use http::{HttpOptions, default_client, install_tls_provider};
 pub use local::{
     LOCAL_PROBE_TIMEOUT, LocalServer, OPENAI_COMPATIBLE_PORTS, detect_local_server, local_candidates,
 };
 pub use ollama::{OLLAMA_BASE_URL, OllamaBuilder, OllamaModel, ollama_api_root};
 pub use openai_chat::{ChatFlavor, OPENAI_BASE_URL, OPENROUTER_BASE_URL, OpenAiChatBuilder, OpenAiChatModel};
 pub use openai_responses::{OpenAiResponsesBuilder, OpenAiResponsesModel};
+/// The reqwest this crate takes clients of ([`ProviderSettings::client`]):
+/// build yours with this path and the versions always match.
+pub use reqwest;
 pub use settings::ProviderSettings;
 pub use tokens::{
     CL100K_MODEL_PREFIXES, O200K_MODEL_PREFIXES, TIKTOKEN_PREFIX, TiktokenCounter, TiktokenEncoding,

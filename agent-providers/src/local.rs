@@ -44,7 +44,7 @@ impl LocalServer {
 /// The servers probed: (provider name, kind, base URL), in order.
 ///
 /// ```
-/// let c = agent_providers::local_candidates(Some("http://10.0.0.5:11434"));
+/// let c = loopwright_providers::local_candidates(Some("http://10.0.0.5:11434"));
 /// assert_eq!(c[0].2, "http://10.0.0.5:11434");
 /// assert_eq!(c[1].2, "http://127.0.0.1:8000/v1");
 /// ```
@@ -68,13 +68,13 @@ pub fn local_candidates(ollama_host: Option<&str>) -> Vec<(&'static str, Provide
 ///
 /// ```no_run
 /// # async fn demo() {
-/// if let Some(server) = agent_providers::detect_local_server(std::env::var("OLLAMA_HOST").ok().as_deref()).await {
+/// if let Some(server) = loopwright_providers::detect_local_server(std::env::var("OLLAMA_HOST").ok().as_deref()).await {
 ///     println!("using {}", server.selector());
 /// }
 /// # }
 /// ```
 pub async fn detect_local_server(ollama_host: Option<&str>) -> Option<LocalServer> {
-    let client = reqwest::Client::builder()
+    let client = crate::http::client_builder()
         .timeout(LOCAL_PROBE_TIMEOUT)
         .build()
         .ok()?;

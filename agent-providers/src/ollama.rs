@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 
-use agent_core::{
+use async_trait::async_trait;
+use bytes::Bytes;
+use loopwright_core::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelEvent, ModelRequest, ModelStream, ReasoningEffort, Role, ToolChoice, Usage,
 };
-use async_trait::async_trait;
-use bytes::Bytes;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
@@ -57,7 +57,7 @@ impl OllamaModel {
 /// OpenAI-compatible path) is dropped and `/api` appended when absent.
 ///
 /// ```
-/// use agent_providers::ollama_api_root;
+/// use loopwright_providers::ollama_api_root;
 /// assert_eq!(ollama_api_root("http://h:11434/v1/"), "http://h:11434/api");
 /// assert_eq!(ollama_api_root("127.0.0.1:11434"), "http://127.0.0.1:11434/api");
 /// assert_eq!(ollama_api_root("https://x/ollama/api"), "https://x/ollama/api");
@@ -234,8 +234,8 @@ impl OllamaModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use agent_core::{Message, ModelRequest};
-    /// use agent_providers::OllamaModel;
+    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_providers::OllamaModel;
     ///
     /// let model = OllamaModel::builder("qwen3").build()?;
     /// let request = ModelRequest::new(vec![Message::user("hi")]);

@@ -2,7 +2,7 @@
 //! OpenRouter (with attribution headers) and generic OpenAI-compatible
 //! servers (vLLM, llama.cpp, LM Studio, Groq, DeepSeek, xAI, Mistral, ...).
 
-use agent_core::{
+use loopwright_core::{
     ContentPart, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
     ModelRequest, ModelStream, Role, ToolChoice, Usage,
 };
@@ -31,6 +31,7 @@ pub const OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
 
 /// Which server family a [`OpenAiChatModel`] talks to.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ChatFlavor {
     /// OpenAI itself (`max_completion_tokens`).
     OpenAi,
@@ -148,8 +149,8 @@ impl OpenAiChatModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use agent_core::{Message, ModelRequest};
-    /// use agent_providers::OpenAiChatModel;
+    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_providers::OpenAiChatModel;
     ///
     /// let model = OpenAiChatModel::openai("gpt-4.1").build()?;
     /// let request = ModelRequest::new(vec![Message::user("hi")]);
@@ -185,7 +186,7 @@ impl OpenAiChatModel {
                 ToolChoice::Required if self.supports_required => json!("required"),
                 ToolChoice::Required => json!("auto"),
                 ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
-                // A choice added to agent-core later: let the model decide.
+                // A choice added to loopwright-core later: let the model decide.
                 _ => json!("auto"),
             };
             // OpenAI's o series refuses the setting ("Unsupported parameter").

@@ -4,12 +4,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use agent_core::{
+use async_trait::async_trait;
+use bytes::Bytes;
+use loopwright_core::{
     ContentPart, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
     ModelRequest, ModelStream, Role, ToolChoice,
 };
-use async_trait::async_trait;
-use bytes::Bytes;
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
@@ -235,8 +235,8 @@ impl OpenAiResponsesModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use agent_core::{Message, ModelRequest};
-    /// use agent_providers::OpenAiResponsesModel;
+    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_providers::OpenAiResponsesModel;
     ///
     /// let model = OpenAiResponsesModel::builder("gpt-5").build()?;
     /// let request = ModelRequest::new(vec![Message::user("hi")]);
@@ -279,7 +279,7 @@ impl OpenAiResponsesModel {
                 ToolChoice::None => json!("none"),
                 ToolChoice::Required => json!("required"),
                 ToolChoice::Tool { name } => json!({"type": "function", "name": name}),
-                // A choice added to agent-core later: let the model decide.
+                // A choice added to loopwright-core later: let the model decide.
                 _ => json!("auto"),
             };
             if let Some(parallel) = request.parallel_tool_calls {

@@ -3,7 +3,7 @@
 
 use crate::body::SizeHint;
 use crate::http::{HttpOptions, Transport, default_client, header_map};
-use agent_core::ModelError;
+use loopwright_core::ModelError;
 
 /// Connection settings common to all providers.
 #[derive(Debug, Clone, Default)]

@@ -3,10 +3,10 @@
 //! SSE decoding is the `sse-stream` crate's (CRLF, CR-only, BOM, comments and
 //! multi-line data handled per the WHATWG spec).
 
-use agent_core::ModelError;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use loopwright_core::ModelError;
 
 /// One frame of a provider stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub struct Frame {
 pub fn sse_frames(
     bytes: BoxStream<'static, Result<Bytes, ModelError>>,
 ) -> BoxStream<'static, Result<Frame, ModelError>> {
-    sse_stream::SseByteStream::new(bytes)
+    sse_stream::SseStream::from_bytes_stream(bytes)
         .filter_map(|item| async move {
             match item {
                 Ok(sse) => sse.data.map(|data| {

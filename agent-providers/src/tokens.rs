@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use agent_core::budget::{CharEstimate, TokenCounter};
+use loopwright_core::budget::{CharEstimate, TokenCounter};
 use tiktoken_rs::CoreBPE;
 
 use crate::ConfigError;
@@ -37,6 +37,7 @@ pub const CL100K_MODEL_PREFIXES: &[&str] = &[
 
 /// A tiktoken encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TiktokenEncoding {
     /// `o200k_base`: GPT-4o, GPT-4.1, GPT-5 and the o-series.
     O200kBase,
@@ -70,7 +71,7 @@ impl TiktokenEncoding {
     /// The encoding an OpenAI model id uses, when known.
     ///
     /// ```
-    /// use agent_providers::TiktokenEncoding;
+    /// use loopwright_providers::TiktokenEncoding;
     /// assert_eq!(TiktokenEncoding::for_model("gpt-4o-mini"), Some(TiktokenEncoding::O200kBase));
     /// assert_eq!(TiktokenEncoding::for_model("gpt-4-turbo"), Some(TiktokenEncoding::Cl100kBase));
     /// assert_eq!(TiktokenEncoding::for_model("claude-sonnet-4-5"), None);
@@ -120,8 +121,8 @@ impl TiktokenEncoding {
 /// counted as ordinary text, as a prompt would be).
 ///
 /// ```
-/// use agent_core::budget::TokenCounter;
-/// use agent_providers::{TiktokenCounter, TiktokenEncoding};
+/// use loopwright_core::budget::TokenCounter;
+/// use loopwright_providers::{TiktokenCounter, TiktokenEncoding};
 /// let counter = TiktokenCounter::new(TiktokenEncoding::O200kBase).unwrap();
 /// assert_eq!(counter.count("hello world"), 2);
 /// ```
@@ -166,7 +167,7 @@ impl TokenCounter for TiktokenCounter {
 /// [`CharEstimate`].
 ///
 /// ```
-/// use agent_providers::token_counter_for;
+/// use loopwright_providers::token_counter_for;
 /// assert!(format!("{:?}", token_counter_for("gpt-4.1", None).unwrap()).contains("o200k_base"));
 /// assert!(format!("{:?}", token_counter_for("gemini-2.5-pro", None).unwrap()).contains("CharEstimate"));
 /// assert!(token_counter_for("x", Some("tiktoken:bogus")).is_err());

@@ -1,8 +1,8 @@
 //! Token counters, the known context windows and `Providers::budget`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agent_core::budget::{CharEstimate, DEFAULT_BUFFER_TOKENS, DEFAULT_CONTEXT_WINDOW, TokenCounter};
-use agent_providers::{
+use loopwright_core::budget::{CharEstimate, DEFAULT_BUFFER_TOKENS, DEFAULT_CONTEXT_WINDOW, TokenCounter};
+use loopwright_providers::{
     ConfigError, Providers, ProvidersConfig, TiktokenCounter, TiktokenEncoding, context_window_for,
     known_context_window, token_counter_for,
 };

@@ -5,10 +5,10 @@ mod common;
 
 use std::collections::HashMap;
 
-use agent_core::{Message, ModelRequest};
-use agent_providers::{ConfigError, ProviderKind, Providers, ProvidersConfig};
 use bytes::Bytes;
 use common::*;
+use loopwright_core::{Message, ModelRequest};
+use loopwright_providers::{ConfigError, ProviderKind, Providers, ProvidersConfig};
 use serde_json::json;
 
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {

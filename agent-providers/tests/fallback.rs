@@ -8,15 +8,15 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::accounting::{AccountingEntry, EntryStatus};
-use agent_core::{
-    Agent, AgentEvent, AgentResult, ExitReason, FallbackModel, LanguageModel, StaticToolSource, ToolSet,
-    tool_fn,
-};
-use agent_providers::{AnthropicModel, HttpOptions, OpenAiChatModel};
 use bytes::Bytes;
 use common::*;
 use futures::StreamExt;
+use loopwright_core::accounting::{AccountingEntry, EntryStatus};
+use loopwright_core::{
+    Agent, AgentEvent, AgentResult, ExitReason, FallbackModel, LanguageModel, StaticToolSource, ToolSet,
+    tool_fn,
+};
+use loopwright_providers::{AnthropicModel, HttpOptions, OpenAiChatModel};
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

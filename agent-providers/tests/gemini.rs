@@ -5,12 +5,12 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{
+use common::*;
+use loopwright_core::{
     Agent, ContentPart, FinishReason, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
     Reasoning, Role, ToolCall, ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
 };
-use agent_providers::GeminiModel;
-use common::*;
+use loopwright_providers::GeminiModel;
 use serde_json::json;
 
 fn model(server: &Server) -> GeminiModel {

@@ -5,13 +5,13 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{
+use bytes::Bytes;
+use common::*;
+use loopwright_core::{
     Agent, ContentPart, FinishReason, LanguageModel, Message, ModelError, ModelRequest, Role, ToolCall,
     ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
 };
-use agent_providers::OllamaModel;
-use bytes::Bytes;
-use common::*;
+use loopwright_providers::OllamaModel;
 use serde_json::{Value, json};
 
 fn model(server: &Server, suffix: &str) -> OllamaModel {

@@ -7,14 +7,14 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::LanguageModel;
-use agent_core::{
+use bytes::Bytes;
+use common::*;
+use loopwright_core::LanguageModel;
+use loopwright_core::{
     Agent, ContentPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, Role, ToolCall,
     ToolChoice, ToolDefinition, ToolOutputPart, ToolResult, Usage,
 };
-use agent_providers::OpenAiChatModel;
-use bytes::Bytes;
-use common::*;
+use loopwright_providers::OpenAiChatModel;
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> OpenAiChatModel {
@@ -393,7 +393,7 @@ async fn server_error_is_retried() {
     .await;
     let m = OpenAiChatModel::openai("m")
         .base_url(&server.url)
-        .http_options(agent_providers::HttpOptions {
+        .http_options(loopwright_providers::HttpOptions {
             initial_backoff: Duration::from_millis(1),
             ..Default::default()
         })
@@ -543,7 +543,7 @@ async fn connection_refused_is_a_network_error_after_retries() {
     drop(listener);
     let m = OpenAiChatModel::openai("m")
         .base_url(url)
-        .http_options(agent_providers::HttpOptions {
+        .http_options(loopwright_providers::HttpOptions {
             initial_backoff: Duration::from_millis(1),
             ..Default::default()
         })

@@ -5,13 +5,13 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::{
+use common::*;
+use loopwright_core::{
     Agent, ContentPart, FinishReason, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
     Reasoning, Role, StaticToolSource, ToolCall, ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
     ToolSet, tool_fn,
 };
-use agent_providers::OpenAiResponsesModel;
-use common::*;
+use loopwright_providers::OpenAiResponsesModel;
 use serde_json::{Value, json};
 
 fn model(server: &Server) -> OpenAiResponsesModel {

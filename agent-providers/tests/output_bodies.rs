@@ -4,10 +4,10 @@
 
 mod common;
 
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use common::models::*;
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 
-use agent_core::{
+use loopwright_core::{
     Message, ModelRequest, ReasoningConfig, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition,
 };
 use serde_json::{Value, json};

@@ -8,11 +8,11 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::output::FINAL_ANSWER_TOOL;
-use agent_core::{Agent, LanguageModel, Message, ModelRequest, OutputMode, OutputSpec, ReasoningEffort};
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use bytes::Bytes;
 use common::*;
+use loopwright_core::output::FINAL_ANSWER_TOOL;
+use loopwright_core::{Agent, LanguageModel, Message, ModelRequest, OutputMode, OutputSpec, ReasoningEffort};
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]

@@ -8,12 +8,12 @@
 
 mod common;
 
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use common::models::*;
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 
 use std::sync::Arc;
 
-use agent_core::{
+use loopwright_core::{
     ContentPart, ImageSource, Message, ModelRequest, ReasoningConfig, ReasoningEffort, ResponseFormat, Role,
     ToolCall, ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
 };

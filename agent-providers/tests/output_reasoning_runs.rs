@@ -8,11 +8,11 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_core::output::FINAL_ANSWER_TOOL;
-use agent_core::{Agent, LanguageModel, Message, ModelRequest, OutputMode, OutputSpec, ReasoningEffort};
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use bytes::Bytes;
 use common::*;
+use loopwright_core::output::FINAL_ANSWER_TOOL;
+use loopwright_core::{Agent, LanguageModel, Message, ModelRequest, OutputMode, OutputSpec, ReasoningEffort};
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
@@ -653,7 +653,7 @@ async fn anthropic_replay_keeps_thinking_on_both_steps() {
 }
 
 /// Stream one request to `model` and return the usage of its Finish.
-async fn usage_of(model: &dyn LanguageModel) -> agent_core::Usage {
+async fn usage_of(model: &dyn LanguageModel) -> loopwright_core::Usage {
     let stream = model
         .stream(ModelRequest::new(vec![Message::user("hi")]))
         .await

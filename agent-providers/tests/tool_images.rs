@@ -4,10 +4,10 @@
 //! Responses, Ollama), so the model still learns an image came back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agent_core::{
+use loopwright_core::{
     ContentPart, ImageSource, Message, ModelRequest, Role, ToolCall, ToolOutputPart, ToolResult,
 };
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 
 /// A 1,230-byte PNG, base64-encoded (1,640 characters).

@@ -6,9 +6,9 @@ mod common;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use agent_core::{LanguageModel, ModelRequest};
-use agent_providers::{AnthropicModel, GeminiModel, OpenAiChatModel};
 use common::*;
+use loopwright_core::{LanguageModel, ModelRequest};
+use loopwright_providers::{AnthropicModel, GeminiModel, OpenAiChatModel};
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);

@@ -8,11 +8,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{LanguageModel, ModelError, ModelEvent, ModelRequest};
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use bytes::Bytes;
 use common::*;
 use futures::StreamExt;
+use loopwright_core::{LanguageModel, ModelError, ModelEvent, ModelRequest};
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::json;
 
 /// Short enough for a quick test, long enough never to fire on a live server.

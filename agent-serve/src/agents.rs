@@ -3,7 +3,7 @@
 //! Anthropic surfaces, the tool name of the MCP surface, the path segment of
 //! REST), a description and the schema of its input.
 
-use agent_core::{Agent, Message};
+use loopwright_core::{Agent, Message};
 use serde_json::Value;
 
 /// The description used when none is given.
@@ -15,9 +15,9 @@ const PROMPT_PROPERTY: &str = "prompt";
 /// An agent as a server offers it.
 ///
 /// ```
-/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-/// let agent = agent_core::Agent::builder(model).name("researcher").build();
-/// let served = agent_serve::ServedAgent::new(agent).with_description("Finds sources and sums them up.");
+/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// let agent = loopwright_core::Agent::builder(model).name("researcher").build();
+/// let served = loopwright_serve::ServedAgent::new(agent).with_description("Finds sources and sums them up.");
 /// assert_eq!(served.name(), "researcher");
 /// assert_eq!(served.input_schema()["required"][0], "prompt");
 /// ```
@@ -52,9 +52,9 @@ impl ServedAgent {
     /// Serve it under another name.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// # let agent = agent_core::Agent::builder(model).build();
-    /// let served = agent_serve::ServedAgent::new(agent).with_name("helper");
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let agent = loopwright_core::Agent::builder(model).build();
+    /// let served = loopwright_serve::ServedAgent::new(agent).with_name("helper");
     /// assert_eq!(served.name(), "helper");
     /// ```
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
@@ -65,9 +65,9 @@ impl ServedAgent {
     /// What it does (the MCP tool's description).
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// # let agent = agent_core::Agent::builder(model).build();
-    /// let served = agent_serve::ServedAgent::new(agent).with_description("Reviews patches.");
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let agent = loopwright_core::Agent::builder(model).build();
+    /// let served = loopwright_serve::ServedAgent::new(agent).with_description("Reviews patches.");
     /// assert_eq!(served.description(), "Reviews patches.");
     /// ```
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
@@ -79,10 +79,10 @@ impl ServedAgent {
     /// string). Input that is not `{prompt}` reaches the agent as JSON.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// # let agent = agent_core::Agent::builder(model).build();
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let agent = loopwright_core::Agent::builder(model).build();
     /// let schema = serde_json::json!({"type": "object", "properties": {"patch": {"type": "string"}}});
-    /// let served = agent_serve::ServedAgent::new(agent).with_input_schema(schema.clone());
+    /// let served = loopwright_serve::ServedAgent::new(agent).with_input_schema(schema.clone());
     /// assert_eq!(served.input_schema(), schema);
     /// ```
     pub fn with_input_schema(mut self, schema: Value) -> Self {
@@ -104,7 +104,7 @@ impl ServedAgent {
     pub fn input_schema(&self) -> Value {
         self.input_schema
             .clone()
-            .unwrap_or_else(agent_core::agent::default_input_schema)
+            .unwrap_or_else(loopwright_core::agent::default_input_schema)
     }
 
     /// The agent.

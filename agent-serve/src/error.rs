@@ -33,7 +33,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// A surface was asked for that this build leaves out.
-    #[error("the {surface} surface is not built in (cargo feature `{surface}` of agent-serve)")]
+    #[error("the {surface} surface is not built in (cargo feature `{surface}` of loopwright-serve)")]
     NotBuilt {
         /// The surface.
         surface: &'static str,

@@ -3,8 +3,8 @@
 //! as tools of an MCP server, or over plain REST.
 //!
 //! ```no_run
-//! # async fn demo(agent: agent_core::Agent) -> Result<(), agent_serve::ServeError> {
-//! use agent_serve::{Serve, ServedAgent};
+//! # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_serve::ServeError> {
+//! use loopwright_serve::{Serve, ServedAgent};
 //! let running = Serve::new()
 //!     .agent(ServedAgent::new(agent).with_description("Answers questions about the codebase."))
 //!     .openai("127.0.0.1:8080".parse().unwrap())
@@ -29,6 +29,7 @@
 //!
 //! The agents are shared by every request: their MCP connections are one
 //! per configured server, calls multiplexed, never one per request.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agents;
 #[cfg(feature = "anthropic")]

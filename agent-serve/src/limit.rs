@@ -30,10 +30,10 @@ pub const DEFAULT_CONCURRENCY: usize = 10;
 pub const RETRY_AFTER_SECS: u64 = 5;
 
 /// Runs in flight on an instance (gauge, label `instance`).
-pub const IN_FLIGHT_GAUGE: &str = "agent_serve_runs_in_flight";
+pub const IN_FLIGHT_GAUGE: &str = "loopwright_serve_runs_in_flight";
 
 /// Requests waiting for a permit on an instance (gauge, label `instance`).
-pub const QUEUED_GAUGE: &str = "agent_serve_runs_queued";
+pub const QUEUED_GAUGE: &str = "loopwright_serve_runs_queued";
 
 /// Why a request got no permit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,8 +13,8 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, ExitReason};
 use futures::StreamExt;
+use loopwright_core::{AgentEvent, ExitReason};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
@@ -67,7 +67,7 @@ fn text_result(text: String, is_error: bool) -> CallToolResponse {
 impl ServerHandler for McpSurface {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("agent-serve", env!("CARGO_PKG_VERSION")))
+            .with_server_info(Implementation::new("loopwright-serve", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "Agents as tools: {}. Each call runs the agent on its input in a fresh conversation.",
                 self.instance.agents.names().join(", ")

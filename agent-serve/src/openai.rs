@@ -17,13 +17,13 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use agent_core::{ContentPart, ImageSource, Message, OutputSpec, Role};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use loopwright_core::{ContentPart, ImageSource, Message, OutputSpec, Role};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -46,7 +46,7 @@ async fn models(State(instance): State<Arc<Instance>>) -> Response {
         .agents
         .all()
         .iter()
-        .map(|a| json!({"id": a.name(), "object": "model", "created": 0, "owned_by": "agent-serve"}))
+        .map(|a| json!({"id": a.name(), "object": "model", "created": 0, "owned_by": "loopwright-serve"}))
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }

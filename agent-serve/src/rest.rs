@@ -1,6 +1,6 @@
 //! The REST surface: `POST /v1/agents/{name}` with `{prompt | messages,
 //! stream?}` answers the run's result as JSON, or streams the same event
-//! JSON as `agent --events` over server-sent events; `GET /health`.
+//! JSON as `loopwright --events` over server-sent events; `GET /health`.
 //!
 //! Invariants: a result answers 200 whatever the run's exit (its `exit`
 //! field says how it ended); a request that never ran answers an error
@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, Message};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -20,6 +19,7 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::StreamExt;
+use loopwright_core::{AgentEvent, Message};
 use serde::Deserialize;
 use serde_json::json;
 

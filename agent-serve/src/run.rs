@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use agent_core::{AgentEvent, AgentOptions, AgentResult, AgentRun, ExitReason, Message, Usage};
+use loopwright_core::{AgentEvent, AgentOptions, AgentResult, AgentRun, ExitReason, Message, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{Agents, ServedAgent};
@@ -176,7 +176,7 @@ pub(crate) fn ending(result: &AgentResult) -> Ending {
             result
                 .error
                 .as_ref()
-                .map(|e| agent_core::util::error_chain(e))
+                .map(|e| loopwright_core::util::error_chain(e))
                 .unwrap_or_else(|| "unknown error".into())
         )),
         ExitReason::Cancelled => Ending::Failed("the run was cancelled: the server is shutting down".into()),

@@ -81,7 +81,7 @@ impl Bound {
     /// Anthropic and REST, the endpoint for MCP (`…/mcp`).
     ///
     /// ```
-    /// let b = agent_serve::Bound::new(agent_serve::Surface::OpenAi, "127.0.0.1:8080".parse().unwrap());
+    /// let b = loopwright_serve::Bound::new(loopwright_serve::Surface::OpenAi, "127.0.0.1:8080".parse().unwrap());
     /// assert_eq!(b.url(), "http://127.0.0.1:8080/v1");
     /// ```
     pub fn url(&self) -> String {
@@ -102,10 +102,10 @@ impl Bound {
 /// A server to start: its agents, surfaces and limits.
 ///
 /// ```
-/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-/// # let agent = agent_core::Agent::builder(model).build();
-/// let serve = agent_serve::Serve::new()
-///     .agent(agent_serve::ServedAgent::new(agent))
+/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let agent = loopwright_core::Agent::builder(model).build();
+/// let serve = loopwright_serve::Serve::new()
+///     .agent(loopwright_serve::ServedAgent::new(agent))
 ///     .openai("127.0.0.1:0".parse().unwrap())
 ///     .mcp_http("127.0.0.1:0".parse().unwrap())
 ///     .concurrency(2)

@@ -45,7 +45,7 @@ pub(crate) async fn relay(
     tx: &mpsc::Sender<Event>,
     mut render: impl FnMut(crate::run::Piece) -> Vec<Event>,
     failure: impl Fn(&str) -> Event,
-) -> Option<(agent_core::AgentResult, crate::run::Stop, Option<String>)> {
+) -> Option<(loopwright_core::AgentResult, crate::run::Stop, Option<String>)> {
     use futures::StreamExt;
     let mut started = started;
     let mut transcript = crate::run::Transcript::new(structured);

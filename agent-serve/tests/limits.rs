@@ -4,15 +4,17 @@
 //! request at a time and in a burst), and shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_core::{
+use futures::StreamExt;
+use loopwright_core::{
     Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
 };
-use agent_serve::{Running, Serve, ServedAgent, Surface};
-use futures::StreamExt;
+use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -133,7 +135,7 @@ async fn serve(concurrency: usize, queue: Option<usize>) -> Fixture {
 }
 
 async fn post(url: String) -> reqwest::Response {
-    reqwest::Client::new()
+    common::http()
         .post(url)
         .json(&json!({"prompt": "go"}))
         .send()
@@ -235,12 +237,7 @@ async fn a_streaming_client_that_leaves_cancels_its_run() {
         ),
     ];
     for (i, (url, body)) in requests.into_iter().enumerate() {
-        let response = reqwest::Client::new()
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = common::http().post(&url).json(&body).send().await.unwrap();
         assert_eq!(response.status(), 200, "{url}");
         until("the run at the model", || {
             f.model.in_flight.load(Ordering::SeqCst) == 1

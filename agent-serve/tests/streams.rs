@@ -2,10 +2,12 @@
 //! (a model that panics): with an error event, never silently.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 
-use agent_core::{Agent, LanguageModel, ModelError, ModelRequest, ModelStream};
-use agent_serve::{Serve, ServedAgent, Surface};
+use loopwright_core::{Agent, LanguageModel, ModelError, ModelRequest, ModelStream};
+use loopwright_serve::{Serve, ServedAgent, Surface};
 use serde_json::{Value, json};
 
 /// A model whose every call panics, taking the run's task down with it.
@@ -38,7 +40,7 @@ async fn a_rest_stream_whose_run_dies_ends_with_an_error_event() {
         running.address(Surface::Rest).unwrap()
     );
     let body = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        let response = reqwest::Client::new()
+        let response = common::http()
             .post(url)
             .json(&json!({"prompt": "go", "stream": true}))
             .send()

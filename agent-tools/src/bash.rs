@@ -4,9 +4,9 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::schema::input_schema_for;
-use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
+use loopwright_core::schema::input_schema_for;
+use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,9 +73,9 @@ pub struct BashInput {
 /// process can. Confine it with approvals or an OS sandbox.
 ///
 /// ```
-/// use agent_core::Tool;
-/// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-/// assert!(agent_tools::BashTool::new(ws).definition().annotations.destructive);
+/// use loopwright_core::Tool;
+/// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// assert!(loopwright_tools::BashTool::new(ws).definition().annotations.destructive);
 /// ```
 #[derive(Debug)]
 pub struct BashTool {

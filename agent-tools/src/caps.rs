@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 /// `tail` bytes from the end, and counting what was dropped in between.
 ///
 /// ```
-/// let mut out = agent_tools::HeadTail::new(4, 4);
+/// let mut out = loopwright_tools::HeadTail::new(4, 4);
 /// out.push(b"0123456789abcdef");
 /// let text = out.render();
 /// assert!(text.starts_with("0123"));

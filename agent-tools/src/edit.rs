@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use agent_core::schema::input_schema_for;
-use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
+use loopwright_core::schema::input_schema_for;
+use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 use similar::TextDiff;
@@ -41,9 +41,9 @@ pub struct EditInput {
 /// The `Edit` tool.
 ///
 /// ```
-/// use agent_core::Tool;
-/// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-/// assert_eq!(agent_tools::EditTool::new(ws).definition().name, "Edit");
+/// use loopwright_core::Tool;
+/// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// assert_eq!(loopwright_tools::EditTool::new(ws).definition().name, "Edit");
 /// ```
 #[derive(Debug)]
 pub struct EditTool {

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use agent_core::schema::input_schema_for;
-use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use globset::GlobBuilder;
+use loopwright_core::schema::input_schema_for;
+use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -42,9 +42,9 @@ pub struct GlobInput {
 /// The `Glob` tool.
 ///
 /// ```
-/// use agent_core::Tool;
-/// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-/// assert!(agent_tools::GlobTool::new(ws).definition().annotations.read_only);
+/// use loopwright_core::Tool;
+/// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// assert!(loopwright_tools::GlobTool::new(ws).definition().annotations.read_only);
 /// ```
 #[derive(Debug)]
 pub struct GlobTool {

@@ -3,12 +3,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::schema::input_schema_for;
-use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use globset::{Glob, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use loopwright_core::schema::input_schema_for;
+use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ pub const MAX_GREP_LINES: usize = 500;
 pub const MAX_GREP_FILES: usize = 200;
 /// Bytes of output lines returned at most: under the agent loop's default
 /// output cap, so the note on what was left out is never cut off.
-pub const MAX_GREP_OUTPUT_BYTES: usize = agent_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_GREP_OUTPUT_BYTES: usize = loopwright_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Characters kept of one matching line (minified files have huge lines).
 pub const MAX_GREP_LINE_CHARS: usize = 500;
 /// Context lines allowed around a match (more is a Read, not a Grep).
@@ -45,6 +45,7 @@ narrow the search when you see it."
 /// What Grep returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OutputMode {
     /// Matching lines.
     Content,
@@ -80,9 +81,9 @@ pub struct GrepInput {
 /// The `Grep` tool.
 ///
 /// ```
-/// use agent_core::Tool;
-/// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-/// assert!(agent_tools::GrepTool::new(ws).definition().annotations.read_only);
+/// use loopwright_core::Tool;
+/// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// assert!(loopwright_tools::GrepTool::new(ws).definition().annotations.read_only);
 /// ```
 #[derive(Debug)]
 pub struct GrepTool {

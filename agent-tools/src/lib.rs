@@ -1,4 +1,4 @@
-//! # agent-tools
+//! # loopwright-tools
 //!
 //! Coding tools for agents — `Read`, `Write`, `Edit`, `Bash`, `Glob` and
 //! `Grep` — confined to a [`Workspace`]. In [`WorkspaceMode::Limited`] every
@@ -8,16 +8,17 @@
 //! shell, whose commands are not confined (only its working directory is).
 //!
 //! [`coding_tools`] returns the six as one native
-//! [`ToolSource`](agent_core::ToolSource) for a [`ToolSet`](agent_core::ToolSet).
+//! [`ToolSource`](loopwright_core::ToolSource) for a [`ToolSet`](loopwright_core::ToolSet).
 //!
 //! ```
-//! use agent_core::ToolSet;
-//! use agent_tools::{coding_tools, Workspace};
+//! use loopwright_core::ToolSet;
+//! use loopwright_tools::{coding_tools, Workspace};
 //!
 //! let workspace = Workspace::limited(std::env::temp_dir()).unwrap();
 //! let tools = ToolSet::builder().source(coding_tools(workspace)).build();
 //! # let _ = tools;
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Process groups are a Unix notion: Bash is Unix-only for now.
 #[cfg(unix)]

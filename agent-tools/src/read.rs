@@ -4,10 +4,10 @@ use std::io::{BufRead, BufReader, Read as _};
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::schema::input_schema_for;
-use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
 use base64::Engine as _;
+use loopwright_core::schema::input_schema_for;
+use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of numbered text one call returns at most, whatever the limit: just
 /// under the agent loop's default output cap, so the note saying where to
 /// read on is never cut off.
-pub const MAX_READ_OUTPUT_BYTES: usize = agent_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_READ_OUTPUT_BYTES: usize = loopwright_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Largest image returned (providers reject larger inline images).
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes inspected to decide whether a file is binary (as git and grep do).
@@ -56,9 +56,9 @@ pub struct ReadInput {
 /// The `Read` tool.
 ///
 /// ```
-/// use agent_core::Tool;
-/// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-/// let read = agent_tools::ReadTool::new(ws);
+/// use loopwright_core::Tool;
+/// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// let read = loopwright_tools::ReadTool::new(ws);
 /// assert_eq!(read.definition().name, "Read");
 /// assert!(read.definition().annotations.read_only);
 /// ```

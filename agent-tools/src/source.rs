@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use agent_core::{SourceKind, Tool, ToolSource, ToolSourceError};
 use async_trait::async_trait;
+use loopwright_core::{SourceKind, Tool, ToolSource, ToolSourceError};
 
 #[cfg(unix)]
 use crate::BashTool;
@@ -20,8 +20,8 @@ taken from its root. Prefer Read, Edit, Write, Glob and Grep over shell equivale
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use agent_core::{SourceKind, ToolSource};
-/// let tools = agent_tools::coding_tools(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// use loopwright_core::{SourceKind, ToolSource};
+/// let tools = loopwright_tools::coding_tools(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// assert_eq!(tools.kind(), SourceKind::Native);
 /// let names: Vec<String> = tools.tools().await.unwrap().iter().map(|t| t.definition().name.clone()).collect();
 /// assert_eq!(names, ["Read", "Write", "Edit", "Bash", "Glob", "Grep"]);
@@ -41,9 +41,9 @@ impl CodingTools {
     /// The six tools sharing `workspace`.
     ///
     /// ```
-    /// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-    /// let tools = agent_tools::CodingTools::new(ws);
-    /// assert_eq!(tools.workspace().mode(), agent_tools::WorkspaceMode::Limited);
+    /// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+    /// let tools = loopwright_tools::CodingTools::new(ws);
+    /// assert_eq!(tools.workspace().mode(), loopwright_tools::WorkspaceMode::Limited);
     /// ```
     pub fn new(workspace: Arc<Workspace>) -> Self {
         let mut tools: Vec<Arc<dyn Tool>> = vec![

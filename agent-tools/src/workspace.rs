@@ -11,9 +11,10 @@ const MAX_SYMLINK_HOPS: usize = 40;
 /// Whether paths are confined to the workspace root.
 ///
 /// ```
-/// assert_eq!(agent_tools::WorkspaceMode::default(), agent_tools::WorkspaceMode::Limited);
+/// assert_eq!(loopwright_tools::WorkspaceMode::default(), loopwright_tools::WorkspaceMode::Limited);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum WorkspaceMode {
     /// Every path, after resolving `..` and every symlink, must lie inside
     /// the root.
@@ -26,7 +27,7 @@ pub enum WorkspaceMode {
 /// Why a path was refused.
 ///
 /// ```
-/// let e = agent_tools::WorkspaceError::OutsideRoot {
+/// let e = loopwright_tools::WorkspaceError::OutsideRoot {
 ///     path: "../x".into(),
 ///     resolved: "/x".into(),
 ///     root: "/ws".into(),
@@ -65,7 +66,7 @@ pub enum WorkspaceError {
 /// inside it.
 ///
 /// ```
-/// use agent_tools::{Workspace, WorkspaceMode};
+/// use loopwright_tools::{Workspace, WorkspaceMode};
 /// let dir = std::env::temp_dir();
 /// let ws = Workspace::new(&dir, WorkspaceMode::Limited).unwrap();
 /// assert!(ws.resolve("notes/todo.txt").unwrap().starts_with(ws.root()));
@@ -81,8 +82,8 @@ impl Workspace {
     /// A workspace at `root` (which must exist; it is canonicalised).
     ///
     /// ```
-    /// let ws = agent_tools::Workspace::new(std::env::temp_dir(), agent_tools::WorkspaceMode::Full).unwrap();
-    /// assert_eq!(ws.mode(), agent_tools::WorkspaceMode::Full);
+    /// let ws = loopwright_tools::Workspace::new(std::env::temp_dir(), loopwright_tools::WorkspaceMode::Full).unwrap();
+    /// assert_eq!(ws.mode(), loopwright_tools::WorkspaceMode::Full);
     /// ```
     pub fn new(root: impl AsRef<Path>, mode: WorkspaceMode) -> io::Result<Self> {
         let root = std::fs::canonicalize(root.as_ref())?;
@@ -98,8 +99,8 @@ impl Workspace {
     /// A [`WorkspaceMode::Limited`] workspace at `root`.
     ///
     /// ```
-    /// let ws = agent_tools::Workspace::limited(std::env::temp_dir()).unwrap();
-    /// assert_eq!(ws.mode(), agent_tools::WorkspaceMode::Limited);
+    /// let ws = loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap();
+    /// assert_eq!(ws.mode(), loopwright_tools::WorkspaceMode::Limited);
     /// ```
     pub fn limited(root: impl AsRef<Path>) -> io::Result<Self> {
         Self::new(root, WorkspaceMode::Limited)
@@ -108,7 +109,7 @@ impl Workspace {
     /// A [`WorkspaceMode::Full`] workspace at `root`.
     ///
     /// ```
-    /// let ws = agent_tools::Workspace::full(std::env::temp_dir()).unwrap();
+    /// let ws = loopwright_tools::Workspace::full(std::env::temp_dir()).unwrap();
     /// assert!(ws.resolve("/").is_ok());
     /// ```
     pub fn full(root: impl AsRef<Path>) -> io::Result<Self> {
@@ -131,7 +132,7 @@ impl Workspace {
     /// existing parent is) and must lie inside the root.
     ///
     /// ```
-    /// let ws = agent_tools::Workspace::limited(std::env::temp_dir()).unwrap();
+    /// let ws = loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap();
     /// assert!(ws.resolve("../outside.txt").is_err());
     /// ```
     pub fn resolve(&self, path: impl AsRef<Path>) -> Result<PathBuf, WorkspaceError> {
@@ -159,7 +160,7 @@ impl Workspace {
     /// inside it, absolute otherwise.
     ///
     /// ```
-    /// let ws = agent_tools::Workspace::limited(std::env::temp_dir()).unwrap();
+    /// let ws = loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap();
     /// assert_eq!(ws.display(&ws.root().join("a/b.rs")), "a/b.rs");
     /// ```
     pub fn display(&self, path: &Path) -> String {

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use agent_core::schema::input_schema_for;
-use agent_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use async_trait::async_trait;
+use loopwright_core::schema::input_schema_for;
+use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -27,9 +27,9 @@ pub struct WriteInput {
 /// The `Write` tool.
 ///
 /// ```
-/// use agent_core::Tool;
-/// let ws = std::sync::Arc::new(agent_tools::Workspace::limited(std::env::temp_dir()).unwrap());
-/// assert!(agent_tools::WriteTool::new(ws).definition().annotations.destructive);
+/// use loopwright_core::Tool;
+/// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
+/// assert!(loopwright_tools::WriteTool::new(ws).definition().annotations.destructive);
 /// ```
 #[derive(Debug)]
 pub struct WriteTool {

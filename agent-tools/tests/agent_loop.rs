@@ -1,4 +1,4 @@
-//! An end-to-end run of agent-core's loop with a scripted model: Read, then
+//! An end-to-end run of loopwright-core's loop with a scripted model: Read, then
 //! Edit, then Bash on a temporary repository.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{Agent, ContentPart, Role, ToolSet};
-use agent_tools::{Workspace, coding_tools};
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, ContentPart, Role, ToolSet};
+use loopwright_tools::{Workspace, coding_tools};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

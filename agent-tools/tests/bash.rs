@@ -8,9 +8,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use agent_core::{CancellationToken, Tool, ToolContext, ToolError};
-use agent_tools::{BASH_HEAD_BYTES, BASH_TAIL_BYTES};
 use common::{Tools, call, err, ok};
+use loopwright_core::{CancellationToken, Tool, ToolContext, ToolError};
+use loopwright_tools::{BASH_HEAD_BYTES, BASH_TAIL_BYTES};
 use serde_json::json;
 
 /// Generous bound used only to detect a hang, never to measure speed.
@@ -197,8 +197,8 @@ async fn dropping_the_call_kills_the_process_group() {
 
 #[tokio::test]
 async fn timeout_is_capped_and_has_a_default() {
-    assert_eq!(agent_tools::DEFAULT_BASH_TIMEOUT, Duration::from_secs(120));
-    assert_eq!(agent_tools::MAX_BASH_TIMEOUT, Duration::from_secs(600));
+    assert_eq!(loopwright_tools::DEFAULT_BASH_TIMEOUT, Duration::from_secs(120));
+    assert_eq!(loopwright_tools::MAX_BASH_TIMEOUT, Duration::from_secs(600));
     let tmp = tempfile::tempdir().unwrap();
     let t = Tools::limited(tmp.path());
     // An over-large timeout is clamped, not rejected.

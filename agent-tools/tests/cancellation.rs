@@ -4,8 +4,8 @@
 
 mod common;
 
-use agent_core::{CancellationToken, Tool, ToolContext, ToolError};
 use common::Tools;
+use loopwright_core::{CancellationToken, Tool, ToolContext, ToolError};
 use serde_json::json;
 
 #[tokio::test]

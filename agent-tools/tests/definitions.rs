@@ -2,8 +2,8 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agent_core::{SourceKind, ToolSource};
-use agent_tools::{Workspace, coding_tools};
+use loopwright_core::{SourceKind, ToolSource};
+use loopwright_tools::{Workspace, coding_tools};
 
 #[tokio::test]
 async fn six_native_tools_with_annotations_schemas_and_limits_in_descriptions() {

@@ -4,9 +4,9 @@
 
 mod common;
 
-use agent_tools::{DEFAULT_READ_LIMIT, MAX_LINE_CHARS, MAX_READ_OUTPUT_BYTES};
 use base64::Engine as _;
 use common::{Tools, call, err, image_of, ok};
+use loopwright_tools::{DEFAULT_READ_LIMIT, MAX_LINE_CHARS, MAX_READ_OUTPUT_BYTES};
 use serde_json::json;
 
 fn setup() -> (tempfile::TempDir, Tools) {

@@ -227,7 +227,7 @@ async fn paths_inside_stay_allowed() {
 #[tokio::test]
 async fn full_mode_allows_paths_outside() {
     let l = layout();
-    let tools = Tools::new(agent_tools::Workspace::full(&l.ws).unwrap());
+    let tools = Tools::new(loopwright_tools::Workspace::full(&l.ws).unwrap());
     let text = ok(&tools.read, json!({"file_path": l.outside.join("secret.txt")})).await;
     assert!(text.contains("top secret"));
     let text = ok(&tools.read, json!({"file_path": "../outside/secret.txt"})).await;

@@ -8,8 +8,8 @@ mod common;
 use std::fs::File;
 use std::time::{Duration, SystemTime};
 
-use agent_tools::{MAX_GLOB_RESULTS, MAX_GREP_FILES, MAX_GREP_LINES, MAX_GREP_OUTPUT_BYTES};
 use common::{Tools, err, ok};
+use loopwright_tools::{MAX_GLOB_RESULTS, MAX_GREP_FILES, MAX_GREP_LINES, MAX_GREP_OUTPUT_BYTES};
 use serde_json::json;
 
 const DIRS: usize = 100;
@@ -184,7 +184,7 @@ async fn read_on_the_tree_stays_within_its_caps() {
     let text = ok(&t.read, json!({"file_path": "big.txt"})).await;
     assert_eq!(
         text.lines().filter(|l| l.contains('\t')).count(),
-        agent_tools::DEFAULT_READ_LIMIT
+        loopwright_tools::DEFAULT_READ_LIMIT
     );
     assert!(text.ends_with("[showing lines 1-2000 of 10000; use offset=2001 to read on]"));
     let text = ok(&t.read, json!({"file_path": "big.txt", "offset": 9999})).await;

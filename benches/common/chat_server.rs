@@ -3,7 +3,7 @@
 //! runtime's workers): the model calls one tool a step until the request
 //! holds `steps` tool results, then answers "done". It records each
 //! request's body and the moment it arrived. Shared by `benches/e2e.rs` and
-//! `agent-cli/benches/latency.rs` (included there by path).
+//! `benches/latency.rs`.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;

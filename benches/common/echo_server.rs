@@ -1,12 +1,12 @@
 //! A small rmcp echo server over stdio (the bench binary itself, run again
-//! with `AGENT_BENCH_MCP_SERVER=1`), and a bare rmcp client of it: shared by
+//! with `LOOPWRIGHT_BENCH_MCP_SERVER=1`), and a bare rmcp client of it: shared by
 //! the MCP benches.
 #![allow(dead_code)]
 
 use std::time::Duration;
 
-use agent_sdk::mcp::McpServerConfig;
-use agent_sdk::mcp::rmcp;
+use loopwright::mcp::McpServerConfig;
+use loopwright::mcp::rmcp;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{ServerCapabilities, ServerConfig};
@@ -14,7 +14,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::{ClientHandler, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 
 /// Set in the environment of the child that serves.
-pub const SERVE_ENV: &str = "AGENT_BENCH_MCP_SERVER";
+pub const SERVE_ENV: &str = "LOOPWRIGHT_BENCH_MCP_SERVER";
 /// How long `sleep` sleeps.
 pub const SLEEP: Duration = Duration::from_millis(100);
 

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use agent_sdk::mcp::rmcp;
+use loopwright::mcp::rmcp;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{ServerCapabilities, ServerConfig};
@@ -42,7 +42,7 @@ impl Demo {
 
     #[tool(description = "The current date and time in UTC (RFC 3339).")]
     async fn current_time(&self) -> String {
-        agent_sdk::util::rfc3339_now()
+        loopwright::util::rfc3339_now()
     }
 
     #[tool(description = "Count the words in a text.")]
@@ -122,7 +122,7 @@ pub async fn serve_http(port: u16) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// This example run as the demo server over stdio, as an MCP config.
-pub fn stdio_config(name: &str) -> agent_sdk::mcp::McpServerConfig {
+pub fn stdio_config(name: &str) -> loopwright::mcp::McpServerConfig {
     let me = std::env::current_exe().unwrap_or_default();
-    agent_sdk::mcp::McpServerConfig::stdio(name, me.to_string_lossy()).arg("--serve-mcp")
+    loopwright::mcp::McpServerConfig::stdio(name, me.to_string_lossy()).arg("--serve-mcp")
 }

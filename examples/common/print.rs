@@ -3,8 +3,8 @@
 
 use std::io::Write as _;
 
-use agent_sdk::{AgentEvent, AgentResult, AgentRun, RunError};
 use futures::StreamExt;
+use loopwright::{AgentEvent, AgentResult, AgentRun, RunError};
 
 /// Print `run` to the end; its result, or why it did not answer.
 pub async fn print_run(mut run: AgentRun) -> Result<AgentResult, RunError> {

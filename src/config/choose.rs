@@ -11,8 +11,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{ContextBudget, FallbackModel, LanguageModel};
-use agent_providers::{Providers, detect_local_server};
+use loopwright_core::{ContextBudget, FallbackModel, LanguageModel};
+use loopwright_providers::{Providers, detect_local_server};
 
 use super::AgentConfig;
 
@@ -20,13 +20,13 @@ use super::AgentConfig;
 /// name a model on their own surface (`--model`, an environment variable).
 pub const NO_MODEL_HELP: &str = "no model is configured. Do one of:
   - set an API key: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (or GOOGLE_API_KEY) or OPENROUTER_API_KEY;
-  - name a model as provider/model (for example ollama/qwen3), or set \"defaults\": {\"model\": ...} in ./.ai-agent.json or ~/.ai-agent.json;
+  - name a model as provider/model (for example ollama/qwen3) in LOOPWRIGHT_MODEL, or set \"defaults\": {\"model\": ...} in ./.ai-agent.json or ~/.ai-agent.json;
   - start a local server: Ollama (OLLAMA_HOST, default http://localhost:11434) or an OpenAI-compatible one on port 8000, 1234 or 8080.";
 
 /// Why no model could be chosen.
 ///
 /// ```
-/// let err = agent_sdk::config::ModelChoiceError::NoneUsable {
+/// let err = loopwright::config::ModelChoiceError::NoneUsable {
 ///     skipped: vec![("work/gpt-4.1".into(), "environment variable WORK_KEY is not set".into())],
 /// };
 /// assert_eq!(err.to_string(), "no usable model: work/gpt-4.1 (environment variable WORK_KEY is not set)");
@@ -87,7 +87,7 @@ impl ChosenModel {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = agent_sdk::config::AgentConfig::default();
+    /// let config = loopwright::config::AgentConfig::default();
     /// let chosen = config.choose_model(&["openai/gpt-4.1".into(), "openai/gpt-4o".into()], None).await?;
     /// let budget = chosen.budget(Some(8_192), None);
     /// # let _ = budget; Ok(()) }
@@ -118,8 +118,8 @@ impl AgentConfig {
     /// timeout.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), agent_sdk::config::ModelChoiceError> {
-    /// let config = agent_sdk::config::AgentConfig::default(); // the environment alone
+    /// # async fn demo() -> Result<(), loopwright::config::ModelChoiceError> {
+    /// let config = loopwright::config::AgentConfig::default(); // the environment alone
     /// let chosen = config.choose_model(&[], None).await?;
     /// for (selector, why) in &chosen.skipped {
     ///     eprintln!("warning: model {selector} left out: {why}");

@@ -54,11 +54,11 @@ pub(crate) fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Expand one string (agent-mcp's `${VAR}` / `${VAR:-default}` rules); `Err`
+/// Expand one string (loopwright-mcp's `${VAR}` / `${VAR:-default}` rules); `Err`
 /// names the missing variable.
 fn expand_str(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    agent_mcp::interpolate("", text, lookup).map_err(|e| match e {
-        agent_mcp::McpError::MissingVariable { variable, .. } => variable,
+    loopwright_mcp::interpolate("", text, lookup).map_err(|e| match e {
+        loopwright_mcp::McpError::MissingVariable { variable, .. } => variable,
         other => other.to_string(),
     })
 }

@@ -72,7 +72,7 @@ pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(Strin
             unknown(
                 server,
                 &format!("mcpServers.{name}"),
-                agent_mcp::MCP_SERVER_KEYS,
+                loopwright_mcp::MCP_SERVER_KEYS,
                 warn,
             );
         }
@@ -169,11 +169,11 @@ pub(crate) fn defaults(
     let reasoning = get("reasoning")
         .map(|v| {
             let effort = |text: &str| {
-                text.parse::<agent_core::ReasoningEffort>()
+                text.parse::<loopwright_core::ReasoningEffort>()
                     .map_err(|e| invalid(&path("reasoning"), e.to_string()))
             };
             match v {
-                Value::String(text) => effort(text).map(agent_core::ReasoningConfig::from),
+                Value::String(text) => effort(text).map(loopwright_core::ReasoningConfig::from),
                 Value::Object(obj) => {
                     let text = obj.get("effort").and_then(Value::as_str).ok_or_else(|| {
                         invalid(
@@ -181,7 +181,7 @@ pub(crate) fn defaults(
                             "expected one of none, minimal, low, medium, high".into(),
                         )
                     })?;
-                    let config = agent_core::ReasoningConfig::from(effort(text)?);
+                    let config = loopwright_core::ReasoningConfig::from(effort(text)?);
                     match obj.get("budgetTokens") {
                         None | Some(Value::Null) => Ok(config),
                         Some(b) => b

@@ -1,4 +1,4 @@
-//! The configuration file the `agent` command reads, for applications that
+//! The configuration file the `loopwright` command reads, for applications that
 //! want the same format: providers, MCP servers, run defaults and
 //! accounting in one JSON file (feature `config`).
 //!
@@ -19,7 +19,7 @@
 //!
 //! Invariants:
 //! - `${VAR}` and `${VAR:-default}` are expanded everywhere except inside
-//!   `mcpServers.*.env` and `mcpServers.*.headers`, which agent-mcp resolves
+//!   `mcpServers.*.env` and `mcpServers.*.headers`, which loopwright-mcp resolves
 //!   when the server starts;
 //! - a missing variable in `providers.<name>` makes only that provider
 //!   unusable, in `mcpServers.<name>` only that server; anywhere else it is
@@ -39,16 +39,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_core::AgentOptions;
-use agent_core::toolset::SourceFailure;
-use agent_mcp::McpServerConfig;
-use agent_providers::{ProviderConfig, ProvidersConfig};
+use loopwright_core::AgentOptions;
+use loopwright_core::toolset::SourceFailure;
+use loopwright_mcp::McpServerConfig;
+use loopwright_providers::{ProviderConfig, ProvidersConfig};
 use serde_json::{Map, Value};
 
-pub use agent_core::util::parse_duration;
-pub use agent_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
+pub use loopwright_core::util::parse_duration;
+pub use loopwright_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use run::RunSetupError;
 pub use serve::{SERVE_KEYS, ServeConfig};
 
@@ -59,7 +59,7 @@ pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";
 /// and, where it applies, the key.
 ///
 /// ```
-/// let err = agent_sdk::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": "ten"}}"#, "a.json", &|_| None).unwrap_err();
+/// let err = loopwright::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": "ten"}}"#, "a.json", &|_| None).unwrap_err();
 /// assert_eq!(err.to_string(), "a.json: defaults.maxSteps: expected an unsigned integer, got \"ten\"");
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +134,7 @@ pub struct Defaults {
     pub context_window_buffer_tokens: Option<u64>,
     /// Reasoning effort and budget (`reasoning`: an effort, or
     /// `{"effort": "high", "budgetTokens": 16000}`).
-    pub reasoning: Option<agent_core::ReasoningConfig>,
+    pub reasoning: Option<loopwright_core::ReasoningConfig>,
     /// The schema the final answer must match (`outputSchema`: a file path,
     /// relative to the config file, or an inline object).
     pub output_schema: Option<SchemaSource>,
@@ -156,23 +156,23 @@ impl SchemaSource {
     /// after the file's stem (`output` for an inline schema).
     ///
     /// ```
-    /// use agent_sdk::config::SchemaSource;
+    /// use loopwright::config::SchemaSource;
     /// let inline = SchemaSource::Inline(serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
     /// assert_eq!(inline.load().unwrap().name(), "output");
     /// let missing = SchemaSource::File("/no/such/schema.json".into()).load().unwrap_err();
     /// assert!(missing.contains("/no/such/schema.json"), "{missing}");
     /// ```
-    pub fn load(&self) -> Result<agent_core::OutputSpec, String> {
+    pub fn load(&self) -> Result<loopwright_core::OutputSpec, String> {
         match self {
             Self::Inline(schema) => {
-                agent_core::OutputSpec::from_schema("output", schema.clone()).map_err(|e| e.to_string())
+                loopwright_core::OutputSpec::from_schema("output", schema.clone()).map_err(|e| e.to_string())
             }
             Self::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
                 let schema: Value =
                     serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
                 let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("output");
-                agent_core::OutputSpec::from_schema(name, schema)
+                loopwright_core::OutputSpec::from_schema(name, schema)
                     .map_err(|e| format!("{}: {e}", path.display()))
             }
         }
@@ -186,8 +186,8 @@ impl Defaults {
     /// [`ChosenModel::budget`].
     ///
     /// ```
-    /// let config = agent_sdk::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
-    /// let options = config.defaults.apply(agent_sdk::AgentOptions::default());
+    /// let config = loopwright::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
+    /// let options = config.defaults.apply(loopwright::AgentOptions::default());
     /// assert_eq!((options.max_steps, options.tool_timeout.as_secs()), (7, 5));
     /// ```
     pub fn apply(&self, mut options: AgentOptions) -> AgentOptions {
@@ -244,7 +244,7 @@ pub struct AgentConfig {
     /// directory by [`AgentConfig::load`]. `None` without the key (the
     /// default directories apply); an empty list means no skills.
     pub skills: Option<Vec<PathBuf>>,
-    /// What `agent serve` reads (`serve`: its bearer keys).
+    /// What `loopwright serve` reads (`serve`: its bearer keys).
     pub serve: ServeConfig,
     /// Unknown keys and other things worth telling the user.
     pub warnings: Vec<String>,
@@ -256,13 +256,34 @@ impl AgentConfig {
     ///
     /// ```
     /// let dir = std::env::temp_dir();
-    /// assert_eq!(agent_sdk::config::AgentConfig::discover(&dir.join("no-such-dir"), None), None);
+    /// assert_eq!(loopwright::config::AgentConfig::discover(&dir.join("no-such-dir"), None), None);
     /// ```
     pub fn discover(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
         std::iter::once(cwd)
             .chain(home)
             .map(|dir| dir.join(CONFIG_FILE_NAME))
             .find(|path| path.is_file())
+    }
+
+    /// The configuration the `loopwright` command reads when no `--config`
+    /// is given: [`AgentConfig::discover`] from the current directory and
+    /// `$HOME`, loaded; the default (empty) configuration when neither file
+    /// exists. The examples read it too, so one file configures both.
+    ///
+    /// ```no_run
+    /// let config = loopwright::config::AgentConfig::from_default_location()?;
+    /// for warning in &config.warnings {
+    ///     eprintln!("warning: {warning}");
+    /// }
+    /// # Ok::<(), loopwright::config::ConfigFileError>(())
+    /// ```
+    pub fn from_default_location() -> Result<Self, ConfigFileError> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        match Self::discover(&cwd, home.as_deref()) {
+            Some(path) => Self::load(&path),
+            None => Ok(Self::default()),
+        }
     }
 
     /// Read and parse `path`, variables from the process environment.
@@ -296,7 +317,7 @@ impl AgentConfig {
     /// Parse the text of a configuration file; `origin` names it in errors.
     ///
     /// ```
-    /// use agent_sdk::config::AgentConfig;
+    /// use loopwright::config::AgentConfig;
     /// let text = r#"{"providers": {"work": {"type": "openai", "apiKey": "${WORK_KEY}"}},
     ///                "mcpServers": {"gh": {"command": "gh-mcp", "env": {"TOKEN": "${GH_TOKEN}"}}},
     ///                "defaults": {"model": ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]}, "colour": "blue"}"#;
@@ -422,7 +443,7 @@ impl AgentConfig {
     /// if it was configured with a missing variable.
     ///
     /// ```
-    /// let config = agent_sdk::config::AgentConfig::parse(r#"{"providers": {"openai": {"apiKey": "${K2}"}}}"#, "a.json", &|_| None).unwrap();
+    /// let config = loopwright::config::AgentConfig::parse(r#"{"providers": {"openai": {"apiKey": "${K2}"}}}"#, "a.json", &|_| None).unwrap();
     /// assert!(config.provider_problem("openai/gpt-4.1").unwrap().contains("K2"));
     /// assert_eq!(config.provider_problem("anthropic/claude-sonnet-4-5"), None);
     /// ```
@@ -458,10 +479,10 @@ fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
-/// agent-mcp's config message without its `mcp server NAME: invalid config:` prefix.
-fn config_message(e: &agent_mcp::McpError) -> String {
+/// loopwright-mcp's config message without its `mcp server NAME: invalid config:` prefix.
+fn config_message(e: &loopwright_mcp::McpError) -> String {
     match e {
-        agent_mcp::McpError::Config { message, .. } => message.clone(),
+        loopwright_mcp::McpError::Config { message, .. } => message.clone(),
         other => other.to_string(),
     }
 }
@@ -527,7 +548,7 @@ mod tests {
             Some("http://value/v1")
         );
         let server = |name: &str| config.mcp_servers.iter().find(|s| s.name == name).unwrap();
-        let agent_mcp::McpTransport::Stdio(stdio) = &server("s").transport else {
+        let loopwright_mcp::McpTransport::Stdio(stdio) = &server("s").transport else {
             unreachable!()
         };
         assert_eq!(
@@ -535,7 +556,7 @@ mod tests {
             ("value", "${UNSET}")
         );
         // Headers too are resolved when the server starts, not here.
-        let agent_mcp::McpTransport::Http(remote) = &server("h").transport else {
+        let loopwright_mcp::McpTransport::Http(remote) = &server("h").transport else {
             unreachable!()
         };
         assert_eq!(
@@ -623,7 +644,7 @@ mod tests {
 
     #[test]
     fn a_relative_accounting_file_is_next_to_the_config_file() {
-        let dir = std::env::temp_dir().join(format!("agent-sdk-config-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("loopwright-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("agent.json");
         std::fs::write(&path, r#"{"accounting": {"file": "ledger.jsonl"}}"#).unwrap();

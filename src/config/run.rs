@@ -1,5 +1,5 @@
 //! From a configuration to a run: its options and its MCP servers, as the
-//! `agent` command builds them, for applications that read the same file.
+//! `loopwright` command builds them, for applications that read the same file.
 //!
 //! Invariants: the application's own settings win over the file's
 //! defaults; the context budget is computed last, from the final output
@@ -10,15 +10,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_core::{AgentOptions, JsonlSink};
-use agent_mcp::{ConnectFailure, Connected, McpClientOptions, McpError, connect_all_with};
+use loopwright_core::{AgentOptions, JsonlSink};
+use loopwright_mcp::{ConnectFailure, Connected, McpClientOptions, McpError, connect_all_with};
 
 use super::{AgentConfig, ChosenModel};
 
 /// Why a run could not be set up from a configuration.
 ///
 /// ```
-/// let config = agent_sdk::config::AgentConfig::default();
+/// let config = loopwright::config::AgentConfig::default();
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let err = config.connect_mcp(&["fs".to_string()]).await.unwrap_err();
 /// assert_eq!(err.to_string(), "no MCP server named fs in the configuration (configured: none)");
@@ -53,7 +53,7 @@ impl AgentConfig {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = agent_sdk::config::AgentConfig::load(std::path::Path::new("agent.json"))?;
+    /// let config = loopwright::config::AgentConfig::load(std::path::Path::new("agent.json"))?;
     /// let chosen = config.choose_model(&[], None).await?;
     /// let options = config.agent_options(&chosen, |o| o.max_steps(5))?;
     /// assert_eq!(options.max_steps, 5);
@@ -92,7 +92,7 @@ impl AgentConfig {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let text = r#"{"mcpServers": {"gh": {"command": "${GH_MCP}"}}}"#;
-    /// let config = agent_sdk::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let connected = config.connect_mcp(&[]).await.unwrap();
     /// assert_eq!(connected.failed[0].server, "gh");
     /// assert!(connected.failed[0].error.to_string().contains("GH_MCP"));

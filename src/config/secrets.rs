@@ -12,7 +12,7 @@
 //! query parameters such as `?api_key=`) and by a stdio server's arguments
 //! (`--api-key abc`, `--token=abc`, `API_KEY=abc`) are listed too.
 
-use agent_mcp::{McpTransport, interpolate, looks_secret, url_secrets};
+use loopwright_mcp::{McpTransport, interpolate, looks_secret, url_secrets};
 
 use super::AgentConfig;
 
@@ -25,7 +25,7 @@ impl AgentConfig {
     /// let text = r#"{"mcpServers": {
     ///     "gh": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer gh-literal-123"}},
     ///     "q": {"url": "https://h/mcp?api_key=in-url-456"}}}"#;
-    /// let config = agent_sdk::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let secrets = config.secret_values();
     /// assert!(secrets.contains(&"Bearer gh-literal-123".to_string()));
     /// assert!(secrets.contains(&"gh-literal-123".to_string()));

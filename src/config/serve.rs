@@ -1,4 +1,4 @@
-//! The `serve` section: what `agent serve` reads from the configuration
+//! The `serve` section: what `loopwright serve` reads from the configuration
 //! file (the bearer keys clients must send).
 //!
 //! ```json
@@ -25,11 +25,11 @@ pub const SERVE_KEYS: &[&str] = &["apiKeys"];
 /// ```
 /// let text = r#"{"serve": {"apiKeys": ["${SERVE_KEY}"]}}"#;
 /// let lookup = |name: &str| (name == "SERVE_KEY").then(|| "k-123".to_string());
-/// let config = agent_sdk::config::AgentConfig::parse(text, "a.json", &lookup).unwrap();
+/// let config = loopwright::config::AgentConfig::parse(text, "a.json", &lookup).unwrap();
 /// assert_eq!(config.serve.api_keys, ["k-123"]);
 /// assert!(!format!("{:?}", config.serve).contains("k-123"));
 ///
-/// let typo = agent_sdk::config::AgentConfig::parse(r#"{"serve": {"apiKey": "k"}}"#, "a.json", &lookup).unwrap_err();
+/// let typo = loopwright::config::AgentConfig::parse(r#"{"serve": {"apiKey": "k"}}"#, "a.json", &lookup).unwrap_err();
 /// assert_eq!(typo.to_string(), "a.json: serve.apiKey: unknown key (known: apiKeys)");
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]

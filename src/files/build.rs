@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{
+use loopwright_core::{
     Agent, AgentOptions, AgentSlot, AgentTool, Approvals, NameFilter, OutputSpec, ToolSet,
     agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR,
 };
-use agent_mcp::Connected;
-use agent_tools::{Workspace, coding_tools};
+use loopwright_mcp::Connected;
+use loopwright_tools::{Workspace, coding_tools};
 
 use super::pool::{McpServerPool, Servers};
 use super::{AgentFile, AgentFileError, PromptVars};
@@ -38,8 +38,8 @@ use crate::config::{AgentConfig, ChosenModel, ModelChoiceError, RunSetupError};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("lead.md"), "---\nagents: [helper.md]\nmodel: none/x\n---\nLead.").unwrap();
 /// std::fs::write(dir.path().join("helper.md"), "---\nmodel: none/x\n---\nHelp.").unwrap();
-/// let file = agent_sdk::files::AgentFile::load(&dir.path().join("lead.md")).unwrap();
-/// let err = file.build(&agent_sdk::config::AgentConfig::default()).await.unwrap_err();
+/// let file = loopwright::files::AgentFile::load(&dir.path().join("lead.md")).unwrap();
+/// let err = file.build(&loopwright::config::AgentConfig::default()).await.unwrap_err();
 /// assert!(err.to_string().ends_with("helper.md: description: required for an agent used as a sub-agent (by lead)"), "{err}");
 /// # });
 /// ```
@@ -101,10 +101,10 @@ pub enum AgentBuildError {
 /// How [`AgentFile::build_with`] builds: the application's settings.
 ///
 /// ```
-/// let options = agent_sdk::files::BuildOptions::default()
+/// let options = loopwright::files::BuildOptions::default()
 ///     .var("TEAM", "search")
 ///     .model(["openai/gpt-4.1"])
-///     .root_options(agent_sdk::AgentOptions::default().max_steps(5));
+///     .root_options(loopwright::AgentOptions::default().max_steps(5));
 /// # let _ = options;
 /// ```
 #[derive(Clone, Default)]
@@ -186,8 +186,8 @@ impl BuildOptions {
     /// `tools` patterns say) when there are any, or warnings about them.
     ///
     /// ```
-    /// let skills = agent_sdk::skills::Skills::discover(agent_sdk::skills::Skills::default_dirs());
-    /// let options = agent_sdk::files::BuildOptions::default().skills(skills);
+    /// let skills = loopwright::skills::Skills::discover(loopwright::skills::Skills::default_dirs());
+    /// let options = loopwright::files::BuildOptions::default().skills(skills);
     /// # let _ = options;
     /// ```
     #[cfg(feature = "skills")]
@@ -245,10 +245,10 @@ impl AgentFile {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use agent_sdk::files::{AgentFile, BuildOptions};
-    /// let config = agent_sdk::config::AgentConfig::load(std::path::Path::new(".ai-agent.json"))?;
+    /// use loopwright::files::{AgentFile, BuildOptions};
+    /// let config = loopwright::config::AgentConfig::load(std::path::Path::new(".ai-agent.json"))?;
     /// let built = AgentFile::load(std::path::Path::new("agents/coordinator.md"))?
-    ///     .build_with(&config, BuildOptions::default().var("REPO", "agent-sdk"))
+    ///     .build_with(&config, BuildOptions::default().var("REPO", "loopwright"))
     ///     .await?;
     /// let answer = built.agent.prompt("Plan the release").await?;
     /// println!("{} ({} tokens for the whole tree)", answer.text, answer.tree_usage.total().unwrap_or(0));
@@ -610,7 +610,8 @@ impl Builder<'_> {
                 .into_iter()
                 .filter(|n| wanted.contains(n))
                 .collect();
-            builder = builder.connection_report(agent_core::toolset::ConnectionReport::new(servers, failed));
+            builder =
+                builder.connection_report(loopwright_core::toolset::ConnectionReport::new(servers, failed));
         }
         // The application's skills are always offered, like sub-agents.
         let always = vec![format!("{SUB_AGENT_SOURCE}{NAMESPACE_SEPARATOR}*")];

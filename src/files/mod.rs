@@ -74,7 +74,7 @@ const REASONING_KEYS: &[&str] = &["effort", "budgetTokens"];
 /// but `Read` and `Frontmatter` the line, and where it applies the key.
 ///
 /// ```
-/// let err = agent_sdk::files::AgentFile::parse("---\nmaxSteps: ten\n---\nHi", "a.md".as_ref()).unwrap_err();
+/// let err = loopwright::files::AgentFile::parse("---\nmaxSteps: ten\n---\nHi", "a.md".as_ref()).unwrap_err();
 /// assert_eq!(err.to_string(), "a.md:2: maxSteps: expected an unsigned integer, got \"ten\"");
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -152,7 +152,7 @@ pub enum AgentFileError {
 ///
 /// ```
 /// let text = "---\ndescription: Finds sources.\nmodel: openai/gpt-4.1, anthropic/claude-sonnet-4-5\nmaxSteps: 5\n---\nYou research.\n";
-/// let file = agent_sdk::files::AgentFile::parse(text, "agents/researcher.md".as_ref()).unwrap();
+/// let file = loopwright::files::AgentFile::parse(text, "agents/researcher.md".as_ref()).unwrap();
 /// assert_eq!(file.name, "researcher");
 /// assert_eq!(file.model, ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]);
 /// assert_eq!((file.max_steps, file.body.as_str()), (Some(5), "You research.\n"));
@@ -170,7 +170,7 @@ pub struct AgentFile {
     /// configuration's).
     pub model: Vec<String>,
     /// Reasoning effort (and budget).
-    pub reasoning: Option<agent_core::ReasoningConfig>,
+    pub reasoning: Option<loopwright_core::ReasoningConfig>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// Nucleus sampling.
@@ -258,8 +258,8 @@ impl AgentFile {
     /// unknown one.
     ///
     /// ```
-    /// let file = agent_sdk::files::AgentFile::parse("Steps: ${MAX_STEPS}", "a.md".as_ref()).unwrap();
-    /// let (text, warnings) = file.system_prompt(&agent_sdk::files::PromptVars::new().max_steps(9));
+    /// let file = loopwright::files::AgentFile::parse("Steps: ${MAX_STEPS}", "a.md".as_ref()).unwrap();
+    /// let (text, warnings) = file.system_prompt(&loopwright::files::PromptVars::new().max_steps(9));
     /// assert_eq!((text.as_str(), warnings.len()), ("Steps: 9", 0));
     /// ```
     pub fn system_prompt(&self, vars: &PromptVars) -> (String, Vec<String>) {

@@ -1,5 +1,5 @@
 //! [`McpServerPool`]: MCP servers connected once and shared by the agents
-//! of several agent files (the files `agent serve` serves side by side).
+//! of several agent files (the files `loopwright serve` serves side by side).
 //!
 //! Invariants:
 //! - a server is connected at most once per pool: a build connects only
@@ -13,8 +13,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use agent_core::toolset::SourceFailure;
-use agent_mcp::{Connected, McpToolSource};
+use loopwright_core::toolset::SourceFailure;
+use loopwright_mcp::{Connected, McpToolSource};
 
 use crate::config::{AgentConfig, RunSetupError};
 
@@ -26,11 +26,11 @@ use crate::config::{AgentConfig, RunSetupError};
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use agent_sdk::files::{AgentFile, BuildOptions, McpServerPool};
+/// use loopwright::files::{AgentFile, BuildOptions, McpServerPool};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("a.md"), "---\nmodel: local/x\n---\nA.").unwrap();
 /// std::fs::write(dir.path().join("b.md"), "---\nmodel: local/x\n---\nB.").unwrap();
-/// let config = agent_sdk::config::AgentConfig::parse(
+/// let config = loopwright::config::AgentConfig::parse(
 ///     r#"{"providers": {"local": {"type": "openai-compatible", "baseUrl": "http://127.0.0.1:9/v1"}}}"#,
 ///     "a.json", &|_| None).unwrap();
 /// let pool = McpServerPool::new();

@@ -30,7 +30,7 @@ path relative to the skill's folder.";
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::create_dir(dir.path().join("notes")).unwrap();
 /// std::fs::write(dir.path().join("notes/SKILL.md"), "---\nname: notes\n---\n").unwrap();
-/// let skills = agent_sdk::skills::Skills::discover([dir.path()]);
+/// let skills = loopwright::skills::Skills::discover([dir.path()]);
 /// assert!(skills.is_empty());
 /// let warning = skills.warnings()[0].to_string();
 /// assert!(warning.ends_with("notes/SKILL.md:2: description: required: what the skill does and when to use it"), "{warning}");
@@ -73,7 +73,7 @@ pub enum SkillWarning {
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::create_dir(dir.path().join("pdf-reader")).unwrap();
 /// std::fs::write(dir.path().join("pdf-reader/SKILL.md"), "---\nname: pdf-reader\ndescription: Reads PDF files.\n---\nRun pdftotext.\n").unwrap();
-/// let skills = agent_sdk::skills::Skills::discover([dir.path(), &dir.path().join("missing")]);
+/// let skills = loopwright::skills::Skills::discover([dir.path(), &dir.path().join("missing")]);
 /// assert_eq!(skills.get("pdf-reader").unwrap().body, "Run pdftotext.\n");
 /// assert!(skills.warnings().is_empty());
 /// ```
@@ -159,7 +159,7 @@ impl Skills {
     /// `./.agents/skills`, then `~/.agents/skills` (when `HOME` is set).
     ///
     /// ```
-    /// let dirs = agent_sdk::skills::Skills::default_dirs();
+    /// let dirs = loopwright::skills::Skills::default_dirs();
     /// assert!(dirs[0].ends_with(".agents/skills"));
     /// ```
     pub fn default_dirs() -> Vec<PathBuf> {
@@ -177,7 +177,7 @@ impl Skills {
     /// (`Some(&[])` configured means no skills).
     ///
     /// ```
-    /// use agent_sdk::skills::Skills;
+    /// use loopwright::skills::Skills;
     /// use std::path::PathBuf;
     /// let (a, b) = (PathBuf::from("a"), PathBuf::from("b"));
     /// assert_eq!(Skills::dirs(&[a.clone()], Some(&[b.clone()])), [a, b]);
@@ -225,7 +225,7 @@ impl Skills {
     /// form with the values HTML-escaped; `None` without skills.
     ///
     /// ```
-    /// let skills = agent_sdk::skills::Skills::default();
+    /// let skills = loopwright::skills::Skills::default();
     /// assert_eq!(skills.catalog(), None);
     /// ```
     pub fn catalog(&self) -> Option<String> {

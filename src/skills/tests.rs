@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_core::{ToolContext, ToolOutput, ToolSource};
+use loopwright_core::{ToolContext, ToolOutput, ToolSource};
 use serde_json::json;
 
 use super::*;

@@ -13,10 +13,12 @@ use std::io::Read as _;
 use std::path::{Component, Path};
 use std::sync::Arc;
 
-use agent_core::{SourceKind, Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use agent_core::{ToolSource, ToolSourceError};
-use agent_tools::{Workspace, WorkspaceError};
 use async_trait::async_trait;
+use loopwright_core::{
+    SourceKind, Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput,
+};
+use loopwright_core::{ToolSource, ToolSourceError};
+use loopwright_tools::{Workspace, WorkspaceError};
 use serde_json::{Value, json};
 
 use super::Skills;
@@ -33,7 +35,7 @@ pub const READ_SKILL_FILE: &str = "read_skill_file";
 pub const MAX_LISTED_FILES: usize = 200;
 /// Bytes of a file `read_skill_file` returns at most: under the loop's own
 /// output cut, so the note saying the file was cut is never cut off.
-pub const MAX_SKILL_FILE_BYTES: usize = agent_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_SKILL_FILE_BYTES: usize = loopwright_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Bytes inspected to decide whether a file is binary (as git does).
 const BINARY_SNIFF_BYTES: usize = 8192;
 
@@ -45,8 +47,8 @@ const BINARY_SNIFF_BYTES: usize = 8192;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use agent_sdk::ToolSource;
-/// use agent_sdk::skills::{Skills, SkillsSource};
+/// use loopwright::ToolSource;
+/// use loopwright::skills::{Skills, SkillsSource};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::create_dir(dir.path().join("notes")).unwrap();
 /// std::fs::write(dir.path().join("notes/SKILL.md"), "---\nname: notes\ndescription: Takes notes.\n---\nWrite them down.\n").unwrap();

@@ -1,6 +1,6 @@
 //! What the CLI tests share: a local OpenAI-compatible model server that
 //! plays scripted steps (in the shape of recorded Chat Completions streams),
-//! the built `agent` binary, and the in-repo MCP test server.
+//! the built `loopwright` binary, and the in-repo MCP test server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
@@ -33,18 +33,23 @@ pub fn npm_bin(name: &str) -> PathBuf {
 /// Upper bound used only to detect a hang.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
-/// The `agent` binary under test.
+/// The `loopwright` binary under test.
 pub fn agent_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agent"))
+    PathBuf::from(env!("CARGO_BIN_EXE_loopwright"))
 }
 
 /// The in-repo MCP test server (built by `cargo test --workspace --all-features`).
 pub fn mcp_test_server() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join("mcp-test-server");
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mcp-test-server");
     assert!(
         path.exists(),
-        "{} is built by `cargo test --workspace --all-features`",
+        "{} is built by `cargo test --workspace` (or `cargo build -p loopwright-mcp --example mcp-test-server`)",
         path.display()
     );
     path
@@ -199,7 +204,7 @@ pub fn write_config(dir: &Path, server: &ModelServer, extra: Value) -> PathBuf {
     path
 }
 
-/// Run `agent` with `args` and a clean environment (PATH and HOME only,
+/// Run `loopwright` with `args` and a clean environment (PATH and HOME only,
 /// plus `env`), stdin closed; wait under the hang guard.
 pub async fn run_agent(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Output {
     let child = agent_command(args, env, cwd).spawn().expect("agent binary");
@@ -209,7 +214,7 @@ pub async fn run_agent(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Outpu
         .unwrap()
 }
 
-/// The events of `agent --config CONFIG --model local/test --events ARGS...`,
+/// The events of `loopwright --config CONFIG --model local/test --events ARGS...`,
 /// which must exit 0.
 pub async fn local_events(config: &Path, args: &[&str], cwd: &Path) -> Vec<Value> {
     let mut all = vec!["--events"];
@@ -220,7 +225,7 @@ pub async fn local_events(config: &Path, args: &[&str], cwd: &Path) -> Vec<Value
     json_lines(&stdout)
 }
 
-/// Run `agent --config CONFIG --model local/test ARGS...` in `cwd`: the
+/// Run `loopwright --config CONFIG --model local/test ARGS...` in `cwd`: the
 /// model of the config [`write_config`] wrote.
 pub async fn run_local(config: &Path, args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Output {
     let config = config.to_str().unwrap();
@@ -229,7 +234,7 @@ pub async fn run_local(config: &Path, args: &[&str], env: &[(&str, &str)], cwd: 
     run_agent(&all, env, cwd).await
 }
 
-/// Run `agent` with `args`, writing `input` to its standard input (then
+/// Run `loopwright` with `args`, writing `input` to its standard input (then
 /// closing it); wait under the hang guard.
 pub async fn run_agent_with_stdin(args: &[&str], input: &[u8], cwd: &Path) -> Output {
     use tokio::io::AsyncWriteExt;
@@ -262,7 +267,7 @@ pub fn agent_command(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> tokio::
     cmd
 }
 
-/// Assert that `agent` exited with `code` and said `needle` on stderr.
+/// Assert that `loopwright` exited with `code` and said `needle` on stderr.
 pub fn assert_exit(out: &Output, code: i32, needle: &str) {
     let stderr = texts(out).1;
     assert_eq!(out.status.code(), Some(code), "{stderr}");

@@ -1,4 +1,4 @@
-"""The official `anthropic` package against `agent serve --anthropic`.
+"""The official `anthropic` package against `loopwright serve --anthropic`.
 
 Usage: anthropic_client.py BASE_URL KEY
 """

@@ -1,4 +1,4 @@
-"""The MCP Python SDK's client against `agent serve --mcp-http` or
+"""The MCP Python SDK's client against `loopwright serve --mcp-http` or
 `--mcp-stdio`.
 
 Usage: mcp_client.py http LOG URL KEY

@@ -1,4 +1,4 @@
-"""The official `openai` package against `agent serve --openai`.
+"""The official `openai` package against `loopwright serve --openai`.
 
 Usage: openai_client.py BASE_URL KEY   (BASE_URL ends in /v1)
 Exits non-zero with the failing assertion on any difference.

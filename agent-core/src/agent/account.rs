@@ -43,7 +43,7 @@ impl Accountant {
         if let Some(sink) = &self.sink
             && let Err(e) = sink.record(&entry).await
         {
-            tracing::warn!(target: "agent_core::accounting", error = %e, "could not write an accounting entry");
+            tracing::warn!(target: "loopwright_core::accounting", error = %e, "could not write an accounting entry");
         }
         let _ = self.emit.send(AgentEvent::Accounting { entry }).await;
     }
@@ -71,11 +71,11 @@ impl Accountant {
 }
 
 /// Metric names (the `metrics` facade; the application picks an exporter).
-pub(crate) const MODEL_CALLS_METRIC: &str = "agent_model_calls_total";
-pub(crate) const MODEL_LATENCY_METRIC: &str = "agent_model_latency_seconds";
-pub(crate) const TOKENS_METRIC: &str = "agent_tokens_total";
-pub(crate) const TOOL_CALLS_METRIC: &str = "agent_tool_calls_total";
-pub(crate) const TOOL_LATENCY_METRIC: &str = "agent_tool_latency_seconds";
+pub(crate) const MODEL_CALLS_METRIC: &str = "loopwright_model_calls_total";
+pub(crate) const MODEL_LATENCY_METRIC: &str = "loopwright_model_latency_seconds";
+pub(crate) const TOKENS_METRIC: &str = "loopwright_tokens_total";
+pub(crate) const TOOL_CALLS_METRIC: &str = "loopwright_tool_calls_total";
+pub(crate) const TOOL_LATENCY_METRIC: &str = "loopwright_tool_latency_seconds";
 
 fn status_label(status: EntryStatus) -> &'static str {
     match status {

@@ -31,8 +31,8 @@ pub const APP_SOURCE: &str = "app";
 /// Builds an [`Agent`].
 ///
 /// ```
-/// use agent_core::{tool_fn, Agent};
-/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+/// use loopwright_core::{tool_fn, Agent};
+/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct City { city: String }
 ///
@@ -48,8 +48,8 @@ pub const APP_SOURCE: &str = "app";
 ///
 /// ```compile_fail
 /// #![deny(unused_must_use)]
-/// # fn demo(model: std::sync::Arc<dyn agent_core::LanguageModel>) {
-/// agent_core::Agent::builder(model).system("Be brief.");
+/// # fn demo(model: std::sync::Arc<dyn loopwright_core::LanguageModel>) {
+/// loopwright_core::Agent::builder(model).system("Be brief.");
 /// # }
 /// ```
 #[must_use = "a builder does nothing until `build()`"]
@@ -101,9 +101,9 @@ impl AgentBuilder {
     /// clash rules apply). See [`AgentTool`].
     ///
     /// ```
-    /// # let model = || std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// let coder = agent_core::Agent::builder(model()).name("coder").build();
-    /// let lead = agent_core::Agent::builder(model()).sub_agent(coder.as_tool().description("Writes patches.")).build();
+    /// # let model = || std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// let coder = loopwright_core::Agent::builder(model()).name("coder").build();
+    /// let lead = loopwright_core::Agent::builder(model()).sub_agent(coder.as_tool().description("Writes patches.")).build();
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// assert!(lead.tools().catalog().await.get("agent__coder").is_some());
     /// # });
@@ -130,8 +130,8 @@ impl AgentBuilder {
     /// the others keep what the builder has (see [`AgentOptions::merge`]).
     ///
     /// ```
-    /// use agent_core::{Agent, AgentOptions};
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+    /// use loopwright_core::{Agent, AgentOptions};
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
     /// let agent = Agent::builder(model)
     ///     .system("Be brief.")
     ///     .options(AgentOptions::default().max_steps(3))

@@ -26,7 +26,7 @@ use crate::usage::Usage;
 /// question, another with more tools).
 ///
 /// ```no_run
-/// use agent_core::{Agent, Conversation};
+/// use loopwright_core::{Agent, Conversation};
 /// # async fn demo(agent: Agent) -> Result<(), Box<dyn std::error::Error>> {
 /// let mut chat = Conversation::new();
 /// let first = chat.send(&agent, "My name is Ada.").await?;
@@ -60,7 +60,7 @@ impl Conversation {
     /// A conversation continuing from these messages.
     ///
     /// ```
-    /// let chat = agent_core::Conversation::from_messages(vec![agent_core::Message::user("hi")]);
+    /// let chat = loopwright_core::Conversation::from_messages(vec![loopwright_core::Message::user("hi")]);
     /// assert_eq!(chat.messages().len(), 1);
     /// ```
     pub fn from_messages(messages: Vec<Message>) -> Self {

@@ -491,7 +491,7 @@ impl Run {
 
     async fn warn_all(&self, warnings: &[String]) {
         for message in warnings {
-            tracing::warn!(target: "agent_core", "{message}");
+            tracing::warn!(target: "loopwright_core", "{message}");
             self.tell(AgentEvent::Warning {
                 message: message.clone(),
             })

@@ -15,7 +15,7 @@ use crate::usage::{FinishReason, Usage};
 /// How a run ended.
 ///
 /// ```
-/// assert_eq!(serde_json::to_string(&agent_core::ExitReason::MaxSteps).unwrap(), "\"max_steps\"");
+/// assert_eq!(serde_json::to_string(&loopwright_core::ExitReason::MaxSteps).unwrap(), "\"max_steps\"");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -46,7 +46,7 @@ pub enum ExitReason {
 /// One event of a run, serialisable as JSON tagged by `"type"`.
 ///
 /// ```
-/// let e = agent_core::AgentEvent::TextDelta { text: "Hel".into() };
+/// let e = loopwright_core::AgentEvent::TextDelta { text: "Hel".into() };
 /// assert_eq!(serde_json::to_value(&e).unwrap(), serde_json::json!({"type": "text_delta", "text": "Hel"}));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,9 +214,9 @@ pub enum AgentEvent {
     /// sub-agents come wrapped once, with their full path.
     ///
     /// ```
-    /// let e = agent_core::AgentEvent::SubAgent {
+    /// let e = loopwright_core::AgentEvent::SubAgent {
     ///     path: "coordinator/researcher".into(),
-    ///     event: Box::new(agent_core::AgentEvent::TextDelta { text: "Hi".into() }),
+    ///     event: Box::new(loopwright_core::AgentEvent::TextDelta { text: "Hi".into() }),
     /// };
     /// assert_eq!(serde_json::to_value(&e).unwrap(), serde_json::json!(
     ///     {"type": "sub_agent", "path": "coordinator/researcher", "event": {"type": "text_delta", "text": "Hi"}}));
@@ -254,7 +254,7 @@ pub enum AgentEvent {
 /// its causes).
 ///
 /// ```
-/// # use agent_core::{AgentResult, ExitReason, Usage};
+/// # use loopwright_core::{AgentResult, ExitReason, Usage};
 /// # fn show(result: AgentResult) {
 /// if result.exit == ExitReason::Completed {
 ///     println!("{}", result.text);
@@ -268,7 +268,7 @@ pub enum AgentEvent {
 ///
 /// ```compile_fail
 /// #![deny(unused_must_use)]
-/// # async fn demo(agent: agent_core::Agent) -> Result<(), agent_core::RunError> {
+/// # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_core::RunError> {
 /// agent.prompt("Write the report").await?;
 /// # Ok(()) }
 /// ```

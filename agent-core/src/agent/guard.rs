@@ -13,8 +13,8 @@ use crate::toolset::ToolCatalog;
 pub(crate) const IMAGE_TOKENS: u64 = 1_000;
 
 /// Names of the guard's metrics.
-pub(crate) const GUARD_EVENTS_METRIC: &str = "agent_context_guard_events_total";
-pub(crate) const GUARD_REMAINING_METRIC: &str = "agent_context_guard_remaining_tokens";
+pub(crate) const GUARD_EVENTS_METRIC: &str = "loopwright_context_guard_events_total";
+pub(crate) const GUARD_REMAINING_METRIC: &str = "loopwright_context_guard_remaining_tokens";
 
 pub(crate) struct Guard {
     budget: ContextBudget,

@@ -35,7 +35,7 @@ pub struct StepContext<'a> {
 /// from the run's options each step: a change lasts one step.
 ///
 /// ```
-/// use agent_core::{AgentOptions, ToolChoice};
+/// use loopwright_core::{AgentOptions, ToolChoice};
 /// // Offer only the search tool on the first step.
 /// let opts = AgentOptions::default().prepare_step(|ctx, s| {
 ///     if ctx.step == 1 {

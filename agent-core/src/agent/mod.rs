@@ -70,10 +70,10 @@ use crate::toolset::ToolSet;
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use agent_core::{Agent, AgentEvent, LanguageModel, ToolSet};
+/// use loopwright_core::{Agent, AgentEvent, LanguageModel, ToolSet};
 /// use futures::StreamExt;
 ///
-/// # async fn demo(model: Arc<dyn LanguageModel>, tools: ToolSet) -> Result<(), agent_core::RunError> {
+/// # async fn demo(model: Arc<dyn LanguageModel>, tools: ToolSet) -> Result<(), loopwright_core::RunError> {
 /// let agent = Agent::builder(model).tools(tools).system("Be brief.").max_steps(10).build();
 /// let mut run = agent.prompt("What is in README.md?");
 /// while let Some(event) = run.next().await {
@@ -111,8 +111,8 @@ impl Agent {
     /// The agent's name ([`AgentOptions::name`], or [`DEFAULT_AGENT_NAME`]).
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// let agent = agent_core::Agent::builder(model).name("researcher").build();
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = loopwright_core::Agent::builder(model).name("researcher").build();
     /// assert_eq!(agent.name(), "researcher");
     /// ```
     pub fn name(&self) -> &str {
@@ -139,10 +139,10 @@ impl Agent {
     /// it already had. Cheap: the model and tools are shared.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// let shutdown = agent_core::CancellationToken::new();
-    /// let agent = agent_core::Agent::builder(model).cancellation(shutdown).build();
-    /// let request = agent_core::CancellationToken::new();
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// let shutdown = loopwright_core::CancellationToken::new();
+    /// let agent = loopwright_core::Agent::builder(model).cancellation(shutdown).build();
+    /// let request = loopwright_core::CancellationToken::new();
     /// let scoped = agent.with_cancellation(request.clone());
     /// assert_eq!(scoped.options().cancellation.len(), 2);
     /// ```
@@ -158,8 +158,8 @@ impl Agent {
     /// temperature, say). Cheap: the model and tools are shared.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// let agent = agent_core::Agent::builder(model).name("writer").build();
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = loopwright_core::Agent::builder(model).name("writer").build();
     /// let cooler = agent.map_options(|o| o.temperature(0.2));
     /// assert_eq!(cooler.options().temperature, Some(0.2));
     /// assert_eq!(cooler.name(), "writer");
@@ -200,7 +200,7 @@ impl Agent {
     /// [`AgentOptions::output`]), then read as a `T`.
     ///
     /// ```no_run
-    /// # async fn demo(agent: agent_core::Agent) -> Result<(), agent_core::RunError> {
+    /// # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_core::RunError> {
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Capital { city: String, population: u64 }
     ///
@@ -334,7 +334,7 @@ impl AgentResult {
     /// schema).
     ///
     /// ```
-    /// # fn demo(result: agent_core::AgentResult) -> Result<(), agent_core::OutputError> {
+    /// # fn demo(result: loopwright_core::AgentResult) -> Result<(), loopwright_core::OutputError> {
     /// #[derive(serde::Deserialize)]
     /// struct Verdict { ok: bool }
     /// let verdict: Verdict = result.output()?;

@@ -63,13 +63,13 @@ left undone.";
 /// [`AgentBuilder`](crate::AgentBuilder) has the same setters.
 ///
 /// ```
-/// use agent_core::AgentOptions;
+/// use loopwright_core::AgentOptions;
 /// let opts = AgentOptions::default()
 ///     .system("You are terse.")
 ///     .max_steps(5)
 ///     .tool_timeout(std::time::Duration::from_secs(10));
 /// assert_eq!(opts.max_steps, 5);
-/// assert_eq!(opts.tool_concurrency, agent_core::agent::DEFAULT_TOOL_CONCURRENCY);
+/// assert_eq!(opts.tool_concurrency, loopwright_core::agent::DEFAULT_TOOL_CONCURRENCY);
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -168,7 +168,7 @@ impl AgentOptions {
     /// Set the agent's name (see [`AgentOptions::name`]).
     ///
     /// ```
-    /// let opts = agent_core::AgentOptions::default().name("researcher");
+    /// let opts = loopwright_core::AgentOptions::default().name("researcher");
     /// assert_eq!(opts.name.as_deref(), Some("researcher"));
     /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -183,9 +183,9 @@ impl AgentOptions {
     /// runs use the limit of the root of their tree, not their own.
     ///
     /// ```
-    /// let opts = agent_core::AgentOptions::default().max_depth(1); // sub-agents, but none of their own
+    /// let opts = loopwright_core::AgentOptions::default().max_depth(1); // sub-agents, but none of their own
     /// assert_eq!(opts.max_depth, 1);
-    /// assert_eq!(agent_core::AgentOptions::default().max_depth, agent_core::agent::DEFAULT_MAX_DEPTH);
+    /// assert_eq!(loopwright_core::AgentOptions::default().max_depth, loopwright_core::agent::DEFAULT_MAX_DEPTH);
     /// ```
     pub fn max_depth(mut self, n: u32) -> Self {
         self.max_depth = n;
@@ -207,7 +207,7 @@ impl AgentOptions {
     /// ends the run then ([`ExitReason::Completed`](crate::ExitReason::Completed)).
     ///
     /// ```
-    /// let opts = agent_core::AgentOptions::default().max_steps(1);
+    /// let opts = loopwright_core::AgentOptions::default().max_steps(1);
     /// // One model call with tools; if it calls any, one concluding call.
     /// assert_eq!(opts.max_steps, 1);
     /// ```
@@ -261,7 +261,7 @@ impl AgentOptions {
     /// Ask before running tool calls, as these settings say.
     ///
     /// ```
-    /// let opts = agent_core::AgentOptions::default().approvals(agent_core::Approvals::via_events());
+    /// let opts = loopwright_core::AgentOptions::default().approvals(loopwright_core::Approvals::via_events());
     /// assert!(opts.approvals.is_some());
     /// ```
     pub fn approvals(mut self, approvals: Approvals) -> Self {
@@ -279,7 +279,7 @@ impl AgentOptions {
     /// Guard the context window with this budget.
     ///
     /// ```
-    /// let opts = agent_core::AgentOptions::default().budget(agent_core::ContextBudget::new(128_000));
+    /// let opts = loopwright_core::AgentOptions::default().budget(loopwright_core::ContextBudget::new(128_000));
     /// assert!(opts.budget.is_some());
     /// ```
     pub fn budget(mut self, budget: ContextBudget) -> Self {
@@ -302,7 +302,7 @@ impl AgentOptions {
     /// ```
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Verdict { ok: bool, reason: String }
-    /// let opts = agent_core::AgentOptions::default().output(agent_core::OutputSpec::of::<Verdict>());
+    /// let opts = loopwright_core::AgentOptions::default().output(loopwright_core::OutputSpec::of::<Verdict>());
     /// assert!(opts.output.is_some());
     /// ```
     pub fn output(mut self, spec: OutputSpec) -> Self {
@@ -321,9 +321,9 @@ impl AgentOptions {
     /// proposes its own plan.
     ///
     /// ```
-    /// use agent_core::preflight::{PlanDecision, Preflight};
-    /// let opts = agent_core::AgentOptions::default()
-    ///     .preflight(Preflight::with_approver(|_: &agent_core::preflight::Plan| PlanDecision::Approve));
+    /// use loopwright_core::preflight::{PlanDecision, Preflight};
+    /// let opts = loopwright_core::AgentOptions::default()
+    ///     .preflight(Preflight::with_approver(|_: &loopwright_core::preflight::Plan| PlanDecision::Approve));
     /// assert!(opts.preflight.is_some());
     /// ```
     pub fn preflight(mut self, preflight: Preflight) -> Self {
@@ -342,7 +342,7 @@ impl AgentOptions {
     /// budget). Models that cannot reason get nothing added.
     ///
     /// ```
-    /// use agent_core::{AgentOptions, ReasoningConfig, ReasoningEffort};
+    /// use loopwright_core::{AgentOptions, ReasoningConfig, ReasoningEffort};
     /// let opts = AgentOptions::default().reasoning(ReasoningEffort::High);
     /// let budgeted = AgentOptions::default().reasoning(ReasoningConfig::from(ReasoningEffort::Low).budget_tokens(2_048));
     /// assert_eq!(budgeted.reasoning.unwrap().budget(), Some(2_048));
@@ -364,7 +364,7 @@ impl AgentOptions {
     /// ones.
     ///
     /// ```
-    /// let opts = agent_core::AgentOptions::default()
+    /// let opts = loopwright_core::AgentOptions::default()
     ///     .provider_options("openai", serde_json::json!({"service_tier": "flex"}))
     ///     .provider_options("openai", serde_json::json!({"store": false}));
     /// assert_eq!(opts.provider_options["openai"], serde_json::json!({"service_tier": "flex", "store": false}));
@@ -385,8 +385,8 @@ impl AgentOptions {
     /// still count; cancelling a run never cancels them).
     ///
     /// ```
-    /// let shutdown = agent_core::CancellationToken::new();
-    /// let opts = agent_core::AgentOptions::default().cancellation(shutdown.clone());
+    /// let shutdown = loopwright_core::CancellationToken::new();
+    /// let opts = loopwright_core::AgentOptions::default().cancellation(shutdown.clone());
     /// assert_eq!(opts.cancellation.len(), 1);
     /// ```
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
@@ -400,7 +400,7 @@ impl AgentOptions {
     /// whatever the hook sets.
     ///
     /// ```
-    /// use agent_core::{AgentOptions, ToolChoice};
+    /// use loopwright_core::{AgentOptions, ToolChoice};
     /// // Make the model use a tool on the first step only.
     /// let opts = AgentOptions::default().prepare_step(|ctx, settings| {
     ///     if ctx.step == 1 {
@@ -424,7 +424,7 @@ impl AgentOptions {
     ///
     /// ```
     /// // Stop as soon as the `submit` tool was called.
-    /// let opts = agent_core::AgentOptions::default()
+    /// let opts = loopwright_core::AgentOptions::default()
     ///     .stop_when(|steps| steps.last().is_some_and(|s| s.tool_calls.iter().any(|c| c.name == "submit")));
     /// # let _ = opts;
     /// ```
@@ -439,7 +439,7 @@ impl AgentOptions {
     ///
     /// ```
     /// // Hide a secret from the model.
-    /// let opts = agent_core::AgentOptions::default()
+    /// let opts = loopwright_core::AgentOptions::default()
     ///     .on_tool_result(|_ctx, output| output.map_text(|text| text.replace("hunter2", "[redacted]")));
     /// # let _ = opts;
     /// ```
@@ -459,7 +459,7 @@ impl AgentOptions {
     /// setting back to its default. Cancellation tokens add up.
     ///
     /// ```
-    /// use agent_core::AgentOptions;
+    /// use loopwright_core::AgentOptions;
     /// let mine = AgentOptions::default().system("Be brief.").max_steps(5);
     /// let merged = mine.merge(AgentOptions::default().temperature(0.2));
     /// assert_eq!(merged.system.as_deref(), Some("Be brief."));

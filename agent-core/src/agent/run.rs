@@ -25,7 +25,7 @@ use crate::output::OutputError;
 /// Dropping it cancels the run.
 ///
 /// ```no_run
-/// # async fn demo(agent: agent_core::Agent) -> Result<(), agent_core::RunError> {
+/// # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_core::RunError> {
 /// let answer = agent.prompt("What is 2 + 2?").await?; // Err if the model failed
 /// println!("{}", answer.text);
 /// # Ok(()) }
@@ -36,14 +36,14 @@ use crate::output::OutputError;
 ///
 /// ```compile_fail
 /// #![deny(unused_must_use)]
-/// # fn demo(agent: agent_core::Agent) {
+/// # fn demo(agent: loopwright_core::Agent) {
 /// agent.prompt("Clean up the logs"); // dropped at once: cancelled
 /// # }
 /// ```
 ///
 /// ```
 /// #![deny(unused_must_use)]
-/// # fn demo(agent: agent_core::Agent) {
+/// # fn demo(agent: loopwright_core::Agent) {
 /// let _run = agent.prompt("Clean up the logs"); // kept: compiles
 /// # }
 /// ```
@@ -58,7 +58,7 @@ pub struct AgentRun {
 /// The run's task ended without a result (it panicked or was aborted).
 ///
 /// ```
-/// assert_eq!(agent_core::RunAborted.to_string(), "the agent run ended without a result (its task panicked or was aborted)");
+/// assert_eq!(loopwright_core::RunAborted.to_string(), "the agent run ended without a result (its task panicked or was aborted)");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the agent run ended without a result (its task panicked or was aborted)")]
@@ -69,10 +69,10 @@ pub struct RunAborted;
 /// keep (every tool call with its result), the text so far, the usage.
 ///
 /// ```
-/// # async fn demo(agent: agent_core::Agent) {
+/// # async fn demo(agent: loopwright_core::Agent) {
 /// match agent.prompt("Summarise the logs").await {
 ///     Ok(result) => println!("{}", result.text),
-///     Err(agent_core::RunError::Model { error, .. }) if error.kind() == "authentication" => eprintln!("check the API key"),
+///     Err(loopwright_core::RunError::Model { error, .. }) if error.kind() == "authentication" => eprintln!("check the API key"),
 ///     Err(e) => {
 ///         eprintln!("{e}");
 ///         if let Some(partial) = e.result() {
@@ -191,8 +191,8 @@ impl RunError {
     /// concluded at the step limit), else the error carrying the result.
     ///
     /// ```
-    /// # fn demo(result: agent_core::AgentResult) -> Result<(), agent_core::RunError> {
-    /// let answered = agent_core::RunError::check(result)?;
+    /// # fn demo(result: loopwright_core::AgentResult) -> Result<(), loopwright_core::RunError> {
+    /// let answered = loopwright_core::RunError::check(result)?;
     /// # let _ = answered; Ok(()) }
     /// ```
     pub fn check(result: AgentResult) -> Result<AgentResult, RunError> {

@@ -45,10 +45,10 @@ pub const DEFAULT_SUB_AGENT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 const PROMPT_PROPERTY: &str = "prompt";
 
 /// The default input schema of an agent called as a tool: one `prompt`
-/// string (the served agents of agent-serve use it too).
+/// string (the served agents of loopwright-serve use it too).
 ///
 /// ```
-/// let schema = agent_core::agent::default_input_schema();
+/// let schema = loopwright_core::agent::default_input_schema();
 /// assert_eq!(schema["required"][0], "prompt");
 /// ```
 pub fn default_input_schema() -> Value {
@@ -80,8 +80,8 @@ enum Target {
 /// partial text; the calling run goes on.
 ///
 /// ```
-/// use agent_core::{Agent, AgentTool, Tool};
-/// # let model = || std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
+/// use loopwright_core::{Agent, AgentTool, Tool};
+/// # let model = || std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
 /// let researcher = Agent::builder(model()).name("researcher").system("Find sources.").build();
 /// let coordinator = Agent::builder(model())
 ///     .name("coordinator")
@@ -105,9 +105,9 @@ pub struct AgentTool {
 /// (agents that call each other).
 ///
 /// ```
-/// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-/// let (tool, slot) = agent_core::AgentTool::deferred("critic", "Reviews a draft.");
-/// let critic = agent_core::Agent::builder(model).name("critic").sub_agent(tool).build();
+/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// let (tool, slot) = loopwright_core::AgentTool::deferred("critic", "Reviews a draft.");
+/// let critic = loopwright_core::Agent::builder(model).name("critic").sub_agent(tool).build();
 /// assert!(slot.set(critic));
 /// ```
 #[derive(Clone)]
@@ -174,12 +174,12 @@ impl AgentTool {
     /// `{prompt}`; the sub-agent's prompt is then the arguments as JSON.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// # let agent = agent_core::Agent::builder(model).name("coder").build();
-    /// use agent_core::Tool;
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let agent = loopwright_core::Agent::builder(model).name("coder").build();
+    /// use loopwright_core::Tool;
     /// let schema = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}, "change": {"type": "string"}},
     ///                                  "required": ["file", "change"]});
-    /// let tool = agent_core::AgentTool::new(agent).input_schema(schema.clone());
+    /// let tool = loopwright_core::AgentTool::new(agent).input_schema(schema.clone());
     /// assert_eq!(tool.definition().input_schema, schema);
     /// ```
     pub fn input_schema(mut self, schema: Value) -> Self {
@@ -225,9 +225,9 @@ impl Agent {
     /// This agent as a tool of another agent; see [`AgentTool`].
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(agent_core::testing::ScriptedModel::new(vec![]));
-    /// use agent_core::Tool;
-    /// let tool = agent_core::Agent::builder(model).name("researcher").build().as_tool();
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// use loopwright_core::Tool;
+    /// let tool = loopwright_core::Agent::builder(model).name("researcher").build().as_tool();
     /// assert_eq!(tool.definition().name, "researcher");
     /// ```
     pub fn as_tool(&self) -> AgentTool {

@@ -8,7 +8,7 @@ use crate::tool::{ToolOutput, render_parts_text};
 /// kept as they are. Output within the limit is returned unchanged.
 ///
 /// ```
-/// let out = agent_core::util::truncate_output(agent_core::ToolOutput::text("x".repeat(1000)), 100);
+/// let out = loopwright_core::util::truncate_output(loopwright_core::ToolOutput::text("x".repeat(1000)), 100);
 /// let text = out.as_text();
 /// assert!(text.len() <= 100 + 120);
 /// assert!(text.contains("1000 bytes"));

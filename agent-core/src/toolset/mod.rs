@@ -36,7 +36,7 @@ pub const INSTRUCTIONS_HEADING: &str = "## TOOLS' INSTRUCTIONS";
 /// How one source joins a [`ToolSet`].
 ///
 /// ```
-/// use agent_core::{Naming, NameFilter, SourceOptions};
+/// use loopwright_core::{Naming, NameFilter, SourceOptions};
 /// let opts = SourceOptions::default()
 ///     .naming(Naming::Bare)
 ///     .priority(50)
@@ -81,7 +81,7 @@ struct SourceEntry {
 /// Tool sources merged into one catalog.
 ///
 /// ```
-/// use agent_core::{tool_fn, StaticToolSource, ToolSet};
+/// use loopwright_core::{tool_fn, StaticToolSource, ToolSet};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -133,8 +133,8 @@ impl ToolSetBuilder {
     /// Filter over exposed names, applied to every source.
     ///
     /// ```
-    /// let set = agent_core::ToolSet::builder()
-    ///     .filter(agent_core::NameFilter::default().deny("*__delete_*"))
+    /// let set = loopwright_core::ToolSet::builder()
+    ///     .filter(loopwright_core::NameFilter::default().deny("*__delete_*"))
     ///     .build();
     /// # let _ = set;
     /// ```
@@ -174,7 +174,7 @@ impl ToolSet {
     /// A tool set with no tools.
     ///
     /// ```
-    /// let set = agent_core::ToolSet::empty();
+    /// let set = loopwright_core::ToolSet::empty();
     /// # let _ = set;
     /// ```
     pub fn empty() -> Self {
@@ -185,8 +185,8 @@ impl ToolSet {
     /// (the catalog is built anew).
     ///
     /// ```
-    /// let set = agent_core::ToolSet::empty();
-    /// let more = set.to_builder().source(agent_core::StaticToolSource::native("mine")).build();
+    /// let set = loopwright_core::ToolSet::empty();
+    /// let more = set.to_builder().source(loopwright_core::StaticToolSource::native("mine")).build();
     /// # let _ = more;
     /// ```
     pub fn to_builder(&self) -> ToolSetBuilder {

@@ -26,13 +26,14 @@ pub type NameFn = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
 /// How a source's tools are named for the model.
 ///
 /// ```
-/// use agent_core::Naming;
+/// use loopwright_core::Naming;
 /// assert_eq!(Naming::Prefixed.apply("fs", "read"), "fs__read");
 /// assert_eq!(Naming::Bare.apply("fs", "read"), "read");
 /// let custom = Naming::custom(|source, tool| format!("{tool}_via_{source}"));
 /// assert_eq!(custom.apply("fs", "read"), "read_via_fs");
 /// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum Naming {
     /// The tool's own name; on a clash the higher priority keeps it and the
     /// other tool is left out (with a warning).
@@ -72,9 +73,9 @@ impl std::fmt::Debug for Naming {
 /// Whether a name is valid for every supported provider.
 ///
 /// ```
-/// assert!(agent_core::toolset::is_valid_tool_name("fs__read_file"));
-/// assert!(!agent_core::toolset::is_valid_tool_name("read.file"));
-/// assert!(!agent_core::toolset::is_valid_tool_name(""));
+/// assert!(loopwright_core::toolset::is_valid_tool_name("fs__read_file"));
+/// assert!(!loopwright_core::toolset::is_valid_tool_name("read.file"));
+/// assert!(!loopwright_core::toolset::is_valid_tool_name(""));
 /// ```
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
@@ -88,7 +89,7 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 /// becomes `_`). Length is not changed here.
 ///
 /// ```
-/// assert_eq!(agent_core::toolset::sanitize_tool_name("files.read/v2"), "files_read_v2");
+/// assert_eq!(loopwright_core::toolset::sanitize_tool_name("files.read/v2"), "files_read_v2");
 /// ```
 pub fn sanitize_tool_name(name: &str) -> String {
     if name.is_empty() {

@@ -6,13 +6,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::testing::{ScriptedModel, ScriptedStep};
-use agent_core::{
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{
     Agent, AgentEvent, AgentOptions, AgentResult, ContentPart, Message, Role, StaticToolSource, Tool,
     ToolContext, ToolDefinition, ToolError, ToolOutput, ToolSet,
 };
-use futures::StreamExt;
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 pub mod recorded;
@@ -41,7 +41,7 @@ impl TestTool {
         }
     }
 
-    pub fn set_annotations(&mut self, annotations: agent_core::ToolAnnotations) {
+    pub fn set_annotations(&mut self, annotations: loopwright_core::ToolAnnotations) {
         self.def.annotations = annotations;
     }
 }
@@ -97,7 +97,7 @@ pub async fn run(
 
 /// Every event of `run` and its result, under the hang guard; checks the
 /// history invariant and that `finished` came last.
-pub async fn collect(mut run: agent_core::AgentRun) -> (Vec<AgentEvent>, AgentResult) {
+pub async fn collect(mut run: loopwright_core::AgentRun) -> (Vec<AgentEvent>, AgentResult) {
     let events = tokio::time::timeout(HANG_GUARD, async {
         let mut events = Vec::new();
         while let Some(e) = run.next().await {
@@ -162,7 +162,7 @@ pub fn assert_history_invariant(messages: &[Message]) {
 }
 
 /// The tool names a request offered, in order.
-pub fn tool_names(request: &agent_core::ModelRequest) -> Vec<String> {
+pub fn tool_names(request: &loopwright_core::ModelRequest) -> Vec<String> {
     request.tools.iter().map(|t| t.name.clone()).collect()
 }
 

@@ -5,15 +5,34 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{Tool, ToolSource};
-use agent_mcp::{McpServerConfig, McpToolSource};
+use loopwright_core::{Tool, ToolSource};
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 
 /// Generous guard against a hang; never a timing assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
+/// The in-repo test server: this package's example `mcp-test-server`,
+/// which `cargo test` builds before it runs the tests (a single `--test`
+/// run does not: build it first).
+pub fn test_server_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mcp-test-server");
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test -p loopwright-mcp` builds it, or `cargo build -p loopwright-mcp --example mcp-test-server`",
+        path.display()
+    );
+    path
+}
+
 /// Config for the in-repo test server.
 pub fn test_server(name: &str) -> McpServerConfig {
-    McpServerConfig::stdio(name, env!("CARGO_BIN_EXE_mcp-test-server"))
+    McpServerConfig::stdio(name, test_server_bin().to_string_lossy())
 }
 
 /// Connect or fail the test.
@@ -90,7 +109,7 @@ impl AsRef<std::path::Path> for TempLog {
 /// A fresh log path (the file is not created) that is gone after the test.
 pub fn temp_log(tag: &str) -> TempLog {
     let dir = tempfile::Builder::new()
-        .prefix(&format!("agent-mcp-{tag}-"))
+        .prefix(&format!("loopwright-mcp-{tag}-"))
         .tempdir()
         .unwrap();
     let path = dir.path().join(format!("{tag}.log"));
@@ -170,7 +189,7 @@ impl NetServer {
     /// [`Self::start`] with extra environment variables.
     pub async fn start_with(mode: &str, port: u16, extra: &[&str], env: &[(&str, &str)]) -> Self {
         use tokio::io::AsyncBufReadExt;
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-test-server"))
+        let mut child = tokio::process::Command::new(test_server_bin())
             .envs(env.iter().copied())
             .arg(mode)
             .arg(port.to_string())
@@ -207,11 +226,14 @@ impl NetServer {
 }
 
 /// Call `tool` with `input` under the hang guard.
-pub async fn call(tool: &Arc<dyn Tool>, input: serde_json::Value) -> agent_core::ToolOutput {
-    tokio::time::timeout(HANG_GUARD, tool.call(input, agent_core::ToolContext::new("c")))
-        .await
-        .expect("call hung")
-        .expect("call")
+pub async fn call(tool: &Arc<dyn Tool>, input: serde_json::Value) -> loopwright_core::ToolOutput {
+    tokio::time::timeout(
+        HANG_GUARD,
+        tool.call(input, loopwright_core::ToolContext::new("c")),
+    )
+    .await
+    .expect("call hung")
+    .expect("call")
 }
 
 /// Live (non-zombie) processes whose parent is this process.
@@ -258,12 +280,12 @@ fn live_processes(keep: impl Fn(u32, &[&str]) -> bool) -> Vec<u32> {
 pub async fn spawn_cancellable_slow(
     source: &McpToolSource,
 ) -> (
-    agent_core::CancellationToken,
-    tokio::task::JoinHandle<Result<agent_core::ToolOutput, agent_core::ToolError>>,
+    loopwright_core::CancellationToken,
+    tokio::task::JoinHandle<Result<loopwright_core::ToolOutput, loopwright_core::ToolError>>,
 ) {
-    let token = agent_core::CancellationToken::new();
+    let token = loopwright_core::CancellationToken::new();
     let slow = tool(source, "slow").await;
-    let ctx = agent_core::ToolContext::new("c").with_cancellation(token.clone());
+    let ctx = loopwright_core::ToolContext::new("c").with_cancellation(token.clone());
     let call = tokio::spawn(async move { slow.call(serde_json::json!({"ms": 600_000}), ctx).await });
     (token, call)
 }

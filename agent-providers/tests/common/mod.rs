@@ -8,11 +8,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_core::{ModelError, ModelEvent, ModelStream};
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use bytes::Bytes;
 use futures::StreamExt;
+use loopwright_core::{ModelError, ModelEvent, ModelStream};
 use serde_json::Value;
 
 /// Generous guard against a hung test (never a timing assertion).
@@ -246,7 +246,7 @@ pub fn calls(events: &[ModelEvent]) -> Vec<(String, String, Value)> {
 }
 
 /// The single Finish, checked to be last and unique.
-pub fn finish(events: &[ModelEvent]) -> (agent_core::FinishReason, agent_core::Usage) {
+pub fn finish(events: &[ModelEvent]) -> (loopwright_core::FinishReason, loopwright_core::Usage) {
     let count = events
         .iter()
         .filter(|e| matches!(e, ModelEvent::Finish { .. }))
@@ -287,10 +287,10 @@ struct Weather {
 }
 
 /// A tool set with one `weather` tool.
-pub fn weather_tools() -> agent_core::ToolSet {
-    agent_core::ToolSet::builder()
+pub fn weather_tools() -> loopwright_core::ToolSet {
+    loopwright_core::ToolSet::builder()
         .source(
-            agent_core::StaticToolSource::native("app").with_tool(agent_core::tool_fn(
+            loopwright_core::StaticToolSource::native("app").with_tool(loopwright_core::tool_fn(
                 "weather",
                 "Weather for a city.",
                 |w: Weather| async move { Ok(format!("Sunny in {}", w.location)) },

@@ -1,7 +1,7 @@
 //! Models with a dummy key and their provider's default URL, for tests
 //! that only build request bodies.
 
-use agent_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
+use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 
 pub fn chat(model: &str) -> OpenAiChatModel {
     OpenAiChatModel::openai(model).api_key("k").build().unwrap()

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use agent_core::{Tool, ToolContext, ToolError, ToolOutput, ToolOutputPart};
-use agent_tools::{BashTool, EditTool, GlobTool, GrepTool, ReadTool, Workspace, WriteTool};
+use loopwright_core::{Tool, ToolContext, ToolError, ToolOutput, ToolOutputPart};
+use loopwright_tools::{BashTool, EditTool, GlobTool, GrepTool, ReadTool, Workspace, WriteTool};
 use serde_json::Value;
 
 /// The six tools over one workspace.
@@ -71,7 +71,7 @@ pub async fn err(tool: &dyn Tool, input: Value) -> String {
 pub fn image_of(out: &ToolOutput) -> Option<(String, String)> {
     out.parts.iter().find_map(|p| match p {
         ToolOutputPart::Image {
-            image: agent_core::ImageSource::Base64 { media_type, data },
+            image: loopwright_core::ImageSource::Base64 { media_type, data },
         } => Some((media_type.clone(), data.clone())),
         _ => None,
     })

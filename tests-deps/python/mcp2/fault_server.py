@@ -1,4 +1,4 @@
-"""Faults over legacy SSE (which rmcp has no server for), for agent-mcp's tests.
+"""Faults over legacy SSE (which rmcp has no server for), for loopwright-mcp's tests.
 
 Usage: fault_server.py   (serves legacy SSE on 127.0.0.1:$PORT)
 Tools: echo; slow(ms) sleeps, and logs `cancelled slow` when the client

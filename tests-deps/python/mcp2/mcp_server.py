@@ -1,4 +1,4 @@
-"""A small MCP server on the Python SDK's MCPServer (mcp 2.x), for agent-mcp's tests.
+"""A small MCP server on the Python SDK's MCPServer (mcp 2.x), for loopwright-mcp's tests.
 
 Usage: mcp_server.py stdio | sse | streamable-http   (PORT from the environment, default 8000)
 """

@@ -1,4 +1,4 @@
-"""An MCP server with resources on the Python SDK's MCPServer (mcp 2.x), for agent-mcp's tests.
+"""An MCP server with resources on the Python SDK's MCPServer (mcp 2.x), for loopwright-mcp's tests.
 
 Usage: resource_server.py [clash]   (stdio)
 Resources: memo://note (text), memo://pixel.png (a 1x1 PNG, image/png),

@@ -1,9 +1,9 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // a benchmark, like a test
 //! Stream decoding throughput per provider: recorded streams (the fixtures in
-//! agent-providers/tests/fixtures, from the production APIs) with
+//! tests/fixtures, from the production APIs) with
 //! their content deltas repeated to about [`TARGET_BYTES`], framed as each
 //! provider frames them, fed in [`CHUNK`]-byte pieces through
-//! `agent_providers::decode::decode_stream` (the framing and decoder each
+//! `loopwright_providers::decode::decode_stream` (the framing and decoder each
 //! model's `stream` uses): bytes in, `ModelEvent`s out.
 //!
 //! The floor is `serde_json::from_str::<Value>` over the same payload lines,
@@ -12,10 +12,10 @@
 
 use std::path::PathBuf;
 
-use agent_sdk::providers::decode::{WireFormat, decode_stream};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
+use loopwright_providers::decode::{WireFormat, decode_stream};
 use serde_json::Value;
 
 /// About this much payload per decoded stream: a few MB, as the issue asks.
@@ -33,7 +33,7 @@ struct Case {
 
 fn fixture(path: &str) -> Vec<String> {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("agent-providers/tests/fixtures")
+        .join("tests/fixtures")
         .join(path);
     std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
@@ -150,11 +150,11 @@ fn framed(case: &Case) -> Vec<u8> {
 
 /// Frame a whole body only (SSE or NDJSON, no decoding); the number of frames.
 async fn frame_only(format: WireFormat, chunks: &[Bytes]) -> usize {
-    let owned: Vec<Result<Bytes, agent_sdk::ModelError>> = chunks.iter().cloned().map(Ok).collect();
+    let owned: Vec<Result<Bytes, loopwright_core::ModelError>> = chunks.iter().cloned().map(Ok).collect();
     let body = futures::stream::iter(owned).boxed();
     let frames = match format {
-        WireFormat::Ollama => agent_sdk::providers::sse::ndjson_frames(body),
-        _ => agent_sdk::providers::sse::sse_frames(body),
+        WireFormat::Ollama => loopwright_providers::sse::ndjson_frames(body),
+        _ => loopwright_providers::sse::sse_frames(body),
     };
     frames.count().await
 }
@@ -162,7 +162,7 @@ async fn frame_only(format: WireFormat, chunks: &[Bytes]) -> usize {
 /// Decode a whole body; the number of events (an error fails the bench).
 async fn decode(format: WireFormat, chunks: &[Bytes]) -> usize {
     // Bytes clones share the buffers; the stream must own its items.
-    let owned: Vec<Result<Bytes, agent_sdk::ModelError>> = chunks.iter().cloned().map(Ok).collect();
+    let owned: Vec<Result<Bytes, loopwright_core::ModelError>> = chunks.iter().cloned().map(Ok).collect();
     let body = futures::stream::iter(owned).boxed();
     let mut events = decode_stream(format, body);
     let mut n = 0;

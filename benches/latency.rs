@@ -1,5 +1,5 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, missing_docs)] // a benchmark, like a test
-//! The `agent` command's latency as a user sees it, in release: from the
+//! The `loopwright` command's latency as a user sees it, in release: from the
 //! process's start to its first model request (connecting the stdio MCP
 //! servers comes first; they connect concurrently), to the end of the
 //! answer on standard output (a pipe reader's EOF), and from there to the
@@ -11,10 +11,11 @@
 //! servers of each kind: the in-repo `mcp-test-server` (Rust),
 //! server-everything (Node) and mcp-server-time (Python), from `tests-deps/`.
 //!
-//! Run with `cargo bench -p agent-cli --bench latency` after
-//! `cargo build --release -p agent-mcp --features test-server --bin mcp-test-server`.
-//! `AGENT_BENCH_BIN=PATH` measures another build of `agent`. It prints
-//! medians over `RUNS` runs with their range.
+//! Run with `cargo bench --bench latency` after
+//! `cargo build --release -p loopwright-cli` and
+//! `cargo build --release -p loopwright-mcp --example mcp-test-server` (the command and the test server are other packages' targets, found in
+//! `target/release/`). `LOOPWRIGHT_BENCH_BIN=PATH` measures another build of
+//! `loopwright`. It prints medians over `RUNS` runs with their range.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,7 +26,7 @@ use chat_server::Script;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-#[path = "../../benches/common/chat_server.rs"]
+#[path = "common/chat_server.rs"]
 mod chat_server;
 
 /// Runs per case (medians reported).
@@ -39,15 +40,15 @@ struct Kind {
     args: Value,
 }
 
+/// target/release: this bench runs from target/release/deps.
+fn release_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
 fn kinds() -> Vec<Kind> {
     let mut kinds = Vec::new();
-    let test_server = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("mcp-test-server");
+    let test_server = release_dir().join("examples/mcp-test-server");
     if test_server.exists() {
         kinds.push(Kind {
             label: "mcp-test-server (Rust)",
@@ -57,12 +58,12 @@ fn kinds() -> Vec<Kind> {
         });
     } else {
         eprintln!(
-            "{} is missing (cargo build --release -p agent-mcp --features test-server --bin mcp-test-server)",
+            "{} is missing (cargo build --release -p loopwright-mcp --example mcp-test-server)",
             test_server.display()
         );
     }
     let everything =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules/.bin/mcp-server-everything");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests-deps/node_modules/.bin/mcp-server-everything");
     if everything.exists() {
         kinds.push(Kind {
             label: "server-everything (Node)",
@@ -73,8 +74,7 @@ fn kinds() -> Vec<Kind> {
     } else {
         eprintln!("server-everything is not installed (npm ci --prefix tests-deps)");
     }
-    let time =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/python/mcp2/.venv/bin/mcp-server-time");
+    let time = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests-deps/python/mcp2/.venv/bin/mcp-server-time");
     if time.exists() {
         kinds.push(Kind {
             label: "mcp-server-time (Python)",
@@ -178,9 +178,14 @@ async fn case(agent: &Path, label: &str, servers: &[(String, Value)], script: &S
 }
 
 fn main() {
-    let agent = std::env::var_os("AGENT_BENCH_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agent")), PathBuf::from);
-    println!("agent: {}", agent.display());
+    let agent = std::env::var_os("LOOPWRIGHT_BENCH_BIN")
+        .map_or_else(|| release_dir().join("loopwright"), PathBuf::from);
+    assert!(
+        agent.exists(),
+        "{} is missing (cargo build --release -p loopwright-cli, or LOOPWRIGHT_BENCH_BIN=PATH)",
+        agent.display()
+    );
+    println!("loopwright: {}", agent.display());
     let script = Arc::new(Script::default());
     let url = format!("http://{}/v1", chat_server::start(script.clone()));
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -1,4 +1,4 @@
-//! A deliberately misbehaving MCP server for agent-mcp's integration tests
+//! A deliberately misbehaving MCP server for loopwright-mcp's integration tests
 //! (written with rmcp's server side; not a product; built with the
 //! `test-server` feature).
 //!
