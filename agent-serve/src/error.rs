@@ -40,6 +40,38 @@ pub enum ServeError {
     },
 }
 
+/// Whether reading a body failed on the body limit (http-body-util's
+/// `LengthLimitError`, somewhere in the error's chain).
+pub(crate) fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.to_string().contains("length limit exceeded") {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// The body of a request, or the error answer for one that could not be
+/// read: 413 over the body limit, 400 otherwise, in `shape`.
+pub(crate) fn body_or_error(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    shape: Shape,
+) -> Result<axum::body::Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                shape,
+                Kind::TooLarge,
+                "the request body is larger than this server reads; send a smaller one",
+            )
+        } else {
+            ApiError::new(shape, Kind::BadRequest, format!("the request body could not be read: {rejection}"))
+        }
+    })
+}
+
 /// The wire format errors are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shape {
@@ -52,6 +84,7 @@ pub(crate) enum Shape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     BadRequest,
+    TooLarge,
     Unauthorized,
     Forbidden,
     NotFound,
@@ -102,6 +135,7 @@ impl ApiError {
     pub(crate) fn status(&self) -> StatusCode {
         match self.kind {
             Kind::BadRequest => StatusCode::BAD_REQUEST,
+            Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::Unauthorized => StatusCode::UNAUTHORIZED,
             Kind::Forbidden => StatusCode::FORBIDDEN,
             Kind::NotFound => StatusCode::NOT_FOUND,
@@ -114,12 +148,13 @@ impl ApiError {
     pub(crate) fn type_name(&self) -> &'static str {
         match (self.shape, self.kind) {
             (Shape::Anthropic, Kind::BadRequest) => "invalid_request_error",
+            (Shape::Anthropic, Kind::TooLarge) => "request_too_large",
             (Shape::Anthropic, Kind::Unauthorized) => "authentication_error",
             (Shape::Anthropic, Kind::Forbidden) => "permission_error",
             (Shape::Anthropic, Kind::NotFound) => "not_found_error",
             (Shape::Anthropic, Kind::Overloaded | Kind::Unavailable) => "overloaded_error",
             (Shape::Anthropic, Kind::Upstream) => "api_error",
-            (_, Kind::BadRequest | Kind::NotFound) => "invalid_request_error",
+            (_, Kind::BadRequest | Kind::NotFound | Kind::TooLarge) => "invalid_request_error",
             (_, Kind::Unauthorized) => "authentication_error",
             (_, Kind::Forbidden) => "permission_error",
             (_, Kind::Overloaded | Kind::Unavailable | Kind::Upstream) => "server_error",
