@@ -66,7 +66,9 @@ pub enum HistoryError {
         role: String,
     },
     /// The last message is the assistant's.
-    #[error("messages[{index}]: the conversation ends with an assistant message, so there is nothing to answer")]
+    #[error(
+        "messages[{index}]: the conversation ends with an assistant message, so there is nothing to answer"
+    )]
     EndsWithAssistant {
         /// Its index.
         index: usize,
@@ -111,17 +113,19 @@ pub fn check_history(messages: &[Message]) -> Result<(), HistoryError> {
                         role: format!("{:?}", message.role).to_lowercase(),
                     });
                 }
-                ContentPart::ToolResult(result) => match pending.iter().position(|id| *id == result.call_id) {
-                    Some(at) => {
-                        pending.remove(at);
+                ContentPart::ToolResult(result) => {
+                    match pending.iter().position(|id| *id == result.call_id) {
+                        Some(at) => {
+                            pending.remove(at);
+                        }
+                        None => {
+                            return Err(HistoryError::OrphanResult {
+                                index,
+                                id: result.call_id.clone(),
+                            });
+                        }
                     }
-                    None => {
-                        return Err(HistoryError::OrphanResult {
-                            index,
-                            id: result.call_id.clone(),
-                        });
-                    }
-                },
+                }
                 _ => {}
             }
         }
@@ -196,7 +200,11 @@ mod tests {
                 id: "x".into()
             })
         );
-        let unanswered = vec![Message::user("hi"), assistant(vec![call("a")]), Message::user("?")];
+        let unanswered = vec![
+            Message::user("hi"),
+            assistant(vec![call("a")]),
+            Message::user("?"),
+        ];
         assert_eq!(
             check_history(&unanswered),
             Err(HistoryError::Unanswered {
@@ -245,6 +253,9 @@ mod tests {
             id: "x".into(),
         }
         .to_string();
-        assert!(message.starts_with("messages[1]: tool result for \"x\""), "{message}");
+        assert!(
+            message.starts_with("messages[1]: tool result for \"x\""),
+            "{message}"
+        );
     }
 }

@@ -122,7 +122,9 @@ impl ServedAgent {
     /// Whether `input` matches the input schema; the validator's errors
     /// when it does not.
     pub(crate) fn check_input(&self, input: &Value) -> Result<(), String> {
-        let validator = self.validator.get_or_init(|| Validator::new(&self.input_schema()));
+        let validator = self
+            .validator
+            .get_or_init(|| Validator::new(&self.input_schema()));
         match validator {
             Ok(validator) => validator.check(input),
             Err(e) => Err(format!("the agent's input schema cannot be used: {e}")),

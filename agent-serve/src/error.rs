@@ -32,6 +32,9 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// Keys were given and every one was empty: serving would need none.
+    #[error("every API key given is empty: refusing to serve without authentication")]
+    EmptyKeys,
     /// A surface was asked for that this build leaves out.
     #[error("the {surface} surface is not built in (cargo feature `{surface}` of loopwright-serve)")]
     NotBuilt {
@@ -67,7 +70,11 @@ pub(crate) fn body_or_error(
                 "the request body is larger than this server reads; send a smaller one",
             )
         } else {
-            ApiError::new(shape, Kind::BadRequest, format!("the request body could not be read: {rejection}"))
+            ApiError::new(
+                shape,
+                Kind::BadRequest,
+                format!("the request body could not be read: {rejection}"),
+            )
         }
     })
 }

@@ -127,6 +127,7 @@ fn host_allowed(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use axum::http::HeaderValue;
 

@@ -59,8 +59,8 @@ pub use listen::{
     H2_KEEP_ALIVE_TIMEOUT,
 };
 pub use server::{
-    Bound, DEFAULT_BODY_LIMIT, DEFAULT_MCP_SESSIONS, DEFAULT_MCP_SESSION_IDLE, DEFAULT_SHUTDOWN_GRACE, Running,
-    Serve, Surface,
+    Bound, DEFAULT_BODY_LIMIT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_SESSIONS, DEFAULT_SHUTDOWN_GRACE,
+    Running, Serve, Surface,
 };
 
 /// rmcp, as this crate uses it (its server side), for applications that

@@ -142,6 +142,7 @@ pub struct Serve {
     concurrency: usize,
     queue: Option<usize>,
     keys: Vec<String>,
+    keys_given: bool,
     grace: Duration,
     allowed_hosts: Option<Vec<String>>,
     limits: crate::listen::ConnLimits,
@@ -166,6 +167,7 @@ impl Serve {
             concurrency: DEFAULT_CONCURRENCY,
             queue: Some(DEFAULT_QUEUE),
             keys: Vec::new(),
+            keys_given: false,
             grace: DEFAULT_SHUTDOWN_GRACE,
             allowed_hosts: None,
             limits: crate::listen::ConnLimits {
@@ -282,9 +284,15 @@ impl Serve {
     }
 
     /// Accept this bearer key (any of the keys given); with none, no key is
-    /// asked for.
+    /// asked for. An empty or blank key is no key: [`Serve::start`] refuses
+    /// to start when every key given was empty, rather than serve without
+    /// authentication.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.keys.push(key.into());
+        self.keys_given = true;
+        let key = key.into();
+        if !key.trim().is_empty() {
+            self.keys.push(key.trim().to_owned());
+        }
         self
     }
 
@@ -331,6 +339,9 @@ impl Serve {
 
     /// Bind every address and start serving.
     pub async fn start(self) -> Result<Running, ServeError> {
+        if self.keys_given && self.keys.is_empty() {
+            return Err(ServeError::EmptyKeys);
+        }
         let agents = Arc::new(Agents::new(self.agents.clone())?);
         let lifecycle = Lifecycle::default();
         let mut listeners = Vec::new();

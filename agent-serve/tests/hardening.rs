@@ -53,10 +53,14 @@ async fn connections_that_send_nothing_or_half_their_headers_are_closed() {
     let addr = running.address(Surface::Rest).unwrap();
     let mut silent = TcpStream::connect(addr).await.unwrap();
     let mut slow = TcpStream::connect(addr).await.unwrap();
-    slow.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
     // A kept-alive connection idle after its first answer is closed too.
     let mut idle = TcpStream::connect(addr).await.unwrap();
-    idle.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
     assert_eq!(read_to_close(&mut silent).await, "");
     let answered = read_to_close(&mut slow).await;
     assert!(!answered.contains("200 OK"), "{answered}");
@@ -84,7 +88,12 @@ async fn one_connection_over_the_cap_gets_a_503_and_the_others_still_work() {
     assert!(answer.contains("retry-after: 5"), "{answer}");
     let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
     assert_eq!(body["error"]["type"], "server_error", "{body}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("too many open connections"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many open connections")
+    );
     // A hog that leaves frees its slot.
     drop(_hog1);
     let models = tokio::time::timeout(HANG_GUARD, async {
@@ -107,8 +116,15 @@ async fn an_http2_client_with_prior_knowledge_passes_the_host_check() {
     let running = Serve::new().agent(agent).rest(local()).start().await.unwrap();
     let addr = running.address(Surface::Rest).unwrap();
     common::install_tls();
-    let client = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
-    let response = client.get(format!("http://localhost:{}/health", addr.port())).send().await.unwrap();
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let response = client
+        .get(format!("http://localhost:{}/health", addr.port()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.version(), reqwest::Version::HTTP_2);
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     // A foreign :authority is still refused.
@@ -137,9 +153,24 @@ async fn bodies_over_the_limit_are_413_in_each_surfaces_shape() {
         .unwrap();
     let big = json!({"model": "gated", "prompt": "x".repeat(4096), "messages": [{"role": "user", "content": "x".repeat(4096)}]});
     let cases = [
-        (Surface::OpenAi, "/v1/chat/completions", "/error/type", "invalid_request_error"),
-        (Surface::Anthropic, "/v1/messages", "/error/type", "request_too_large"),
-        (Surface::Rest, "/v1/agents/gated", "/error/type", "invalid_request_error"),
+        (
+            Surface::OpenAi,
+            "/v1/chat/completions",
+            "/error/type",
+            "invalid_request_error",
+        ),
+        (
+            Surface::Anthropic,
+            "/v1/messages",
+            "/error/type",
+            "request_too_large",
+        ),
+        (
+            Surface::Rest,
+            "/v1/agents/gated",
+            "/error/type",
+            "invalid_request_error",
+        ),
         (Surface::McpHttp, "/mcp", "/error/code", "-32600"),
     ];
     for (surface, path, pointer, expected) in cases {
@@ -153,7 +184,11 @@ async fn bodies_over_the_limit_are_413_in_each_surfaces_shape() {
             .unwrap();
         assert_eq!(response.status(), 413, "{surface}");
         let body: Value = response.json().await.unwrap();
-        assert_eq!(body.pointer(pointer).unwrap().to_string().trim_matches('"'), expected, "{surface}: {body}");
+        assert_eq!(
+            body.pointer(pointer).unwrap().to_string().trim_matches('"'),
+            expected,
+            "{surface}: {body}"
+        );
     }
     // Invalid JSON on /mcp is a parse error, not an unsupported media type.
     let addr = running.address(Surface::McpHttp).unwrap();
@@ -267,7 +302,12 @@ async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
     tokio::time::timeout(HANG_GUARD, async {
         // Quiet for longer than the idle expiry, then look.
         tokio::time::sleep(Duration::from_millis(700)).await;
-        while first.post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await.0 != 404 {
+        while first
+            .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .await
+            .0
+            != 404
+        {
             tokio::time::sleep(Duration::from_millis(700)).await;
         }
     })
@@ -315,7 +355,10 @@ async fn an_mcp_call_cut_off_by_shutdown_gets_an_error_result() {
         mcp.post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "gated", "arguments": {"prompt": "go"}}}))
             .await
     });
-    until("the run is at the model", || model.in_flight.load(Ordering::SeqCst) == 1).await;
+    until("the run is at the model", || {
+        model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let stopped = tokio::spawn(running.shutdown());
     let (status, messages, _) = tokio::time::timeout(HANG_GUARD, call).await.unwrap().unwrap();
     assert_eq!(status, 200);
@@ -330,13 +373,22 @@ async fn an_mcp_call_cut_off_by_shutdown_gets_an_error_result() {
 async fn rest_refuses_tool_histories_that_do_not_pair_up() {
     let (model, agent) = gated();
     let running = Serve::new().agent(agent).rest(local()).start().await.unwrap();
-    let url = format!("http://{}/v1/agents/gated", running.address(Surface::Rest).unwrap());
+    let url = format!(
+        "http://{}/v1/agents/gated",
+        running.address(Surface::Rest).unwrap()
+    );
     let call = |id: &str| json!({"type": "tool_call", "id": id, "name": "echo", "input": {}});
     let result = |id: &str| json!({"type": "tool_result", "call_id": id, "parts": []});
     let user = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
     let cases = [
-        (json!([user, {"role": "tool", "content": [result("x")]}]), "messages[1]: tool result for \"x\" answers no call"),
-        (json!([user, {"role": "assistant", "content": [call("a")]}]), "tool call(s) [\"a\"]"),
+        (
+            json!([user, {"role": "tool", "content": [result("x")]}]),
+            "messages[1]: tool result for \"x\" answers no call",
+        ),
+        (
+            json!([user, {"role": "assistant", "content": [call("a")]}]),
+            "tool call(s) [\"a\"]",
+        ),
         (
             json!([user, {"role": "assistant", "content": [call("a")]}, {"role": "tool", "content": [result("a")]},
                    {"role": "assistant", "content": [call("a")]}, {"role": "tool", "content": [result("a")]}]),
@@ -348,7 +400,12 @@ async fn rest_refuses_tool_histories_that_do_not_pair_up() {
         ),
     ];
     for (messages, expected) in cases {
-        let response = http().post(&url).json(&json!({"messages": messages})).send().await.unwrap();
+        let response = http()
+            .post(&url)
+            .json(&json!({"messages": messages}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 400);
         let body: Value = response.json().await.unwrap();
         let message = body["error"]["message"].as_str().unwrap();
@@ -369,10 +426,16 @@ async fn the_queue_is_bounded_by_default() {
         .start()
         .await
         .unwrap();
-    let url = format!("http://{}/v1/agents/gated", running.address(Surface::Rest).unwrap());
+    let url = format!(
+        "http://{}/v1/agents/gated",
+        running.address(Surface::Rest).unwrap()
+    );
     let post = |url: String| async move { http().post(url).json(&json!({"prompt": "go"})).send().await };
     let mut waiting = vec![tokio::spawn(post(url.clone()))];
-    until("one run at the model", || model.in_flight.load(Ordering::SeqCst) == 1).await;
+    until("one run at the model", || {
+        model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
     for _ in 0..DEFAULT_QUEUE {
         waiting.push(tokio::spawn(post(url.clone())));
     }

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use loopwright_core::{FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage};
+use loopwright_core::{
+    FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
+};
 use tokio::sync::Semaphore;
 
 /// A plain HTTP client, as any client of a surface (reqwest is built with no
@@ -112,4 +114,3 @@ pub async fn until(what: &str, check: impl Fn() -> bool) {
     .await
     .unwrap_or_else(|_| panic!("never: {what}"));
 }
-
