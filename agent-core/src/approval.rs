@@ -9,7 +9,9 @@
 //!
 //! Invariants: with no [`Approvals`] installed every tier behaves as auto; a
 //! call waiting for approval holds up no other call; no answer within the
-//! timeout is a denial; with no [`Approver`], an `approval_requested` event
+//! timeout is a denial; with [`Approvals::defer`] nothing waits: a call that
+//! needs approval is not run and the run pauses after its step with a
+//! [`RunState`](crate::RunState) (the step's other calls run first); with no [`Approver`], an `approval_requested` event
 //! dropped unanswered is a denial at once (nobody can answer it any more); a
 //! denied call is never executed and its result tells the model it was
 //! denied and why.
@@ -273,6 +275,9 @@ pub enum ApprovalChannel {
     /// To the application through `approval_requested` events, each carrying
     /// an [`ApprovalResponder`].
     Events,
+    /// Nowhere now: the run pauses with a [`RunState`](crate::RunState), to
+    /// be resumed with the decisions ([`Agent::resume`](crate::Agent::resume)).
+    Deferred,
 }
 
 /// Approval settings for a run. Installing them turns approval on.
@@ -302,6 +307,29 @@ impl Approvals {
     /// Ask through `approval_requested` events.
     pub fn via_events() -> Self {
         Self::new(ApprovalChannel::Events)
+    }
+
+    /// Do not wait for anyone: the calls of a step that need no approval
+    /// run, those that need it stay pending, and the run ends with exit
+    /// `awaiting_approval` and a [`RunState`](crate::RunState) (in
+    /// [`AgentResult::state`](crate::AgentResult::state)) that
+    /// [`Agent::resume`](crate::Agent::resume) continues once someone
+    /// decided, in this process or another.
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .approvals(loopwright_core::Approvals::defer())
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
+    pub fn defer() -> Self {
+        Self::new(ApprovalChannel::Deferred)
+    }
+
+    /// Whether calls that need approval pause the run ([`Approvals::defer`]).
+    pub fn is_deferred(&self) -> bool {
+        matches!(self.channel, ApprovalChannel::Deferred)
     }
 
     fn new(channel: ApprovalChannel) -> Self {
@@ -337,6 +365,7 @@ impl std::fmt::Debug for Approvals {
         let channel = match self.channel {
             ApprovalChannel::Approver(_) => "approver",
             ApprovalChannel::Events => "events",
+            ApprovalChannel::Deferred => "deferred",
         };
         f.debug_struct("Approvals")
             .field("channel", &channel)

@@ -63,8 +63,8 @@ pub mod testing;
 pub use accounting::{AccountingSink, JsonlSink};
 pub use agent::{
     Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, AgentSlot, AgentTool, Conversation,
-    ExitReason, RunAborted, RunError, StepContext, StepSettings, StepSummary, ToolResultContext, Turn,
-    run_agent,
+    Decisions, ExitReason, PendingCall, PendingKind, Resume, ResumeError, RunAborted, RunError, RunState,
+    RunStateError, StepContext, StepSettings, StepSummary, ToolResultContext, Turn, run_agent,
 };
 pub use approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession, ApprovalTier,

@@ -288,6 +288,8 @@ pub type PlanResponder = crate::responder::Responder<PlanDecision>;
 pub struct Preflight {
     pub(crate) approver: Option<Arc<dyn PlanApprover>>,
     pub(crate) timeout: Duration,
+    /// Nobody is asked now: the run pauses with the plan pending.
+    pub(crate) deferred: bool,
 }
 
 impl Preflight {
@@ -296,6 +298,20 @@ impl Preflight {
         Self {
             approver: None,
             timeout: DEFAULT_PLAN_TIMEOUT,
+            deferred: false,
+        }
+    }
+
+    /// Nobody is asked now: the run pauses with the plan pending (exit
+    /// `awaiting_approval`, the plan under call id
+    /// [`PLAN_CALL_ID`](crate::PLAN_CALL_ID) in its
+    /// [`RunState`](crate::RunState)), and
+    /// [`Agent::resume`](crate::Agent::resume) follows or rejects it, as
+    /// [`Approvals::defer`](crate::Approvals::defer) does for tool calls.
+    pub fn defer() -> Self {
+        Self {
+            deferred: true,
+            ..Self::via_events()
         }
     }
 
@@ -305,6 +321,7 @@ impl Preflight {
         Self {
             approver: Some(Arc::new(approver)),
             timeout: DEFAULT_PLAN_TIMEOUT,
+            deferred: false,
         }
     }
 
@@ -320,6 +337,7 @@ impl std::fmt::Debug for Preflight {
         f.debug_struct("Preflight")
             .field("approver", &self.approver.is_some())
             .field("timeout", &self.timeout)
+            .field("deferred", &self.deferred)
             .finish()
     }
 }

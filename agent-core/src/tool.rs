@@ -71,6 +71,34 @@ pub trait Tool: Send + Sync {
     fn timeout_for(&self, _input: &Value) -> Option<std::time::Duration> {
         None
     }
+
+    /// Continue a call that paused ([`ToolError::Paused`]) now that its
+    /// questions are decided (`decisions` holds those of the whole run;
+    /// the tool takes its own). Only tools that pause implement it (a
+    /// sub-agent does); the default says the call cannot be continued.
+    async fn resume(
+        &self,
+        state: Box<crate::RunState>,
+        decisions: crate::Decisions,
+        ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let _ = (decisions, ctx);
+        Err(ToolError::execution(format!(
+            "the tool {} cannot continue a paused call (state {})",
+            self.definition().name,
+            state.id
+        )))
+    }
+
+    /// Check, before anything runs, that [`Tool::resume`] could continue
+    /// `state` (a sub-agent checks that its agent has every tool its
+    /// pending calls name). The default refuses, as [`Tool::resume`] does.
+    async fn check_resume(&self, state: &crate::RunState) -> Result<(), crate::ResumeError> {
+        Err(crate::ResumeError::NotResumable {
+            tool: self.definition().name.clone(),
+            agent_path: state.agent_path.clone(),
+        })
+    }
 }
 
 /// Extra time the loop gives a tool that enforces its own timeout (see
@@ -489,6 +517,11 @@ pub enum ToolError {
     Execution(String),
     /// The call was cancelled.
     Cancelled,
+    /// The call asked a person and paused (a sub-agent whose own call waits
+    /// for a decision under [`Approvals::defer`](crate::Approvals::defer)):
+    /// the run pauses too, and [`Tool::resume`] continues the call with
+    /// this state once the questions are decided.
+    Paused(Box<crate::RunState>),
     /// Any other error, with its causes.
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -527,6 +560,7 @@ impl fmt::Display for ToolError {
             Self::InvalidInput(m) => write!(f, "invalid input: {m}"),
             Self::Execution(m) => f.write_str(m),
             Self::Cancelled => f.write_str("tool call cancelled"),
+            Self::Paused(state) => write!(f, "paused until a person answers (state {})", state.id),
             Self::Other(e) => f.write_str(&crate::util::error_chain(e.as_ref())),
         }
     }

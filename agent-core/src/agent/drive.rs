@@ -20,7 +20,10 @@ use super::exec::{Batch, execute};
 use super::guard::Guard;
 use super::hooks::{StepContext, StepSettings, StepSummary};
 use super::options::{AgentOptions, CONCLUDE_INSTRUCTION};
+use super::paused::{PauseAt, PausedStep, StepEnd, paused_calls};
 use super::plan::PlanOutcome;
+use super::resume::SharedDecisions;
+use super::state::{Paused, RunState};
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
 use super::structured::{Structured, Verdict};
 use crate::accounting::EntryStatus;
@@ -34,6 +37,17 @@ use crate::usage::Usage;
 use crate::util::error_chain;
 use serde_json::Value;
 use tracing::Instrument;
+
+/// What a run starts from.
+pub(crate) enum Start {
+    /// A conversation (usually ending with a user message).
+    Fresh(Vec<Message>),
+    /// A paused run's state, with the (checked) decisions for its questions.
+    Resume {
+        state: Box<RunState>,
+        decisions: SharedDecisions,
+    },
+}
 
 pub(super) struct Run {
     pub model: Arc<dyn LanguageModel>,
@@ -68,6 +82,14 @@ struct Progress {
     stopped_by: Option<String>,
 }
 
+/// A resumed run's starting point.
+struct Resumed {
+    paused: Paused,
+    decisions: SharedDecisions,
+    retries_left: Option<u32>,
+    conclude_next: bool,
+}
+
 /// One step's request and what the loop needs to run its calls.
 struct Planned {
     request: ModelRequest,
@@ -78,10 +100,29 @@ struct Planned {
 impl Run {
     /// Run to the end; `deliver` gets the result just before the
     /// `finished` event goes out.
-    pub async fn drive(&self, input: Vec<Message>, deliver: impl FnOnce(AgentResult)) {
-        let mut history = Arc::new(input);
-        let input_len = history.len();
+    pub async fn drive(&self, start: Start, deliver: impl FnOnce(AgentResult)) {
         let mut progress = Progress::default();
+        let (input, input_len, mut resume) = match start {
+            Start::Fresh(input) => {
+                let len = input.len();
+                (input, len, None)
+            }
+            Start::Resume { state, decisions } => {
+                let state = *state;
+                progress.new_messages = state.messages.get(state.input_len..).unwrap_or_default().to_vec();
+                progress.steps = state.steps;
+                progress.usage = state.usage;
+                self.scope.add_child_usage(state.children_usage);
+                let resumed = Resumed {
+                    paused: state.paused,
+                    decisions,
+                    retries_left: state.output_retries_left,
+                    conclude_next: state.conclude_next,
+                };
+                (state.messages, state.input_len, Some(resumed))
+            }
+        };
+        let mut history = Arc::new(input);
         // Listing tools may wait on a server; a cancelled run does not. The
         // empty catalog is never used: the loop sees the cancellation first.
         let mut catalog = tokio::select! {
@@ -104,10 +145,58 @@ impl Run {
             .clone()
             .map(|b| Guard::new(b, self.model.provider(), self.model.model_id()));
         // Set when the budget made the next step the concluding one.
-        let mut budget_forced = false;
+        let mut budget_forced = resume.as_ref().is_some_and(|r| r.conclude_next);
+        if let (Some(s), Some(left)) = (structured.as_mut(), resume.as_ref().and_then(|r| r.retries_left)) {
+            s.set_retries_left(left);
+        }
+        // The state to resume with, once the run pauses.
+        let mut paused_at: Option<Paused> = None;
 
         let (exit, error) = 'run: {
-            if let Some(preflight) = &self.options.preflight {
+            if let Some(resumed) = resume.take() {
+                match resumed.paused {
+                    Paused::Plan { plan } => match self.decide_plan(plan, &resumed.decisions).await {
+                        PlanOutcome::Approved(message) => {
+                            Arc::make_mut(&mut history).push(message.clone());
+                            progress.new_messages.push(message);
+                        }
+                        PlanOutcome::Rejected(reason) => {
+                            progress.plan_rejection = Some(reason);
+                            break 'run (ExitReason::PlanRejected, None);
+                        }
+                        _ => break 'run (ExitReason::Cancelled, None),
+                    },
+                    Paused::ToolCalls {
+                        step,
+                        calls,
+                        results,
+                        pending,
+                        suspended,
+                    } => {
+                        let paused = PausedStep {
+                            step,
+                            calls,
+                            results,
+                            pending,
+                            suspended,
+                        };
+                        match self.finish_paused(paused, &resumed.decisions, &catalog).await {
+                            StepEnd::Done(results) => {
+                                let message = Message::new(
+                                    Role::Tool,
+                                    results.into_iter().map(ContentPart::ToolResult).collect(),
+                                );
+                                Arc::make_mut(&mut history).push(message.clone());
+                                progress.new_messages.push(message);
+                            }
+                            StepEnd::Paused(again) => {
+                                paused_at = Some(again);
+                                break 'run (ExitReason::AwaitingApproval, None);
+                            }
+                        }
+                    }
+                }
+            } else if let Some(preflight) = &self.options.preflight {
                 match self
                     .preflight(preflight, &history, &catalog, &mut progress.usage)
                     .await
@@ -125,6 +214,10 @@ impl Run {
                     PlanOutcome::Budget(why) => {
                         progress.stopped_by = Some(why);
                         break 'run (ExitReason::BudgetExhausted, None);
+                    }
+                    PlanOutcome::Deferred(plan) => {
+                        paused_at = Some(Paused::Plan { plan });
+                        break 'run (ExitReason::AwaitingApproval, None);
                     }
                 }
             }
@@ -244,6 +337,9 @@ impl Run {
                         offered: planned.offered.as_ref(),
                         refuse: concluding.then_some(NOT_RUN_CONCLUDING),
                         answered: &answered,
+                        denied: &HashMap::new(),
+                        pre_approved: false,
+                        resumes: None,
                         options: &self.options,
                         cancel: &self.cancel,
                         emit: &self.emit,
@@ -257,6 +353,17 @@ impl Run {
                             g.record("tool_result", "result_replaced");
                         }
                         budget_forced = true;
+                    }
+                    if !executed.paused.is_empty() {
+                        // Some calls wait for a person: the step is answered
+                        // when the run is resumed.
+                        paused_at = Some(paused_calls(
+                            step,
+                            &output.calls,
+                            executed.results,
+                            executed.paused,
+                        ));
+                        break (ExitReason::AwaitingApproval, None);
                     }
                     executed.results
                 };
@@ -299,6 +406,23 @@ impl Run {
             }
         };
         debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
+        let state = paused_at.map(|paused| {
+            self.state(PauseAt {
+                history: &history,
+                input_len,
+                steps: progress.steps,
+                usage: progress.usage,
+                output_retries_left: structured.as_ref().map(Structured::retries_left),
+                conclude_next: budget_forced,
+                paused,
+            })
+        });
+        if let Some(state) = &state {
+            self.tell_paused(state).await;
+            // The history is in the state: a conversation must not keep
+            // calls without their results.
+            progress.new_messages.clear();
+        }
         if exit == ExitReason::Cancelled
             && let Some(why) = self.stopped_by.get()
         {
@@ -341,6 +465,7 @@ impl Run {
             output_error: progress.output_error,
             plan_rejection: progress.plan_rejection,
             stopped_by: progress.stopped_by,
+            state,
         });
         self.tell(finished).await;
     }
@@ -553,5 +678,6 @@ fn failure_kind(exit: ExitReason) -> Option<&'static str> {
         ExitReason::TokenLimit => Some("token_limit"),
         ExitReason::PlanRejected => Some("plan_rejected"),
         ExitReason::BudgetExhausted => Some("budget_exhausted"),
+        ExitReason::AwaitingApproval => None,
     }
 }

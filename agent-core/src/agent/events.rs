@@ -45,6 +45,11 @@ pub enum ExitReason {
     /// ([`AgentOptions::max_model_calls`](crate::AgentOptions::max_model_calls));
     /// [`AgentResult::stopped_by`] says which.
     BudgetExhausted,
+    /// The run paused on questions to a person
+    /// ([`Approvals::defer`](crate::Approvals::defer)): its
+    /// [`AgentResult::state`] goes on with
+    /// [`Agent::resume`](crate::Agent::resume). Not an error.
+    AwaitingApproval,
 }
 
 /// One event of a run, serialisable as JSON tagged by `"type"`.
@@ -141,6 +146,14 @@ pub enum AgentEvent {
         /// Where the answer goes (not serialised).
         #[serde(skip)]
         responder: PlanResponder,
+    },
+    /// The run pauses on these questions (just before `finished` with exit
+    /// `awaiting_approval`); its [`AgentResult::state`] resumes it.
+    AwaitingApproval {
+        /// The paused state's id.
+        state_id: String,
+        /// What waits for a person, sub-agents' questions included.
+        pending: Vec<super::state::PendingCall>,
     },
     /// The plan was decided.
     PlanResolved {
@@ -316,6 +329,12 @@ pub struct AgentResult {
     /// `None` otherwise, and for a run cancelled by the application.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// For a run that paused on questions (exit `awaiting_approval`): the
+    /// state [`Agent::resume`](crate::Agent::resume) continues. The run's
+    /// [`AgentResult::messages`] are then empty (its history is in the
+    /// state), so a conversation does not keep calls without results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<super::state::RunState>,
 }
 
 fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {

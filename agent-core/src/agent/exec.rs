@@ -2,7 +2,10 @@
 //! panics, cancellation and truncation.
 //!
 //! Invariant: every call passed in gets exactly one [`ToolResult`], returned
-//! in the order of the calls, whatever happens to the call or the run.
+//! in the order of the calls, whatever happens to the call or the run;
+//! except a call that paused for a person (its approval deferred, or a
+//! sub-agent that paused): it gets no result now and is returned as a
+//! [`Pause`] instead, to be answered when the run is resumed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -21,6 +24,8 @@ use super::gate;
 use super::guard::ResultsGate;
 use super::hooks::ToolResultContext;
 use super::options::AgentOptions;
+use super::resume::{Decisions, SharedDecisions};
+use super::state::{PendingCall, PendingKind, RunState, SuspendedCall};
 use super::truncate::truncate_output;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::ApprovalRequest;
@@ -56,6 +61,9 @@ pub(crate) struct Batch<'a> {
     /// Calls already answered (the final-answer tool), by call id: not run,
     /// and their results reported like any other.
     pub answered: &'a HashMap<String, ToolOutput>,
+    /// Calls a person denied (a resumed run), by call id: not run, the
+    /// message is their error result.
+    pub denied: &'a HashMap<String, String>,
     pub options: &'a AgentOptions,
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
@@ -64,12 +72,27 @@ pub(crate) struct Batch<'a> {
     pub scope: &'a super::scope::SharedScope,
     /// Admits results while the context window has room.
     pub gate: Option<&'a ResultsGate>,
+    /// The calls were approved already (a resumed run): no gate.
+    pub pre_approved: bool,
+    /// Paused calls to continue ([`Tool::resume`](crate::Tool::resume)),
+    /// by call id, with the run tree's decisions.
+    pub resumes: Option<(&'a HashMap<String, Box<RunState>>, &'a SharedDecisions)>,
+}
+
+/// A call that paused for a person instead of getting its result.
+pub(crate) enum Pause {
+    /// Its approval waits ([`Approvals::defer`](crate::Approvals::defer)).
+    Deferred(PendingCall),
+    /// It is a sub-agent's, paused on its own questions.
+    Suspended(SuspendedCall),
 }
 
 /// What a batch produced.
 pub(crate) struct Executed {
-    /// One per call, in call order.
+    /// One per call that did not pause, in call order.
     pub results: Vec<ToolResult>,
+    /// The calls that paused, in call order.
+    pub paused: Vec<Pause>,
     /// False when the event receiver went away.
     #[allow(dead_code)]
     pub attached: bool,
@@ -113,6 +136,8 @@ struct Outcome {
     details: Option<&'static str>,
     /// The budget figures when the result was replaced.
     budget: Option<BudgetFigures>,
+    /// The call paused instead of finishing.
+    paused: Option<Pause>,
 }
 
 fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
@@ -121,6 +146,14 @@ fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
         duration: Duration::ZERO,
         details: Some(details),
         budget: None,
+        paused: None,
+    }
+}
+
+fn paused_outcome(pause: Pause) -> Outcome {
+    Outcome {
+        paused: Some(pause),
+        ..error_outcome("", "paused")
     }
 }
 
@@ -160,11 +193,16 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
                 duration: Duration::ZERO,
                 details: Some("final_answer"),
                 budget: None,
+                paused: None,
             });
             continue;
         }
         if let Some(reason) = batch.refuse {
             outcomes[i] = Some(error_outcome(reason, "not_run"));
+            continue;
+        }
+        if let Some(message) = batch.denied.get(&call.id) {
+            outcomes[i] = Some(error_outcome(message.clone(), "denied"));
             continue;
         }
         if let Some(offered) = batch.offered
@@ -215,27 +253,47 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
         let scope = batch.scope.clone();
-        let approval = batch.options.approvals.clone().map(|approvals| {
-            let request = ApprovalRequest {
-                call_id: call.id.clone(),
-                tool: exposed.name.clone(),
-                source: exposed.source.clone(),
-                original_name: exposed.original_name.clone(),
-                input: call.input.clone(),
-                tier: approvals
-                    .policy
-                    .tier_for(&exposed.name, &exposed.tool.definition().annotations),
-            };
-            (approvals, request, batch.emit.clone())
-        });
+        let resume = batch
+            .resumes
+            .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone())));
+        let exposed_name = exposed.name.clone();
+        let approval = batch
+            .options
+            .approvals
+            .clone()
+            .filter(|_| !batch.pre_approved)
+            .map(|approvals| {
+                let request = ApprovalRequest {
+                    call_id: call.id.clone(),
+                    tool: exposed.name.clone(),
+                    source: exposed.source.clone(),
+                    original_name: exposed.original_name.clone(),
+                    input: call.input.clone(),
+                    tier: approvals
+                        .policy
+                        .tier_for(&exposed.name, &exposed.tool.definition().annotations),
+                };
+                (approvals, request, batch.emit.clone())
+            });
         let span = telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
         let handle = tasks.spawn(async move {
             // Waiting for approval holds no concurrency slot and does not
             // count against the tool's timeout.
-            if let Some((approvals, request, emit)) = approval
-                && let Err(refusal) = gate::pass(&approvals, &emit, request, &token).await
-            {
-                return error_outcome(refusal.message, refusal.details);
+            if let Some((approvals, request, emit)) = approval {
+                match gate::pass(&approvals, &emit, request, &token).await {
+                    gate::Verdict::Run => {}
+                    gate::Verdict::Refused(refusal) => return error_outcome(refusal.message, refusal.details),
+                    gate::Verdict::Deferred(request) => {
+                        return paused_outcome(Pause::Deferred(PendingCall {
+                            kind: PendingKind::ToolCall,
+                            call_id: request.call_id,
+                            tool: request.tool,
+                            arguments: request.input,
+                            tier: request.tier,
+                            agent_path: scope.path.clone(),
+                        }));
+                    }
+                }
             }
             // The semaphore is never closed, so acquiring fails only if it
             // were; then the call simply runs unbounded. A run cancelled
@@ -250,15 +308,28 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             }
             let started = Instant::now();
             let deadline = started + timeout;
-            let ctx = ToolContext::new(call_id)
+            let ctx = ToolContext::new(call_id.clone())
                 .with_cancellation(token.clone())
                 .with_deadline(deadline)
                 .with_progress(progress)
                 .with_scope(scope);
+            let called = async {
+                match resume {
+                    Some((state, decisions)) => tool.resume(state, Decisions::clone(&decisions), ctx).await,
+                    None => tool.call(input, ctx).await,
+                }
+            };
             let (output, details) = tokio::select! {
-                result = tool.call(input, ctx) => match result {
+                result = called => match result {
                     Ok(output) => (output, None),
                     Err(ToolError::Cancelled) => (ToolOutput::error("The tool call was cancelled."), Some("cancelled")),
+                    Err(ToolError::Paused(state)) => {
+                        return paused_outcome(Pause::Suspended(SuspendedCall {
+                            call_id,
+                            tool: exposed_name,
+                            state,
+                        }));
+                    }
                     Err(e) => (ToolOutput::error(format!("Tool error: {e}")), None),
                 },
                 _ = tokio::time::sleep_until(deadline) => {
@@ -273,6 +344,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
                 duration: started.elapsed(),
                 details,
                 budget: None,
+                paused: None,
             }
         }.instrument(span));
         task_index.insert(handle.id(), i);
@@ -318,8 +390,10 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
                     attached &= emit_progress(&batch, &progress_queue).await;
                     progress_queue.finish(&batch.calls[i].id);
                     let mut outcome = outcome;
-                    over_budget |= settle(&batch, i, &mut outcome);
-                    attached &= report(&batch, i, &outcome).await;
+                    if outcome.paused.is_none() {
+                        over_budget |= settle(&batch, i, &mut outcome);
+                        attached &= report(&batch, i, &outcome).await;
+                    }
                     outcomes[i] = Some(outcome);
                 }
             }
@@ -336,23 +410,24 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         }
     }
 
-    let results = batch
-        .calls
-        .iter()
-        .zip(outcomes)
-        .map(|(call, outcome)| {
-            let outcome =
-                outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled.", "cancelled"));
-            let output = truncate_output(outcome.output, batch.options.max_tool_output_bytes);
-            ToolResult {
-                call_id: call.id.clone(),
-                parts: output.parts,
-                is_error: output.is_error,
-            }
-        })
-        .collect();
+    let mut results = Vec::with_capacity(n);
+    let mut paused = Vec::new();
+    for (call, outcome) in batch.calls.iter().zip(outcomes) {
+        let outcome = outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled.", "cancelled"));
+        if let Some(pause) = outcome.paused {
+            paused.push(pause);
+            continue;
+        }
+        let output = truncate_output(outcome.output, batch.options.max_tool_output_bytes);
+        results.push(ToolResult {
+            call_id: call.id.clone(),
+            parts: output.parts,
+            is_error: output.is_error,
+        });
+    }
     Executed {
         results,
+        paused,
         attached,
         over_budget,
     }

@@ -21,18 +21,44 @@ pub(crate) struct Refusal {
     pub details: &'static str,
 }
 
-/// Ask for approval when the call's tier requires it. `Ok` means run it.
+/// What the gate says of a call.
+pub(crate) enum Verdict {
+    /// Run it.
+    Run,
+    /// Do not run it: the model is told why.
+    Refused(Refusal),
+    /// Nobody is asked now ([`Approvals::defer`]): the run pauses.
+    Deferred(ApprovalRequest),
+}
+
+/// Ask for approval when the call's tier requires it.
 pub(crate) async fn pass(
     approvals: &Approvals,
     emit: &Emitter,
     request: ApprovalRequest,
     cancel: &CancellationToken,
-) -> Result<(), Refusal> {
+) -> Verdict {
     if request.tier == ApprovalTier::Auto
         || (request.tier == ApprovalTier::Session && approvals.session.is_approved(&request.tool))
     {
-        return Ok(());
+        return Verdict::Run;
     }
+    if approvals.is_deferred() {
+        return Verdict::Deferred(request);
+    }
+    match ask(approvals, emit, request, cancel).await {
+        Ok(()) => Verdict::Run,
+        Err(refusal) => Verdict::Refused(refusal),
+    }
+}
+
+/// Ask through the channel and wait for the answer (or the timeout).
+async fn ask(
+    approvals: &Approvals,
+    emit: &Emitter,
+    request: ApprovalRequest,
+    cancel: &CancellationToken,
+) -> Result<(), Refusal> {
     // The event holds the only responder: once every copy of the event is
     // dropped unanswered (the run awaited without reading its events, or a
     // reader that ignores it), the answer channel closes and nobody can
@@ -51,7 +77,7 @@ pub(crate) async fn pass(
     let from_approver = async {
         match &approvals.channel {
             ApprovalChannel::Approver(approver) => approver.decide(&request).await,
-            ApprovalChannel::Events => std::future::pending().await,
+            ApprovalChannel::Events | ApprovalChannel::Deferred => std::future::pending().await,
         }
     };
     let from_events = async {
@@ -106,13 +132,17 @@ pub(crate) async fn pass(
         .await;
     match reason {
         None => Ok(()),
-        Some(reason) => Err(Refusal {
-            message: format!(
-                "The user denied this call to {}: {reason}. It was not run. Do not retry it unless the user \
-                 asks; continue without it or ask the user.",
-                request.tool
-            ),
-            details: "denied",
-        }),
+        Some(reason) => Err(denied(&request.tool, &reason)),
+    }
+}
+
+/// The refusal of a call a person denied.
+pub(crate) fn denied(tool: &str, reason: &str) -> Refusal {
+    Refusal {
+        message: format!(
+            "The user denied this call to {tool}: {reason}. It was not run. Do not retry it unless the user \
+             asks; continue without it or ask the user."
+        ),
+        details: "denied",
     }
 }

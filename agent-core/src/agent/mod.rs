@@ -24,9 +24,12 @@ mod guard;
 mod hooks;
 mod limits;
 mod options;
+mod paused;
 mod plan;
+mod resume;
 mod run;
 mod scope;
+mod state;
 mod step;
 mod structured;
 mod sub_agent;
@@ -49,8 +52,12 @@ pub use options::{
     AgentOptions, CONCLUDE_INSTRUCTION, DEFAULT_AGENT_NAME, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
 };
+pub use resume::{Decisions, Resume, ResumeError};
 pub use run::{AgentRun, RunAborted, RunError};
 pub use scope::AGENT_PATH_SEPARATOR;
+pub use state::{
+    PLAN_CALL_ID, Paused, PendingCall, PendingKind, RUN_STATE_VERSION, RunState, RunStateError, SuspendedCall,
+};
 pub use sub_agent::{
     AgentSlot, AgentTool, DEFAULT_SUB_AGENT_TIMEOUT, SUB_AGENT_SOURCE, default_input_schema,
 };
@@ -179,7 +186,7 @@ impl Agent {
         start(
             self.model.clone(),
             self.tools.clone(),
-            messages,
+            drive::Start::Fresh(messages),
             self.options.clone(),
             lineage,
         )
@@ -240,7 +247,22 @@ pub fn run_agent(
 ) -> AgentRun {
     let name = options.name.as_deref().unwrap_or(DEFAULT_AGENT_NAME);
     let lineage = Lineage::root(name, 0, &options);
-    start(model, tools, messages, options, lineage)
+    start(model, tools, drive::Start::Fresh(messages), options, lineage)
+}
+
+/// Start the run that continues `state` with `decisions` (checked by
+/// [`Resume::run`]), at its place in a tree of agents.
+fn start_resumed(agent: &Agent, state: RunState, decisions: resume::Decisions, lineage: Lineage) -> AgentRun {
+    start(
+        agent.model.clone(),
+        agent.tools.clone(),
+        drive::Start::Resume {
+            state: Box::new(state),
+            decisions: Arc::new(decisions),
+        },
+        agent.options.clone(),
+        lineage,
+    )
 }
 
 /// Start a run at its place in a tree of agents; entries go to the tree's
@@ -248,7 +270,7 @@ pub fn run_agent(
 fn start(
     model: Arc<dyn LanguageModel>,
     tools: Arc<ToolSet>,
-    messages: Vec<Message>,
+    input: drive::Start,
     options: AgentOptions,
     lineage: Lineage,
 ) -> AgentRun {
@@ -283,7 +305,7 @@ fn start(
             // The receiver may be gone; the result is then not wanted. It goes
             // out before the `finished` event (and so before the events close),
             // so a reader who saw either finds it.
-            run.drive(messages, |result| {
+            run.drive(input, |result| {
                 let _ = result_tx.send(result);
             })
             .await;

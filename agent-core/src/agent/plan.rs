@@ -43,6 +43,8 @@ pub(super) enum PlanOutcome {
     Failed(ModelError),
     /// The run tree's budget refused the call: why.
     Budget(String),
+    /// Nobody is asked now ([`Preflight::defer`]): the run pauses with it.
+    Deferred(Plan),
 }
 
 impl Run {
@@ -59,7 +61,15 @@ impl Run {
             Ok(plan) => plan,
             Err(outcome) => return outcome,
         };
+        if preflight.deferred {
+            return PlanOutcome::Deferred(plan);
+        }
         let decision = self.ask(preflight, &plan).await;
+        self.settle_plan(plan, decision).await
+    }
+
+    /// Tell how the plan was decided; what the run does next.
+    pub(super) async fn settle_plan(&self, plan: Plan, decision: Option<PlanDecision>) -> PlanOutcome {
         let (approved, edited, followed, reason) = match decision {
             None => return PlanOutcome::Cancelled,
             Some(PlanDecision::Approve) => (true, false, plan, None),

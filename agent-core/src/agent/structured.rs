@@ -156,6 +156,16 @@ impl Structured {
     }
 
     /// Use up one retry after a rejected answer; false when none is left.
+    /// Retries left (a paused run's state keeps them).
+    pub fn retries_left(&self) -> u32 {
+        self.retries_left
+    }
+
+    /// Set the retries left (a resumed run).
+    pub fn set_retries_left(&mut self, left: u32) {
+        self.retries_left = left;
+    }
+
     pub fn take_retry(&mut self) -> bool {
         let left = self.retries_left > 0;
         self.retries_left = self.retries_left.saturating_sub(1);

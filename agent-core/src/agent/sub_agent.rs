@@ -24,9 +24,13 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use super::drive::Start;
 use super::events::{AgentEvent, AgentResult, ExitReason};
-use super::scope::{AGENT_PATH_SEPARATOR, Lineage};
-use super::{Agent, start};
+use super::resume::ResumeError;
+use super::run::AgentRun;
+use super::scope::{AGENT_PATH_SEPARATOR, Lineage, SharedScope};
+use super::state::RunState;
+use super::{Agent, Decisions, start};
 use crate::message::Message;
 use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use crate::util::error_chain;
@@ -247,18 +251,89 @@ impl Tool for AgentTool {
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let Some(agent) = self.agent() else {
-            return Ok(ToolOutput::error(format!(
-                "The agent {} is not available yet (its definition was not finished). Do the task another way.",
-                self.definition.name
-            )));
+            return Ok(self.unavailable());
         };
+        let (lineage, parent) = match self.lineage(&agent, &ctx) {
+            Ok(found) => found,
+            Err(refused) => return Ok(refused),
+        };
+        let path = lineage.path();
+        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        let messages = vec![Message::user(self.prompt(&input))];
+        let run = start(
+            agent.model.clone(),
+            agent.tools.clone(),
+            Start::Fresh(messages),
+            options,
+            lineage,
+        );
+        self.follow(run, path, parent.as_ref(), &ctx).await
+    }
+
+    /// Continue the child run `state` (which paused on its own questions)
+    /// with its decisions taken from `decisions`.
+    async fn resume(
+        &self,
+        state: Box<RunState>,
+        decisions: Decisions,
+        ctx: ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(agent) = self.agent() else {
+            return Ok(self.unavailable());
+        };
+        let (lineage, parent) = match self.lineage(&agent, &ctx) {
+            Ok(found) => found,
+            Err(refused) => return Ok(refused),
+        };
+        let path = lineage.path();
+        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        let run = start(
+            agent.model.clone(),
+            agent.tools.clone(),
+            Start::Resume {
+                state,
+                decisions: Arc::new(decisions),
+            },
+            options,
+            lineage,
+        );
+        self.follow(run, path, parent.as_ref(), &ctx).await
+    }
+
+    async fn check_resume(&self, state: &RunState) -> Result<(), ResumeError> {
+        match self.agent() {
+            Some(agent) => super::resume::check_tools(&agent, state).await,
+            None => Err(ResumeError::NotResumable {
+                tool: self.definition.name.clone(),
+                agent_path: state.agent_path.clone(),
+            }),
+        }
+    }
+}
+
+impl AgentTool {
+    fn unavailable(&self) -> ToolOutput {
+        ToolOutput::error(format!(
+            "The agent {} is not available yet (its definition was not finished). Do the task another way.",
+            self.definition.name
+        ))
+    }
+
+    /// The child run's lineage under the caller's scope (a root of its own
+    /// when called directly); an error result when the child may not run
+    /// (it would call itself, or nest too deep).
+    fn lineage(
+        &self,
+        agent: &Agent,
+        ctx: &ToolContext,
+    ) -> Result<(Lineage, Option<SharedScope>), ToolOutput> {
         let parent = ctx.scope().cloned();
         let lineage = match &parent {
             Some(parent) => {
                 let lineage = &parent.lineage;
                 let path = format!("{}{AGENT_PATH_SEPARATOR}{}", parent.path, agent.name());
                 if agent.id != 0 && lineage.ids.contains(&agent.id) {
-                    return Ok(ToolOutput::error(format!(
+                    return Err(ToolOutput::error(format!(
                         "Not run: {path} would have the agent {} call itself (it is already running in {}). \
                          An agent cannot hand a task to itself; do this part yourself.",
                         agent.name(),
@@ -267,7 +342,7 @@ impl Tool for AgentTool {
                 }
                 let depth = lineage.depth() + 1;
                 if depth > lineage.max_depth as usize {
-                    return Ok(ToolOutput::error(format!(
+                    return Err(ToolOutput::error(format!(
                         "Not run: {path} would be {depth} levels deep, and sub-agents may nest at most {} deep. \
                          Do this part yourself.",
                         lineage.max_depth
@@ -286,17 +361,18 @@ impl Tool for AgentTool {
             // Called directly: the sub-agent is a root of its own.
             None => Lineage::root(agent.name(), agent.id, &agent.options),
         };
-        let path = lineage.path();
-        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
-        let messages = vec![Message::user(self.prompt(&input))];
-        let mut run = start(
-            agent.model.clone(),
-            agent.tools.clone(),
-            messages,
-            options,
-            lineage,
-        );
+        Ok((lineage, parent))
+    }
 
+    /// Follow the child run to its end, forwarding its events to the
+    /// caller; its answer, its error result, or its pause.
+    async fn follow(
+        &self,
+        mut run: AgentRun,
+        path: String,
+        parent: Option<&SharedScope>,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let deadline = tokio::time::sleep(self.timeout);
         tokio::pin!(deadline);
         let mut timed_out = false;
@@ -304,7 +380,7 @@ impl Tool for AgentTool {
             tokio::select! {
                 event = run.next() => {
                     let Some(event) = event else { break };
-                    if let Some(parent) = &parent {
+                    if let Some(parent) = parent {
                         let event = match event {
                             nested @ AgentEvent::SubAgent { .. } => nested,
                             event => AgentEvent::SubAgent { path: path.clone(), event: Box::new(event) },
@@ -328,7 +404,12 @@ impl Tool for AgentTool {
                 )));
             }
         };
-        if let Some(parent) = &parent {
+        if let Some(state) = result.state {
+            // The child asked a person: the caller pauses too. Its usage so
+            // far is in the state, added when it finally ends.
+            return Err(ToolError::Paused(Box::new(state)));
+        }
+        if let Some(parent) = parent {
             parent.add_child_usage(result.tree_usage);
         }
         if result.exit == ExitReason::Completed {

@@ -1,0 +1,212 @@
+//! The loop's side of pausing: the state a run leaves when it pauses on
+//! questions, and finishing a paused step when the run is resumed.
+//!
+//! Invariants: a paused step's calls are answered exactly once across the
+//! pause: the results of the calls that ran before it are kept in the
+//! state and never recomputed; on resume an approved call runs (once), a
+//! denied one gets the denial as its error result, a paused sub-agent
+//! continues with its own decisions; the step's tool message then holds one
+//! result per call, in the model's order, as if the step had never paused.
+//! A step can pause again (a sub-agent asking a new question): its state
+//! then keeps everything answered so far.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::drive::Run;
+use super::events::AgentEvent;
+use super::exec::{Batch, Pause, execute};
+use super::gate;
+use super::resume::SharedDecisions;
+use super::state::{PLAN_CALL_ID, Paused, PendingCall, RunState, SuspendedCall, new_state_id};
+use crate::approval::ApprovalDecision;
+use crate::message::{Message, ToolCall, ToolResult};
+use crate::preflight::{Plan, PlanDecision};
+use crate::toolset::ToolCatalog;
+use crate::usage::Usage;
+
+/// What a run needs to write its state when it pauses.
+pub(super) struct PauseAt<'a> {
+    pub history: &'a [Message],
+    pub input_len: usize,
+    pub steps: u32,
+    pub usage: Usage,
+    pub output_retries_left: Option<u32>,
+    pub conclude_next: bool,
+    pub paused: Paused,
+}
+
+/// A paused step, as the loop resumes it.
+pub(super) struct PausedStep {
+    pub step: u32,
+    pub calls: Vec<ToolCall>,
+    pub results: Vec<ToolResult>,
+    pub pending: Vec<PendingCall>,
+    pub suspended: Vec<SuspendedCall>,
+}
+
+/// How finishing a paused step ended.
+pub(super) enum StepEnd {
+    /// Every call has its result, in call order.
+    Done(Vec<ToolResult>),
+    /// Some calls paused again.
+    Paused(Paused),
+}
+
+/// The paused calls of a step that ran: split into questions and sub-agents.
+pub(super) fn paused_calls(
+    step: u32,
+    calls: &[ToolCall],
+    results: Vec<ToolResult>,
+    paused: Vec<Pause>,
+) -> Paused {
+    let mut pending = Vec::new();
+    let mut suspended = Vec::new();
+    for pause in paused {
+        match pause {
+            Pause::Deferred(call) => pending.push(call),
+            Pause::Suspended(call) => suspended.push(call),
+        }
+    }
+    Paused::ToolCalls {
+        step,
+        calls: calls.to_vec(),
+        results,
+        pending,
+        suspended,
+    }
+}
+
+impl Run {
+    /// The state of this run, paused as `at` says.
+    pub(super) fn state(&self, at: PauseAt<'_>) -> RunState {
+        RunState {
+            version: super::state::RUN_STATE_VERSION,
+            id: new_state_id(),
+            agent_path: self.scope.path.clone(),
+            messages: at.history.to_vec(),
+            input_len: at.input_len,
+            steps: at.steps,
+            usage: at.usage,
+            children_usage: self.scope.children_usage(),
+            output_retries_left: at.output_retries_left,
+            conclude_next: at.conclude_next,
+            paused: at.paused,
+        }
+    }
+
+    /// Tell the application what waits, before the `finished` event.
+    pub(super) async fn tell_paused(&self, state: &RunState) {
+        self.tell(AgentEvent::AwaitingApproval {
+            state_id: state.id.clone(),
+            pending: state.pending(),
+        })
+        .await;
+    }
+
+    /// This run's decision for `call_id` (checked present by
+    /// [`Resume::run`](super::Resume::run)).
+    fn decision(&self, decisions: &SharedDecisions, call_id: &str) -> ApprovalDecision {
+        decisions
+            .get(&self.scope.path, call_id)
+            .cloned()
+            .unwrap_or_else(|| ApprovalDecision::deny("no decision was given for this call"))
+    }
+
+    /// The decision on a paused plan, as the plan approver's would be.
+    pub(super) async fn decide_plan(
+        &self,
+        plan: Plan,
+        decisions: &SharedDecisions,
+    ) -> super::plan::PlanOutcome {
+        let decision = match self.decision(decisions, PLAN_CALL_ID) {
+            ApprovalDecision::Deny { reason } => PlanDecision::reject(reason),
+            _ => PlanDecision::Approve,
+        };
+        self.settle_plan(plan, Some(decision)).await
+    }
+
+    /// Answer every call of a paused step: approved ones run, denied ones
+    /// get their denial, paused sub-agents continue.
+    pub(super) async fn finish_paused(
+        &self,
+        paused: PausedStep,
+        decisions: &SharedDecisions,
+        catalog: &Arc<ToolCatalog>,
+    ) -> StepEnd {
+        let mut denied = HashMap::new();
+        let mut to_run: Vec<&str> = Vec::new();
+        for call in &paused.pending {
+            let decision = self.decision(decisions, &call.call_id);
+            let (approved, reason) = match &decision {
+                ApprovalDecision::Deny { reason } => (false, Some(reason.clone())),
+                ApprovalDecision::ApproveForSession => {
+                    if let Some(approvals) = &self.options.approvals {
+                        approvals.session.approve(&call.tool);
+                    }
+                    (true, None)
+                }
+                _ => (true, None),
+            };
+            self.tell(AgentEvent::ApprovalResolved {
+                call_id: call.call_id.clone(),
+                approved,
+                reason: reason.clone(),
+            })
+            .await;
+            match reason {
+                Some(reason) => {
+                    denied.insert(call.call_id.clone(), gate::denied(&call.tool, &reason).message);
+                }
+                None => to_run.push(&call.call_id),
+            }
+        }
+        let states: HashMap<String, Box<RunState>> = paused
+            .suspended
+            .iter()
+            .map(|s| (s.call_id.clone(), s.state.clone()))
+            .collect();
+        // The calls still to answer, in the model's order.
+        let open: Vec<ToolCall> = paused
+            .calls
+            .iter()
+            .filter(|c| {
+                denied.contains_key(&c.id) || to_run.contains(&c.id.as_str()) || states.contains_key(&c.id)
+            })
+            .cloned()
+            .collect();
+        let executed = execute(Batch {
+            calls: &open,
+            bad_json: &[],
+            catalog,
+            offered: None,
+            refuse: None,
+            answered: &HashMap::new(),
+            denied: &denied,
+            options: &self.options,
+            cancel: &self.cancel,
+            emit: &self.emit,
+            accountant: &self.accountant,
+            scope: &self.scope,
+            gate: None,
+            pre_approved: true,
+            resumes: Some((&states, decisions)),
+        })
+        .await;
+        let mut results = paused.results;
+        results.extend(executed.results);
+        if !executed.paused.is_empty() {
+            return StepEnd::Paused(paused_calls(paused.step, &paused.calls, results, executed.paused));
+        }
+        // One result per call, in the model's order.
+        let mut by_id: HashMap<String, ToolResult> =
+            results.into_iter().map(|r| (r.call_id.clone(), r)).collect();
+        StepEnd::Done(
+            paused
+                .calls
+                .iter()
+                .filter_map(|call| by_id.remove(&call.id))
+                .collect(),
+        )
+    }
+}
