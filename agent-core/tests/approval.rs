@@ -13,21 +13,8 @@ use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, AgentOptions, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalSession,
-    ApprovalTier, Approvals, Approver, ExitReason, StaticToolSource, ToolAnnotations, ToolOutput, ToolSet,
+    ApprovalTier, Approvals, Approver, ExitReason, StaticToolSource, ToolAnnotations, ToolSet,
 };
-
-/// A tool counting its runs, with annotations.
-fn counted(name: &str, annotations: ToolAnnotations, runs: Arc<AtomicUsize>) -> TestTool {
-    let mut tool = TestTool::new(name, object_schema(), move |_, _| {
-        let runs = runs.clone();
-        async move {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok(ToolOutput::text("ran"))
-        }
-    });
-    tool.set_annotations(annotations);
-    tool
-}
 
 fn read_only() -> ToolAnnotations {
     ToolAnnotations::default().read_only(true).idempotent(true)

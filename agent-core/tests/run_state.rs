@@ -13,21 +13,8 @@ use loopwright_core::preflight::Preflight;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, AgentTool, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ContentPart,
-    ExitReason, PendingKind, ResumeError, Role, RunState, StaticToolSource, ToolAnnotations, ToolOutput,
-    ToolSet,
+    ExitReason, PendingKind, ResumeError, Role, RunState, StaticToolSource, ToolAnnotations, ToolSet,
 };
-
-fn counted(name: &str, annotations: ToolAnnotations, runs: Arc<AtomicUsize>) -> TestTool {
-    let mut tool = TestTool::new(name, object_schema(), move |_, _| {
-        let runs = runs.clone();
-        async move {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Ok(ToolOutput::text("ran"))
-        }
-    });
-    tool.set_annotations(annotations);
-    tool
-}
 
 struct Counts {
     read: Arc<AtomicUsize>,

@@ -90,6 +90,22 @@ struct Resumed {
     conclude_next: bool,
 }
 
+impl Progress {
+    /// Add a message the run made to the history.
+    fn add(&mut self, history: &mut Arc<Vec<Message>>, message: Message) {
+        Arc::make_mut(history).push(message.clone());
+        self.new_messages.push(message);
+    }
+}
+
+/// The tool message answering a step's calls.
+fn tool_message(results: Vec<crate::message::ToolResult>) -> Message {
+    Message::new(
+        Role::Tool,
+        results.into_iter().map(ContentPart::ToolResult).collect(),
+    )
+}
+
 /// One step's request and what the loop needs to run its calls.
 struct Planned {
     request: ModelRequest,
@@ -153,58 +169,53 @@ impl Run {
         let mut paused_at: Option<Paused> = None;
 
         let (exit, error) = 'run: {
-            if let Some(resumed) = resume.take() {
-                match resumed.paused {
-                    Paused::Plan { plan } => match self.decide_plan(plan, &resumed.decisions).await {
-                        PlanOutcome::Approved(message) => {
-                            Arc::make_mut(&mut history).push(message.clone());
-                            progress.new_messages.push(message);
-                        }
-                        PlanOutcome::Rejected(reason) => {
-                            progress.plan_rejection = Some(reason);
-                            break 'run (ExitReason::PlanRejected, None);
-                        }
-                        _ => break 'run (ExitReason::Cancelled, None),
-                    },
-                    Paused::ToolCalls {
-                        step,
-                        calls,
-                        results,
-                        pending,
-                        suspended,
-                    } => {
-                        let paused = PausedStep {
+            // A plan to follow, whether the run proposes it now or a
+            // resumed run's plan was decided.
+            let planned = match resume.take() {
+                Some(Resumed {
+                    paused: Paused::Plan { plan },
+                    decisions,
+                    ..
+                }) => Some(self.decide_plan(plan, &decisions).await),
+                Some(Resumed {
+                    paused:
+                        Paused::ToolCalls {
                             step,
                             calls,
                             results,
                             pending,
                             suspended,
-                        };
-                        match self.finish_paused(paused, &resumed.decisions, &catalog).await {
-                            StepEnd::Done(results) => {
-                                let message = Message::new(
-                                    Role::Tool,
-                                    results.into_iter().map(ContentPart::ToolResult).collect(),
-                                );
-                                Arc::make_mut(&mut history).push(message.clone());
-                                progress.new_messages.push(message);
-                            }
-                            StepEnd::Paused(again) => {
-                                paused_at = Some(again);
-                                break 'run (ExitReason::AwaitingApproval, None);
-                            }
+                        },
+                    decisions,
+                    ..
+                }) => {
+                    let paused = PausedStep {
+                        step,
+                        calls,
+                        results,
+                        pending,
+                        suspended,
+                    };
+                    match self.finish_paused(paused, &decisions, &catalog).await {
+                        StepEnd::Done(results) => progress.add(&mut history, tool_message(results)),
+                        StepEnd::Paused(again) => {
+                            paused_at = Some(again);
+                            break 'run (ExitReason::AwaitingApproval, None);
                         }
                     }
+                    None
                 }
-            } else if let Some(preflight) = &self.options.preflight {
-                match self
-                    .preflight(preflight, &history, &catalog, &mut progress.usage)
-                    .await
-                {
-                    PlanOutcome::Approved(message) => {
-                        Arc::make_mut(&mut history).push(message.clone());
-                        progress.new_messages.push(message);
-                    }
+                None => match &self.options.preflight {
+                    Some(preflight) => Some(
+                        self.preflight(preflight, &history, &catalog, &mut progress.usage)
+                            .await,
+                    ),
+                    None => None,
+                },
+            };
+            if let Some(outcome) = planned {
+                match outcome {
+                    PlanOutcome::Approved(message) => progress.add(&mut history, message),
                     PlanOutcome::Rejected(reason) => {
                         progress.plan_rejection = Some(reason);
                         break 'run (ExitReason::PlanRejected, None);
@@ -295,8 +306,7 @@ impl Run {
                 })
                 .await;
                 if let Some(message) = output.message() {
-                    Arc::make_mut(&mut history).push(message.clone());
-                    progress.new_messages.push(message);
+                    progress.add(&mut history, message);
                 }
                 let mut answered = HashMap::new();
                 let verdict = structured
@@ -318,9 +328,7 @@ impl Run {
                                 progress.output_error = Some(e);
                                 break (ExitReason::OutputInvalid, None);
                             }
-                            let retry = s.retry_message(&e);
-                            Arc::make_mut(&mut history).push(retry.clone());
-                            progress.new_messages.push(retry);
+                            progress.add(&mut history, s.retry_message(&e));
                             continue;
                         }
                     }
@@ -377,12 +385,7 @@ impl Run {
                         usage: output.usage,
                     });
                 }
-                let message = Message::new(
-                    Role::Tool,
-                    results.into_iter().map(ContentPart::ToolResult).collect(),
-                );
-                Arc::make_mut(&mut history).push(message.clone());
-                progress.new_messages.push(message);
+                progress.add(&mut history, tool_message(results));
                 match verdict {
                     Verdict::Accepted(value) => {
                         progress.output = Some(value);

@@ -250,24 +250,8 @@ impl Tool for AgentTool {
     }
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let Some(agent) = self.agent() else {
-            return Ok(self.unavailable());
-        };
-        let (lineage, parent) = match self.lineage(&agent, &ctx) {
-            Ok(found) => found,
-            Err(refused) => return Ok(refused),
-        };
-        let path = lineage.path();
-        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
         let messages = vec![Message::user(self.prompt(&input))];
-        let run = start(
-            agent.model.clone(),
-            agent.tools.clone(),
-            Start::Fresh(messages),
-            options,
-            lineage,
-        );
-        self.follow(run, path, parent.as_ref(), &ctx).await
+        self.run_child(Start::Fresh(messages), &ctx).await
     }
 
     /// Continue the child run `state` (which paused on its own questions)
@@ -278,26 +262,11 @@ impl Tool for AgentTool {
         decisions: Decisions,
         ctx: ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let Some(agent) = self.agent() else {
-            return Ok(self.unavailable());
+        let start = Start::Resume {
+            state,
+            decisions: Arc::new(decisions),
         };
-        let (lineage, parent) = match self.lineage(&agent, &ctx) {
-            Ok(found) => found,
-            Err(refused) => return Ok(refused),
-        };
-        let path = lineage.path();
-        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
-        let run = start(
-            agent.model.clone(),
-            agent.tools.clone(),
-            Start::Resume {
-                state,
-                decisions: Arc::new(decisions),
-            },
-            options,
-            lineage,
-        );
-        self.follow(run, path, parent.as_ref(), &ctx).await
+        self.run_child(start, &ctx).await
     }
 
     async fn check_resume(&self, state: &RunState) -> Result<(), ResumeError> {
@@ -312,6 +281,22 @@ impl Tool for AgentTool {
 }
 
 impl AgentTool {
+    /// Start the child run from `input` under the caller's scope and follow
+    /// it to its end.
+    async fn run_child(&self, input: Start, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(agent) = self.agent() else {
+            return Ok(self.unavailable());
+        };
+        let (lineage, parent) = match self.lineage(&agent, ctx) {
+            Ok(found) => found,
+            Err(refused) => return Ok(refused),
+        };
+        let path = lineage.path();
+        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        let run = start(agent.model.clone(), agent.tools.clone(), input, options, lineage);
+        self.follow(run, path, parent.as_ref(), ctx).await
+    }
+
     fn unavailable(&self) -> ToolOutput {
         ToolOutput::error(format!(
             "The agent {} is not available yet (its definition was not finished). Do the task another way.",

@@ -46,6 +46,23 @@ impl TestTool {
     }
 }
 
+/// A tool counting its runs in `runs`, with `annotations`.
+pub fn counted(
+    name: &str,
+    annotations: loopwright_core::ToolAnnotations,
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+) -> TestTool {
+    let mut tool = TestTool::new(name, object_schema(), move |_, _| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(ToolOutput::text("ran"))
+        }
+    });
+    tool.set_annotations(annotations);
+    tool
+}
+
 #[async_trait::async_trait]
 impl Tool for TestTool {
     fn definition(&self) -> &ToolDefinition {
