@@ -45,6 +45,7 @@ pub mod model_error;
 pub mod output;
 pub mod preflight;
 mod progress;
+pub mod replay;
 mod responder;
 pub mod schema;
 mod settings;
