@@ -83,6 +83,67 @@ pub struct Args {
     /// JSON object per line) and exit.
     #[arg(long)]
     pub list_tools: bool,
+
+    /// Recording the run's model and MCP calls, or replaying them.
+    #[command(flatten)]
+    pub cassette: CassetteArgs,
+}
+
+/// `--record DIR`, `--replay DIR`: a cassette of model and MCP calls.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CassetteArgs {
+    /// Record every model call and MCP call into the cassette DIR (JSON
+    /// lines a person can read and edit: DIR/model.jsonl and
+    /// DIR/tools/SERVER.jsonl); a new recording replaces those files.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+
+    /// Serve the model calls and MCP calls from the cassette DIR: nothing
+    /// goes to the provider and no MCP server is started. A request that
+    /// is not recorded ends the run with a model error (exit status 3)
+    /// naming the nearest recorded request and what differs.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+
+    /// With --replay, what a request or tool call that is not recorded
+    /// does: strict (an error), or record-missing (it goes to the live
+    /// model and servers, which are connected, and is added to DIR).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ReplayModeArg::Strict, requires = "replay")]
+    pub replay_mode: ReplayModeArg,
+}
+
+/// `--replay-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayModeArg {
+    /// A request not recorded is an error.
+    Strict,
+    /// A request not recorded goes to the live model and is recorded.
+    RecordMissing,
+}
+
+impl From<ReplayModeArg> for loopwright::replay::ReplayMode {
+    fn from(mode: ReplayModeArg) -> Self {
+        match mode {
+            ReplayModeArg::Strict => Self::Strict,
+            ReplayModeArg::RecordMissing => Self::RecordMissing,
+        }
+    }
+}
+
+impl CassetteArgs {
+    /// The cassette the flags name, opened (`None` without either flag).
+    pub fn open(&self) -> Result<Option<loopwright::replay::Cassette>, String> {
+        use loopwright::replay::Cassette;
+        match (&self.record, &self.replay) {
+            (Some(dir), _) => Cassette::record(dir)
+                .map(Some)
+                .map_err(|e| format!("--record: {e}")),
+            (None, Some(dir)) => Cassette::replay(dir, self.replay_mode.into())
+                .map(Some)
+                .map_err(|e| format!("--replay: {e}")),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 impl std::ops::Deref for Args {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use clap::Parser;
 use futures::StreamExt;
 use loopwright::config::{AgentConfig, ChosenModel, SchemaSource};
+use loopwright::replay::Cassette;
 use loopwright::{Agent, AgentOptions, Approvals, JsonlSink};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -149,6 +150,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             "--approve ask needs a terminal to ask on; use auto or deny",
         ));
     }
+    let cassette = args.cassette.open().map_err(Failure::usage)?;
     // From here on Ctrl-C ends the run cleanly (before, while a prompt is
     // typed on the terminal, it simply ends the process: nothing runs yet).
     let mut stop = Stop::new()?;
@@ -165,6 +167,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             &config,
             system,
             prompt.unwrap_or_default(),
+            cassette,
             &mut stop,
         )
         .await;
@@ -173,7 +176,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
     // Interrupted while connecting: dropping the connections ends the
     // servers already started (their process groups are killed on drop).
     let tools = tokio::select! {
-        tools = tools::build(&args, &config) => tools?,
+        tools = tools::build(&args, &config, cassette.as_ref()) => tools?,
         status = stop.requested() => return Ok(status),
     };
     let status = drive(
@@ -182,6 +185,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         system,
         prompt.unwrap_or_default(),
         &tools,
+        cassette.as_ref(),
         &mut stop,
     )
     .await;
@@ -211,13 +215,15 @@ fn system_prompt(args: &AgentArgs) -> Result<Option<String>, Failure> {
     })
 }
 
-/// List the tools, or choose the model and run the prompt to the end.
+/// List the tools, or choose the model (through the cassette, if any) and
+/// run the prompt to the end.
 async fn drive(
     args: &Args,
     config: &AgentConfig,
     system: Option<String>,
     prompt: String,
     tools: &tools::Tools,
+    cassette: Option<&Cassette>,
     stop: &mut Stop,
 ) -> Result<u8, Failure> {
     if args.list_tools {
@@ -239,7 +245,11 @@ async fn drive(
         }
     };
     let options = options(args, args.plan, config, system, &chosen)?;
-    let agent = Agent::builder(chosen.model.clone())
+    let model = match cassette {
+        Some(cassette) => cassette.model(chosen.model.clone()),
+        None => chosen.model.clone(),
+    };
+    let agent = Agent::builder(model)
         .shared_tools(tools.set.clone())
         .options(options)
         .build();

@@ -139,7 +139,7 @@ async fn agents(
         eprintln!("warning: {warning}");
     }
     if run.agent.is_empty() {
-        let tools = crate::tools::build_with(run, config, skills).await?;
+        let tools = crate::tools::build_with(run, config, skills, None).await?;
         let set = tools.set.clone();
         connected.push(Servers::Own(tools.connected));
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;

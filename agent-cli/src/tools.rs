@@ -8,6 +8,7 @@ use std::sync::Arc;
 use loopwright::ToolSet;
 use loopwright::config::AgentConfig;
 use loopwright::mcp::Connected;
+use loopwright::replay::Cassette;
 use loopwright::skills::{Skills, SkillsSource};
 use loopwright::tools::{Workspace, coding_tools};
 
@@ -37,16 +38,22 @@ pub fn skills(args: &AgentArgs, config: &AgentConfig) -> Arc<Skills> {
 }
 
 /// [`build_with`] the skills the flags and the config name.
-pub async fn build(args: &AgentArgs, config: &AgentConfig) -> Result<Tools, Failure> {
-    build_with(args, config, skills(args, config)).await
+pub async fn build(
+    args: &AgentArgs,
+    config: &AgentConfig,
+    cassette: Option<&Cassette>,
+) -> Result<Tools, Failure> {
+    build_with(args, config, skills(args, config), cassette).await
 }
 
-/// Connect the selected servers and add the coding tools when asked, and
-/// the skills when there are any (or warnings about them).
+/// Connect the selected servers (or serve them from `cassette`) and add the
+/// coding tools when asked, and the skills when there are any (or warnings
+/// about them).
 pub async fn build_with(
     args: &AgentArgs,
     config: &AgentConfig,
     skills: Arc<Skills>,
+    cassette: Option<&Cassette>,
 ) -> Result<Tools, Failure> {
     let mut builder = ToolSet::builder();
     if !skills.is_empty() || !skills.warnings().is_empty() {
@@ -65,15 +72,16 @@ pub async fn build_with(
         .map_err(|e| Failure::usage(format!("--workspace {}: {e}", dir.display())))?;
         builder = builder.source(coding_tools(workspace));
     }
-    let connected = if args.no_mcp {
-        Connected::default()
+    let (builder, connected) = if args.no_mcp {
+        let none = Connected::default();
+        (none.add_to(builder), none)
     } else {
-        config
-            .connect_mcp(&args.mcp)
+        let servers = config
+            .mcp_sources(&args.mcp, cassette)
             .await
-            .map_err(|e| Failure::usage(format!("--mcp: {e}")))?
+            .map_err(|e| Failure::usage(format!("--mcp: {e}")))?;
+        (servers.add_to(builder), servers.connected)
     };
-    let builder = connected.add_to(builder);
     Ok(Tools {
         set: std::sync::Arc::new(builder.build()),
         connected,
