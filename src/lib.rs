@@ -85,10 +85,16 @@ pub mod files;
 #[cfg(feature = "skills")]
 pub mod skills;
 
-#[cfg(any(feature = "files", feature = "skills"))]
+/// Evals: an agent run over a dataset of cases and scored against their
+/// expectations (feature `eval`).
+#[cfg(feature = "eval")]
+pub mod eval;
+
+#[cfg(any(feature = "files", feature = "skills", feature = "eval"))]
+#[cfg_attr(not(any(feature = "files", feature = "skills")), allow(dead_code))]
 mod frontmatter;
 
-#[cfg(any(feature = "config", feature = "skills"))]
+#[cfg(any(feature = "config", feature = "skills", feature = "eval"))]
 mod json;
 
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
