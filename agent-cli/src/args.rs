@@ -50,6 +50,74 @@ pub enum Command {
     /// accepting, let runs finish within --shutdown-grace, then cancel them
     /// (exit status 0 after a clean stop).
     Serve(ServeArgs),
+
+    /// Run an agent over a dataset of cases and score its answers.
+    ///
+    /// DATASET is a YAML or JSON file of cases: a prompt (or messages),
+    /// variables, and expectations (exact, contains, regex, schema,
+    /// tool_called with arguments, tool_not_called, max_steps, rubric). The
+    /// agent is --agent FILE, else the configuration and the flags' agent.
+    /// Runs go concurrently; a progress bar shows on a terminal; the table
+    /// goes to stdout, the whole report (events and reasons included) to
+    /// --json FILE. With --replay DIR it runs offline. Exit status: 0 when
+    /// the pass rate reaches --min-pass, 1 when it does not, 2 for a bad
+    /// dataset or configuration.
+    Eval(EvalArgs),
+}
+
+/// `loopwright eval`: the dataset, how it runs and reports, then the
+/// agent's settings.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The dataset file (YAML or JSON).
+    #[arg(value_name = "DATASET")]
+    pub dataset: PathBuf,
+
+    /// Runs in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+
+    /// Runs of each case; the table then gives each case's pass rate and
+    /// the spread of its score.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+
+    /// The pass rate (runs that met every expectation) below which the
+    /// exit status is 1: a fraction (0.9) or a percentage (90%).
+    #[arg(long, value_name = "RATE", default_value = "1", value_parser = parse_rate)]
+    pub min_pass: f64,
+
+    /// The judge model of rubric expectations, as provider/model
+    /// [default: the dataset's `judge`].
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub judge_model: Option<String>,
+
+    /// Write the whole report as JSON to FILE (`-`: to stdout, instead of
+    /// the table): per run the answer, every event and each expectation's
+    /// verdict with its reason.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Recording the runs' model and MCP calls, or replaying them.
+    #[command(flatten)]
+    pub cassette: CassetteArgs,
+
+    /// The agent's settings, as for `loopwright` (no prompt).
+    #[command(flatten)]
+    pub run: AgentArgs,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (text.trim(), 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(v) if (0.0..=scale).contains(&v) => Ok(v / scale),
+        _ => Err(format!(
+            "`{text}` is not a rate: a fraction from 0 to 1, or a percentage"
+        )),
+    }
 }
 
 /// Running one prompt: the agent's settings, the prompt and how the run is

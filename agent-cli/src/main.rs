@@ -6,6 +6,7 @@
 
 mod approve;
 mod args;
+mod eval;
 mod exit;
 mod files;
 mod model;
@@ -40,6 +41,7 @@ fn main() {
             let status = match cli.command {
                 None => runtime.block_on(run(cli.run)),
                 Some(args::Command::Serve(args)) => runtime.block_on(serve::run(args)),
+                Some(args::Command::Eval(args)) => runtime.block_on(eval::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
