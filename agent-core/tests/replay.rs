@@ -117,12 +117,7 @@ async fn a_changed_prompt_is_a_model_error_naming_the_difference() {
     let _ = agent.prompt("What time is it?").await.unwrap();
 
     let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
-    let model = ReplayModel::offline(
-        &cassette,
-        "scripted",
-        "scripted-test-model",
-        ModelCapabilities::default(),
-    );
+    let model = ReplayModel::offline(&cassette, "scripted", "scripted-test-model");
     let agent = Agent::builder(Arc::new(model)).build();
     let (_, result) = collect(agent.prompt("What time is it now?")).await;
     assert_eq!(result.exit, ExitReason::ModelError);
@@ -259,4 +254,34 @@ async fn recording_again_starts_a_fresh_take() {
     let text = std::fs::read_to_string(dir.path().join("model.jsonl")).unwrap();
     assert_eq!(text.lines().count(), 1);
     assert!(text.contains("new") && !text.contains("old"), "{text}");
+}
+
+#[tokio::test]
+async fn an_offline_replay_claims_the_recorded_capabilities() {
+    // With native structured output the request carries a response format;
+    // without, a final_answer tool: the offline model must claim the same.
+    let dir = tempfile::tempdir().unwrap();
+    let caps = ModelCapabilities::default().structured_output(true, true);
+    let live = ScriptedModel::new(vec![ScriptedStep::text(r#"{"city": "Paris"}"#)]).with_capabilities(caps);
+    let spec = || {
+        loopwright_core::OutputSpec::from_schema("city", json!({"type": "object", "required": ["city"]}))
+            .unwrap()
+    };
+    let cassette = Cassette::record(dir.path()).unwrap();
+    let agent = Agent::builder(cassette.model(Arc::new(live)))
+        .output(spec())
+        .build();
+    let first = agent.prompt("Which city?").await.unwrap();
+    assert_eq!(first.output, Some(json!({"city": "Paris"})));
+    let line = std::fs::read_to_string(dir.path().join("model.jsonl")).unwrap();
+    assert!(
+        line.contains(r#""capabilities":{"structured_output":true"#),
+        "{line}"
+    );
+
+    let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
+    let offline = ReplayModel::offline(&cassette, "scripted", "scripted-test-model");
+    assert_eq!(offline.capabilities(), caps);
+    let agent = Agent::builder(Arc::new(offline)).output(spec()).build();
+    assert_eq!(agent.prompt("Which city?").await.unwrap().output, first.output);
 }

@@ -49,6 +49,14 @@ pub struct ModelCall {
     pub request: RequestSummary,
     /// What the stream yielded, in order.
     pub events: Vec<RecordedItem>,
+    /// What the model could do (absent when nothing beyond text and
+    /// tools): an offline replay ([`ReplayModel::offline`]) claims the same.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub capabilities: ModelCapabilities,
+}
+
+fn is_default(c: &ModelCapabilities) -> bool {
+    *c == ModelCapabilities::default()
 }
 
 impl ModelCall {
@@ -58,7 +66,14 @@ impl ModelCall {
             hash: request.hash(),
             request,
             events,
+            capabilities: ModelCapabilities::default(),
         }
+    }
+
+    /// The same call, made to a model with these capabilities.
+    pub fn with_capabilities(mut self, capabilities: ModelCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 }
 
@@ -136,6 +151,16 @@ impl ModelLog {
         }
     }
 
+    /// The capabilities recorded with the first call of `model`.
+    fn capabilities_of(&self, model: &str) -> Option<ModelCapabilities> {
+        let state = self.state.lock().ok()?;
+        state
+            .calls
+            .iter()
+            .find(|(_, c)| c.request.model == model)
+            .map(|(_, c)| c.capabilities)
+    }
+
     /// The recorded stream for `request`, or what is nearest.
     fn lookup(&self, request: &RequestSummary, hash: &str) -> Lookup {
         let Ok(mut state) = self.state.lock() else {
@@ -173,11 +198,11 @@ impl ModelLog {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use loopwright_core::{LanguageModel, Message, ModelCapabilities, ModelRequest};
+/// use loopwright_core::{LanguageModel, Message, ModelRequest};
 /// use loopwright_core::replay::{Cassette, ReplayMiss, ReplayMode, ReplayModel};
 /// let dir = tempfile::tempdir().unwrap();
 /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
-/// let model = ReplayModel::offline(&cassette, "local", "m", ModelCapabilities::default());
+/// let model = ReplayModel::offline(&cassette, "local", "m");
 /// let Err(error) = model.stream(ModelRequest::new(vec![Message::user("hi")])).await else { panic!() };
 /// let miss = ReplayMiss::of(&error).unwrap();
 /// assert_eq!(miss.nearest_line, None);
@@ -287,18 +312,21 @@ async fn record_stream(
     request: ModelRequest,
 ) -> Result<ModelStream, ModelError> {
     let summary = RequestSummary::of(model_label(model), &request);
+    let capabilities = model.capabilities();
     match model.stream(request).await {
         Ok(stream) => Ok(Recording {
             inner: stream,
             pending: Some(Pending {
                 summary,
+                capabilities,
                 items: Vec::new(),
                 log: log.clone(),
             }),
         }
         .boxed()),
         Err(e) => {
-            log.record(ModelCall::new(summary, vec![RecordedItem::from(Err(e.clone()))]));
+            let call = ModelCall::new(summary, vec![RecordedItem::from(Err(e.clone()))]);
+            log.record(call.with_capabilities(capabilities));
             Err(e)
         }
     }
@@ -307,13 +335,15 @@ async fn record_stream(
 /// A call being recorded.
 struct Pending {
     summary: RequestSummary,
+    capabilities: ModelCapabilities,
     items: Vec<RecordedItem>,
     log: Arc<ModelLog>,
 }
 
 impl Pending {
     fn write(self) {
-        self.log.record(ModelCall::new(self.summary, self.items));
+        let call = ModelCall::new(self.summary, self.items).with_capabilities(self.capabilities);
+        self.log.record(call);
     }
 }
 
@@ -406,30 +436,36 @@ impl ReplayModel {
         }
     }
 
-    /// Serve `cassette`'s calls as the model `provider/model_id` with these
-    /// capabilities, without any live model (a miss is always an error).
+    /// Serve `cassette`'s calls as the model `provider/model_id`, without
+    /// any live model: no provider is built, no key is needed, and a miss
+    /// is always an error. It claims the capabilities recorded with that
+    /// model's calls (the agent shapes its requests by them).
     ///
     /// ```
-    /// use loopwright_core::{LanguageModel, ModelCapabilities, replay::{Cassette, ReplayMode, ReplayModel}};
+    /// use loopwright_core::{LanguageModel, replay::{Cassette, ReplayMode, ReplayModel}};
     /// let dir = tempfile::tempdir().unwrap();
     /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
-    /// let model = ReplayModel::offline(&cassette, "openai", "gpt-4.1", ModelCapabilities::default());
+    /// let model = ReplayModel::offline(&cassette, "openai", "gpt-4.1");
     /// assert_eq!(model.model_id(), "gpt-4.1");
     /// ```
     pub fn offline(
         cassette: &super::Cassette,
         provider: impl Into<String>,
         model_id: impl Into<String>,
-        capabilities: ModelCapabilities,
     ) -> Self {
+        let (provider, model) = (provider.into(), model_id.into());
+        let log = cassette.model_log();
+        let capabilities = log
+            .capabilities_of(&format!("{provider}/{model}"))
+            .unwrap_or_default();
         let stand_in = Offline {
-            provider: provider.into(),
-            model: model_id.into(),
+            provider,
+            model,
             capabilities,
         };
         Self {
             live: Arc::new(stand_in),
-            log: cassette.model_log(),
+            log,
             mode: ReplayMode::Strict,
         }
     }
