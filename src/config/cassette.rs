@@ -16,6 +16,36 @@ use super::{AgentConfig, RunSetupError};
 
 /// The MCP servers of a run as tool sources: connected live (and recorded
 /// when a cassette records), or replayed from a cassette.
+///
+/// A test recorded once against the real provider and MCP server
+/// (`RECORD=1 cargo test`), then replayed offline: no key, no network, no
+/// server.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// use loopwright::config::AgentConfig;
+/// use loopwright::replay::{Cassette, ReplayMode, ReplayModel};
+/// use loopwright::{Agent, LanguageModel, ToolSet, providers::Providers};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = AgentConfig::load("tests/agent.json".as_ref())?; // mcpServers: time
+/// let dir = "tests/cassettes/lisbon";
+/// let (cassette, model): (Cassette, Arc<dyn LanguageModel>) = if std::env::var_os("RECORD").is_some() {
+///     let cassette = Cassette::record(dir)?;
+///     let model = cassette.model(Providers::from_env()?.model("openai/gpt-4.1")?);
+///     (cassette, model)
+/// } else {
+///     let cassette = Cassette::replay(dir, ReplayMode::Strict)?;
+///     let model = Arc::new(ReplayModel::offline(&cassette, "openai", "gpt-4.1"));
+///     (cassette, model)
+/// };
+/// let servers = config.mcp_sources(&[], Some(&cassette)).await?; // replayed: nothing started
+/// let agent = Agent::builder(model).tools(servers.add_to(ToolSet::builder()).build()).build();
+/// let answer = agent.prompt("What time is it in Lisbon?").await?;
+/// assert!(answer.text.contains("Lisbon"));
+/// servers.connected.close_all().await;
+/// # Ok(()) }
+/// ```
 #[non_exhaustive]
 pub struct McpSources {
     /// The servers connected (close them at the end); empty for a strict
