@@ -19,9 +19,15 @@ fn block(readme: &str, heading: &str) -> Vec<String> {
 
 /// The visible lines of the first `no_run` example in src/lib.rs.
 fn lib_example() -> Vec<String> {
-    include_str!("../src/lib.rs")
+    doc_example(include_str!("../src/lib.rs"), "//!")
+}
+
+/// The visible lines of the first `no_run` example in `source`'s doc
+/// comments starting with `marker` (`//!`, `///`).
+fn doc_example(source: &str, marker: &str) -> Vec<String> {
+    source
         .lines()
-        .filter_map(|l| l.strip_prefix("//!"))
+        .filter_map(|l| l.trim_start().strip_prefix(marker))
         .map(|l| l.strip_prefix(' ').unwrap_or(l))
         .skip_while(|l| !l.starts_with("```no_run"))
         .skip(1)
@@ -39,25 +45,10 @@ fn the_readme_library_example_is_the_compiled_one() {
     assert_eq!(readme, lib);
 }
 
-/// The visible lines of the first `no_run` example of a `///` comment in
-/// `source`.
-fn item_example(source: &str) -> Vec<String> {
-    source
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("///"))
-        .map(|l| l.strip_prefix(' ').unwrap_or(l))
-        .skip_while(|l| !l.starts_with("```no_run"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("```"))
-        .filter(|l| !l.starts_with("# ") && *l != "#")
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn the_readme_replay_test_is_the_compiled_one() {
     let readme = block(include_str!("../README.md"), "The same test from Rust:");
-    let compiled = item_example(include_str!("../src/config/cassette.rs"));
+    let compiled = doc_example(include_str!("../src/config/cassette.rs"), "///");
     assert!(compiled.len() >= 10, "{compiled:?}");
     assert_eq!(readme, compiled);
 }
@@ -72,7 +63,10 @@ fn the_readme_eval_dataset_loads() {
     assert_eq!(dataset.judge.as_deref(), Some("anthropic/claude-haiku-4-5"));
     let kinds: usize = dataset.cases.iter().map(|c| c.expectations.len()).sum();
     assert_eq!(kinds, 7);
-    assert_eq!(dataset.cases[0].messages()[0].text(), "What time is it in Lisbon?");
+    assert_eq!(
+        dataset.cases[0].messages()[0].text(),
+        "What time is it in Lisbon?"
+    );
 }
 
 #[test]

@@ -44,15 +44,7 @@ pub async fn run(args: EvalArgs) -> u8 {
 async fn run_checked(args: EvalArgs) -> Result<u8, Failure> {
     let run = &args.run;
     let config = load_config(run)?;
-    trace::init(
-        trace::TraceOptions {
-            verbose: run.verbose,
-            llm: run.trace_llm,
-            mcp: run.trace_mcp,
-            otel: run.otel,
-        },
-        config.secret_values(),
-    );
+    trace::init(trace::TraceOptions::of(run), config.secret_values());
     if run.approve == ApproveMode::Ask {
         return Err(Failure::usage(
             "--approve ask: an eval runs unattended; use auto or deny",

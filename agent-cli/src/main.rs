@@ -127,15 +127,7 @@ impl Stop {
 
 async fn run_checked(args: Args) -> Result<u8, Failure> {
     let config = load_config(&args)?;
-    trace::init(
-        trace::TraceOptions {
-            verbose: args.verbose,
-            llm: args.trace_llm,
-            mcp: args.trace_mcp,
-            otel: args.otel,
-        },
-        config.secret_values(),
-    );
+    trace::init(trace::TraceOptions::of(&args), config.secret_values());
     // `--list-tools` takes no prompt, so it never waits on standard input.
     let prompt = if args.list_tools {
         None

@@ -138,7 +138,22 @@ fn files(dir: &Path, base_url: &str, mcp_command: &Path) -> (PathBuf, PathBuf, P
     paths
 }
 
+/// The model server, and a directory with the files using it and the
+/// MCP test server.
+async fn live() -> (PromptServer, tempfile::TempDir, PathBuf) {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = format!("http://{}/v1", server.addr);
+    let (config, _, _) = files(dir.path(), &base_url, &mcp_test_server());
+    (server, dir, config)
+}
+
 async fn eval(dir: &Path, config: &Path, extra: &[&str]) -> std::process::Output {
+    run_agent(&eval_args(config, extra), &[], dir).await
+}
+
+/// `eval cases.yaml --agent echo.md --config CONFIG EXTRA...`.
+fn eval_args<'a>(config: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "eval",
         "cases.yaml",
@@ -148,15 +163,12 @@ async fn eval(dir: &Path, config: &Path, extra: &[&str]) -> std::process::Output
         config.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    run_agent(&args, &[], dir).await
+    args
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eval_scores_each_kind_of_expectation_with_a_judge_through_the_model_server() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("http://{}/v1", server.addr);
-    let (config, _, _) = files(dir.path(), &base_url, &mcp_test_server());
+    let (server, dir, config) = live().await;
     let out = eval(
         dir.path(),
         &config,
@@ -210,10 +222,7 @@ async fn an_eval_scores_each_kind_of_expectation_with_a_judge_through_the_model_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eval_recorded_once_replays_offline_with_repeats() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("http://{}/v1", server.addr);
-    let (config, _, _) = files(dir.path(), &base_url, &mcp_test_server());
+    let (server, dir, config) = live().await;
     let recorded = eval(
         dir.path(),
         &config,
@@ -286,20 +295,8 @@ async fn a_bad_dataset_or_a_missing_judge_is_a_usage_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_progress_bar_shows_on_a_terminal_and_the_table_on_stdout() {
-    let server = server().await;
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("http://{}/v1", server.addr);
-    let (config, _, _) = files(dir.path(), &base_url, &mcp_test_server());
-    let args = [
-        "eval",
-        "cases.yaml",
-        "--agent",
-        "echo.md",
-        "--config",
-        config.to_str().unwrap(),
-        "--min-pass",
-        "0",
-    ];
+    let (server, dir, config) = live().await;
+    let args = eval_args(&config, &["--min-pass", "0"]);
     let (status, stdout, terminal) = common::pty::on_a_terminal(&args, dir.path(), vec![]).await;
     assert_eq!(status, Some(0), "{terminal}");
     assert!(terminal.contains("0/3 runs, 0 passed, 0 failed"), "{terminal}");
