@@ -3,7 +3,8 @@
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
 //! `skills`, all on by default; `serve`, the headends; `otel`, the OTLP
-//! export of the trace spans). See `loopwright_core` for the loop and the
+//! export of the trace spans; `eval`, evals over datasets of cases). See
+//! `loopwright_core` for the loop and the
 //! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
 //! agent is also a tool of another: [`AgentTool`]), and [`skills`] for Agent
@@ -85,8 +86,6 @@ pub mod files;
 #[cfg(feature = "skills")]
 pub mod skills;
 
-/// Evals: an agent run over a dataset of cases and scored against their
-/// expectations (feature `eval`).
 #[cfg(feature = "eval")]
 pub mod eval;
 

@@ -295,7 +295,8 @@ async fn a_bad_dataset_or_a_missing_judge_is_a_usage_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_progress_bar_shows_on_a_terminal_and_the_table_on_stdout() {
-    let (server, dir, config) = live().await;
+    // The server lives to the end of the test.
+    let (_server, dir, config) = live().await;
     let args = eval_args(&config, &["--min-pass", "0"]);
     let (status, stdout, terminal) = common::pty::on_a_terminal(&args, dir.path(), vec![]).await;
     assert_eq!(status, Some(0), "{terminal}");
