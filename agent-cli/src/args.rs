@@ -160,16 +160,18 @@ pub struct Args {
 /// `--record DIR`, `--replay DIR`: a cassette of model and MCP calls.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CassetteArgs {
-    /// Record every model call and MCP call into the cassette DIR (JSON
-    /// lines a person can read and edit: DIR/model.jsonl and
-    /// DIR/tools/SERVER.jsonl); a new recording replaces those files.
+    /// Record every model call and tool call (MCP servers, coding tools,
+    /// skills) into the cassette DIR, as JSON lines a person can read and
+    /// edit (DIR/model.jsonl, DIR/tools/SOURCE.jsonl); a new recording
+    /// replaces those files.
     #[arg(long, value_name = "DIR", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
 
-    /// Serve the model calls and MCP calls from the cassette DIR: nothing
-    /// goes to the provider and no MCP server is started. A request that
-    /// is not recorded ends the run with a model error (exit status 3)
-    /// naming the nearest recorded request and what differs.
+    /// Serve the model calls and tool calls from the cassette DIR: nothing
+    /// goes to the provider, no MCP server is started, no coding tool
+    /// runs. A request that is not recorded ends the run with a model
+    /// error (exit status 3) naming the nearest recorded request and what
+    /// differs.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
 

@@ -5,15 +5,23 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopwright::ToolSet;
 use loopwright::config::AgentConfig;
 use loopwright::mcp::Connected;
 use loopwright::replay::Cassette;
 use loopwright::skills::{Skills, SkillsSource};
 use loopwright::tools::{Workspace, coding_tools};
+use loopwright::{SourceOptions, ToolSet, ToolSource};
 
 use crate::args::AgentArgs;
 use crate::exit::Failure;
+
+/// `source` through `cassette` (recorded or replayed), when there is one.
+fn through(cassette: Option<&Cassette>, source: Arc<dyn ToolSource>) -> Arc<dyn ToolSource> {
+    match cassette {
+        Some(c) => c.tool_source(source),
+        None => source,
+    }
+}
 
 /// The run's tool set and the servers to close at the end.
 pub struct Tools {
@@ -46,9 +54,10 @@ pub async fn build(
     build_with(args, config, skills(args, config), cassette).await
 }
 
-/// Connect the selected servers (or serve them from `cassette`) and add the
-/// coding tools when asked, and the skills when there are any (or warnings
-/// about them).
+/// Connect the selected servers and add the coding tools when asked, and
+/// the skills when there are any (or warnings about them); with a
+/// `cassette`, all of them recorded or replayed (a strict replay starts no
+/// server and runs no coding tool).
 pub async fn build_with(
     args: &AgentArgs,
     config: &AgentConfig,
@@ -57,7 +66,10 @@ pub async fn build_with(
 ) -> Result<Tools, Failure> {
     let mut builder = ToolSet::builder();
     if !skills.is_empty() || !skills.warnings().is_empty() {
-        builder = builder.source(SkillsSource::new(skills));
+        builder = builder.shared_source(
+            through(cassette, Arc::new(SkillsSource::new(skills))),
+            SourceOptions::default(),
+        );
     }
     if args.coding_tools {
         let dir = match &args.workspace {
@@ -70,7 +82,10 @@ pub async fn build_with(
             Workspace::limited(&dir)
         }
         .map_err(|e| Failure::usage(format!("--workspace {}: {e}", dir.display())))?;
-        builder = builder.source(coding_tools(workspace));
+        builder = builder.shared_source(
+            through(cassette, Arc::new(coding_tools(workspace))),
+            SourceOptions::default(),
+        );
     }
     let (builder, connected) = if args.no_mcp {
         let none = Connected::default();

@@ -189,3 +189,50 @@ async fn a_missing_or_malformed_cassette_is_a_usage_error_naming_it() {
     let out = run_agent(&["--replay-mode", "strict", "hi"], &[], dir.path()).await;
     assert_exit(&out, 2, "--replay");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coding_tools_are_replayed_not_run() {
+    let server = ModelServer::start(vec![
+        tool_call("Read", json!({"file_path": "notes.txt"})).into(),
+        tool_call("Write", json!({"file_path": "out.txt", "content": "written"})).into(),
+        answer("The notes say: recorded.").into(),
+    ])
+    .await;
+    let recording = tempfile::tempdir().unwrap();
+    std::fs::write(recording.path().join("notes.txt"), "recorded\n").unwrap();
+    let cassette = recording.path().join("cassette");
+    let config = write_config(recording.path(), &server, json!({}));
+    let args = [
+        "--no-mcp",
+        "--coding-tools",
+        "--record",
+        cassette.to_str().unwrap(),
+        "Read the notes",
+    ];
+    let recorded = local_events(&config, &args, recording.path()).await;
+    assert!(recording.path().join("out.txt").exists());
+    let read = recorded.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert!(read["output"].to_string().contains("recorded"), "{read}");
+
+    // Elsewhere, with no notes.txt: the recorded results come back, nothing is written.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let offline = unreachable_config(elsewhere.path());
+    let args = [
+        "--config",
+        offline.to_str().unwrap(),
+        "--model",
+        "local/test",
+        "--no-mcp",
+        "--coding-tools",
+        "--events",
+        "--replay",
+        cassette.to_str().unwrap(),
+        "Read the notes",
+    ];
+    let out = run_agent(&args, &[], elsewhere.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(normalised(json_lines(&stdout)), normalised(recorded));
+    assert!(!elsewhere.path().join("out.txt").exists(), "Write was not run");
+    assert!(cassette.join("tools/coding.jsonl").exists());
+}

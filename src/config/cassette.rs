@@ -91,14 +91,16 @@ pub(crate) fn wrap(connected: &Connected, cassette: Option<&Cassette>) -> Vec<Ar
     connected
         .sources
         .iter()
-        .map(|s| {
-            let live: Arc<dyn ToolSource> = Arc::new(s.clone());
-            match cassette {
-                Some(c) => c.tool_source(live),
-                None => live,
-            }
-        })
+        .map(|s| through(cassette, Arc::new(s.clone())))
         .collect()
+}
+
+/// `source` through `cassette`, when there is one.
+pub(crate) fn through(cassette: Option<&Cassette>, source: Arc<dyn ToolSource>) -> Arc<dyn ToolSource> {
+    match cassette {
+        Some(c) => c.tool_source(source),
+        None => source,
+    }
 }
 
 /// Whether `cassette` replays without any live server.

@@ -31,7 +31,7 @@ use loopwright_tools::{Workspace, coding_tools};
 
 use super::pool::{McpServerPool, Servers};
 use super::{AgentFile, AgentFileError, PromptVars};
-use crate::config::cassette::{replayed, replays_offline};
+use crate::config::cassette::{replayed, replays_offline, through};
 use crate::config::{AgentConfig, ChosenModel, ModelChoiceError, RunSetupError};
 
 /// Why agent files could not be built into agents.
@@ -210,11 +210,13 @@ impl BuildOptions {
         self
     }
 
-    /// Record every agent's model calls and MCP calls into `cassette`, or
+    /// Record every agent's model calls and tool calls into `cassette`, or
     /// replay them from it (see [`loopwright_core::replay`]): each model
-    /// goes through [`Cassette::model`], each server through
-    /// [`Cassette::tool_source`]; a strict replay connects no server (nor
-    /// takes any from the pool) and serves them from the cassette.
+    /// goes through [`Cassette::model`], each MCP server, the coding tools
+    /// and the skills through [`Cassette::tool_source`] (a sub-agent is an
+    /// agent: its own calls go through it); a strict replay connects no
+    /// server (nor takes any from the pool) and serves them from the
+    /// cassette.
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
@@ -440,13 +442,7 @@ impl TreeServers {
         let sources = servers
             .sources
             .into_iter()
-            .map(|s| {
-                let live: Arc<dyn ToolSource> = Arc::new(s);
-                match cassette {
-                    Some(c) => c.tool_source(live),
-                    None => live,
-                }
-            })
+            .map(|s| through(cassette, Arc::new(s)))
             .collect();
         Self {
             sources,
@@ -648,7 +644,8 @@ impl Builder<'_> {
                     })?
                 }
             };
-            builder = builder.source(coding_tools(workspace));
+            let coding = through(self.options.cassette.as_ref(), Arc::new(coding_tools(workspace)));
+            builder = builder.shared_source(coding, SourceOptions::default());
         }
         let wanted = wanted_servers(index, file, self.options);
         if !wanted.is_empty() {
@@ -682,7 +679,11 @@ impl Builder<'_> {
         let always = match (index, &self.options.skills) {
             (0, Some(skills)) => {
                 use crate::skills::{LOAD_SKILL, READ_SKILL_FILE, SkillsSource};
-                builder = builder.source(SkillsSource::new(skills.clone()));
+                let source = through(
+                    self.options.cassette.as_ref(),
+                    Arc::new(SkillsSource::new(skills.clone())),
+                );
+                builder = builder.shared_source(source, SourceOptions::default());
                 [always, vec![LOAD_SKILL.to_owned(), READ_SKILL_FILE.to_owned()]].concat()
             }
             _ => always,
