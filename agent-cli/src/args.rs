@@ -21,8 +21,9 @@ pub enum ApproveMode {
 ///
 /// The prompt is the argument, or standard input when it is `-` or absent
 /// and standard input is not a terminal. `loopwright serve` serves agents to
-/// other programs instead (`loopwright serve --help`); a prompt that is the
-/// word serve: `loopwright -- serve`.
+/// other programs instead (`loopwright serve --help`), `loopwright eval`
+/// scores an agent over a dataset of cases; a prompt that is the word serve
+/// or eval: `loopwright -- serve`.
 #[derive(Debug, Parser)]
 #[command(name = "loopwright", version, about, after_help = EXIT_CODES)]
 #[command(args_conflicts_with_subcommands = true, propagate_version = true)]
