@@ -3,7 +3,8 @@
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
 //! `skills`, all on by default; `serve`, the headends; `otel`, the OTLP
-//! export of the trace spans). See `loopwright_core` for the loop and the
+//! export of the trace spans; `eval`, evals over datasets of cases). See
+//! `loopwright_core` for the loop and the
 //! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
 //! agent is also a tool of another: [`AgentTool`]), and [`skills`] for Agent
@@ -85,10 +86,14 @@ pub mod files;
 #[cfg(feature = "skills")]
 pub mod skills;
 
-#[cfg(any(feature = "files", feature = "skills"))]
+#[cfg(feature = "eval")]
+pub mod eval;
+
+#[cfg(any(feature = "files", feature = "skills", feature = "eval"))]
+#[cfg_attr(not(any(feature = "files", feature = "skills")), allow(dead_code))]
 mod frontmatter;
 
-#[cfg(any(feature = "config", feature = "skills"))]
+#[cfg(any(feature = "config", feature = "skills", feature = "eval"))]
 mod json;
 
 /// Reading the text files a person names (configurations, agent files,

@@ -19,9 +19,15 @@ fn block(readme: &str, heading: &str) -> Vec<String> {
 
 /// The visible lines of the first `no_run` example in src/lib.rs.
 fn lib_example() -> Vec<String> {
-    include_str!("../src/lib.rs")
+    doc_example(include_str!("../src/lib.rs"), "//!")
+}
+
+/// The visible lines of the first `no_run` example in `source`'s doc
+/// comments starting with `marker` (`//!`, `///`).
+fn doc_example(source: &str, marker: &str) -> Vec<String> {
+    source
         .lines()
-        .filter_map(|l| l.strip_prefix("//!"))
+        .filter_map(|l| l.trim_start().strip_prefix(marker))
         .map(|l| l.strip_prefix(' ').unwrap_or(l))
         .skip_while(|l| !l.starts_with("```no_run"))
         .skip(1)
@@ -37,6 +43,30 @@ fn the_readme_library_example_is_the_compiled_one() {
     let lib = lib_example();
     assert!(lib.len() >= 10, "{lib:?}");
     assert_eq!(readme, lib);
+}
+
+#[test]
+fn the_readme_replay_test_is_the_compiled_one() {
+    let readme = block(include_str!("../README.md"), "The same test from Rust:");
+    let compiled = doc_example(include_str!("../src/config/cassette.rs"), "///");
+    assert!(compiled.len() >= 10, "{compiled:?}");
+    assert_eq!(readme, compiled);
+}
+
+#[cfg(feature = "eval")]
+#[test]
+fn the_readme_eval_dataset_loads() {
+    let text = readme_block("## Testing agents: record, replay, evals");
+    let yaml = block(include_str!("../README.md"), "Evals score an agent").join("\n");
+    assert!(!text.is_empty());
+    let dataset = loopwright::eval::Dataset::parse(&yaml, "README.md".as_ref()).expect("README.md's dataset");
+    assert_eq!(dataset.judge.as_deref(), Some("anthropic/claude-haiku-4-5"));
+    let kinds: usize = dataset.cases.iter().map(|c| c.expectations.len()).sum();
+    assert_eq!(kinds, 7);
+    assert_eq!(
+        dataset.cases[0].messages()[0].text(),
+        "What time is it in Lisbon?"
+    );
 }
 
 #[test]

@@ -21,8 +21,9 @@ pub enum ApproveMode {
 ///
 /// The prompt is the argument, or standard input when it is `-` or absent
 /// and standard input is not a terminal. `loopwright serve` serves agents to
-/// other programs instead (`loopwright serve --help`); a prompt that is the
-/// word serve: `loopwright -- serve`.
+/// other programs instead (`loopwright serve --help`), `loopwright eval`
+/// scores an agent over a dataset of cases; a prompt that is the word serve
+/// or eval: `loopwright -- serve`.
 #[derive(Debug, Parser)]
 #[command(name = "loopwright", version, about, after_help = EXIT_CODES)]
 #[command(args_conflicts_with_subcommands = true, propagate_version = true)]
@@ -50,6 +51,74 @@ pub enum Command {
     /// accepting, let runs finish within --shutdown-grace, then cancel them
     /// (exit status 0 after a clean stop).
     Serve(ServeArgs),
+
+    /// Run an agent over a dataset of cases and score its answers.
+    ///
+    /// DATASET is a YAML or JSON file of cases: a prompt (or messages),
+    /// variables, and expectations (exact, contains, regex, schema,
+    /// tool_called with arguments, tool_not_called, max_steps, rubric). The
+    /// agent is --agent FILE, else the configuration and the flags' agent.
+    /// Runs go concurrently; a progress bar shows on a terminal; the table
+    /// goes to stdout, the whole report (events and reasons included) to
+    /// --json FILE. With --replay DIR it runs offline. Exit status: 0 when
+    /// the pass rate reaches --min-pass, 1 when it does not, 2 for a bad
+    /// dataset or configuration.
+    Eval(EvalArgs),
+}
+
+/// `loopwright eval`: the dataset, how it runs and reports, then the
+/// agent's settings.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The dataset file (YAML or JSON).
+    #[arg(value_name = "DATASET")]
+    pub dataset: PathBuf,
+
+    /// Runs in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: u64,
+
+    /// Runs of each case; the table then gives each case's pass rate and
+    /// the spread of its score.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+
+    /// The pass rate (runs that met every expectation) below which the
+    /// exit status is 1: a fraction (0.9) or a percentage (90%).
+    #[arg(long, value_name = "RATE", default_value = "1", value_parser = parse_rate)]
+    pub min_pass: f64,
+
+    /// The judge model of rubric expectations, as provider/model
+    /// [default: the dataset's `judge`].
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub judge_model: Option<String>,
+
+    /// Write the whole report as JSON to FILE (`-`: to stdout, instead of
+    /// the table): per run the answer, every event and each expectation's
+    /// verdict with its reason.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Recording the runs' model and MCP calls, or replaying them.
+    #[command(flatten)]
+    pub cassette: CassetteArgs,
+
+    /// The agent's settings, as for `loopwright` (no prompt).
+    #[command(flatten)]
+    pub run: AgentArgs,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let (number, scale) = match text.trim().strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (text.trim(), 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(v) if (0.0..=scale).contains(&v) => Ok(v / scale),
+        _ => Err(format!(
+            "`{text}` is not a rate: a fraction from 0 to 1, or a percentage"
+        )),
+    }
 }
 
 /// Running one prompt: the agent's settings, the prompt and how the run is
@@ -83,6 +152,69 @@ pub struct Args {
     /// JSON object per line) and exit.
     #[arg(long)]
     pub list_tools: bool,
+
+    /// Recording the run's model and MCP calls, or replaying them.
+    #[command(flatten)]
+    pub cassette: CassetteArgs,
+}
+
+/// `--record DIR`, `--replay DIR`: a cassette of model and MCP calls.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CassetteArgs {
+    /// Record every model call and tool call (MCP servers, coding tools,
+    /// skills) into the cassette DIR, as JSON lines a person can read and
+    /// edit (DIR/model.jsonl, DIR/tools/SOURCE.jsonl); a new recording
+    /// replaces those files.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+
+    /// Serve the model calls and tool calls from the cassette DIR: nothing
+    /// goes to the provider, no MCP server is started, no coding tool
+    /// runs. A request that is not recorded ends the run with a model
+    /// error (exit status 3) naming the nearest recorded request and what
+    /// differs.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+
+    /// With --replay, what a request or tool call that is not recorded
+    /// does: strict (an error), or record-missing (it goes to the live
+    /// model and servers, which are connected, and is added to DIR).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ReplayModeArg::Strict, requires = "replay")]
+    pub replay_mode: ReplayModeArg,
+}
+
+/// `--replay-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayModeArg {
+    /// A request not recorded is an error.
+    Strict,
+    /// A request not recorded goes to the live model and is recorded.
+    RecordMissing,
+}
+
+impl From<ReplayModeArg> for loopwright::replay::ReplayMode {
+    fn from(mode: ReplayModeArg) -> Self {
+        match mode {
+            ReplayModeArg::Strict => Self::Strict,
+            ReplayModeArg::RecordMissing => Self::RecordMissing,
+        }
+    }
+}
+
+impl CassetteArgs {
+    /// The cassette the flags name, opened (`None` without either flag).
+    pub fn open(&self) -> Result<Option<loopwright::replay::Cassette>, String> {
+        use loopwright::replay::Cassette;
+        match (&self.record, &self.replay) {
+            (Some(dir), _) => Cassette::record(dir)
+                .map(Some)
+                .map_err(|e| format!("--record: {e}")),
+            (None, Some(dir)) => Cassette::replay(dir, self.replay_mode.into())
+                .map(Some)
+                .map_err(|e| format!("--replay: {e}")),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 impl std::ops::Deref for Args {

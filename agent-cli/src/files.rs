@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use loopwright::config::{AgentConfig, SchemaSource};
 use loopwright::files::{AgentFile, BuildOptions};
+use loopwright::replay::Cassette;
 use loopwright::skills::Skills;
 use loopwright::tools::Workspace;
 
@@ -21,10 +22,14 @@ pub async fn run(
     config: &AgentConfig,
     system: Option<String>,
     prompt: String,
+    cassette: Option<Cassette>,
     stop: &mut Stop,
 ) -> Result<u8, Failure> {
     let definition = AgentFile::load(file).map_err(|e| Failure::usage(format!("agent file {e}")))?;
-    let options = build_options(args, args.plan, system, crate::tools::skills(args, config))?;
+    let mut options = build_options(args, args.plan, system, crate::tools::skills(args, config))?;
+    if let Some(cassette) = cassette {
+        options = options.cassette(cassette);
+    }
     let built = tokio::select! {
         built = definition.build_with(config, options) => built.map_err(|e| Failure::usage(format!("agent file {e}")))?,
         status = stop.requested() => return Ok(status),

@@ -7,6 +7,7 @@
 mod approve;
 mod args;
 mod escape;
+mod eval;
 mod exit;
 mod files;
 mod model;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use clap::Parser;
 use futures::StreamExt;
 use loopwright::config::{AgentConfig, ChosenModel, SchemaSource};
+use loopwright::replay::Cassette;
 use loopwright::{Agent, AgentOptions, Approvals, JsonlSink};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
@@ -40,6 +42,7 @@ fn main() {
             let status = match cli.command {
                 None => runtime.block_on(run(cli.run)),
                 Some(args::Command::Serve(args)) => runtime.block_on(serve::run(args)),
+                Some(args::Command::Eval(args)) => runtime.block_on(eval::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
@@ -125,15 +128,7 @@ impl Stop {
 
 async fn run_checked(args: Args) -> Result<u8, Failure> {
     let config = load_config(&args)?;
-    trace::init(
-        trace::TraceOptions {
-            verbose: args.verbose,
-            llm: args.trace_llm,
-            mcp: args.trace_mcp,
-            otel: args.otel,
-        },
-        config.secret_values(),
-    );
+    trace::init(trace::TraceOptions::of(&args), config.secret_values());
     // `--list-tools` takes no prompt, so it never waits on standard input.
     let prompt = if args.list_tools {
         None
@@ -150,6 +145,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             "--approve ask needs a terminal to ask on; use auto or deny",
         ));
     }
+    let cassette = args.cassette.open().map_err(Failure::usage)?;
     // From here on Ctrl-C ends the run cleanly (before, while a prompt is
     // typed on the terminal, it simply ends the process: nothing runs yet).
     let mut stop = Stop::new()?;
@@ -166,6 +162,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
             &config,
             system,
             prompt.unwrap_or_default(),
+            cassette,
             &mut stop,
         )
         .await;
@@ -174,7 +171,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
     // Interrupted while connecting: dropping the connections ends the
     // servers already started (their process groups are killed on drop).
     let tools = tokio::select! {
-        tools = tools::build(&args, &config) => tools?,
+        tools = tools::build(&args, &config, cassette.as_ref()) => tools?,
         status = stop.requested() => return Ok(status),
     };
     let status = drive(
@@ -183,6 +180,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         system,
         prompt.unwrap_or_default(),
         &tools,
+        cassette.as_ref(),
         &mut stop,
     )
     .await;
@@ -212,13 +210,15 @@ fn system_prompt(args: &AgentArgs) -> Result<Option<String>, Failure> {
     })
 }
 
-/// List the tools, or choose the model and run the prompt to the end.
+/// List the tools, or choose the model (through the cassette, if any) and
+/// run the prompt to the end.
 async fn drive(
     args: &Args,
     config: &AgentConfig,
     system: Option<String>,
     prompt: String,
     tools: &tools::Tools,
+    cassette: Option<&Cassette>,
     stop: &mut Stop,
 ) -> Result<u8, Failure> {
     if args.list_tools {
@@ -240,7 +240,11 @@ async fn drive(
         }
     };
     let options = options(args, args.plan, config, system, &chosen)?;
-    let agent = Agent::builder(chosen.model.clone())
+    let model = match cassette {
+        Some(cassette) => cassette.model(chosen.model.clone()),
+        None => chosen.model.clone(),
+    };
+    let agent = Agent::builder(model)
         .shared_tools(tools.set.clone())
         .options(options)
         .build();

@@ -40,15 +40,7 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
     // Any key of either source is accepted.
     keys.extend(config.serve.api_keys.iter().cloned());
     let run = &args.run;
-    trace::init(
-        trace::TraceOptions {
-            verbose: run.verbose,
-            llm: run.trace_llm,
-            mcp: run.trace_mcp,
-            otel: run.otel,
-        },
-        config.secret_values(),
-    );
+    trace::init(trace::TraceOptions::of(run), config.secret_values());
     let mut stop = Stop::new()?;
     let mut connected = Vec::new();
     let pool = McpServerPool::new();
@@ -146,7 +138,7 @@ async fn agents(
         eprintln!("warning: {warning}");
     }
     if run.agent.is_empty() {
-        let tools = crate::tools::build_with(run, config, skills).await?;
+        let tools = crate::tools::build_with(run, config, skills, None).await?;
         let set = tools.set.clone();
         connected.push(Servers::Own(tools.connected));
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;

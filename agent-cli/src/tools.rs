@@ -5,14 +5,23 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopwright::ToolSet;
 use loopwright::config::AgentConfig;
 use loopwright::mcp::Connected;
+use loopwright::replay::Cassette;
 use loopwright::skills::{Skills, SkillsSource};
 use loopwright::tools::{Workspace, coding_tools};
+use loopwright::{SourceOptions, ToolSet, ToolSource};
 
 use crate::args::AgentArgs;
 use crate::exit::Failure;
+
+/// `source` through `cassette` (recorded or replayed), when there is one.
+fn through(cassette: Option<&Cassette>, source: Arc<dyn ToolSource>) -> Arc<dyn ToolSource> {
+    match cassette {
+        Some(c) => c.tool_source(source),
+        None => source,
+    }
+}
 
 /// The run's tool set and the servers to close at the end.
 pub struct Tools {
@@ -37,20 +46,30 @@ pub fn skills(args: &AgentArgs, config: &AgentConfig) -> Arc<Skills> {
 }
 
 /// [`build_with`] the skills the flags and the config name.
-pub async fn build(args: &AgentArgs, config: &AgentConfig) -> Result<Tools, Failure> {
-    build_with(args, config, skills(args, config)).await
+pub async fn build(
+    args: &AgentArgs,
+    config: &AgentConfig,
+    cassette: Option<&Cassette>,
+) -> Result<Tools, Failure> {
+    build_with(args, config, skills(args, config), cassette).await
 }
 
 /// Connect the selected servers and add the coding tools when asked, and
-/// the skills when there are any (or warnings about them).
+/// the skills when there are any (or warnings about them); with a
+/// `cassette`, all of them recorded or replayed (a strict replay starts no
+/// server and runs no coding tool).
 pub async fn build_with(
     args: &AgentArgs,
     config: &AgentConfig,
     skills: Arc<Skills>,
+    cassette: Option<&Cassette>,
 ) -> Result<Tools, Failure> {
     let mut builder = ToolSet::builder();
     if !skills.is_empty() || !skills.warnings().is_empty() {
-        builder = builder.source(SkillsSource::new(skills));
+        builder = builder.shared_source(
+            through(cassette, Arc::new(SkillsSource::new(skills))),
+            SourceOptions::default(),
+        );
     }
     if args.coding_tools {
         let dir = match &args.workspace {
@@ -63,17 +82,21 @@ pub async fn build_with(
             Workspace::limited(&dir)
         }
         .map_err(|e| Failure::usage(format!("--workspace {}: {e}", dir.display())))?;
-        builder = builder.source(coding_tools(workspace));
+        builder = builder.shared_source(
+            through(cassette, Arc::new(coding_tools(workspace))),
+            SourceOptions::default(),
+        );
     }
-    let connected = if args.no_mcp {
-        Connected::default()
+    let (builder, connected) = if args.no_mcp {
+        let none = Connected::default();
+        (none.add_to(builder), none)
     } else {
-        config
-            .connect_mcp(&args.mcp)
+        let servers = config
+            .mcp_sources(&args.mcp, cassette)
             .await
-            .map_err(|e| Failure::usage(format!("--mcp: {e}")))?
+            .map_err(|e| Failure::usage(format!("--mcp: {e}")))?;
+        (servers.add_to(builder), servers.connected)
     };
-    let builder = connected.add_to(builder);
     Ok(Tools {
         set: std::sync::Arc::new(builder.build()),
         connected,

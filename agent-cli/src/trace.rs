@@ -31,6 +31,19 @@ pub struct TraceOptions {
     pub otel: bool,
 }
 
+impl TraceOptions {
+    /// What the agent flags ask to trace (`-v`, `--trace-llm`,
+    /// `--trace-mcp`, `--otel`).
+    pub fn of(args: &crate::args::AgentArgs) -> Self {
+        Self {
+            verbose: args.verbose,
+            llm: args.trace_llm,
+            mcp: args.trace_mcp,
+            otel: args.otel,
+        }
+    }
+}
+
 /// The OTLP exporter `--otel` started, shut down by [`shutdown`].
 static OTEL: std::sync::Mutex<Option<loopwright::otel::Otel>> = std::sync::Mutex::new(None);
 

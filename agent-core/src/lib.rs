@@ -9,6 +9,9 @@
 //! validation -> (approval) -> concurrent execution -> results -> model, with
 //! an [`AgentEvent`] sent to the application at each point.
 //!
+//! [`replay`] records a run's model and tool calls to a cassette and serves
+//! them back, for tests that need neither the provider nor the servers.
+//!
 //! This crate has no HTTP client, no MCP client and no provider: those live in
 //! `loopwright-providers` and `loopwright-mcp`, which implement the traits here. The
 //! crate root holds what an application names; the modules hold the rest
@@ -46,6 +49,7 @@ pub mod model_error;
 pub mod output;
 pub mod preflight;
 mod progress;
+pub mod replay;
 mod responder;
 pub mod schema;
 mod settings;

@@ -167,7 +167,8 @@ impl From<ReasoningEffort> for ReasoningConfig {
 /// let caps = loopwright_core::ModelCapabilities::default();
 /// assert!(!caps.structured_output && !caps.reasoning);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct ModelCapabilities {
     /// JSON Schema output (native structured output).

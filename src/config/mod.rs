@@ -28,6 +28,7 @@
 //!   value of the wrong type is an error that names its key path
 //!   (`defaults.maxSteps: expected an unsigned integer`).
 
+pub(crate) mod cassette;
 mod choose;
 mod expand;
 pub(crate) mod keys;
@@ -45,6 +46,7 @@ use loopwright_mcp::McpServerConfig;
 use loopwright_providers::{ProviderConfig, ProvidersConfig};
 use serde_json::{Map, Value};
 
+pub use cassette::McpSources;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
 pub use loopwright_core::util::parse_duration;

@@ -109,23 +109,7 @@ impl AgentConfig {
         only: &[String],
         options: McpClientOptions,
     ) -> Result<Connected, RunSetupError> {
-        let failures = self.mcp_failures.iter().map(|f| f.server.as_str());
-        let known: Vec<&str> = self
-            .mcp_servers
-            .iter()
-            .map(|s| s.name.as_str())
-            .chain(failures)
-            .collect();
-        if let Some(name) = only.iter().find(|name| !known.contains(&name.as_str())) {
-            return Err(RunSetupError::UnknownMcpServer {
-                name: name.clone(),
-                configured: if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                },
-            });
-        }
+        self.check_mcp_names(only)?;
         let wanted = |name: &str| only.is_empty() || only.iter().any(|n| n == name);
         let servers = self.mcp_servers.iter().filter(|s| wanted(&s.name)).cloned();
         let mut connected = connect_all_with(servers, options).await;
@@ -139,6 +123,28 @@ impl AgentConfig {
                 ConnectFailure::new(f.server.clone(), error)
             }));
         Ok(connected)
+    }
+
+    /// An error for the first of `only` that names no configured server.
+    pub(crate) fn check_mcp_names(&self, only: &[String]) -> Result<(), RunSetupError> {
+        let failures = self.mcp_failures.iter().map(|f| f.server.as_str());
+        let known: Vec<&str> = self
+            .mcp_servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(failures)
+            .collect();
+        match only.iter().find(|name| !known.contains(&name.as_str())) {
+            Some(name) => Err(RunSetupError::UnknownMcpServer {
+                name: name.clone(),
+                configured: if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                },
+            }),
+            None => Ok(()),
+        }
     }
 }
 

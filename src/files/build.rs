@@ -20,15 +20,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use loopwright_core::replay::Cassette;
+use loopwright_core::toolset::SourceFailure;
 use loopwright_core::{
-    Agent, AgentOptions, AgentSlot, AgentTool, Approvals, NameFilter, OutputSpec, ToolSet,
-    agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR,
+    Agent, AgentOptions, AgentSlot, AgentTool, Approvals, NameFilter, OutputSpec, SourceOptions, ToolSet,
+    ToolSource, agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR,
 };
 use loopwright_mcp::Connected;
 use loopwright_tools::{Workspace, coding_tools};
 
 use super::pool::{McpServerPool, Servers};
 use super::{AgentFile, AgentFileError, PromptVars};
+use crate::config::cassette::{replayed, replays_offline, through};
 use crate::config::{AgentConfig, ChosenModel, ModelChoiceError, RunSetupError};
 
 /// Why agent files could not be built into agents.
@@ -122,6 +125,7 @@ pub struct BuildOptions {
     #[cfg(feature = "skills")]
     skills: Option<Arc<crate::skills::Skills>>,
     pool: Option<McpServerPool>,
+    cassette: Option<Cassette>,
 }
 
 impl BuildOptions {
@@ -205,6 +209,25 @@ impl BuildOptions {
         self.pool = Some(pool);
         self
     }
+
+    /// Record every agent's model calls and tool calls into `cassette`, or
+    /// replay them from it (see [`loopwright_core::replay`]): each model
+    /// goes through [`Cassette::model`], each MCP server, the coding tools
+    /// and the skills through [`Cassette::tool_source`] (a sub-agent is an
+    /// agent: its own calls go through it); a strict replay connects no
+    /// server (nor takes any from the pool) and serves them from the
+    /// cassette.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let cassette = loopwright::replay::Cassette::record(dir.path()).unwrap();
+    /// let options = loopwright::files::BuildOptions::default().cassette(cassette);
+    /// # let _ = options;
+    /// ```
+    pub fn cassette(mut self, cassette: Cassette) -> Self {
+        self.cassette = Some(cassette);
+        self
+    }
 }
 
 /// Agents built from files: the root agent, and the MCP servers to close
@@ -262,12 +285,20 @@ impl AgentFile {
     ) -> Result<BuiltAgent, AgentBuildError> {
         let tree = Tree::load(self.clone())?;
         let servers = tree.servers(config, &options)?;
-        let (connected, shared) = match &options.pool {
-            Some(pool) => (Connected::default(), pool.servers(config, &servers).await?),
-            None if servers.is_empty() => (Connected::default(), Servers::default()),
-            None => {
+        let cassette = options.cassette.as_ref();
+        let (connected, shared) = match (&options.pool, cassette) {
+            (_, Some(c)) if replays_offline(cassette) => {
+                let (sources, failed) = replayed(c, &servers);
+                (Connected::default(), TreeServers { sources, failed })
+            }
+            (Some(pool), _) => {
+                let servers = pool.servers(config, &servers).await?;
+                (Connected::default(), TreeServers::of(servers, cassette))
+            }
+            (None, _) if servers.is_empty() => (Connected::default(), TreeServers::default()),
+            (None, _) => {
                 let connected = config.connect_mcp(&servers).await?;
-                let shared = Servers::of(&connected);
+                let shared = TreeServers::of(Servers::of(&connected), cassette);
                 (connected, shared)
             }
         };
@@ -399,12 +430,37 @@ fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// The tree's servers as tool sources (through the cassette, if any).
+#[derive(Default)]
+struct TreeServers {
+    sources: Vec<Arc<dyn ToolSource>>,
+    failed: Vec<SourceFailure>,
+}
+
+impl TreeServers {
+    fn of(servers: Servers, cassette: Option<&Cassette>) -> Self {
+        let sources = servers
+            .sources
+            .into_iter()
+            .map(|s| through(cassette, Arc::new(s)))
+            .collect();
+        Self {
+            sources,
+            failed: servers.failed,
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.sources.iter().map(|s| s.name().to_owned()).collect()
+    }
+}
+
 struct Builder<'a> {
     config: &'a AgentConfig,
     options: &'a BuildOptions,
     tree: &'a Tree,
     /// The tree's servers (its own, or from the pool).
-    servers: &'a Servers,
+    servers: &'a TreeServers,
     built: HashMap<usize, Agent>,
     building: HashSet<usize>,
     /// Deferred tools to fill once their agent is built.
@@ -478,7 +534,7 @@ impl Builder<'_> {
             (_, Some(root)) => root.clone(),
             _ => Vec::new(),
         };
-        let chosen = self
+        let mut chosen = self
             .config
             .choose_model(&requested, self.options.llm_timeout)
             .await
@@ -486,6 +542,9 @@ impl Builder<'_> {
                 path: file.path.clone(),
                 source,
             })?;
+        if let Some(cassette) = &self.options.cassette {
+            chosen.model = cassette.model(chosen.model);
+        }
         for (selector, why) in &chosen.skipped {
             self.warnings.push(format!(
                 "{}: model {selector} left out: {why}",
@@ -585,7 +644,8 @@ impl Builder<'_> {
                     })?
                 }
             };
-            builder = builder.source(coding_tools(workspace));
+            let coding = through(self.options.cassette.as_ref(), Arc::new(coding_tools(workspace)));
+            builder = builder.shared_source(coding, SourceOptions::default());
         }
         let wanted = wanted_servers(index, file, self.options);
         if !wanted.is_empty() {
@@ -593,9 +653,9 @@ impl Builder<'_> {
                 .servers
                 .sources
                 .iter()
-                .filter(|s| wanted.contains(&s.config().name));
+                .filter(|s| wanted.iter().any(|w| w == s.name()));
             for source in sources {
-                builder = builder.source(source.clone());
+                builder = builder.shared_source(source.clone(), SourceOptions::default());
             }
             let failed = self
                 .servers
@@ -619,7 +679,11 @@ impl Builder<'_> {
         let always = match (index, &self.options.skills) {
             (0, Some(skills)) => {
                 use crate::skills::{LOAD_SKILL, READ_SKILL_FILE, SkillsSource};
-                builder = builder.source(SkillsSource::new(skills.clone()));
+                let source = through(
+                    self.options.cassette.as_ref(),
+                    Arc::new(SkillsSource::new(skills.clone())),
+                );
+                builder = builder.shared_source(source, SourceOptions::default());
                 [always, vec![LOAD_SKILL.to_owned(), READ_SKILL_FILE.to_owned()]].concat()
             }
             _ => always,

@@ -8,7 +8,7 @@
 //! must be a mapping with string keys, and [`Mapping`] knows the line of
 //! every key path in it (`model`, `agents[1]`, `metadata.version`).
 
-mod yaml;
+pub(crate) mod yaml;
 
 use std::collections::HashMap;
 

@@ -13,14 +13,14 @@ use serde_json::{Map, Number, Value};
 pub(crate) type Located = (String, usize, String);
 
 /// The frontmatter as a JSON value and the lines of its key paths.
-pub(super) struct Frontmatter {
+pub(crate) struct Frontmatter {
     pub value: Value,
     pub lines: HashMap<String, usize>,
 }
 
 /// Parse `text`, whose first line is line `first_line` of the file.
 /// `Err((line, column, message))` for a syntax error.
-pub(super) fn parse(text: &str, first_line: usize) -> Result<Frontmatter, YamlError> {
+pub(crate) fn parse(text: &str, first_line: usize) -> Result<Frontmatter, YamlError> {
     let docs = MarkedYaml::load_from_str(text).map_err(|e| YamlError::Syntax {
         line: e.marker().line() + first_line - 1,
         column: e.marker().col() + 1,
@@ -43,7 +43,7 @@ pub(super) fn parse(text: &str, first_line: usize) -> Result<Frontmatter, YamlEr
 
 /// Why the frontmatter is not usable YAML.
 #[derive(Debug)]
-pub(super) enum YamlError {
+pub(crate) enum YamlError {
     /// Not YAML.
     Syntax {
         line: usize,
