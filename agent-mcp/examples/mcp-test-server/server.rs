@@ -44,6 +44,9 @@ pub struct TestServer {
     /// `tools/list` answered "method not found", as the specification lets a
     /// server without tools do.
     pub docs_only: bool,
+    /// Answer `server/discover` (`--modern`); otherwise "method not found",
+    /// as a server of 2025-11-25 and before does.
+    pub modern: bool,
 }
 
 /// The one resource of a `--docs-only` server.
@@ -173,6 +176,24 @@ impl ServerHandler for TestServer {
                 .build(),
         )
         .with_instructions("Test server: call echo to check the connection.")
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        if !self.modern {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: server/discover",
+                None,
+            ));
+        }
+        log("discover");
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn initialize(
