@@ -342,6 +342,20 @@ impl McpServerConfig {
         self
     }
 
+    /// Set how this client signs in to the server (remote servers).
+    ///
+    /// ```
+    /// let mut oauth = loopwright_mcp::OAuthConfig::default();
+    /// oauth.client_id = Some("my-app".into());
+    /// let cfg = loopwright_mcp::McpServerConfig::http("linear", "https://mcp.linear.app/mcp").oauth(oauth);
+    /// assert_eq!(cfg.oauth.unwrap().client_id.as_deref(), Some("my-app"));
+    /// ```
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: crate::oauth::OAuthConfig) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// Enable or disable the server.
     pub fn enabled(mut self, enabled: bool) -> Self {
         self.enabled = enabled;

@@ -218,7 +218,11 @@ fn failure(server: &str, e: &rmcp::service::ClientInitializeError) -> Failure {
         return Failure::Unauthorized(challenge.to_owned());
     }
     match e {
-        ClientInitializeError::LegacyFallbackFailed { .. } => Failure::Fallback(failed(server, e)),
+        // Also a server that answers `server/discover` with something else
+        // than a discovery result (some answer every unknown method `{}`).
+        ClientInitializeError::LegacyFallbackFailed { .. } | ClientInitializeError::ExpectedInitResult(_) => {
+            Failure::Fallback(failed(server, e))
+        }
         _ => Failure::Error(failed(server, e)),
     }
 }

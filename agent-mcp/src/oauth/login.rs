@@ -90,8 +90,20 @@ pub(crate) async fn login(login: Login<'_>, browser: &dyn Browser) -> Result<(),
         .await
         .map_err(|e| e.to_string())?;
     let page = state.get_authorization_url().await.map_err(|e| e.to_string())?;
-    browser.open(login.server, &page).await?;
-    let callback = tokio::time::timeout(LOGIN_TIMEOUT, wait_for_callback(&listener, port))
+    // The browser may only return once the redirect was answered: listen
+    // while it opens the page.
+    let flow = async {
+        let wait = wait_for_callback(&listener, port);
+        tokio::pin!(wait);
+        tokio::select! {
+            callback = &mut wait => callback,
+            opened = browser.open(login.server, &page) => match opened {
+                Ok(()) => wait.await,
+                Err(e) => Err(format!("cannot show the sign-in page: {e}")),
+            },
+        }
+    };
+    let callback = tokio::time::timeout(LOGIN_TIMEOUT, flow)
         .await
         .map_err(|_| format!("nobody signed in within {LOGIN_TIMEOUT:?}"))??;
     drop(listener);
