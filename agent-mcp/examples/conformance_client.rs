@@ -162,7 +162,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|t| {
                 let def = t.definition();
                 let args = match (scenario.as_str(), def.name.as_str()) {
-                    ("tools_call", "add_numbers") => json!({"a": 2, "b": 3}).as_object().cloned().unwrap_or_default(),
+                    ("tools_call", "add_numbers") => {
+                        json!({"a": 2, "b": 3}).as_object().cloned().unwrap_or_default()
+                    }
                     _ => arguments_for(&def.input_schema),
                 };
                 (def.name.clone(), args)
@@ -174,7 +176,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("{name}: not offered");
             continue;
         };
-        let out = tool.call(Value::Object(arguments), ToolContext::new("conformance")).await;
+        let out = tool
+            .call(Value::Object(arguments), ToolContext::new("conformance"))
+            .await;
         match out {
             Ok(out) => println!("{name} -> {} (is_error: {})", out.as_text(), out.is_error),
             Err(e) => println!("{name} failed: {e}"),

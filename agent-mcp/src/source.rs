@@ -139,6 +139,21 @@ impl McpToolSource {
         &self.inner.config
     }
 
+    /// The protocol version of the current session: `2026-07-28` for a
+    /// server that answered `server/discover`, the version `initialize`
+    /// agreed on otherwise; `None` once closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(source: loopwright_mcp::McpToolSource) {
+    /// println!("speaking {}", source.protocol_version().unwrap_or_default());
+    /// # }
+    /// ```
+    pub fn protocol_version(&self) -> Option<String> {
+        let conn = self.inner.current()?;
+        let info = conn.peer.peer_info()?;
+        Some(info.protocol_version.as_str().to_owned())
+    }
+
     /// The process id of a stdio server (the leader of its process group).
     pub fn pid(&self) -> Option<u32> {
         self.inner.current().and_then(|c| c.pid())

@@ -95,7 +95,11 @@ fn start_suite(revision: &str, out: &Path, marker: &str) -> std::process::Child 
             path.display()
         );
     }
-    assert!(client().exists(), "{} is built by `cargo test`", client().display());
+    assert!(
+        client().exists(),
+        "{} is built by `cargo test`",
+        client().display()
+    );
     let (name, value) = marker.split_once('=').unwrap();
     // `exec`: the suite runs the command through `sh -c` and, on a timeout,
     // kills only the shell; exec makes the shell become the client.
@@ -149,11 +153,16 @@ fn every_scored_client_scenario_of_both_revisions_passes_and_leaves_no_process()
             for check in checks {
                 let bad = match check["status"].as_str() {
                     Some("FAILURE") => true,
-                    Some("WARNING") => !TOLERATED_WARNINGS.contains(&check["id"].as_str().unwrap_or_default()),
+                    Some("WARNING") => {
+                        !TOLERATED_WARNINGS.contains(&check["id"].as_str().unwrap_or_default())
+                    }
                     _ => false,
                 };
                 if bad {
-                    problems.push(format!("{scenario}: {} {}: {}", check["status"], check["id"], check["errorMessage"]));
+                    problems.push(format!(
+                        "{scenario}: {} {}: {}",
+                        check["status"], check["id"], check["errorMessage"]
+                    ));
                 }
             }
         }
@@ -164,7 +173,10 @@ fn every_scored_client_scenario_of_both_revisions_passes_and_leaves_no_process()
             .iter()
             .filter(|s| !results[*s].iter().any(|c| c["status"] == "SUCCESS"))
             .collect();
-        assert!(silent.is_empty(), "{revision}: no check passed in {silent:?}\n{log}");
+        assert!(
+            silent.is_empty(),
+            "{revision}: no check passed in {silent:?}\n{log}"
+        );
         assert!(output.status.success(), "{revision}: the suite failed\n{log}");
     }
     // Count what the suites started (they and every descendant carry the marker).
