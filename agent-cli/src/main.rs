@@ -8,6 +8,7 @@ mod approve;
 mod args;
 mod exit;
 mod files;
+mod mcp;
 mod model;
 mod render;
 mod serve;
@@ -39,6 +40,7 @@ fn main() {
             let status = match cli.command {
                 None => runtime.block_on(run(cli.run)),
                 Some(args::Command::Serve(args)) => runtime.block_on(serve::run(args)),
+                Some(args::Command::Mcp(args)) => runtime.block_on(mcp::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.

@@ -68,7 +68,7 @@ pub enum McpError {
     /// The server asks for an OAuth sign-in that is not stored, and nobody
     /// can sign in now (an unattended run): sign in first (the CLI's
     /// `loopwright mcp login NAME`).
-    #[error("mcp server {server} needs login: {reason}")]
+    #[error("mcp server {server} needs login: {reason} (sign in with `loopwright mcp login {server}`)")]
     NeedsLogin {
         /// The server's name.
         server: String,
