@@ -69,7 +69,11 @@ pub async fn run(args: McpArgs) -> u8 {
             let names: Vec<_> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
             eprintln!(
                 "loopwright: no MCP server {name} in the configuration (configured: {})",
-                if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
             );
         }
         found
@@ -118,7 +122,10 @@ async fn login(server: McpServerConfig, store: FileTokenStore, open: bool) -> u8
             return 1;
         }
     };
-    let tools = loopwright::ToolSource::tools(&source).await.map(|t| t.len()).unwrap_or(0);
+    let tools = loopwright::ToolSource::tools(&source)
+        .await
+        .map(|t| t.len())
+        .unwrap_or(0);
     source.close().await;
     match scratch.load(&url).await {
         Ok(Some(credentials)) => match store.save(&url, credentials).await {
@@ -143,7 +150,11 @@ async fn login(server: McpServerConfig, store: FileTokenStore, open: bool) -> u8
 
 async fn logout(server: &McpServerConfig, store: &FileTokenStore) -> u8 {
     let Some(url) = http_url(server) else {
-        eprintln!("{} keeps no sign-in ({} server)", server.name, server.transport.kind());
+        eprintln!(
+            "{} keeps no sign-in ({} server)",
+            server.name,
+            server.transport.kind()
+        );
         return exit::OK;
     };
     match store.clear(url).await {
@@ -164,9 +175,11 @@ async fn logout(server: &McpServerConfig, store: &FileTokenStore) -> u8 {
 
 /// One line per server on stdout: `NAME<TAB>STATE<TAB>DETAIL`.
 async fn status(servers: &[McpServerConfig], store: &FileTokenStore) -> u8 {
-    let lines = futures::future::join_all(servers.iter().map(|server| async move {
-        (server.name.clone(), server_status(server, store).await)
-    }))
+    let lines = futures::future::join_all(
+        servers
+            .iter()
+            .map(|server| async move { (server.name.clone(), server_status(server, store).await) }),
+    )
     .await;
     for (name, (state, detail)) in lines {
         println!("{name}\t{state}\t{detail}");
@@ -195,7 +208,13 @@ async fn server_status(server: &McpServerConfig, store: &FileTokenStore) -> (&'s
             match stored {
                 Some(credentials) => {
                     let issuer = credentials.issuer.unwrap_or_else(|| "unknown issuer".into());
-                    ("signed-in", format!("by {issuer}{}; protocol {version}", expiry(credentials.token_received_at, &credentials.token_response)))
+                    (
+                        "signed-in",
+                        format!(
+                            "by {issuer}{}; protocol {version}",
+                            expiry(credentials.token_received_at, &credentials.token_response)
+                        ),
+                    )
                 }
                 None => ("ok", format!("no sign-in needed; protocol {version}")),
             }
@@ -209,7 +228,10 @@ async fn server_status(server: &McpServerConfig, store: &FileTokenStore) -> (&'s
 }
 
 /// `, expires in 5m` from when the token was received and its lifetime.
-fn expiry(received_at: Option<u64>, token: &Option<loopwright::mcp::rmcp::transport::auth::OAuthTokenResponse>) -> String {
+fn expiry(
+    received_at: Option<u64>,
+    token: &Option<loopwright::mcp::rmcp::transport::auth::OAuthTokenResponse>,
+) -> String {
     let lifetime = token
         .as_ref()
         .and_then(|t| serde_json::to_value(t).ok())
@@ -217,7 +239,10 @@ fn expiry(received_at: Option<u64>, token: &Option<loopwright::mcp::rmcp::transp
     let (Some(received), Some(lifetime)) = (received_at, lifetime) else {
         return String::new();
     };
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
     let left = (received + lifetime).saturating_sub(now);
     if left == 0 {
         ", access token expired (refreshed on next use when a refresh token is stored)".into()

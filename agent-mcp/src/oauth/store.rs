@@ -141,6 +141,34 @@ impl FileTokenStore {
         &self.path
     }
 
+    /// Every access and refresh token in the file, read without blocking
+    /// on the runtime's lock (for log redaction); empty when there is no
+    /// file or it cannot be read.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let store = loopwright_mcp::oauth::FileTokenStore::new(dir.path().join("none.json"));
+    /// assert!(store.tokens_for_redaction().is_empty());
+    /// ```
+    pub fn tokens_for_redaction(&self) -> Vec<String> {
+        let Ok(bytes) = std::fs::read(&self.path) else {
+            return Vec::new();
+        };
+        let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(&bytes) else {
+            return Vec::new();
+        };
+        entries
+            .values()
+            .filter_map(|entry| entry.get("token_response"))
+            .flat_map(|token| {
+                ["access_token", "refresh_token"].map(|k| token.get(k).and_then(serde_json::Value::as_str))
+            })
+            .flatten()
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     async fn read_all(&self) -> Result<BTreeMap<String, StoredCredentials>, TokenStoreError> {
         let io = |source| TokenStoreError::Io {
             path: self.path.clone(),
