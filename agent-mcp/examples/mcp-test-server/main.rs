@@ -19,6 +19,7 @@
 //! tools misbehave on request (see `server.rs`). In stdio mode a SIGTERM
 //! is logged (`got SIGTERM`, see `TEST_SERVER_LOG`) before it exits.
 
+mod jobs;
 mod net;
 mod server;
 
