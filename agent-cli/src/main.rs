@@ -268,7 +268,12 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
     loop {
         tokio::select! {
             event = run.next() => match event {
-                Some(event) => renderer.event(&event),
+                Some(event) => {
+                    if let Some((request, responder)) = approve::input_request(&event) {
+                        approve::answer_on_terminal(request.clone(), responder.clone());
+                    }
+                    renderer.event(&event);
+                }
                 None => break,
             },
             _ = ticker.tick(), if renderer.spinning() => renderer.tick(),
