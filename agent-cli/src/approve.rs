@@ -118,9 +118,13 @@ fn ask(question: &str) -> Option<String> {
 
 /// An `input_requested` event of the run or of one of its sub-agents: the
 /// question and its responder.
-pub fn input_request(event: &loopwright::AgentEvent) -> Option<(&loopwright::UserInputRequest, &loopwright::UserInputResponder)> {
+pub fn input_request(
+    event: &loopwright::AgentEvent,
+) -> Option<(&loopwright::UserInputRequest, &loopwright::UserInputResponder)> {
     match event {
-        loopwright::AgentEvent::InputRequested { request, responder, .. } => Some((request, responder)),
+        loopwright::AgentEvent::InputRequested {
+            request, responder, ..
+        } => Some((request, responder)),
         loopwright::AgentEvent::SubAgent { event, .. } => input_request(event),
         _ => None,
     }
@@ -170,7 +174,10 @@ fn ask_user(request: &loopwright::UserInputRequest) -> loopwright::UserInputAnsw
     let mut content = serde_json::Map::new();
     let properties = schema.get("properties").and_then(serde_json::Value::as_object);
     for (name, property) in properties.into_iter().flatten() {
-        let kind = property.get("type").and_then(serde_json::Value::as_str).unwrap_or("string");
+        let kind = property
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("string");
         let choices = property
             .get("enum")
             .and_then(serde_json::Value::as_array)
@@ -195,7 +202,9 @@ fn ask_user(request: &loopwright::UserInputRequest) -> loopwright::UserInputAnsw
         }
         let value = match kind {
             "boolean" => serde_json::Value::Bool(matches!(line, "y" | "Y" | "yes" | "true")),
-            "integer" | "number" => serde_json::from_str(line).unwrap_or_else(|_| serde_json::Value::String(line.to_owned())),
+            "integer" | "number" => {
+                serde_json::from_str(line).unwrap_or_else(|_| serde_json::Value::String(line.to_owned()))
+            }
             _ => serde_json::Value::String(line.to_owned()),
         };
         content.insert(name.clone(), value);
