@@ -91,6 +91,12 @@ mod frontmatter;
 #[cfg(any(feature = "config", feature = "skills"))]
 mod json;
 
+/// Reading the text files a person names (configurations, agent files,
+/// prompts, schemas): regular files only, opened without blocking, under a
+/// size limit.
+#[cfg(any(feature = "config", feature = "files", feature = "skills"))]
+pub mod textfile;
+
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
 /// Anthropic-compatible API, as an MCP server, over REST.
 #[cfg(feature = "serve")]

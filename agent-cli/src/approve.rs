@@ -9,6 +9,7 @@ use loopwright::preflight::{Plan, PlanApprover, PlanDecision, Preflight};
 use loopwright::{ApprovalDecision, ApprovalRequest, Approver};
 
 use crate::args::ApproveMode;
+use crate::escape;
 
 /// Set while a question is on the terminal, so the spinner stays away.
 pub static PROMPTING: AtomicBool = AtomicBool::new(false);
@@ -52,8 +53,9 @@ impl Approver for TerminalApprover {
         let input = request.input.to_string();
         let shown: String = input.chars().take(300).collect();
         let question = format!(
-            "\r\x1b[2Kallow {} {shown}? [y]es / [a]lways / [N]o: ",
-            request.tool
+            "\r\x1b[2Kallow {} {}? [y]es / [a]lways / [N]o: ",
+            escape::line(&request.tool),
+            escape::line(&shown)
         );
         PROMPTING.store(true, Ordering::SeqCst);
         let answer = tokio::task::spawn_blocking(move || ask(&question)).await;
@@ -90,7 +92,7 @@ impl PlanApprover for TerminalPlanApprover {
     async fn review(&self, plan: &Plan) -> PlanDecision {
         let question = format!(
             "\r\x1b[2KThe agent proposes this plan:\n{}Go ahead? [y]es / [N]o: ",
-            plan.render()
+            escape::plan(plan)
         );
         PROMPTING.store(true, Ordering::SeqCst);
         let answer = tokio::task::spawn_blocking(move || ask(&question)).await;

@@ -210,6 +210,23 @@ pub struct AgentArgs {
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
 
+    /// Model calls the whole run may make, its sub-agents' included
+    /// [default: defaults.maxModelCalls, else no limit]; beyond it the run
+    /// stops (exit status 8).
+    #[arg(long, value_name = "N")]
+    pub max_model_calls: Option<u64>,
+
+    /// Tokens (input plus output) the whole run may use, its sub-agents'
+    /// included [default: defaults.maxTreeTokens, else no limit]; beyond it
+    /// the run stops (exit status 8).
+    #[arg(long, value_name = "N")]
+    pub max_tree_tokens: Option<u64>,
+
+    /// Cancel the run after this long (milliseconds, or 30s, 10m ...)
+    /// [default: defaults.runTimeout, else none]; exit status 124.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub timeout: Option<std::time::Duration>,
+
     /// Timeout of one tool call (milliseconds, or 30s, 2m ...).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub tool_timeout: Option<std::time::Duration>,
@@ -309,9 +326,36 @@ pub struct ServeArgs {
     pub concurrency: Option<usize>,
 
     /// Requests that may wait per instance; more are answered 503 with
-    /// Retry-After [default: no bound].
+    /// Retry-After [default: 64].
     #[arg(long, value_name = "N")]
     pub queue: Option<usize>,
+
+    /// Connections open at once per instance; one more is answered 503 and
+    /// closed [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// How long a client has to send a request's headers [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub header_read_timeout: Option<std::time::Duration>,
+
+    /// How long a connection with no request in progress may stay silent
+    /// [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub idle_timeout: Option<std::time::Duration>,
+
+    /// The largest request body, in bytes; larger ones get 413 [default:
+    /// 8388608, 8 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub body_limit: Option<usize>,
+
+    /// MCP HTTP sessions per instance [default: 256].
+    #[arg(long, value_name = "N")]
+    pub mcp_sessions: Option<usize>,
+
+    /// How long an MCP HTTP session may stay idle [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub mcp_session_idle: Option<std::time::Duration>,
 
     /// Require a bearer key: the value of this environment variable
     /// (repeatable: any of them).
@@ -399,4 +443,5 @@ impl From<OutputModeArg> for loopwright::OutputMode {
 
 const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
 fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 6 the answer never \
-matched --output-schema, 7 the --plan was rejected, 130 interrupted (143 on SIGTERM).";
+matched --output-schema, 7 the --plan was rejected, 8 the run's budget (--max-model-calls, --max-tree-tokens) was \
+used up, 124 the --timeout passed, 130 interrupted (143 on SIGTERM).";

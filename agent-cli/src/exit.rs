@@ -18,6 +18,12 @@ pub const MAX_STEPS: u8 = 5;
 pub const OUTPUT_INVALID: u8 = 6;
 /// The `--plan` was rejected (no tool ran).
 pub const PLAN_REJECTED: u8 = 7;
+/// The run tree's budget of model calls or tokens was used up
+/// (`--max-model-calls`, `--max-tree-tokens`).
+pub const BUDGET_EXHAUSTED: u8 = 8;
+/// The run's deadline (`--timeout`) passed: it was cancelled (as GNU
+/// `timeout` exits).
+pub const TIMED_OUT: u8 = 124;
 /// Interrupted (Ctrl-C): the run was cancelled and the servers closed.
 pub const INTERRUPTED: u8 = 130;
 
@@ -33,8 +39,50 @@ pub fn for_exit(exit: ExitReason) -> u8 {
         ExitReason::Cancelled => INTERRUPTED,
         ExitReason::OutputInvalid => OUTPUT_INVALID,
         ExitReason::PlanRejected => PLAN_REJECTED,
+        ExitReason::BudgetExhausted => BUDGET_EXHAUSTED,
         _ => MODEL_ERROR,
     }
+}
+
+/// The status for a run's result: as [`for_exit`], but a run cancelled by
+/// its own deadline is [`TIMED_OUT`], not interrupted.
+pub fn for_result(result: &loopwright::AgentResult) -> u8 {
+    match result.exit {
+        ExitReason::Cancelled if result.stopped_by.is_some() => TIMED_OUT,
+        exit => for_exit(exit),
+    }
+}
+
+/// Why a run that did not complete ended, for stderr: every failing exit
+/// says why (a model error's message is printed as its `finished` event
+/// arrives, so it is not repeated here).
+pub fn explain(result: &loopwright::AgentResult) -> Option<String> {
+    let why = match result.exit {
+        ExitReason::Completed | ExitReason::Stopped | ExitReason::ModelError => return None,
+        // The `finished` event's error already said which limit, and why.
+        _ if result.stopped_by.is_some() => return None,
+        ExitReason::TokenLimit => format!(
+            "the conversation no longer fits the model's context window (after {} step(s)); start a new \
+             conversation, give a shorter prompt, or use a model with a larger window",
+            result.steps
+        ),
+        ExitReason::MaxSteps => format!(
+            "the step limit was reached ({} steps); the model was asked to conclude without tools (raise \
+             --max-steps to let it go on)",
+            result.steps
+        ),
+        ExitReason::OutputInvalid => match &result.output_error {
+            Some(e) => format!("the answer never matched the output schema: {e}"),
+            None => "the answer never matched the output schema".to_owned(),
+        },
+        ExitReason::PlanRejected => match &result.plan_rejection {
+            Some(why) => format!("the plan was rejected: {why}"),
+            None => "the plan was rejected".to_owned(),
+        },
+        ExitReason::Cancelled => "the run was cancelled".to_owned(),
+        other => format!("the run ended: {other:?}"),
+    };
+    Some(format!("loopwright: {why} (exit status {})", for_result(result)))
 }
 
 /// An error that ends the command with a status.

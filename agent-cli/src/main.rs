@@ -6,6 +6,7 @@
 
 mod approve;
 mod args;
+mod escape;
 mod exit;
 mod files;
 mod mcp;
@@ -61,7 +62,7 @@ async fn run(args: Args) -> u8 {
     match run_checked(args).await {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("loopwright: {}", failure.message);
+            eprintln!("loopwright: {}", escape::message(&failure.message));
             failure.status
         }
     }
@@ -204,7 +205,7 @@ fn system_prompt(args: &AgentArgs) -> Result<Option<String>, Failure> {
     Ok(match (&args.system, &args.system_file) {
         (Some(text), _) => Some(text.clone()),
         (None, Some(file)) => Some(
-            std::fs::read_to_string(file)
+            loopwright::textfile::read_text_file(file)
                 .map_err(|e| Failure::usage(format!("--system-file {}: {e}", file.display())))?,
         ),
         // An agent file's body is its system prompt.
@@ -294,7 +295,12 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
         .await
         .map_err(|_| Failure::usage("the run stopped without a result"))?;
     renderer.finish(&result);
-    Ok(stopped_by.unwrap_or_else(|| exit::for_exit(result.exit)))
+    if stopped_by.is_none()
+        && let Some(why) = exit::explain(&result)
+    {
+        renderer.line_to_stderr(&escape::message(&why));
+    }
+    Ok(stopped_by.unwrap_or_else(|| exit::for_result(&result)))
 }
 
 /// The output is complete: flush standard output and close it (it then
@@ -358,6 +364,15 @@ fn command_line_options(
     }
     if let Some(n) = args.max_depth {
         options = options.max_depth(n);
+    }
+    if let Some(n) = args.max_model_calls {
+        options = options.max_model_calls(n);
+    }
+    if let Some(n) = args.max_tree_tokens {
+        options = options.max_tree_tokens(n);
+    }
+    if let Some(t) = args.timeout {
+        options = options.run_timeout(t);
     }
     if let Some(t) = args.tool_timeout {
         options = options.tool_timeout(t);

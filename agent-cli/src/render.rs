@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use loopwright::{AgentEvent, AgentResult};
 
+use crate::escape;
+
 /// How often the spinner line is redrawn.
 pub const SPINNER_TICK: Duration = Duration::from_millis(100);
 
@@ -50,6 +52,9 @@ pub struct Renderer {
     /// Show a proposed plan on stderr (`--plan`, unless the terminal
     /// approver shows it with its question).
     show_plan: bool,
+    /// Whether stdout is a terminal: the answer's control characters are
+    /// then escaped ([`escape::text`]); a pipe gets the text as it is.
+    stdout_terminal: bool,
 }
 
 impl Renderer {
@@ -65,6 +70,7 @@ impl Renderer {
             wrote_text: false,
             break_before_text: false,
             show_plan: true,
+            stdout_terminal: std::io::stdout().is_terminal(),
         }
     }
 
@@ -98,27 +104,36 @@ impl Renderer {
                     let _ = out.write_all(b"\n");
                     self.break_before_text = false;
                 }
-                let _ = out.write_all(text.as_bytes());
+                if self.stdout_terminal {
+                    let _ = out.write_all(escape::text(text).as_bytes());
+                } else {
+                    let _ = out.write_all(text.as_bytes());
+                }
                 let _ = out.flush();
                 if !text.is_empty() {
                     self.open_line = !text.ends_with('\n');
                     self.wrote_text = true;
                 }
             }
-            AgentEvent::ToolCall { call_id, tool, .. } => self.tool_call(call_id.clone(), tool.clone()),
+            AgentEvent::ToolCall { call_id, tool, .. } => {
+                self.tool_call(call_id.clone(), escape::line(tool).into_owned());
+            }
             AgentEvent::ToolResult {
                 call_id,
                 tool,
                 is_error,
                 output,
                 duration_ms,
-            } => self.tool_result(call_id, tool, *is_error, output, *duration_ms),
-            AgentEvent::Warning { message } => self.line_to_stderr(&format!("warning: {message}")),
+            } => self.tool_result(call_id, &escape::line(tool), *is_error, output, *duration_ms),
+            AgentEvent::Warning { message } => {
+                self.line_to_stderr(&format!("warning: {}", escape::message(message)));
+            }
             AgentEvent::ModelFallback { from, to, error } => {
+                let (from, to, error) = (escape::line(from), escape::line(to), escape::message(error));
                 self.line_to_stderr(&format!("model {from} failed ({error}); trying {to}"));
             }
             AgentEvent::PlanProposed { plan, .. } if self.show_plan => {
-                self.line_to_stderr(&format!("plan:\n{}", plan.render().trim_end()));
+                self.line_to_stderr(&format!("plan:\n{}", escape::plan(plan).trim_end()));
             }
             AgentEvent::PlanResolved {
                 approved: true,
@@ -131,8 +146,8 @@ impl Renderer {
             }),
             AgentEvent::Finished {
                 error: Some(error), ..
-            } => self.line_to_stderr(&format!("error: {error}")),
-            AgentEvent::SubAgent { path, event } => self.sub_agent(path, event),
+            } => self.line_to_stderr(&format!("error: {}", escape::message(error))),
+            AgentEvent::SubAgent { path, event } => self.sub_agent(&escape::line(path), event),
             _ => {}
         }
     }
@@ -142,7 +157,10 @@ impl Renderer {
     fn sub_agent(&mut self, path: &str, event: &AgentEvent) {
         match event {
             AgentEvent::ToolCall { call_id, tool, .. } => {
-                self.tool_call(format!("{path}/{call_id}"), format!("{path}: {tool}"));
+                self.tool_call(
+                    format!("{path}/{call_id}"),
+                    format!("{path}: {}", escape::line(tool)),
+                );
             }
             AgentEvent::ToolResult {
                 call_id,
@@ -152,18 +170,21 @@ impl Renderer {
                 duration_ms,
             } => self.tool_result(
                 &format!("{path}/{call_id}"),
-                &format!("{path}: {tool}"),
+                &format!("{path}: {}", escape::line(tool)),
                 *is_error,
                 output,
                 *duration_ms,
             ),
-            AgentEvent::Warning { message } => self.line_to_stderr(&format!("warning: {path}: {message}")),
+            AgentEvent::Warning { message } => {
+                self.line_to_stderr(&format!("warning: {path}: {}", escape::message(message)));
+            }
             AgentEvent::ModelFallback { from, to, error } => {
+                let (from, to, error) = (escape::line(from), escape::line(to), escape::message(error));
                 self.line_to_stderr(&format!("{path}: model {from} failed ({error}); trying {to}"));
             }
             AgentEvent::Finished {
                 error: Some(error), ..
-            } => self.line_to_stderr(&format!("{path}: error: {error}")),
+            } => self.line_to_stderr(&format!("{path}: error: {}", escape::message(error))),
             _ => {}
         }
     }
@@ -189,7 +210,7 @@ impl Renderer {
             let mark = if is_error { '✗' } else { '✓' };
             let detail = if is_error {
                 let text = loopwright::ToolOutput::new(output.to_vec()).as_text();
-                format!(": {}", first_line(&text))
+                format!(": {}", escape::line(first_line(&text)))
             } else {
                 String::new()
             };
@@ -251,7 +272,14 @@ impl Renderer {
         self.clear_status();
         let final_text = result.text.as_str();
         match self.mode {
-            Mode::Quiet if !final_text.is_empty() => println!("{}", final_text.trim_end_matches('\n')),
+            Mode::Quiet if !final_text.is_empty() => {
+                let final_text = final_text.trim_end_matches('\n');
+                if self.stdout_terminal {
+                    println!("{}", escape::text(final_text));
+                } else {
+                    println!("{final_text}");
+                }
+            }
             Mode::Text if self.wrote_text && self.open_line => println!(),
             Mode::Output => {
                 if let Some(line) = result.output.as_ref().and_then(|v| serde_json::to_string(v).ok()) {

@@ -21,7 +21,7 @@ pub async fn run(args: ServeArgs) -> u8 {
     match run_checked(args).await {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("loopwright serve: {}", failure.message);
+            eprintln!("loopwright serve: {}", crate::escape::message(&failure.message));
             failure.status
         }
     }
@@ -30,6 +30,13 @@ pub async fn run(args: ServeArgs) -> u8 {
 async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
     let mut keys = check(&args)?;
     let config = load_config(&args.run)?;
+    if config.serve.api_keys_given && config.serve.api_keys.is_empty() {
+        return Err(Failure::usage(
+            "config serve.apiKeys: every key is empty (an unset ${VAR:-}, blanks, or no entry), so clients \
+             would be served without authentication; set the variables, or remove serve.apiKeys to serve \
+             without keys",
+        ));
+    }
     // Any key of either source is accepted.
     keys.extend(config.serve.api_keys.iter().cloned());
     let run = &args.run;
@@ -204,6 +211,24 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     }
     if let Some(grace) = args.shutdown_grace {
         serve = serve.shutdown_grace(grace);
+    }
+    if let Some(n) = args.max_connections {
+        serve = serve.max_connections(n);
+    }
+    if let Some(t) = args.header_read_timeout {
+        serve = serve.header_read_timeout(t);
+    }
+    if let Some(t) = args.idle_timeout {
+        serve = serve.idle_timeout(t);
+    }
+    if let Some(n) = args.body_limit {
+        serve = serve.body_limit(n);
+    }
+    if let Some(n) = args.mcp_sessions {
+        serve = serve.mcp_sessions(n);
+    }
+    if let Some(t) = args.mcp_session_idle {
+        serve = serve.mcp_session_idle(t);
     }
     if !args.allowed_hosts.is_empty() {
         serve = serve.allowed_hosts(args.allowed_hosts.clone());

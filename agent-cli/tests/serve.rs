@@ -475,6 +475,17 @@ async fn agent_serve_says_what_is_missing() {
     )
     .await;
     assert_exit(&out, 2, "--api-key-env NO_SUCH_VAR_1");
+    // serve.apiKeys whose every key comes out empty refuses to start.
+    for keys in [
+        json!([]),
+        json!(["  "]),
+        json!(["${LOOPWRIGHT_TEST_UNSET_KEY:-}"]),
+    ] {
+        let config = dir.path().join(".ai-agent.json");
+        std::fs::write(&config, json!({"serve": {"apiKeys": keys}}).to_string()).unwrap();
+        let out = run_agent(&["serve", "--openai", "0", "--no-mcp"], &[], dir.path()).await;
+        assert_exit(&out, 2, "config serve.apiKeys: every key is empty");
+    }
 }
 
 /// The official MCP conformance suite (npm, pinned in tests-deps/, on the

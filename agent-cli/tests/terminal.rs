@@ -101,6 +101,17 @@ async fn on_a_terminal(
     args: &[&str],
     answers: Vec<&'static str>,
 ) -> (Option<i32>, String, String) {
+    on_a_terminal_with(server, args, answers, false).await
+}
+
+/// [`on_a_terminal`], with stdout on the terminal too when `stdout_too`
+/// (then what the answer printed is in the terminal's text).
+async fn on_a_terminal_with(
+    server: &ModelServer,
+    args: &[&str],
+    answers: Vec<&'static str>,
+    stdout_too: bool,
+) -> (Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), server, json!({}));
     let (master, slave_path) = pty();
@@ -111,9 +122,6 @@ async fn on_a_terminal(
         .unwrap();
     let agent = agent_bin();
     let mut cmd = tokio::process::Command::new("setsid");
-    // `setsid --ctty`: a new session whose controlling terminal (/dev/tty,
-    // where questions are asked) is the one on stdin, as in a shell. Not a
-    // group leader, setsid execs the agent in place (no fork).
     // `setsid --ctty`: a new session whose controlling terminal (/dev/tty,
     // where questions are asked) is the one on stdin, as in a shell. Not a
     // group leader, setsid execs the agent in place (no fork).
@@ -131,7 +139,11 @@ async fn on_a_terminal(
     .env("PATH", std::env::var("PATH").unwrap_or_default())
     .env("HOME", dir.path())
     .stdin(slave.try_clone().unwrap())
-    .stdout(std::process::Stdio::piped())
+    .stdout(if stdout_too {
+        std::process::Stdio::from(slave.try_clone().unwrap())
+    } else {
+        std::process::Stdio::piped()
+    })
     .stderr(slave.try_clone().unwrap())
     .kill_on_drop(true);
     let seen = converse(master, answers);
@@ -194,4 +206,40 @@ async fn plan_with_approve_ask_shows_the_plan_on_the_terminal_and_takes_y_or_n()
         "{terminal}"
     );
     assert_eq!(server.bodies().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_model_writes_cannot_drive_the_terminal() {
+    // A tool name that would clear the screen and forge a line, then an
+    // answer that would retitle the window and reverse the text after it.
+    let forged = "x\u{1b}[2J\u{1b}[H\n\u{2713} Read README.md";
+    let server = ModelServer::start(vec![
+        tool_call(forged, json!({})).into(),
+        answer("Done \u{1b}]0;pwned\u{7} and \u{202e}evil\u{202c}.").into(),
+    ])
+    .await;
+    let (status, _, terminal) = on_a_terminal_with(&server, &["--no-mcp", "go"], vec![], true).await;
+    assert_eq!(status, Some(0), "{terminal}");
+    for raw in [
+        "\u{1b}[2J",
+        "\u{1b}[H",
+        "\u{1b}]0;",
+        "\u{7}",
+        "\u{202e}",
+        "\n\u{2713} Read README.md",
+    ] {
+        assert!(
+            !terminal.contains(raw),
+            "{raw:?} reached the terminal: {terminal:?}"
+        );
+    }
+    // Shown instead, escaped: the tool's line and the answer.
+    assert!(
+        terminal.contains("\\x1b[2J\\x1b[H\\x0a\u{2713} Read README.md"),
+        "{terminal:?}"
+    );
+    assert!(
+        terminal.contains("Done \\x1b]0;pwned\\x07 and \\u{202e}evil\\u{202c}."),
+        "{terminal:?}"
+    );
 }

@@ -39,6 +39,7 @@ pub mod approval;
 pub mod budget;
 mod duration;
 pub mod fallback;
+pub mod history;
 mod message;
 mod model;
 pub mod model_error;

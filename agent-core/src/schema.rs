@@ -119,6 +119,44 @@ pub fn input_schema_for<T: schemars::JsonSchema>() -> Value {
     flat
 }
 
+/// A compiled JSON Schema whose errors name the place in the value they are
+/// about: what the loop checks tool calls with, for other crates that check
+/// input the same way (a served agent's MCP arguments, say).
+///
+/// ```
+/// let v = loopwright_core::schema::Validator::new(&serde_json::json!({
+///     "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]
+/// })).unwrap();
+/// assert!(v.check(&serde_json::json!({"n": 1})).is_ok());
+/// assert!(v.check(&serde_json::json!({"n": "one"})).unwrap_err().contains("/n"));
+/// ```
+#[derive(Clone)]
+pub struct Validator {
+    inner: std::sync::Arc<jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Validator")
+    }
+}
+
+impl Validator {
+    /// Compile `schema`; an invalid schema is an error saying why.
+    pub fn new(schema: &serde_json::Value) -> Result<Self, String> {
+        jsonschema::validator_for(schema)
+            .map(|v| Self {
+                inner: std::sync::Arc::new(v),
+            })
+            .map_err(|e| format!("invalid JSON Schema: {e}"))
+    }
+
+    /// Every error of `value`, joined by `; `; `Ok` when there is none.
+    pub fn check(&self, value: &serde_json::Value) -> Result<(), String> {
+        validation_errors(&self.inner, value)
+    }
+}
+
 /// Every error of `value` against `validator`, each with the place in the
 /// value it is about, joined by `; `; `Ok` when there is none.
 pub(crate) fn validation_errors(

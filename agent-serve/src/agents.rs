@@ -3,6 +3,9 @@
 //! Anthropic surfaces, the tool name of the MCP surface, the path segment of
 //! REST), a description and the schema of its input.
 
+use std::sync::{Arc, OnceLock};
+
+use loopwright_core::schema::Validator;
 use loopwright_core::{Agent, Message};
 use serde_json::Value;
 
@@ -27,6 +30,8 @@ pub struct ServedAgent {
     name: String,
     description: String,
     input_schema: Option<Value>,
+    /// The input schema compiled, on first use.
+    validator: Arc<OnceLock<Result<Validator, String>>>,
 }
 
 impl std::fmt::Debug for ServedAgent {
@@ -46,6 +51,7 @@ impl ServedAgent {
             agent,
             description: DEFAULT_DESCRIPTION.to_owned(),
             input_schema: None,
+            validator: Arc::default(),
         }
     }
 
@@ -87,6 +93,7 @@ impl ServedAgent {
     /// ```
     pub fn with_input_schema(mut self, schema: Value) -> Self {
         self.input_schema = Some(schema);
+        self.validator = Arc::default();
         self
     }
 
@@ -110,6 +117,18 @@ impl ServedAgent {
     /// The agent.
     pub fn agent(&self) -> &Agent {
         &self.agent
+    }
+
+    /// Whether `input` matches the input schema; the validator's errors
+    /// when it does not.
+    pub(crate) fn check_input(&self, input: &Value) -> Result<(), String> {
+        let validator = self
+            .validator
+            .get_or_init(|| Validator::new(&self.input_schema()));
+        match validator {
+            Ok(validator) => validator.check(input),
+            Err(e) => Err(format!("the agent's input schema cannot be used: {e}")),
+        }
     }
 
     /// The user message a tool-style input becomes: the `prompt` when the

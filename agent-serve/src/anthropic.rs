@@ -20,6 +20,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -221,7 +222,11 @@ fn prepare(body: &Bytes) -> Result<Prepared, ApiError> {
     })
 }
 
-async fn messages(State(instance): State<Arc<Instance>>, body: Bytes) -> Response {
+async fn messages(State(instance): State<Arc<Instance>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match crate::error::body_or_error(body, SHAPE) {
+        Ok(body) => body,
+        Err(error) => return error.into_response(),
+    };
     match messages_checked(instance, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
@@ -230,6 +235,8 @@ async fn messages(State(instance): State<Arc<Instance>>, body: Bytes) -> Respons
 
 async fn messages_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, ApiError> {
     let p = prepare(&body)?;
+    // A waiting request holds its parsed conversation, not its raw body.
+    drop(body);
     let served = instance.agent(&p.request.model, SHAPE)?.clone();
     let structured = p.output.is_some();
     let (system, output) = (p.system, p.output);

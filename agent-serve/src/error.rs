@@ -32,12 +32,51 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// Keys were given and every one was empty: serving would need none.
+    #[error("every API key given is empty: refusing to serve without authentication")]
+    EmptyKeys,
     /// A surface was asked for that this build leaves out.
     #[error("the {surface} surface is not built in (cargo feature `{surface}` of loopwright-serve)")]
     NotBuilt {
         /// The surface.
         surface: &'static str,
     },
+}
+
+/// Whether reading a body failed on the body limit (http-body-util's
+/// `LengthLimitError`, somewhere in the error's chain).
+pub(crate) fn is_length_limit(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.to_string().contains("length limit exceeded") {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// The body of a request, or the error answer for one that could not be
+/// read: 413 over the body limit, 400 otherwise, in `shape`.
+pub(crate) fn body_or_error(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    shape: Shape,
+) -> Result<axum::body::Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                shape,
+                Kind::TooLarge,
+                "the request body is larger than this server reads; send a smaller one",
+            )
+        } else {
+            ApiError::new(
+                shape,
+                Kind::BadRequest,
+                format!("the request body could not be read: {rejection}"),
+            )
+        }
+    })
 }
 
 /// The wire format errors are written in.
@@ -52,6 +91,7 @@ pub(crate) enum Shape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     BadRequest,
+    TooLarge,
     Unauthorized,
     Forbidden,
     NotFound,
@@ -102,6 +142,7 @@ impl ApiError {
     pub(crate) fn status(&self) -> StatusCode {
         match self.kind {
             Kind::BadRequest => StatusCode::BAD_REQUEST,
+            Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::Unauthorized => StatusCode::UNAUTHORIZED,
             Kind::Forbidden => StatusCode::FORBIDDEN,
             Kind::NotFound => StatusCode::NOT_FOUND,
@@ -114,12 +155,13 @@ impl ApiError {
     pub(crate) fn type_name(&self) -> &'static str {
         match (self.shape, self.kind) {
             (Shape::Anthropic, Kind::BadRequest) => "invalid_request_error",
+            (Shape::Anthropic, Kind::TooLarge) => "request_too_large",
             (Shape::Anthropic, Kind::Unauthorized) => "authentication_error",
             (Shape::Anthropic, Kind::Forbidden) => "permission_error",
             (Shape::Anthropic, Kind::NotFound) => "not_found_error",
             (Shape::Anthropic, Kind::Overloaded | Kind::Unavailable) => "overloaded_error",
             (Shape::Anthropic, Kind::Upstream) => "api_error",
-            (_, Kind::BadRequest | Kind::NotFound) => "invalid_request_error",
+            (_, Kind::BadRequest | Kind::NotFound | Kind::TooLarge) => "invalid_request_error",
             (_, Kind::Unauthorized) => "authentication_error",
             (_, Kind::Forbidden) => "permission_error",
             (_, Kind::Overloaded | Kind::Unavailable | Kind::Upstream) => "server_error",

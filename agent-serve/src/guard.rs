@@ -3,7 +3,9 @@
 //!
 //! Invariants: the check runs before any handler; a refusal is written in
 //! the surface's own error shape (401 for a missing or wrong key, 403 for
-//! a foreign host or origin); keys are compared in constant time and never
+//! a foreign host or origin); the host is the `Host` header, or on HTTP/2
+//! the request's `:authority`; keys are compared as SHA-256 digests, in a
+//! time that depends on neither key's content nor its length, and never
 //! logged.
 
 use std::sync::Arc;
@@ -30,7 +32,7 @@ pub(crate) struct Guard {
 /// Refuse requests without a valid key or from a foreign host.
 pub(crate) async fn check(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     if let Some(hosts) = &guard.instance.allowed_hosts
-        && let Err(message) = host_allowed(request.headers(), hosts)
+        && let Err(message) = host_allowed(request.headers(), request.uri().authority(), hosts)
     {
         return ApiError::new(guard.shape, Kind::Forbidden, message).into_response();
     }
@@ -62,16 +64,21 @@ fn key_valid(headers: &HeaderMap, keys: &[String]) -> bool {
     let Some(presented) = presented_key(headers) else {
         return false;
     };
-    // Every key is compared, each in constant time for its length.
+    // Digests have one length whatever the keys', so the comparison's time
+    // says nothing of a key's length; every key is compared.
+    let presented = digest(presented);
     keys.iter().fold(false, |found, key| {
-        found | constant_time_eq(presented.as_bytes(), key.as_bytes())
+        found | constant_time_eq(&presented, &digest(key))
     })
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
+fn digest(key: &str) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref());
+    out
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -87,12 +94,19 @@ fn host_name(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
-fn host_allowed(headers: &HeaderMap, hosts: &[String]) -> Result<(), String> {
+fn host_allowed(
+    headers: &HeaderMap,
+    authority: Option<&axum::http::uri::Authority>,
+    hosts: &[String],
+) -> Result<(), String> {
     let allowed = |name: &str| hosts.iter().any(|h| h.eq_ignore_ascii_case(name));
+    // HTTP/1.1 sends `Host`; HTTP/2 the `:authority` pseudo-header, which
+    // hyper puts in the request's URI.
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
-        .ok_or("the request has no Host header")?;
+        .or(authority.map(axum::http::uri::Authority::as_str))
+        .ok_or("the request names no host (no Host header, no :authority)")?;
     if !allowed(host_name(host)) {
         return Err(format!(
             "Host {host:?} is not accepted here (this server listens on a loopback address and accepts {})",
@@ -113,6 +127,7 @@ fn host_allowed(headers: &HeaderMap, hosts: &[String]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use axum::http::HeaderValue;
 
@@ -132,20 +147,42 @@ mod tests {
     fn loopback_hosts_pass_and_others_do_not() {
         for ok in ["localhost:8080", "127.0.0.1:1", "[::1]:9", "localhost"] {
             assert!(
-                host_allowed(&headers(&[("host", ok)]), &loopback()).is_ok(),
+                host_allowed(&headers(&[("host", ok)]), None, &loopback()).is_ok(),
                 "{ok}"
             );
         }
         for bad in ["evil.example:8080", "127.0.0.1.evil.example", "[::2]:80"] {
             assert!(
-                host_allowed(&headers(&[("host", bad)]), &loopback()).is_err(),
+                host_allowed(&headers(&[("host", bad)]), None, &loopback()).is_err(),
                 "{bad}"
             );
         }
         let foreign = headers(&[("host", "localhost:1"), ("origin", "http://evil.example")]);
-        assert!(host_allowed(&foreign, &loopback()).is_err());
+        assert!(host_allowed(&foreign, None, &loopback()).is_err());
         let local = headers(&[("host", "localhost:1"), ("origin", "http://localhost:3000")]);
-        assert!(host_allowed(&local, &loopback()).is_ok());
+        assert!(host_allowed(&local, None, &loopback()).is_ok());
+        // HTTP/2: no Host header, the authority of the request's URI.
+        let h2: axum::http::Uri = "http://localhost:8080/v1/models".parse().unwrap();
+        assert!(host_allowed(&headers(&[]), h2.authority(), &loopback()).is_ok());
+        let h2: axum::http::Uri = "http://evil.example/v1/models".parse().unwrap();
+        assert!(host_allowed(&headers(&[]), h2.authority(), &loopback()).is_err());
+        assert!(host_allowed(&headers(&[]), None, &loopback()).is_err());
+    }
+
+    #[test]
+    fn keys_are_compared_as_digests_of_one_length() {
+        // Whatever the presented key's length, the comparison is of two
+        // 32-byte digests: its time says nothing of the key's length.
+        let short = digest("k");
+        let long = digest(&"k".repeat(4096));
+        assert_eq!((short.len(), long.len()), (32, 32));
+        let keys = vec!["secret-2".to_string()];
+        for wrong in ["secret-", "secret-22", "", "secret-3"] {
+            let presented = format!("Bearer {wrong}");
+            let headers = headers(&[("authorization", Box::leak(presented.into_boxed_str()))]);
+            assert!(!key_valid(&headers, &keys), "{wrong}");
+        }
+        assert!(constant_time_eq(&digest("secret-2"), &digest("secret-2")));
     }
 
     #[test]

@@ -37,8 +37,11 @@ mod anthropic;
 mod error;
 mod guard;
 mod limit;
+mod listen;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_http;
 #[cfg(feature = "openai")]
 mod openai;
 #[cfg(feature = "rest")]
@@ -50,8 +53,15 @@ mod sse;
 pub use agents::ServedAgent;
 pub use error::ServeError;
 pub use guard::LOOPBACK_HOSTS;
-pub use limit::{DEFAULT_CONCURRENCY, IN_FLIGHT_GAUGE, QUEUED_GAUGE, RETRY_AFTER_SECS};
-pub use server::{Bound, DEFAULT_SHUTDOWN_GRACE, Running, Serve, Surface};
+pub use limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, IN_FLIGHT_GAUGE, QUEUED_GAUGE, RETRY_AFTER_SECS};
+pub use listen::{
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, H2_KEEP_ALIVE_INTERVAL,
+    H2_KEEP_ALIVE_TIMEOUT,
+};
+pub use server::{
+    Bound, DEFAULT_BODY_LIMIT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_SESSIONS, DEFAULT_SHUTDOWN_GRACE,
+    Running, Serve, Surface,
+};
 
 /// rmcp, as this crate uses it (its server side), for applications that
 /// add their own MCP handlers beside the agents.

@@ -25,6 +25,11 @@ use tokio_util::sync::CancellationToken;
 /// clients, few enough that a burst does not exhaust a provider's rate limit.
 pub const DEFAULT_CONCURRENCY: usize = 10;
 
+/// Requests that may wait per instance when not configured: a burst of a
+/// few clients' retries, while what waiting requests hold (each its parsed
+/// conversation, at most the body limit) stays bounded.
+pub const DEFAULT_QUEUE: usize = 64;
+
 /// Seconds a refused client is told to wait (`Retry-After`): about one
 /// short agent run.
 pub const RETRY_AFTER_SECS: u64 = 5;

@@ -9,15 +9,21 @@
 //! - with a progress token, each of the agent's tool calls and results
 //!   goes out as a progress notification (the progress value only grows);
 //! - `notifications/cancelled` (the request's cancellation) leaves the
-//!   queue or cancels the run, its tools and MCP calls included.
+//!   queue or cancels the run, its tools and MCP calls included;
+//! - a call's arguments are validated against the tool's input schema
+//!   before it waits for a run: an invalid call is a `-32602` error naming
+//!   what is wrong (so is `arguments` that is not an object), never a run;
+//! - a call cut off by a shutdown is answered with an `isError` result
+//!   saying so (the service outlives the runs' cancellation).
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use loopwright_core::{AgentEvent, ExitReason};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -74,6 +80,27 @@ impl ServerHandler for McpSurface {
             ))
     }
 
+    /// A request rmcp could not read as any it knows: a `tools/call` whose
+    /// params do not parse (`arguments` not an object, no `name`) is invalid
+    /// params, as the MCP specification asks, not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method == "tools/call" {
+            return Err(ErrorData::invalid_params(
+                "tools/call params must be {\"name\": string, \"arguments\": object}",
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -100,6 +127,12 @@ impl ServerHandler for McpSurface {
             ));
         };
         let input = Value::Object(request.arguments.clone().unwrap_or_default());
+        if let Err(why) = served.check_input(&input) {
+            return Err(ErrorData::invalid_params(
+                format!("invalid arguments for {:?}: {why}", request.name),
+                None,
+            ));
+        }
         let messages = vec![served.input_message(&input)];
         let started = tokio::select! {
             started = self.instance.start(&served, messages, |o| o, Shape::Plain) => started,
@@ -151,6 +184,9 @@ impl ServerHandler for McpSurface {
             });
         }
         let why = match crate::run::ending(&result) {
+            _ if result.exit == ExitReason::Cancelled && self.instance.lifecycle.hard.is_cancelled() => {
+                "the server is shutting down and cancelled the run".to_owned()
+            }
             crate::run::Ending::Failed(message) => message,
             crate::run::Ending::Answer { .. } => format!("the run ended early ({:?})", result.exit),
         };

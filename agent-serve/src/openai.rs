@@ -20,6 +20,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -230,7 +231,11 @@ fn prepare(body: &Bytes) -> Result<Prepared, ApiError> {
     })
 }
 
-async fn chat(State(instance): State<Arc<Instance>>, body: Bytes) -> Response {
+async fn chat(State(instance): State<Arc<Instance>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match crate::error::body_or_error(body, SHAPE) {
+        Ok(body) => body,
+        Err(error) => return error.into_response(),
+    };
     match chat_checked(instance, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
@@ -239,6 +244,8 @@ async fn chat(State(instance): State<Arc<Instance>>, body: Bytes) -> Response {
 
 async fn chat_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, ApiError> {
     let p = prepare(&body)?;
+    // A waiting request holds its parsed conversation, not its raw body.
+    drop(body);
     let served = instance.agent(&p.model, SHAPE)?.clone();
     let structured = p.output.is_some();
     let (system, output, temperature, top_p, max_tokens) =

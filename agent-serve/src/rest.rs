@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
@@ -62,7 +63,15 @@ fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(SHAPE, Kind::BadRequest, message)
 }
 
-async fn run(State(instance): State<Arc<Instance>>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn run(
+    State(instance): State<Arc<Instance>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match crate::error::body_or_error(body, SHAPE) {
+        Ok(body) => body,
+        Err(error) => return error.into_response(),
+    };
     match run_checked(instance, name, body).await {
         Ok(response) => response,
         Err(error) => error.into_response(),
@@ -76,6 +85,8 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
              \"stream\": {e}"
         ))
     })?;
+    // A waiting request holds its parsed conversation, not its raw body.
+    drop(body);
     let messages = match (request.prompt, request.messages) {
         (Some(prompt), None) => vec![Message::user(prompt)],
         (None, Some(messages)) if !messages.is_empty() => messages,

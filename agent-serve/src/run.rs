@@ -13,11 +13,12 @@
 
 use std::sync::Arc;
 
+use loopwright_core::history::check_history;
 use loopwright_core::{AgentEvent, AgentOptions, AgentResult, AgentRun, ExitReason, Message, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{Agents, ServedAgent};
-use crate::error::{ApiError, Shape};
+use crate::error::{ApiError, Kind, Shape};
 use crate::limit::{Limiter, Permit};
 
 /// A server's lifecycle, shared by its instances.
@@ -29,9 +30,15 @@ pub(crate) struct Lifecycle {
     /// Cancelled when the shutdown grace is over: every run still going is
     /// cancelled.
     pub(crate) hard: CancellationToken,
+    /// Cancelled once the cancelled runs had their moment to answer: the
+    /// MCP sessions close.
+    pub(crate) closed: CancellationToken,
 }
 
 /// One surface instance: its agents, its own limiter, who may call it.
+///
+/// [`Instance::start`] checks the conversation of every surface alike
+/// ([`check_history`]) before the request waits for a permit.
 #[derive(Debug)]
 pub(crate) struct Instance {
     pub(crate) agents: Arc<Agents>,
@@ -65,6 +72,10 @@ impl Instance {
         change: impl FnOnce(AgentOptions) -> AgentOptions,
         shape: Shape,
     ) -> Result<Started, ApiError> {
+        // One check of the conversation for every surface, before the
+        // request waits: calls and results pair up, the model has
+        // something to answer.
+        check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
         let permit = self
             .limiter
             .acquire(&self.lifecycle.stopping)

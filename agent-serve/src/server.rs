@@ -9,31 +9,52 @@
 //!   running;
 //! - each surface instance has its own limiter and guard;
 //! - shutdown stops accepting and refuses queued requests at once, lets
-//!   runs in flight finish for the grace, then cancels them, then gives
-//!   connections [`CONNECTION_DRAIN`] to end before their tasks are
+//!   runs in flight finish for the grace, then cancels them and gives them
+//!   [`ANSWER_DRAIN`] to write their answers (an MCP call cut off by the
+//!   shutdown gets its `isError` result before the MCP service stops), then
+//!   gives connections [`CONNECTION_DRAIN`] to end before their tasks are
 //!   aborted: `shutdown` always returns.
+//! - every HTTP instance has the connection limits of [`crate::listen`] and
+//!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use tokio::task::JoinHandle;
 
 use crate::agents::{Agents, ServedAgent};
 use crate::error::{ServeError, Shape};
 use crate::guard::{Guard, LOOPBACK_HOSTS, check};
-use crate::limit::{DEFAULT_CONCURRENCY, Limiter};
+use crate::limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, Limiter};
+use crate::listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use crate::run::{Instance, Lifecycle};
 
 /// How long runs in flight may go on after a shutdown begins before they
 /// are cancelled: long enough for a typical answer to finish.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// How long cancelled runs get to write their answers (an error event, an
+/// MCP `isError` result) before the MCP sessions close.
+const ANSWER_DRAIN: Duration = Duration::from_secs(2);
+
 /// How long connections get to close after the runs are cancelled (a
 /// cancelled run still writes its error event) before their tasks end.
 const CONNECTION_DRAIN: Duration = Duration::from_secs(3);
+
+/// The largest request body an instance reads: a conversation with a few
+/// images inline. Larger bodies are answered 413 in the surface's shape.
+pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// MCP HTTP sessions one instance keeps at once; one more `initialize` is
+/// answered 503 with a JSON-RPC error. A session costs about 60 KB.
+pub const DEFAULT_MCP_SESSIONS: usize = 256;
+
+/// How long an MCP HTTP session may stay without a message before it is
+/// closed (a client that comes back after it initializes again, as the
+/// specification asks). rmcp's own default is 5 minutes.
+pub const DEFAULT_MCP_SESSION_IDLE: Duration = Duration::from_secs(60);
 
 /// How often shutdown looks whether the runs in flight are done.
 const DRAIN_POLL: Duration = Duration::from_millis(20);
@@ -121,8 +142,13 @@ pub struct Serve {
     concurrency: usize,
     queue: Option<usize>,
     keys: Vec<String>,
+    keys_given: bool,
     grace: Duration,
     allowed_hosts: Option<Vec<String>>,
+    limits: crate::listen::ConnLimits,
+    body_limit: usize,
+    mcp_sessions: usize,
+    mcp_session_idle: Duration,
 }
 
 impl Default for Serve {
@@ -139,10 +165,19 @@ impl Serve {
             listeners: Vec::new(),
             mcp_stdio: false,
             concurrency: DEFAULT_CONCURRENCY,
-            queue: None,
+            queue: Some(DEFAULT_QUEUE),
             keys: Vec::new(),
+            keys_given: false,
             grace: DEFAULT_SHUTDOWN_GRACE,
             allowed_hosts: None,
+            limits: crate::listen::ConnLimits {
+                header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+                idle_timeout: DEFAULT_IDLE_TIMEOUT,
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+            },
+            body_limit: DEFAULT_BODY_LIMIT,
+            mcp_sessions: DEFAULT_MCP_SESSIONS,
+            mcp_session_idle: DEFAULT_MCP_SESSION_IDLE,
         }
     }
 
@@ -195,16 +230,69 @@ impl Serve {
     }
 
     /// At most `n` requests waiting per instance; more are answered 503
-    /// with `Retry-After` (default: no bound).
+    /// with `Retry-After` ([`DEFAULT_QUEUE`]). A waiting request holds its
+    /// parsed conversation (never its raw body), so this bounds what
+    /// waiting requests hold to `n` times the body limit.
     pub fn queue(mut self, n: usize) -> Self {
         self.queue = Some(n);
         self
     }
 
+    /// Let any number of requests wait (memory then grows with them).
+    pub fn unbounded_queue(mut self) -> Self {
+        self.queue = None;
+        self
+    }
+
+    /// How long a client has to send a request's headers once it starts a
+    /// connection or a request ([`DEFAULT_HEADER_READ_TIMEOUT`]).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection with no request in progress may stay without
+    /// reading or writing a byte ([`DEFAULT_IDLE_TIMEOUT`]).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// Connections open at once per instance ([`DEFAULT_MAX_CONNECTIONS`]).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.limits.max_connections = n.max(1);
+        self
+    }
+
+    /// The largest request body read ([`DEFAULT_BODY_LIMIT`] bytes).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// MCP HTTP sessions per instance ([`DEFAULT_MCP_SESSIONS`]).
+    pub fn mcp_sessions(mut self, n: usize) -> Self {
+        self.mcp_sessions = n.max(1);
+        self
+    }
+
+    /// How long an MCP HTTP session may stay idle
+    /// ([`DEFAULT_MCP_SESSION_IDLE`]).
+    pub fn mcp_session_idle(mut self, idle: Duration) -> Self {
+        self.mcp_session_idle = idle;
+        self
+    }
+
     /// Accept this bearer key (any of the keys given); with none, no key is
-    /// asked for.
+    /// asked for. An empty or blank key is no key: [`Serve::start`] refuses
+    /// to start when every key given was empty, rather than serve without
+    /// authentication.
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.keys.push(key.into());
+        self.keys_given = true;
+        let key = key.into();
+        if !key.trim().is_empty() {
+            self.keys.push(key.trim().to_owned());
+        }
         self
     }
 
@@ -251,6 +339,9 @@ impl Serve {
 
     /// Bind every address and start serving.
     pub async fn start(self) -> Result<Running, ServeError> {
+        if self.keys_given && self.keys.is_empty() {
+            return Err(ServeError::EmptyKeys);
+        }
         let agents = Arc::new(Agents::new(self.agents.clone())?);
         let lifecycle = Lifecycle::default();
         let mut listeners = Vec::new();
@@ -274,18 +365,19 @@ impl Serve {
         let mut apps = Vec::new();
         for (surface, listener, addr) in listeners {
             let instance = self.instance(&agents, format!("{surface}@{addr}"), Some(addr), &lifecycle);
-            let router = router(surface, instance.clone())?;
             let shape = match surface {
                 Surface::OpenAi => Shape::OpenAi,
                 Surface::Anthropic => Shape::Anthropic,
                 _ => Shape::Plain,
             };
+            let router = router(surface, instance.clone(), &self)?
+                .layer(axum::extract::DefaultBodyLimit::max(self.body_limit));
             let guard = Guard {
                 instance: instance.clone(),
                 shape,
             };
             let app = router.layer(axum::middleware::from_fn_with_state(guard, check));
-            apps.push((surface, listener, addr, instance, app));
+            apps.push((surface, listener, addr, instance, app, shape));
         }
         if self.mcp_stdio && !cfg!(feature = "mcp") {
             return Err(ServeError::NotBuilt { surface: "mcp-stdio" });
@@ -299,21 +391,12 @@ impl Serve {
             grace: self.grace,
         };
         // From here on nothing fails.
-        for (surface, listener, addr, instance, app) in apps {
+        for (surface, listener, addr, instance, app, shape) in apps {
             let stopping = lifecycle.stopping.clone();
-            running.tasks.push(tokio::spawn(async move {
-                // Without TCP_NODELAY a stream's small events wait for the
-                // client's delayed ACK: ~40 ms a streamed answer.
-                let listener = listener.tap_io(|tcp| {
-                    if let Err(e) = tcp.set_nodelay(true) {
-                        tracing::debug!(error = %e, "TCP_NODELAY not set");
-                    }
-                });
-                let served = axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned());
-                if let Err(e) = served.await {
-                    tracing::warn!(%addr, error = %e, "a surface stopped serving");
-                }
-            }));
+            let limits = self.limits;
+            running.tasks.push(tokio::spawn(crate::listen::serve(
+                listener, app, limits, shape, stopping,
+            )));
             running.instances.push(instance);
             running.bound.push(Bound { surface, addr });
             tracing::info!(%surface, %addr, "serving");
@@ -337,8 +420,8 @@ fn surface_name(surface: Surface) -> &'static str {
     }
 }
 
-fn router(surface: Surface, instance: Arc<Instance>) -> Result<Router, ServeError> {
-    let _ = &instance;
+fn router(surface: Surface, instance: Arc<Instance>, serve: &Serve) -> Result<Router, ServeError> {
+    let _ = (&instance, serve);
     match surface {
         #[cfg(feature = "openai")]
         Surface::OpenAi => Ok(crate::openai::router(instance)),
@@ -347,28 +430,18 @@ fn router(surface: Surface, instance: Arc<Instance>) -> Result<Router, ServeErro
         #[cfg(feature = "rest")]
         Surface::Rest => Ok(crate::rest::router(instance)),
         #[cfg(feature = "mcp")]
-        Surface::McpHttp => Ok(mcp_http(instance)),
+        Surface::McpHttp => Ok(crate::mcp_http::router(
+            instance,
+            crate::mcp_http::Sessions {
+                max: serve.mcp_sessions,
+                idle: serve.mcp_session_idle,
+                body_limit: serve.body_limit,
+            },
+        )),
         other => Err(ServeError::NotBuilt {
             surface: surface_name(other),
         }),
     }
-}
-
-#[cfg(feature = "mcp")]
-fn mcp_http(instance: Arc<Instance>) -> Router {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-    let mut config = StreamableHttpServerConfig::default();
-    // The guard checks Host and Origin for every surface alike.
-    config = config.disable_allowed_hosts();
-    config.cancellation_token = instance.lifecycle.hard.child_token();
-    let surface = crate::mcp::McpSurface { instance };
-    let service = StreamableHttpService::new(
-        move || Ok(surface.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    Router::new().route_service("/mcp", service)
 }
 
 /// The stdio surface's task (`None` in a build without it, which
@@ -376,7 +449,7 @@ fn mcp_http(instance: Arc<Instance>) -> Router {
 #[cfg(feature = "mcp")]
 fn mcp_stdio(instance: Arc<Instance>) -> Option<JoinHandle<()>> {
     use rmcp::ServiceExt;
-    let hard = instance.lifecycle.hard.clone();
+    let closed = instance.lifecycle.closed.clone();
     let surface = crate::mcp::McpSurface { instance };
     Some(tokio::spawn(async move {
         let service = match surface.serve(rmcp::transport::stdio()).await {
@@ -389,7 +462,7 @@ fn mcp_stdio(instance: Arc<Instance>) -> Option<JoinHandle<()>> {
         let token = service.cancellation_token();
         tokio::select! {
             _ = service.waiting() => {}
-            () = hard.cancelled() => token.cancel(),
+            () = closed.cancelled() => token.cancel(),
         }
     }))
 }
@@ -453,6 +526,12 @@ impl Running {
             tokio::time::sleep(DRAIN_POLL).await;
         }
         self.lifecycle.hard.cancel();
+        // Cancelled runs write their answers before the MCP service stops.
+        let deadline = tokio::time::Instant::now() + ANSWER_DRAIN;
+        while self.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(DRAIN_POLL).await;
+        }
+        self.lifecycle.closed.cancel();
         let mut tasks = std::mem::take(&mut self.tasks);
         tasks.extend(self.stdio.take());
         let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();

@@ -10,91 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use loopwright_core::{
-    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
-};
+use common::{GatedModel, HANG_GUARD, until};
+use loopwright_core::Agent;
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
-
-/// Upper bound used only to detect a hang.
-const HANG_GUARD: Duration = Duration::from_secs(30);
-
-/// A model whose every answer waits for one permit of `release`.
-struct GatedModel {
-    release: Arc<Semaphore>,
-    /// Model calls started.
-    started: AtomicUsize,
-    /// Model calls going now.
-    in_flight: Arc<AtomicUsize>,
-    /// The most ever going at once.
-    peak: Arc<AtomicUsize>,
-    /// Calls whose stream was dropped before it answered.
-    dropped: Arc<AtomicUsize>,
-}
-
-impl GatedModel {
-    fn new() -> Self {
-        Self {
-            release: Arc::new(Semaphore::new(0)),
-            started: AtomicUsize::new(0),
-            in_flight: Arc::default(),
-            peak: Arc::default(),
-            dropped: Arc::default(),
-        }
-    }
-}
-
-/// Counts a call out when its stream goes, answered or not.
-struct Going {
-    in_flight: Arc<AtomicUsize>,
-    dropped: Arc<AtomicUsize>,
-    answered: bool,
-}
-
-impl Drop for Going {
-    fn drop(&mut self) {
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        if !self.answered {
-            self.dropped.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl LanguageModel for GatedModel {
-    fn provider(&self) -> &str {
-        "test"
-    }
-    fn model_id(&self) -> &str {
-        "gated"
-    }
-    async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
-        self.started.fetch_add(1, Ordering::SeqCst);
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.peak.fetch_max(now, Ordering::SeqCst);
-        let mut going = Going {
-            in_flight: self.in_flight.clone(),
-            dropped: self.dropped.clone(),
-            answered: false,
-        };
-        let release = self.release.clone();
-        let answer = async move {
-            release.acquire().await.unwrap().forget();
-            going.answered = true;
-            drop(going);
-            futures::stream::iter(vec![
-                Ok(ModelEvent::TextDelta { text: "done".into() }),
-                Ok(ModelEvent::Finish {
-                    reason: FinishReason::Stop,
-                    usage: Usage::new(10, 1),
-                }),
-            ])
-        };
-        Ok(futures::stream::once(answer).flatten().boxed())
-    }
-}
 
 struct Fixture {
     model: Arc<GatedModel>,
@@ -141,17 +60,6 @@ async fn post(url: String) -> reqwest::Response {
         .send()
         .await
         .unwrap()
-}
-
-/// Wait until `check` holds (a hang is a failure).
-async fn until(what: &str, check: impl Fn() -> bool) {
-    tokio::time::timeout(HANG_GUARD, async {
-        while !check() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("never: {what}"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -128,6 +128,13 @@ pub struct Defaults {
     /// Model calls that may use tools before one concluding call without
     /// tools (`maxSteps`; see `AgentOptions::max_steps`).
     pub max_steps: Option<u32>,
+    /// Model calls the whole run tree may make (`maxModelCalls`; see
+    /// `AgentOptions::max_model_calls`).
+    pub max_model_calls: Option<u64>,
+    /// Tokens the whole run tree may use (`maxTreeTokens`).
+    pub max_tree_tokens: Option<u64>,
+    /// How long a run may go on before it is cancelled (`runTimeout`).
+    pub run_timeout: Option<Duration>,
     /// Tool output kept (head and tail) beyond this many bytes.
     pub tool_response_max_bytes: Option<usize>,
     /// Tokens kept free in the context window.
@@ -168,7 +175,8 @@ impl SchemaSource {
                 loopwright_core::OutputSpec::from_schema("output", schema.clone()).map_err(|e| e.to_string())
             }
             Self::File(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text =
+                    crate::textfile::read_text_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
                 let schema: Value =
                     serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
                 let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("output");
@@ -208,6 +216,15 @@ impl Defaults {
         }
         if let Some(n) = self.max_steps {
             options = options.max_steps(n);
+        }
+        if let Some(n) = self.max_model_calls {
+            options = options.max_model_calls(n);
+        }
+        if let Some(n) = self.max_tree_tokens {
+            options = options.max_tree_tokens(n);
+        }
+        if let Some(t) = self.run_timeout {
+            options = options.run_timeout(t);
         }
         if let Some(n) = self.tool_response_max_bytes {
             options = options.max_tool_output_bytes(n);
@@ -289,7 +306,7 @@ impl AgentConfig {
     /// Read and parse `path`, variables from the process environment.
     pub fn load(path: &Path) -> Result<Self, ConfigFileError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Read {
+        let text = crate::textfile::read_text_file(path).map_err(|source| ConfigFileError::Read {
             path: shown.clone(),
             source,
         })?;

@@ -10,7 +10,11 @@
 //! misspelt `apiKeys` would otherwise serve without authentication. A key
 //! whose `${VAR}` is unset is an error naming the key; a key that expands
 //! to nothing (`${NEXT:-}`) is left out, so a key being rotated in can be
-//! written before it exists; keys are never shown by `Debug`.
+//! written before it exists; but an `apiKeys` whose every key comes out
+//! empty (`[]`, `["  "]`, `["${KEY:-}"]` with `KEY` unset) is remembered as
+//! given ([`ServeConfig::api_keys_given`]), so `loopwright serve` refuses to
+//! start rather than serve without authentication; keys are never shown by
+//! `Debug`.
 
 use serde_json::Value;
 
@@ -38,12 +42,17 @@ pub struct ServeConfig {
     /// Bearer keys a client may send (any of them), variables expanded;
     /// empty: no key is asked for (unless the command line gives some).
     pub api_keys: Vec<String>,
+    /// Whether the file has `apiKeys` at all: with it and no key left in
+    /// [`ServeConfig::api_keys`], every key came out empty, and a server
+    /// must refuse to start (it would serve without authentication).
+    pub api_keys_given: bool,
 }
 
 impl std::fmt::Debug for ServeConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeConfig")
             .field("api_keys", &format_args!("[{} hidden]", self.api_keys.len()))
+            .field("api_keys_given", &self.api_keys_given)
             .finish()
     }
 }
@@ -68,6 +77,7 @@ pub(super) fn serve(
     section: &Value,
     invalid: &dyn Fn(&str, String) -> ConfigFileError,
 ) -> Result<ServeConfig, ConfigFileError> {
+    let api_keys_given = matches!(section.get("apiKeys"), Some(v) if !v.is_null());
     let api_keys = match section.get("apiKeys") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => {
@@ -92,7 +102,10 @@ pub(super) fn serve(
             ));
         }
     };
-    Ok(ServeConfig { api_keys })
+    Ok(ServeConfig {
+        api_keys,
+        api_keys_given,
+    })
 }
 
 #[cfg(test)]
@@ -118,6 +131,13 @@ mod tests {
         assert!(config.warnings.is_empty(), "{:?}", config.warnings);
         assert!(config.secret_values().contains(&"key-one".to_owned()));
         assert_eq!(parse("{}").unwrap().serve.api_keys, Vec::<String>::new());
+        assert!(!parse("{}").unwrap().serve.api_keys_given);
+        for all_empty in [r#"[]"#, r#"["  "]"#, r#"["${NEXT:-}"]"#] {
+            let serve = parse(&format!(r#"{{"serve": {{"apiKeys": {all_empty}}}}}"#))
+                .unwrap()
+                .serve;
+            assert!(serve.api_keys.is_empty() && serve.api_keys_given, "{all_empty}");
+        }
     }
 
     #[test]

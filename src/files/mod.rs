@@ -200,7 +200,7 @@ pub struct AgentFile {
 impl AgentFile {
     /// Read and check the file at `path`.
     pub fn load(path: &Path) -> Result<Self, AgentFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| AgentFileError::Read {
+        let text = crate::textfile::read_text_file(path).map_err(|source| AgentFileError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -329,7 +329,7 @@ impl Reader<'_> {
                     file: resolved.clone(),
                     message,
                 };
-                let text = std::fs::read_to_string(&resolved).map_err(|e| missing(e.to_string()))?;
+                let text = crate::textfile::read_text_file(&resolved).map_err(|e| missing(e.to_string()))?;
                 match serde_json::from_str::<Value>(&text) {
                     Ok(schema @ Value::Object(_)) => Ok(Some(schema)),
                     Ok(other) => Err(missing(format!(

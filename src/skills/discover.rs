@@ -64,6 +64,12 @@ pub enum SkillWarning {
         /// The operating system's error.
         message: String,
     },
+    /// A directory named (not one of the defaults) does not exist.
+    #[error("skills directory {} does not exist (check the path given to --skills or in `skills`)", dir.display())]
+    MissingDir {
+        /// The directory.
+        dir: PathBuf,
+    },
 }
 
 /// The skills found in some directories, in precedence order, with what
@@ -75,7 +81,8 @@ pub enum SkillWarning {
 /// std::fs::write(dir.path().join("pdf-reader/SKILL.md"), "---\nname: pdf-reader\ndescription: Reads PDF files.\n---\nRun pdftotext.\n").unwrap();
 /// let skills = loopwright::skills::Skills::discover([dir.path(), &dir.path().join("missing")]);
 /// assert_eq!(skills.get("pdf-reader").unwrap().body, "Run pdftotext.\n");
-/// assert!(skills.warnings().is_empty());
+/// // A directory named that does not exist is said (the defaults need not exist).
+/// assert!(skills.warnings()[0].to_string().contains("missing does not exist"));
 /// ```
 #[derive(Debug, Default)]
 pub struct Skills {
@@ -125,7 +132,14 @@ impl Skills {
         };
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !Self::default_dirs().iter().any(|d| d == dir) {
+                    self.warnings.push(SkillWarning::MissingDir {
+                        dir: dir.to_path_buf(),
+                    });
+                }
+                return Vec::new();
+            }
             Err(e) => {
                 self.warnings.push(unreadable(e));
                 return Vec::new();
@@ -141,7 +155,9 @@ impl Skills {
         }
         folders.sort();
         folders.retain(|folder| {
-            if folder.join(SKILL_FILE).is_file() {
+            // Not only a regular file: a FIFO or a device named SKILL.md is
+            // kept, so that loading it says what it is (and refuses it).
+            if folder.join(SKILL_FILE).exists() {
                 return true;
             }
             if let Some(misnamed) = misnamed_skill_file(folder) {

@@ -130,7 +130,7 @@ impl Skill {
     /// ```
     pub fn load(dir: &Path) -> Result<Self, SkillError> {
         let path = dir.join(SKILL_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| SkillError::Read {
+        let text = crate::textfile::read_text_file(&path).map_err(|source| SkillError::Read {
             path: path.clone(),
             source,
         })?;

@@ -98,7 +98,8 @@ fn the_earlier_directory_wins_a_clash_and_the_clash_is_a_warning() {
     write_skill(second.path(), "shared", &skill_text("shared", "Second."));
     write_skill(second.path(), "only-second", &skill_text("only-second", "Yours."));
     let missing = first.path().join("no-such-dir");
-    // The same directory twice is searched once; a missing one has nothing.
+    // The same directory twice is searched once; a missing one has nothing
+    // but a warning naming it.
     let skills = Skills::discover([first.path(), second.path(), first.path(), &missing]);
     let names: Vec<&str> = skills.all().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["only-first", "shared", "only-second"]);
@@ -106,11 +107,17 @@ fn the_earlier_directory_wins_a_clash_and_the_clash_is_a_warning() {
     let warnings: Vec<String> = skills.warnings().iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
-        [format!(
-            "skill shared of {} is left out: {} has the same name (the earlier directory wins)",
-            second.path().join("shared/SKILL.md").display(),
-            first.path().join("shared/SKILL.md").display()
-        )]
+        [
+            format!(
+                "skill shared of {} is left out: {} has the same name (the earlier directory wins)",
+                second.path().join("shared/SKILL.md").display(),
+                first.path().join("shared/SKILL.md").display()
+            ),
+            format!(
+                "skills directory {} does not exist (check the path given to --skills or in `skills`)",
+                missing.display()
+            )
+        ]
     );
     let reversed = Skills::discover([second.path(), first.path()]);
     assert_eq!(reversed.get("shared").unwrap().description, "Second.");

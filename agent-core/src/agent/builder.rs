@@ -155,6 +155,12 @@ impl AgentBuilder {
         max_steps(steps: u32);
         /// Set the timeout of each tool call.
         tool_timeout(timeout: Duration);
+        /// Set the model calls the whole run tree may make.
+        max_model_calls(n: u64);
+        /// Set the tokens the whole run tree may use.
+        max_tree_tokens(n: u64);
+        /// Set how long a run may go on before it is cancelled.
+        run_timeout(timeout: Duration);
         /// Set how many tool calls run at once.
         tool_concurrency(n: usize);
         /// Set the tool output cap in bytes.

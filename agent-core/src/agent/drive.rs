@@ -44,6 +44,8 @@ pub(super) struct Run {
     pub accountant: Accountant,
     /// This run's place in its tree of agents.
     pub scope: super::scope::SharedScope,
+    /// Set by the run's deadline when it passes.
+    pub stopped_by: super::limits::StoppedBy,
 }
 
 /// What the loop has gathered so far.
@@ -62,6 +64,8 @@ struct Progress {
     output_error: Option<OutputError>,
     /// Why the pre-flight plan was rejected.
     plan_rejection: Option<String>,
+    /// The limit of its own that stopped the run.
+    stopped_by: Option<String>,
 }
 
 /// One step's request and what the loop needs to run its calls.
@@ -118,6 +122,10 @@ impl Run {
                     }
                     PlanOutcome::Cancelled => break 'run (ExitReason::Cancelled, None),
                     PlanOutcome::Failed(e) => break 'run (ExitReason::ModelError, Some(e)),
+                    PlanOutcome::Budget(why) => {
+                        progress.stopped_by = Some(why);
+                        break 'run (ExitReason::BudgetExhausted, None);
+                    }
                 }
             }
             loop {
@@ -178,6 +186,10 @@ impl Run {
                         break (ExitReason::Cancelled, None);
                     }
                     Err(StepFailure::Model(e)) => break (ExitReason::ModelError, Some(e)),
+                    Err(StepFailure::Budget(why)) => {
+                        progress.stopped_by = Some(why);
+                        break (ExitReason::BudgetExhausted, None);
+                    }
                 };
                 progress.steps = step;
                 progress.usage += output.usage;
@@ -287,6 +299,11 @@ impl Run {
             }
         };
         debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
+        if exit == ExitReason::Cancelled
+            && let Some(why) = self.stopped_by.get()
+        {
+            progress.stopped_by = Some(why.clone());
+        }
         if let Some(value) = &progress.output {
             self.tell(AgentEvent::Output { value: value.clone() }).await;
         }
@@ -307,7 +324,8 @@ impl Run {
                         .plan_rejection
                         .as_ref()
                         .map(|r| format!("the plan was rejected: {r}"))
-                }),
+                })
+                .or_else(|| progress.stopped_by.clone()),
         };
         crate::telemetry::record_run(&tracing::Span::current(), &progress.usage, failure_kind(exit));
         deliver(AgentResult {
@@ -322,6 +340,7 @@ impl Run {
             output: progress.output,
             output_error: progress.output_error,
             plan_rejection: progress.plan_rejection,
+            stopped_by: progress.stopped_by,
         });
         self.tell(finished).await;
     }
@@ -358,6 +377,10 @@ impl Run {
         request: ModelRequest,
         quiet: bool,
     ) -> Result<StepOutput, StepFailure> {
+        let budget = self.scope.lineage.budget.as_ref();
+        if let Some(budget) = budget {
+            budget.take_call().map_err(StepFailure::Budget)?;
+        }
         let mut attempt = AttemptInfo {
             label: model_label(self.model.as_ref()),
             started: Instant::now(),
@@ -375,14 +398,21 @@ impl Run {
         let traced = match &outcome {
             Ok(o) => Ok((&o.finish_reason, &o.usage)),
             Err(StepFailure::Model(e)) => Err(ChatFailure::Model(e)),
-            Err(StepFailure::Cancelled | StepFailure::Detached) => Err(ChatFailure::Cancelled),
+            Err(StepFailure::Cancelled | StepFailure::Detached | StepFailure::Budget(_)) => {
+                Err(ChatFailure::Cancelled)
+            }
         };
         telemetry::record_chat(&span, &attempt.label, traced);
         let (status, error) = match &outcome {
             Ok(_) => (EntryStatus::Ok, None),
             Err(StepFailure::Model(e)) => (EntryStatus::Error, Some(error_chain(e))),
-            Err(StepFailure::Cancelled | StepFailure::Detached) => (EntryStatus::Cancelled, None),
+            Err(StepFailure::Cancelled | StepFailure::Detached | StepFailure::Budget(_)) => {
+                (EntryStatus::Cancelled, None)
+            }
         };
+        if let (Some(budget), Ok(output)) = (budget, &outcome) {
+            budget.add(&output.usage);
+        }
         self.accountant
             .llm(LlmAttempt {
                 label: &attempt.label,
@@ -522,5 +552,6 @@ fn failure_kind(exit: ExitReason) -> Option<&'static str> {
         ExitReason::ModelError => Some("model_error"),
         ExitReason::TokenLimit => Some("token_limit"),
         ExitReason::PlanRejected => Some("plan_rejected"),
+        ExitReason::BudgetExhausted => Some("budget_exhausted"),
     }
 }

@@ -42,6 +42,10 @@ pub enum ExitReason {
     /// The pre-flight plan was rejected (by the application, by its
     /// timeout, or because the model never gave a valid plan): no tool ran.
     PlanRejected,
+    /// The run tree's budget of model calls or tokens was used up
+    /// ([`AgentOptions::max_model_calls`](crate::AgentOptions::max_model_calls));
+    /// [`AgentResult::stopped_by`] says which.
+    BudgetExhausted,
 }
 
 /// One event of a run, serialisable as JSON tagged by `"type"`.
@@ -333,6 +337,11 @@ pub struct AgentResult {
     /// [`ExitReason::PlanRejected`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan_rejection: Option<String>,
+    /// What stopped the run when it was a limit of its own: its deadline
+    /// (exit `cancelled`) or its tree's budget (exit `budget_exhausted`).
+    /// `None` otherwise, and for a run cancelled by the application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
 }
 
 fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {

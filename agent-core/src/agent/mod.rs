@@ -22,6 +22,7 @@ mod exec;
 mod gate;
 mod guard;
 mod hooks;
+mod limits;
 mod options;
 mod plan;
 mod run;
@@ -174,12 +175,7 @@ impl Agent {
     /// Start a run on this conversation (usually ending with a user message).
     /// Must be called inside a tokio runtime: the run is a spawned task.
     pub fn run(&self, messages: Vec<Message>) -> AgentRun {
-        let lineage = Lineage::root(
-            self.name(),
-            self.id,
-            self.options.max_depth,
-            self.options.accounting.clone(),
-        );
+        let lineage = Lineage::root(self.name(), self.id, &self.options);
         start(
             self.model.clone(),
             self.tools.clone(),
@@ -243,7 +239,7 @@ pub fn run_agent(
     options: AgentOptions,
 ) -> AgentRun {
     let name = options.name.as_deref().unwrap_or(DEFAULT_AGENT_NAME);
-    let lineage = Lineage::root(name, 0, options.max_depth, options.accounting.clone());
+    let lineage = Lineage::root(name, 0, &options);
     start(model, tools, messages, options, lineage)
 }
 
@@ -257,6 +253,10 @@ fn start(
     lineage: Lineage,
 ) -> AgentRun {
     let cancel = run_token(&options.cancellation);
+    let stopped_by = limits::StoppedBy::default();
+    if let Some(timeout) = options.run_timeout {
+        limits::deadline(timeout, cancel.clone(), stopped_by.clone());
+    }
     let (emit, events) = Emitter::new();
     let (result_tx, result_rx) = oneshot::channel();
     let sink = lineage.sink.clone().or_else(|| options.accounting.clone());
@@ -276,6 +276,7 @@ fn start(
         emit,
         accountant,
         scope,
+        stopped_by,
     };
     tokio::spawn(
         async move {

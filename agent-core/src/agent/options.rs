@@ -112,6 +112,15 @@ pub struct AgentOptions {
     pub accounting: Option<Arc<dyn AccountingSink>>,
     /// The model's context-window budget; `None` leaves requests unchecked.
     pub budget: Option<ContextBudget>,
+    /// Model calls the whole run tree may make (this run and every
+    /// sub-agent run below it); see [`AgentOptions::max_model_calls`].
+    pub max_model_calls: Option<u64>,
+    /// Tokens (input plus output) the whole run tree may use; see
+    /// [`AgentOptions::max_tree_tokens`].
+    pub max_tree_tokens: Option<u64>,
+    /// How long a run may go on before it is cancelled; see
+    /// [`AgentOptions::run_timeout`].
+    pub run_timeout: Option<Duration>,
     /// Runs are cancelled when any of these tokens is (an application-wide
     /// shutdown, a request's lifetime, a parent agent's call); cancelling a
     /// run never cancels them.
@@ -153,6 +162,9 @@ impl Default for AgentOptions {
             preflight: None,
             accounting: None,
             budget: None,
+            max_model_calls: None,
+            max_tree_tokens: None,
+            run_timeout: None,
             cancellation: Vec::new(),
             hooks: Hooks::default(),
             output: None,
@@ -284,6 +296,40 @@ impl AgentOptions {
     /// ```
     pub fn budget(mut self, budget: ContextBudget) -> Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Model calls the whole run tree may make: this run's and those of
+    /// every sub-agent run below it, counted together before each call
+    /// (default: no limit beyond `max_steps` and `max_depth`). A call over
+    /// it ends the run with [`ExitReason::BudgetExhausted`](crate::ExitReason::BudgetExhausted),
+    /// the reason in [`AgentResult::stopped_by`](crate::AgentResult::stopped_by).
+    /// A sub-agent's runs take from the tree's budget, never their own.
+    ///
+    /// ```
+    /// let opts = loopwright_core::AgentOptions::default().max_model_calls(50);
+    /// assert_eq!(opts.max_model_calls, Some(50));
+    /// ```
+    pub fn max_model_calls(mut self, n: u64) -> Self {
+        self.max_model_calls = Some(n);
+        self
+    }
+
+    /// Tokens (input plus output) the whole run tree may use, counted after
+    /// each model call; once used up, the next call of any run of the tree
+    /// is refused as with [`AgentOptions::max_model_calls`].
+    pub fn max_tree_tokens(mut self, n: u64) -> Self {
+        self.max_tree_tokens = Some(n);
+        self
+    }
+
+    /// Cancel a run that has gone on this long (default: none). It ends
+    /// `cancelled`, with the deadline in
+    /// [`AgentResult::stopped_by`](crate::AgentResult::stopped_by) and its
+    /// `finished` event's `error`; its sub-agents and tools are cancelled
+    /// with it.
+    pub fn run_timeout(mut self, timeout: Duration) -> Self {
+        self.run_timeout = Some(timeout);
         self
     }
 
@@ -470,7 +516,7 @@ impl AgentOptions {
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
             set: name, system, temperature, top_p, max_output_tokens, approvals, preflight, accounting, budget, output,
-                reasoning;
+                reasoning, max_model_calls, max_tree_tokens, run_timeout;
             changed: max_depth, max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
                 max_output_retries, prompt_caching;
             added: cancellation, provider_options;

@@ -41,6 +41,8 @@ pub(super) enum PlanOutcome {
     Rejected(String),
     Cancelled,
     Failed(ModelError),
+    /// The run tree's budget refused the call: why.
+    Budget(String),
 }
 
 impl Run {
@@ -121,6 +123,7 @@ impl Run {
                 Ok(output) => output,
                 Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(PlanOutcome::Cancelled),
                 Err(StepFailure::Model(e)) => return Err(PlanOutcome::Failed(e)),
+                Err(StepFailure::Budget(why)) => return Err(PlanOutcome::Budget(why)),
             };
             *usage += output.usage;
             let error = match read_plan(&spec, &output.text) {

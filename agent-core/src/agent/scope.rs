@@ -12,6 +12,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use super::emit::WeakEmitter;
+use super::limits::TreeBudget;
+use super::options::AgentOptions;
 use crate::accounting::AccountingSink;
 use crate::usage::Usage;
 
@@ -30,16 +32,19 @@ pub(crate) struct Lineage {
     pub max_depth: u32,
     /// The root's accounting sink, shared by the whole tree.
     pub sink: Option<Arc<dyn AccountingSink>>,
+    /// The tree's budget of model calls and tokens (the root's), if any.
+    pub budget: Option<Arc<TreeBudget>>,
 }
 
 impl Lineage {
-    /// The lineage of a root run of agent `id` named `name`.
-    pub fn root(name: &str, id: u64, max_depth: u32, sink: Option<Arc<dyn AccountingSink>>) -> Self {
+    /// The lineage of a root run of agent `id` named `name` with `options`.
+    pub fn root(name: &str, id: u64, options: &AgentOptions) -> Self {
         Self {
             names: vec![name.to_owned()],
             ids: vec![id],
-            max_depth,
-            sink,
+            max_depth: options.max_depth,
+            sink: options.accounting.clone(),
+            budget: TreeBudget::from_options(options),
         }
     }
 

@@ -39,6 +39,8 @@ pub(crate) enum StepFailure {
     Model(ModelError),
     /// The event receiver is gone.
     Detached,
+    /// The run tree's budget refused the call (no call was made): why.
+    Budget(String),
 }
 
 /// The model attempt in progress (a fallback starts another).

@@ -276,15 +276,15 @@ impl Tool for AgentTool {
                 let mut child = lineage.clone();
                 child.names.push(agent.name().to_owned());
                 child.ids.push(agent.id);
+                // The tree's budget; a sub-agent with limits of its own
+                // under a tree without any gets one for its subtree.
+                if child.budget.is_none() {
+                    child.budget = super::limits::TreeBudget::from_options(&agent.options);
+                }
                 child
             }
             // Called directly: the sub-agent is a root of its own.
-            None => Lineage::root(
-                agent.name(),
-                agent.id,
-                agent.options.max_depth,
-                agent.options.accounting.clone(),
-            ),
+            None => Lineage::root(agent.name(), agent.id, &agent.options),
         };
         let path = lineage.path();
         let options = agent.options.clone().cancellation(ctx.cancellation().clone());
@@ -366,9 +366,23 @@ fn incomplete_message(path: &str, result: &AgentResult, timed_out: Option<Durati
             None => "its answer never matched its output schema".to_owned(),
         },
         (ExitReason::Stopped, _) => "a stop condition ended it".to_owned(),
-        (ExitReason::Cancelled, _) => "it was cancelled".to_owned(),
+        (ExitReason::Cancelled, _) => match &result.stopped_by {
+            Some(why) => format!("it was cancelled: {why}"),
+            None => "it was cancelled".to_owned(),
+        },
+        (ExitReason::BudgetExhausted, _) => match &result.stopped_by {
+            Some(why) => why.clone(),
+            None => "the run tree's budget is used up".to_owned(),
+        },
         (other, _) => format!("it ended with {other:?}"),
     };
+    if result.exit == ExitReason::BudgetExhausted {
+        // No model call is left for anyone in the tree: retrying would fail.
+        return format!(
+            "The sub-agent {path} did not complete: {reason}. No more model calls can be made in this run; \
+             answer now with what you have."
+        );
+    }
     let partial = if result.text.trim().is_empty() {
         "It wrote no answer.".to_owned()
     } else {

@@ -1,11 +1,116 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: an HTTP client, a model whose
+//! answers wait until the test releases them, waiting for a condition.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use loopwright_core::{
+    FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
+};
+use tokio::sync::Semaphore;
 
 /// A plain HTTP client, as any client of a surface (reqwest is built with no
 /// bundled TLS provider: ring is installed first).
 pub fn http() -> reqwest::Client {
+    install_tls();
+    reqwest::Client::new()
+}
+
+/// Make ring the process's rustls provider (before building a client).
+pub fn install_tls() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    reqwest::Client::new()
+}
+
+/// Upper bound used only to detect a hang.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// A model whose every answer waits for one permit of `release`.
+pub struct GatedModel {
+    pub release: Arc<Semaphore>,
+    /// Model calls started.
+    pub started: AtomicUsize,
+    /// Model calls going now.
+    pub in_flight: Arc<AtomicUsize>,
+    /// The most ever going at once.
+    pub peak: Arc<AtomicUsize>,
+    /// Calls whose stream was dropped before it answered.
+    pub dropped: Arc<AtomicUsize>,
+}
+
+impl GatedModel {
+    pub fn new() -> Self {
+        Self {
+            release: Arc::new(Semaphore::new(0)),
+            started: AtomicUsize::new(0),
+            in_flight: Arc::default(),
+            peak: Arc::default(),
+            dropped: Arc::default(),
+        }
+    }
+}
+
+/// Counts a call out when its stream goes, answered or not.
+struct Going {
+    in_flight: Arc<AtomicUsize>,
+    dropped: Arc<AtomicUsize>,
+    answered: bool,
+}
+
+impl Drop for Going {
+    fn drop(&mut self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if !self.answered {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for GatedModel {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "gated"
+    }
+    async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        let mut going = Going {
+            in_flight: self.in_flight.clone(),
+            dropped: self.dropped.clone(),
+            answered: false,
+        };
+        let release = self.release.clone();
+        let answer = async move {
+            release.acquire().await.unwrap().forget();
+            going.answered = true;
+            drop(going);
+            futures::stream::iter(vec![
+                Ok(ModelEvent::TextDelta { text: "done".into() }),
+                Ok(ModelEvent::Finish {
+                    reason: FinishReason::Stop,
+                    usage: Usage::new(10, 1),
+                }),
+            ])
+        };
+        Ok(futures::stream::once(answer).flatten().boxed())
+    }
+}
+
+/// Wait until `check` holds (a hang is a failure).
+pub async fn until(what: &str, check: impl Fn() -> bool) {
+    tokio::time::timeout(HANG_GUARD, async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
 }

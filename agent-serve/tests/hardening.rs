@@ -1,0 +1,450 @@
+//! What a hostile or careless client must not break, against real sockets:
+//! connections that send nothing or half their headers, more connections
+//! than the cap, bodies over the limit, invalid JSON and MCP sessions past
+//! their cap, MCP arguments that do not match the schema, tool histories
+//! that do not pair up, HTTP/2 clients, a full default queue, and an MCP
+//! call cut off by a shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::{GatedModel, HANG_GUARD, http, until};
+use loopwright_core::Agent;
+use loopwright_serve::{DEFAULT_QUEUE, Running, Serve, ServedAgent, Surface};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn gated() -> (Arc<GatedModel>, ServedAgent) {
+    let model = Arc::new(GatedModel::new());
+    let agent = Agent::builder(model.clone()).name("gated").build();
+    (model, ServedAgent::new(agent))
+}
+
+fn local() -> std::net::SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// Everything the server sends until it closes the connection.
+async fn read_to_close(stream: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    tokio::time::timeout(HANG_GUARD, stream.read_to_end(&mut out))
+        .await
+        .expect("the server never closed the connection")
+        .unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_send_nothing_or_half_their_headers_are_closed() {
+    let (_model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .rest(local())
+        .header_read_timeout(Duration::from_millis(300))
+        .idle_timeout(Duration::from_millis(300))
+        .start()
+        .await
+        .unwrap();
+    let addr = running.address(Surface::Rest).unwrap();
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    // A kept-alive connection idle after its first answer is closed too.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(read_to_close(&mut silent).await, "");
+    let answered = read_to_close(&mut slow).await;
+    assert!(!answered.contains("200 OK"), "{answered}");
+    let answered = read_to_close(&mut idle).await;
+    assert!(answered.starts_with("HTTP/1.1 200 OK"), "{answered}");
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_over_the_cap_gets_a_503_and_the_others_still_work() {
+    let (_model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .openai(local())
+        .max_connections(2)
+        .start()
+        .await
+        .unwrap();
+    let addr = running.address(Surface::OpenAi).unwrap();
+    let _hog1 = TcpStream::connect(addr).await.unwrap();
+    let _hog2 = TcpStream::connect(addr).await.unwrap();
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    let answer = read_to_close(&mut third).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("retry-after: 5"), "{answer}");
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"]["type"], "server_error", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many open connections")
+    );
+    // A hog that leaves frees its slot.
+    drop(_hog1);
+    let models = tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            if let Ok(response) = http().get(format!("http://{addr}/v1/models")).send().await {
+                return response;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(models.status(), 200);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_client_with_prior_knowledge_passes_the_host_check() {
+    let (_model, agent) = gated();
+    let running = Serve::new().agent(agent).rest(local()).start().await.unwrap();
+    let addr = running.address(Surface::Rest).unwrap();
+    common::install_tls();
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let response = client
+        .get(format!("http://localhost:{}/health", addr.port()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    // A foreign :authority is still refused.
+    let response = client
+        .get(format!("http://{addr}/health"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_limit_are_413_in_each_surfaces_shape() {
+    let (_model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .openai(local())
+        .anthropic(local())
+        .rest(local())
+        .mcp_http(local())
+        .body_limit(1024)
+        .start()
+        .await
+        .unwrap();
+    let big = json!({"model": "gated", "prompt": "x".repeat(4096), "messages": [{"role": "user", "content": "x".repeat(4096)}]});
+    let cases = [
+        (
+            Surface::OpenAi,
+            "/v1/chat/completions",
+            "/error/type",
+            "invalid_request_error",
+        ),
+        (
+            Surface::Anthropic,
+            "/v1/messages",
+            "/error/type",
+            "request_too_large",
+        ),
+        (
+            Surface::Rest,
+            "/v1/agents/gated",
+            "/error/type",
+            "invalid_request_error",
+        ),
+        (Surface::McpHttp, "/mcp", "/error/code", "-32600"),
+    ];
+    for (surface, path, pointer, expected) in cases {
+        let addr = running.address(surface).unwrap();
+        let response = http()
+            .post(format!("http://{addr}{path}"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&big)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 413, "{surface}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            body.pointer(pointer).unwrap().to_string().trim_matches('"'),
+            expected,
+            "{surface}: {body}"
+        );
+    }
+    // Invalid JSON on /mcp is a parse error, not an unsupported media type.
+    let addr = running.address(Surface::McpHttp).unwrap();
+    let response = http()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32700, "{body}");
+    running.shutdown().await;
+}
+
+/// An MCP exchange over streamable HTTP, as a bare client writes it.
+struct Mcp {
+    url: String,
+    session: Option<String>,
+}
+
+impl Mcp {
+    fn new(addr: std::net::SocketAddr) -> Self {
+        Self {
+            url: format!("http://{addr}/mcp"),
+            session: None,
+        }
+    }
+
+    /// POST `message`; the status and the JSON-RPC messages answered (JSON
+    /// or server-sent events).
+    async fn post(&self, message: Value) -> (u16, Vec<Value>, Option<String>) {
+        let mut request = http()
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&message);
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let messages = if text.trim_start().starts_with('{') {
+            vec![serde_json::from_str(&text).unwrap()]
+        } else {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| serde_json::from_str(d.trim()).unwrap())
+                .collect()
+        };
+        (status, messages, session)
+    }
+
+    async fn initialize(&mut self) -> u16 {
+        let (status, _, session) = self
+            .post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+            .await;
+        if status == 200 {
+            self.session = session;
+            let (status, _, _) = self
+                .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await;
+            assert_eq!(status, 202);
+        }
+        status
+    }
+
+    /// The response to request `id` among `messages`.
+    fn response(messages: &[Value], id: i64) -> Value {
+        messages
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no response to {id}: {messages:?}"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
+    let (_model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .mcp_http(local())
+        .mcp_sessions(2)
+        .mcp_session_idle(Duration::from_millis(500))
+        .start()
+        .await
+        .unwrap();
+    let addr = running.address(Surface::McpHttp).unwrap();
+    let mut first = Mcp::new(addr);
+    assert_eq!(first.initialize().await, 200);
+    let mut second = Mcp::new(addr);
+    assert_eq!(second.initialize().await, 200);
+    let third = Mcp::new(addr);
+    let (status, messages, _) = third
+        .post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        .await;
+    assert_eq!(status, 503);
+    assert_eq!(messages[0]["error"]["code"], -32000, "{messages:?}");
+    // Idle sessions close: the old session is gone, a new one fits.
+    tokio::time::timeout(HANG_GUARD, async {
+        // Quiet for longer than the idle expiry, then look.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        while first
+            .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            .await
+            .0
+            != 404
+        {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+        }
+    })
+    .await
+    .expect("the idle session never closed");
+    let mut again = Mcp::new(addr);
+    assert_eq!(again.initialize().await, 200);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_arguments_are_checked_against_the_schema_before_any_run() {
+    let (model, agent) = gated();
+    let running = Serve::new().agent(agent).mcp_http(local()).start().await.unwrap();
+    let mut mcp = Mcp::new(running.address(Surface::McpHttp).unwrap());
+    assert_eq!(mcp.initialize().await, 200);
+    let (_, messages, _) = mcp
+        .post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "gated", "arguments": {"x": 1}}}))
+        .await;
+    let error = &Mcp::response(&messages, 1)["error"];
+    assert_eq!(error["code"], -32602, "{error}");
+    assert!(error["message"].as_str().unwrap().contains("prompt"), "{error}");
+    let (_, messages, _) = mcp
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "gated", "arguments": "hello"}}))
+        .await;
+    let error = &Mcp::response(&messages, 2)["error"];
+    assert_eq!(error["code"], -32602, "{error}");
+    assert_eq!(model.started.load(Ordering::SeqCst), 0, "no run started");
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_cut_off_by_shutdown_gets_an_error_result() {
+    let (model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .mcp_http(local())
+        .shutdown_grace(Duration::from_millis(100))
+        .start()
+        .await
+        .unwrap();
+    let mut mcp = Mcp::new(running.address(Surface::McpHttp).unwrap());
+    assert_eq!(mcp.initialize().await, 200);
+    let call = tokio::spawn(async move {
+        mcp.post(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "gated", "arguments": {"prompt": "go"}}}))
+            .await
+    });
+    until("the run is at the model", || {
+        model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let stopped = tokio::spawn(running.shutdown());
+    let (status, messages, _) = tokio::time::timeout(HANG_GUARD, call).await.unwrap().unwrap();
+    assert_eq!(status, 200);
+    let result = &Mcp::response(&messages, 1)["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("shutting down"), "{text}");
+    tokio::time::timeout(HANG_GUARD, stopped).await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_refuses_tool_histories_that_do_not_pair_up() {
+    let (model, agent) = gated();
+    let running = Serve::new().agent(agent).rest(local()).start().await.unwrap();
+    let url = format!(
+        "http://{}/v1/agents/gated",
+        running.address(Surface::Rest).unwrap()
+    );
+    let call = |id: &str| json!({"type": "tool_call", "id": id, "name": "echo", "input": {}});
+    let result = |id: &str| json!({"type": "tool_result", "call_id": id, "parts": []});
+    let user = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
+    let cases = [
+        (
+            json!([user, {"role": "tool", "content": [result("x")]}]),
+            "messages[1]: tool result for \"x\" answers no call",
+        ),
+        (
+            json!([user, {"role": "assistant", "content": [call("a")]}]),
+            "tool call(s) [\"a\"]",
+        ),
+        (
+            json!([user, {"role": "assistant", "content": [call("a")]}, {"role": "tool", "content": [result("a")]},
+                   {"role": "assistant", "content": [call("a")]}, {"role": "tool", "content": [result("a")]}]),
+            "messages[3]: tool call id \"a\" is used twice",
+        ),
+        (
+            json!([user, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]),
+            "ends with an assistant message",
+        ),
+    ];
+    for (messages, expected) in cases {
+        let response = http()
+            .post(&url)
+            .json(&json!({"messages": messages}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+        let body: Value = response.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message}");
+    }
+    assert_eq!(model.started.load(Ordering::SeqCst), 0);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_is_bounded_by_default() {
+    let (model, agent) = gated();
+    let running: Running = Serve::new()
+        .agent(agent)
+        .rest(local())
+        .concurrency(1)
+        .shutdown_grace(Duration::from_millis(50))
+        .start()
+        .await
+        .unwrap();
+    let url = format!(
+        "http://{}/v1/agents/gated",
+        running.address(Surface::Rest).unwrap()
+    );
+    let post = |url: String| async move { http().post(url).json(&json!({"prompt": "go"})).send().await };
+    let mut waiting = vec![tokio::spawn(post(url.clone()))];
+    until("one run at the model", || {
+        model.in_flight.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    for _ in 0..DEFAULT_QUEUE {
+        waiting.push(tokio::spawn(post(url.clone())));
+    }
+    until("the queue is full", || running.queued() == DEFAULT_QUEUE).await;
+    let refused = post(url.clone()).await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    running.shutdown().await;
+    for w in waiting {
+        let _ = w.await;
+    }
+}
