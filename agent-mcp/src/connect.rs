@@ -116,6 +116,7 @@ const CLOSE_SESSION_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// the credentials in its URL, arguments or OAuth settings never appear in
 /// the error.
 pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Result<Connection, McpError> {
+    #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
     let mut secrets = config.inline_secrets();
     #[cfg(feature = "oauth")]
     if let Ok(resolved) = config.resolved()

@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
