@@ -284,8 +284,9 @@ async fn connect_once(
     }
 }
 
-/// Ends a stdio server whose session never started (the attempt failed or
-/// was dropped by the connect timeout).
+/// Holds a stdio server while its session starts: dropped unfinished (the
+/// connect timeout, the caller giving up), the process is dropped too, which
+/// kills its group at once (`StdioProcess`'s `Drop`).
 #[cfg(feature = "stdio")]
 struct ProcessGuard(Option<StdioProcess>);
 
@@ -293,17 +294,6 @@ struct ProcessGuard(Option<StdioProcess>);
 impl ProcessGuard {
     fn take(mut self) -> Option<StdioProcess> {
         self.0.take()
-    }
-}
-
-#[cfg(feature = "stdio")]
-impl Drop for ProcessGuard {
-    fn drop(&mut self) {
-        if let Some(process) = self.0.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move { process.close().await });
-        }
     }
 }
 
