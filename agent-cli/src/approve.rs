@@ -117,3 +117,101 @@ fn ask(question: &str) -> Option<String> {
     std::io::BufReader::new(tty).read_line(&mut line).ok()?;
     Some(line)
 }
+
+/// An `input_requested` event of the run or of one of its sub-agents: the
+/// question and its responder.
+pub fn input_request(
+    event: &loopwright::AgentEvent,
+) -> Option<(&loopwright::UserInputRequest, &loopwright::UserInputResponder)> {
+    match event {
+        loopwright::AgentEvent::InputRequested {
+            request, responder, ..
+        } => Some((request, responder)),
+        loopwright::AgentEvent::SubAgent { event, .. } => input_request(event),
+        _ => None,
+    }
+}
+
+/// Ask an MCP server's question (elicitation) on the terminal, off the
+/// event loop; without a terminal it is left unanswered, which declines it.
+pub fn answer_on_terminal(request: loopwright::UserInputRequest, responder: loopwright::UserInputResponder) {
+    if !terminal_available() {
+        return;
+    }
+    tokio::spawn(async move {
+        // One question at a time, as for approvals.
+        let _turn = QUESTIONS.lock().await;
+        PROMPTING.store(true, Ordering::SeqCst);
+        let answer = tokio::task::spawn_blocking(move || ask_user(&request)).await;
+        PROMPTING.store(false, Ordering::SeqCst);
+        responder.respond(answer.unwrap_or(loopwright::UserInputAnswer::Cancel));
+    });
+}
+
+/// Terminal questions of the run, one at a time.
+static QUESTIONS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The questions of one request: accept, decline or cancel, then each
+/// field of a form (empty keeps the server's default).
+fn ask_user(request: &loopwright::UserInputRequest) -> loopwright::UserInputAnswer {
+    use loopwright::{UserInputAnswer, UserInputKind};
+    let intro = match &request.kind {
+        UserInputKind::Url { url, .. } => format!(
+            "\r\x1b[2K{} asks: {}\nOpen this page: {url}\nDone? [y]es / [d]ecline / [C]ancel: ",
+            request.source, request.message
+        ),
+        _ => format!(
+            "\r\x1b[2K{} asks: {}\nAnswer? [y]es / [d]ecline / [C]ancel: ",
+            request.source, request.message
+        ),
+    };
+    match ask(&intro).as_deref().map(str::trim) {
+        Some("y" | "Y" | "yes") => {}
+        Some("d" | "D" | "decline") => return UserInputAnswer::Decline,
+        _ => return UserInputAnswer::Cancel,
+    }
+    let UserInputKind::Form { schema } = &request.kind else {
+        return UserInputAnswer::Accept { content: None };
+    };
+    let mut content = serde_json::Map::new();
+    let properties = schema.get("properties").and_then(serde_json::Value::as_object);
+    for (name, property) in properties.into_iter().flatten() {
+        let kind = property
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("string");
+        let choices = property
+            .get("enum")
+            .and_then(serde_json::Value::as_array)
+            .map(|e| format!(" one of {}", serde_json::Value::Array(e.clone())))
+            .unwrap_or_default();
+        let default = property
+            .get("default")
+            .map(|d| format!(" [{d}]"))
+            .unwrap_or_default();
+        let title = property
+            .get("description")
+            .or_else(|| property.get("title"))
+            .and_then(serde_json::Value::as_str)
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
+        let Some(line) = ask(&format!("  {name}{title}, {kind}{choices}{default}: ")) else {
+            return UserInputAnswer::Cancel;
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let value = match kind {
+            "boolean" => serde_json::Value::Bool(matches!(line, "y" | "Y" | "yes" | "true")),
+            "integer" | "number" => {
+                serde_json::from_str(line).unwrap_or_else(|_| serde_json::Value::String(line.to_owned()))
+            }
+            _ => serde_json::Value::String(line.to_owned()),
+        };
+        content.insert(name.clone(), value);
+    }
+    UserInputAnswer::Accept {
+        content: Some(serde_json::Value::Object(content)),
+    }
+}

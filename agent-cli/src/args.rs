@@ -50,7 +50,12 @@ pub enum Command {
     /// What it listens on is printed on stderr. SIGTERM or Ctrl-C: stop
     /// accepting, let runs finish within --shutdown-grace, then cancel them
     /// (exit status 0 after a clean stop).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Sign in to the configured MCP servers that ask for OAuth, sign out,
+    /// and see which need a sign-in. Tokens are kept in
+    /// ~/.config/loopwright/mcp-tokens.json (mode 0600) and are never
+    /// printed.
+    Mcp(McpArgs),
 
     /// Run an agent over a dataset of cases and score its answers.
     ///
@@ -63,7 +68,44 @@ pub enum Command {
     /// --json FILE. With --replay DIR it runs offline. Exit status: 0 when
     /// the pass rate reaches --min-pass, 1 when it does not, 2 for a bad
     /// dataset or configuration.
-    Eval(EvalArgs),
+    Eval(Box<EvalArgs>),
+}
+
+/// `loopwright mcp`: OAuth sign-in to remote MCP servers.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: McpAction,
+
+    /// The configuration file [default: ./.ai-agent.json, else
+    /// ~/.ai-agent.json].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The `loopwright mcp` actions.
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Sign in to server NAME in a browser: the sign-in page's URL is
+    /// printed (and opened, unless --no-browser); the browser comes back to
+    /// a listener on 127.0.0.1 (the server's `oauth.redirectPort`, else a
+    /// free port). Replaces a stored sign-in.
+    Login {
+        /// The server, as named in the configuration.
+        name: String,
+        /// Only print the URL (open it yourself, on any machine whose
+        /// browser can reach this one's 127.0.0.1).
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the stored sign-in of server NAME.
+    Logout {
+        /// The server, as named in the configuration.
+        name: String,
+    },
+    /// Every configured server: signed in, needs login, or no sign-in needed.
+    Status,
 }
 
 /// `loopwright eval`: the dataset, how it runs and reports, then the

@@ -10,6 +10,7 @@ mod escape;
 mod eval;
 mod exit;
 mod files;
+mod mcp;
 mod model;
 mod render;
 mod serve;
@@ -41,8 +42,9 @@ fn main() {
         Ok(runtime) => {
             let status = match cli.command {
                 None => runtime.block_on(run(cli.run)),
-                Some(args::Command::Serve(args)) => runtime.block_on(serve::run(args)),
-                Some(args::Command::Eval(args)) => runtime.block_on(eval::run(args)),
+                Some(args::Command::Serve(args)) => runtime.block_on(serve::run(*args)),
+                Some(args::Command::Eval(args)) => runtime.block_on(eval::run(*args)),
+                Some(args::Command::Mcp(args)) => runtime.block_on(mcp::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
@@ -271,7 +273,12 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
     loop {
         tokio::select! {
             event = run.next() => match event {
-                Some(event) => renderer.event(&event),
+                Some(event) => {
+                    if let Some((request, responder)) = approve::input_request(&event) {
+                        approve::answer_on_terminal(request.clone(), responder.clone());
+                    }
+                    renderer.event(&event);
+                }
                 None => break,
             },
             _ = ticker.tick(), if renderer.spinning() => renderer.tick(),

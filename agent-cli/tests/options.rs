@@ -361,6 +361,50 @@ async fn traces_redact_mcp_server_credentials() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_redact_oauth_secrets_and_stored_tokens() {
+    let server = ModelServer::start(vec![answer("Traced.").into()]).await;
+    let dir = tmp();
+    let stored = "stored-oauth-access-6613";
+    let client_secret = "oauth-client-secret-4420";
+    // A token stored by `loopwright mcp login` (HOME is the directory).
+    let store = dir.path().join(".config/loopwright");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(
+        store.join("mcp-tokens.json"),
+        json!({"http://127.0.0.1:9/mcp": {"client_id": "c", "token_response":
+            {"access_token": stored, "token_type": "bearer"}}})
+        .to_string(),
+    )
+    .unwrap();
+    // Servers that print both, under names that do not look secret.
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"mcpServers": {
+            "tok": {"command": mcp_test_server(), "args": ["--stderr-env", "PLAIN"], "env": {"PLAIN": stored}},
+            "sec": {"command": mcp_test_server(), "args": ["--stderr-env", "OTHER"], "env": {"OTHER": "${APP_SECRET}"}},
+            "remote": {"url": "http://127.0.0.1:9/mcp", "oauth": {"clientId": "c", "clientSecret": "${APP_SECRET}"}}}}),
+    );
+    let out = run_local(
+        &config,
+        &["--trace-mcp", "-v", "hi"],
+        &[("APP_SECRET", client_secret)],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("PLAIN=[REDACTED]"), "{stderr}");
+    assert!(stderr.contains("OTHER=[REDACTED]"), "{stderr}");
+    for secret in [stored, client_secret] {
+        assert!(
+            !stderr.contains(secret) && !stdout.contains(secret),
+            "{secret} printed: {stderr}"
+        );
+    }
+}
+
 /// A `.ai-agent.json` in `dir` whose default model is `server`'s.
 fn dot_config(dir: &std::path::Path, server: &ModelServer) {
     let written = write_config(

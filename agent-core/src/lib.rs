@@ -59,6 +59,7 @@ pub mod tool;
 pub mod toolset;
 mod typed;
 mod usage;
+pub mod user_input;
 pub mod util;
 
 #[cfg(feature = "testing")]
@@ -90,6 +91,7 @@ pub use tool::{
 pub use toolset::{NameFilter, Naming, SourceOptions, ToolCatalog, ToolSet, ToolSetBuilder};
 pub use typed::{FnTool, IntoTool, TypedTool, TypedToolAdapter, markers, tool_fn, tool_fn_with_context};
 pub use usage::{FinishReason, Usage};
+pub use user_input::{UserInputAnswer, UserInputKind, UserInputRequest, UserInputResponder};
 
 /// Re-exported so applications and providers use the same version.
 pub use tokio_util::sync::CancellationToken;

@@ -350,6 +350,42 @@ impl ToolContext {
     pub fn progress(&self) -> &ProgressReporter {
         &self.progress
     }
+
+    /// Ask the person behind the run (an `input_requested` event with a
+    /// responder) and wait for the answer, at most `timeout` (default
+    /// [`DEFAULT_INPUT_TIMEOUT`](crate::user_input::DEFAULT_INPUT_TIMEOUT))
+    /// and never past the call's deadline. No answer in time, or nobody to
+    /// answer (a call not made by a run), is
+    /// [`UserInputAnswer::Decline`](crate::UserInputAnswer::Decline); a
+    /// cancelled call is [`UserInputAnswer::Cancel`](crate::UserInputAnswer::Cancel).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use loopwright_core::{ToolContext, UserInputAnswer, UserInputRequest};
+    /// let ctx = ToolContext::new("c");
+    /// let q = UserInputRequest::form("srv", "Name?", serde_json::json!({"type": "object"}));
+    /// // Called directly, not by a run: nobody can answer.
+    /// assert_eq!(ctx.ask_user(q, None).await, UserInputAnswer::Decline);
+    /// # }
+    /// ```
+    pub async fn ask_user(
+        &self,
+        request: crate::UserInputRequest,
+        timeout: Option<std::time::Duration>,
+    ) -> crate::UserInputAnswer {
+        let mut wait = timeout.unwrap_or(crate::user_input::DEFAULT_INPUT_TIMEOUT);
+        if let Some(deadline) = self.deadline {
+            wait = wait.min(deadline.saturating_duration_since(Instant::now()));
+        }
+        crate::user_input::ask(
+            self.scope.as_ref(),
+            &self.call_id,
+            request,
+            wait,
+            &self.cancellation,
+        )
+        .await
+    }
 }
 
 /// What a tool returns.

@@ -36,6 +36,8 @@ const CONNECT_TIMEOUT_KEYS: &[&str] = &["connectTimeout", "connect_timeout", "st
 const CALL_TIMEOUT_KEYS: &[&str] = &["timeout", "callTimeout", "call_timeout"];
 /// Names of the stdio close grace ([`McpServerConfig::shutdown_grace`]).
 const SHUTDOWN_KEYS: &[&str] = &["shutdownTimeout", "shutdown_timeout"];
+/// Names of the task deadline ([`McpServerConfig::task_timeout`]).
+const TASK_TIMEOUT_KEYS: &[&str] = &["taskTimeout", "task_timeout"];
 
 /// Every key a server entry may hold; anything else is unknown to this
 /// parser (callers may warn about it). `description` is accepted and
@@ -67,6 +69,9 @@ pub const MCP_SERVER_KEYS: &[&str] = &[
     "startupTimeout",
     "shutdownTimeout",
     "shutdown_timeout",
+    "taskTimeout",
+    "task_timeout",
+    "oauth",
     "description",
 ];
 
@@ -101,6 +106,16 @@ pub struct McpServerConfig {
     /// its group is sent SIGTERM; `STDIN_CLOSE_GRACE` when unset. Longer
     /// for a server that saves state on exit.
     pub shutdown_grace: Option<Duration>,
+    /// How long a call the server turns into a task (the Tasks extension)
+    /// may run, polling included (`"taskTimeout"`); the call timeout when
+    /// unset. A task still running then is cancelled (`tasks/cancel`).
+    pub task_timeout: Option<Duration>,
+    /// How this client signs in to the server (`"oauth": {...}`); see
+    /// [`OAuthConfig`](crate::OAuthConfig). Any HTTP server answering 401
+    /// gets OAuth, configured or not: the config only adds a pre-registered
+    /// client, scopes, a redirect port or a client metadata document.
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<crate::oauth::OAuthConfig>,
     /// Whether the server's tool annotations (`readOnlyHint`,
     /// `destructiveHint`, ...) are believed (`"trust": true`). The MCP
     /// specification says a client must treat them as untrusted unless the
@@ -176,6 +191,9 @@ impl McpServerConfig {
             connect_timeout: None,
             call_timeout: None,
             shutdown_grace: None,
+            task_timeout: None,
+            #[cfg(feature = "oauth")]
+            oauth: None,
             trusted: false,
             resources: false,
         }
@@ -299,6 +317,18 @@ impl McpServerConfig {
         self
     }
 
+    /// Set how long a call the server turns into a task may run.
+    ///
+    /// ```
+    /// let cfg = loopwright_mcp::McpServerConfig::http("jobs", "https://jobs.example/mcp")
+    ///     .task_timeout(std::time::Duration::from_secs(600));
+    /// assert_eq!(cfg.task_timeout, Some(std::time::Duration::from_secs(600)));
+    /// ```
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.task_timeout = Some(timeout);
+        self
+    }
+
     /// Set how long a stdio server gets to exit on its own once its stdin
     /// is closed.
     ///
@@ -309,6 +339,20 @@ impl McpServerConfig {
     /// ```
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = Some(grace);
+        self
+    }
+
+    /// Set how this client signs in to the server (remote servers).
+    ///
+    /// ```
+    /// let mut oauth = loopwright_mcp::OAuthConfig::default();
+    /// oauth.client_id = Some("my-app".into());
+    /// let cfg = loopwright_mcp::McpServerConfig::http("linear", "https://mcp.linear.app/mcp").oauth(oauth);
+    /// assert_eq!(cfg.oauth.unwrap().client_id.as_deref(), Some("my-app"));
+    /// ```
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: crate::oauth::OAuthConfig) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -371,6 +415,10 @@ impl McpServerConfig {
                 r.headers = interpolate_map(&self.name, &r.headers, lookup)?;
             }
         }
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            out.oauth = Some(oauth.resolved(&self.name, lookup)?);
+        }
         Ok(out)
     }
 
@@ -428,6 +476,14 @@ impl McpServerConfig {
             connect_timeout: duration_field(obj, CONNECT_TIMEOUT_KEYS, &err)?,
             call_timeout: duration_field(obj, CALL_TIMEOUT_KEYS, &err)?,
             shutdown_grace: duration_field(obj, SHUTDOWN_KEYS, &err)?,
+            task_timeout: duration_field(obj, TASK_TIMEOUT_KEYS, &err)?,
+            #[cfg(feature = "oauth")]
+            oauth: match obj.get("oauth") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(
+                    crate::oauth::OAuthConfig::from_json(value).map_err(|m| err(format!("`oauth`: {m}")))?,
+                ),
+            },
             trusted,
             resources,
         })
@@ -595,7 +651,14 @@ mod tests {
 
     #[test]
     fn every_timeout_name_is_a_known_key() {
-        for key in [CONNECT_TIMEOUT_KEYS, CALL_TIMEOUT_KEYS, SHUTDOWN_KEYS].concat() {
+        for key in [
+            CONNECT_TIMEOUT_KEYS,
+            CALL_TIMEOUT_KEYS,
+            SHUTDOWN_KEYS,
+            TASK_TIMEOUT_KEYS,
+        ]
+        .concat()
+        {
             assert!(MCP_SERVER_KEYS.contains(&key), "{key}");
         }
     }

@@ -1,5 +1,11 @@
-//! Opening one connection: resolve the config, start the transport, run
-//! rmcp's `initialize` handshake, all under the connect timeout.
+//! Opening one connection: resolve the config, start the transport, and
+//! begin the session, all under the connect timeout.
+//!
+//! Over stdio and streamable HTTP the session begins as 2026-07-28 does
+//! (`server/discover`, then stateless requests with per-request `_meta`)
+//! and falls back to the 2025-11-25 `initialize` handshake for a server
+//! that does not know `server/discover` ([`lifecycle`]); legacy HTTP+SSE
+//! and WebSocket servers predate 2026-07-28 and get the handshake.
 // Built with no transport feature, every config is unsupported.
 #![cfg_attr(
     not(any(feature = "stdio", feature = "http")),
@@ -8,7 +14,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, Peer, RoleClient, RunningService, serve_client_with_lifecycle};
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::McpError;
@@ -91,15 +98,54 @@ impl Connection {
     }
 }
 
+/// How a stdio or streamable HTTP session begins: `server/discover` with
+/// the newest protocol, the `initialize` handshake of 2025-11-25 for a
+/// server that answers it with an error (or not at all within rmcp's probe
+/// timeout).
+pub(crate) fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
 /// How long rmcp's session shutdown may take before the process is ended anyway.
 const CLOSE_SESSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Connect to `config` and initialize, under its connect timeout; the
-/// credentials in its URL or arguments never appear in the error.
+/// Connect to `config` and begin the session, under its connect timeout;
+/// the credentials in its URL, arguments or OAuth settings never appear in
+/// the error.
 pub(crate) async fn connect(config: &McpServerConfig, shared: Arc<Shared>) -> Result<Connection, McpError> {
+    #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+    let mut secrets = config.inline_secrets();
+    #[cfg(feature = "oauth")]
+    if let Ok(resolved) = config.resolved()
+        && let Some(oauth) = &resolved.oauth
+    {
+        secrets.extend(oauth.secrets());
+    }
     connect_unredacted(config, shared)
         .await
-        .map_err(|e| e.redacted(&config.inline_secrets()))
+        .map_err(|e| e.redacted(&secrets))
+}
+
+/// Why one attempt failed.
+enum Failure {
+    /// Give up with this error.
+    Error(McpError),
+    /// `server/discover` looked answered as by an old server, but the
+    /// `initialize` after it failed too (a server printing garbage first
+    /// can look like that): worth one more attempt with the handshake alone.
+    Fallback(McpError),
+    /// The server answered 401 with this challenge.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    Unauthorized(String),
+}
+
+impl From<McpError> for Failure {
+    fn from(e: McpError) -> Self {
+        Self::Error(e)
+    }
 }
 
 async fn connect_unredacted(config: &McpServerConfig, shared: Arc<Shared>) -> Result<Connection, McpError> {
@@ -109,74 +155,145 @@ async fn connect_unredacted(config: &McpServerConfig, shared: Arc<Shared>) -> Re
     }
     let resolved = config.resolved()?;
     let timeout = config.effective_connect_timeout();
-    let handler = Handler { shared };
-    let failed = |e: String| McpError::Connect {
+    let timed_out = || McpError::Timeout {
         server: name.clone(),
-        message: format!("initialize failed: {e}"),
+        after: timeout,
     };
-    match &resolved.transport {
+    let attempts = async {
+        let mut mode = lifecycle();
+        let mut authorized = false;
+        loop {
+            let attempt = Box::pin(connect_once(&resolved, shared.clone(), mode.clone())).await;
+            match attempt {
+                Ok(conn) => return Ok(conn),
+                Err(Failure::Error(e)) => return Err(e),
+                Err(Failure::Fallback(e)) => {
+                    if mode == ClientLifecycleMode::Initialize {
+                        return Err(e);
+                    }
+                    tracing::warn!(server = %name, error = %e, "discovery fell back and failed; retrying with initialize alone");
+                    mode = ClientLifecycleMode::Initialize;
+                }
+                #[cfg(feature = "oauth")]
+                Err(Failure::Unauthorized(challenge)) if !authorized => {
+                    authorized = true;
+                    let McpTransport::Http(remote) = &resolved.transport else {
+                        return Err(failed(&name, "the server answered 401"));
+                    };
+                    crate::oauth::session::authorize(
+                        &name,
+                        &remote.url,
+                        resolved.oauth.as_ref(),
+                        &challenge,
+                        &shared,
+                    )
+                    .await?;
+                }
+                Err(Failure::Unauthorized(_)) => {
+                    let _ = &mut authorized;
+                    return Err(McpError::NeedsLogin {
+                        server: name.clone(),
+                        reason: "the server still answers 401 after signing in".into(),
+                    });
+                }
+            }
+        }
+    };
+    tokio::time::timeout(timeout, attempts)
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
+}
+
+fn failed(server: &str, message: impl std::fmt::Display) -> McpError {
+    McpError::Connect {
+        server: server.to_owned(),
+        message: format!("initialize failed: {message}"),
+    }
+}
+
+/// Classify a failed start of a session.
+fn failure(server: &str, e: &rmcp::service::ClientInitializeError) -> Failure {
+    use rmcp::service::ClientInitializeError;
+    #[cfg(feature = "http")]
+    if let Some(challenge) = e.auth_challenge() {
+        return Failure::Unauthorized(challenge.to_owned());
+    }
+    match e {
+        // Also a server that answers `server/discover` with something else
+        // than a discovery result (some answer every unknown method `{}`).
+        ClientInitializeError::LegacyFallbackFailed { .. } | ClientInitializeError::ExpectedInitResult(_) => {
+            Failure::Fallback(failed(server, e))
+        }
+        _ => Failure::Error(failed(server, e)),
+    }
+}
+
+/// One attempt to start a session with `config` (already resolved).
+async fn connect_once(
+    config: &McpServerConfig,
+    shared: Arc<Shared>,
+    mode: ClientLifecycleMode,
+) -> Result<Connection, Failure> {
+    let name = config.name.clone();
+    let handler = Handler {
+        shared: shared.clone(),
+    };
+    match &config.transport {
         #[cfg(feature = "stdio")]
         McpTransport::Stdio(stdio) => {
             let grace = config.shutdown_grace.unwrap_or(crate::stdio::STDIN_CLOSE_GRACE);
             let (process, pipes) = crate::stdio::spawn(&name, stdio, grace)?;
-            let outcome =
-                tokio::time::timeout(timeout, serve_client(handler, (pipes.stdout, pipes.stdin))).await;
-            match outcome {
-                Ok(Ok(service)) => Ok(Connection::new(service, Some(process))),
-                Ok(Err(e)) => {
-                    process.close().await;
-                    Err(failed(e.to_string()))
-                }
-                Err(_) => {
-                    process.close().await;
-                    Err(McpError::Timeout {
-                        server: name,
-                        after: timeout,
-                    })
+            // Dropped unfinished (the connect timeout), the guard ends the process.
+            let guard = ProcessGuard(Some(process));
+            match serve_client_with_lifecycle(handler, (pipes.stdout, pipes.stdin), mode).await {
+                Ok(service) => Ok(Connection::new(service, guard.take())),
+                Err(e) => {
+                    if let Some(process) = guard.take() {
+                        process.close().await;
+                    }
+                    Err(failure(&name, &e))
                 }
             }
         }
         #[cfg(feature = "http")]
         McpTransport::Http(remote) => {
-            let transport = crate::http::transport(&name, remote)?;
-            match tokio::time::timeout(timeout, serve_client(handler, transport)).await {
-                Ok(Ok(service)) => Ok(Connection::new(
+            #[cfg(feature = "oauth")]
+            let (client, bearer) =
+                crate::oauth::session::client(&name, remote, config.oauth.as_ref(), &shared).await?;
+            #[cfg(not(feature = "oauth"))]
+            let (client, bearer) = (crate::http::LenientClient(crate::http::client()), None);
+            let transport = crate::http::transport(&name, remote, client, bearer)?;
+            match serve_client_with_lifecycle(handler, transport, mode).await {
+                Ok(service) => Ok(Connection::new(
                     service,
                     #[cfg(feature = "stdio")]
                     None,
                 )),
-                Ok(Err(e)) => Err(failed(e.to_string())),
-                Err(_) => Err(McpError::Timeout {
-                    server: name,
-                    after: timeout,
-                }),
+                Err(e) => Err(failure(&name, &e)),
             }
         }
         #[cfg(feature = "sse")]
-        McpTransport::Sse(remote) => {
-            match tokio::time::timeout(timeout, connect_sse(name.clone(), remote.clone(), handler)).await {
-                Ok(result) => result,
-                Err(_) => Err(McpError::Timeout {
-                    server: name,
-                    after: timeout,
-                }),
-            }
-        }
+        McpTransport::Sse(remote) => Ok(connect_sse(name.clone(), remote.clone(), handler).await?),
         #[cfg(feature = "websocket")]
-        McpTransport::WebSocket(remote) => {
-            match tokio::time::timeout(timeout, connect_ws(name.clone(), remote.clone(), handler)).await {
-                Ok(result) => result,
-                Err(_) => Err(McpError::Timeout {
-                    server: name,
-                    after: timeout,
-                }),
-            }
-        }
+        McpTransport::WebSocket(remote) => Ok(connect_ws(name.clone(), remote.clone(), handler).await?),
         #[allow(unreachable_patterns)]
-        other => Err(McpError::UnsupportedTransport {
+        other => Err(Failure::Error(McpError::UnsupportedTransport {
             server: name,
             transport: other.kind(),
-        }),
+        })),
+    }
+}
+
+/// Holds a stdio server while its session starts: dropped unfinished (the
+/// connect timeout, the caller giving up), the process is dropped too, which
+/// kills its group at once (`StdioProcess`'s `Drop`).
+#[cfg(feature = "stdio")]
+struct ProcessGuard(Option<StdioProcess>);
+
+#[cfg(feature = "stdio")]
+impl ProcessGuard {
+    fn take(mut self) -> Option<StdioProcess> {
+        self.0.take()
     }
 }
 
@@ -209,7 +326,7 @@ where
     T: rmcp::transport::Transport<RoleClient, Error = E> + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
-    match serve_client(handler, transport).await {
+    match serve_client_with_lifecycle(handler, transport, ClientLifecycleMode::Initialize).await {
         Ok(service) => Ok(Connection::new(
             service,
             #[cfg(feature = "stdio")]

@@ -49,6 +49,10 @@ fn classify_one(e: &(dyn Error + 'static)) -> Option<Delivery> {
                 // Not a `#[source]`, so look inside here.
                 StreamableHttpError::Client(inner) => Some(reqwest_verdict(inner)),
                 StreamableHttpError::Io(io) => io_verdict(io),
+                // Refused at the door (401/403): the request did not run.
+                StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_) => {
+                    Some(Delivery::Never)
+                }
                 // Including `TransportChannelClosed`: rmcp returns it both
                 // when the worker had stopped before taking the request and
                 // when it stopped with the request's POST in flight.

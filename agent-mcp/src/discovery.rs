@@ -18,6 +18,9 @@ pub const MAX_TOOL_PAGES: usize = 100;
 /// Prompt pages followed at most, for the same reason.
 pub const MAX_PROMPT_PAGES: usize = 100;
 
+/// How a listing refused for want of (valid) authorization begins.
+pub(crate) const UNAUTHORIZED: &str = "the server refused the sign-in";
+
 /// A discovered tool: its definition (original name) and the name on the wire.
 pub(crate) type Discovered = (ToolDefinition, String);
 
@@ -38,6 +41,9 @@ pub(crate) async fn list_all_tools(peer: &Peer<RoleClient>) -> Result<Vec<Discov
         let answer = match peer.send_request(request).await {
             Err(ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND && out.is_empty() => {
                 return Ok(out);
+            }
+            Err(e) if e.is_authorization_required() => {
+                return Err(format!("{UNAUTHORIZED}: {e}"));
             }
             answer => answer.map_err(|e| e.to_string())?,
         };

@@ -65,6 +65,16 @@ pub enum McpError {
         /// The timeout that elapsed.
         after: Duration,
     },
+    /// The server asks for an OAuth sign-in that is not stored, and nobody
+    /// can sign in now (an unattended run): sign in first (the CLI's
+    /// `loopwright mcp login NAME`).
+    #[error("mcp server {server} needs login: {reason} (sign in with `loopwright mcp login {server}`)")]
+    NeedsLogin {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
     /// The server is disabled in its config.
     #[error("mcp server {server}: disabled")]
     Disabled {
@@ -83,8 +93,19 @@ impl McpError {
             | Self::Spawn { server, .. }
             | Self::Connect { server, .. }
             | Self::Timeout { server, .. }
+            | Self::NeedsLogin { server, .. }
             | Self::Disabled { server } => server,
         }
+    }
+
+    /// Whether the server needs an OAuth sign-in first.
+    ///
+    /// ```
+    /// let e = loopwright_mcp::McpError::NeedsLogin { server: "linear".into(), reason: "no sign-in stored".into() };
+    /// assert!(e.needs_login());
+    /// ```
+    pub fn needs_login(&self) -> bool {
+        matches!(self, Self::NeedsLogin { .. })
     }
 
     /// The same error with each of `secrets` replaced in its message.

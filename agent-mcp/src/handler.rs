@@ -7,9 +7,11 @@
 //! - `notifications/tools/list_changed` marks the tool list stale and bumps
 //!   the source's change generation.
 //! - `ping` is rmcp's; `roots/list` answers the configured roots;
-//!   `sampling/createMessage` and `elicitation/create` go to the
-//!   application's handlers, or get a `-32601` error naming what is missing
-//!   (see [`McpClientOptions`]).
+//!   `sampling/createMessage` goes to the application's handler, or gets a
+//!   `-32601` error naming what is missing (see [`McpClientOptions`]);
+//!   `elicitation/create` is answered by [`elicitation`](crate::elicitation)
+//!   for the call it arrived for (the POST stream it came on, else the only
+//!   call in flight).
 
 #![allow(deprecated)] // rmcp marks roots and sampling deprecated (SEP-2577); servers still use them.
 
@@ -17,13 +19,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use loopwright_core::ProgressReporter;
+use loopwright_core::{ProgressReporter, ToolContext};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, ErrorCode, Implementation, ListRootsResult,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RootsCapabilities, SamplingCapability,
+    ElicitResult, ElicitationCapability, ErrorCode, FormElicitationCapability, Implementation,
+    ListRootsResult, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, RootsCapabilities,
+    SamplingCapability, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::watch;
 
@@ -35,11 +38,17 @@ pub(crate) struct Shared {
     pub(crate) server: String,
     pub(crate) options: McpClientOptions,
     progress: Mutex<HashMap<ProgressToken, ProgressReporter>>,
+    /// The calls in flight, by the id of their request: who a server's
+    /// elicitation is for.
+    calls: Mutex<HashMap<RequestId, ToolContext>>,
     /// Set when the server said its tool list changed; cleared on re-listing.
     pub(crate) tools_stale: AtomicBool,
     /// Set when the server said its prompt list changed.
     pub(crate) prompts_stale: AtomicBool,
     pub(crate) generation: watch::Sender<u64>,
+    /// The client-credentials token of this server, while it is usable.
+    #[cfg(feature = "oauth")]
+    pub(crate) machine_token: Mutex<Option<crate::oauth::machine::MachineToken>>,
 }
 
 impl Shared {
@@ -48,9 +57,12 @@ impl Shared {
             server: server.to_string(),
             options,
             progress: Mutex::new(HashMap::new()),
+            calls: Mutex::new(HashMap::new()),
             tools_stale: AtomicBool::new(false),
             prompts_stale: AtomicBool::new(false),
             generation: watch::Sender::new(0),
+            #[cfg(feature = "oauth")]
+            machine_token: Mutex::new(None),
         }
     }
 
@@ -69,6 +81,29 @@ impl Shared {
         }
     }
 
+    /// Remember the call `ctx` as the one request `id` is for, until the
+    /// guard drops.
+    pub(crate) fn watch_call(self: &Arc<Self>, id: RequestId, ctx: &ToolContext) -> CallGuard {
+        if let Ok(mut map) = self.calls.lock() {
+            map.insert(id.clone(), ctx.clone());
+        }
+        CallGuard {
+            shared: self.clone(),
+            id,
+        }
+    }
+
+    /// The call a server request arrived for: the one whose POST stream
+    /// carried it, else the only call in flight.
+    fn call_for(&self, origin: Option<&InboundStreamOrigin>) -> Option<ToolContext> {
+        let map = self.calls.lock().ok()?;
+        match origin {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => map.get(id).cloned(),
+            _ if map.len() == 1 => map.values().next().cloned(),
+            _ => None,
+        }
+    }
+
     /// The tool list changed on the server.
     pub(crate) fn mark_tools_changed(&self) {
         self.tools_stale.store(true, Ordering::SeqCst);
@@ -80,6 +115,20 @@ impl Shared {
 pub(crate) struct ProgressGuard {
     shared: Arc<Shared>,
     token: ProgressToken,
+}
+
+/// Forgets a call in flight when dropped.
+pub(crate) struct CallGuard {
+    shared: Arc<Shared>,
+    id: RequestId,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Ok(mut map) = self.shared.calls.lock() {
+            map.remove(&self.id);
+        }
+    }
 }
 
 impl Drop for ProgressGuard {
@@ -156,12 +205,12 @@ impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        match self.shared.options.elicitation_handler() {
-            Some(handler) => handler.elicit(&self.shared.server, params).await,
-            None => Err(declined("elicitation/create", "elicitation")),
-        }
+        let call = self
+            .shared
+            .call_for(context.extensions.get::<InboundStreamOrigin>());
+        Ok(crate::elicitation::elicit(&self.shared, call.as_ref(), params).await)
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -173,9 +222,16 @@ impl ClientHandler for Handler {
         if options.sampling_handler().is_some() {
             capabilities.sampling = Some(SamplingCapability::default());
         }
-        if options.elicitation_handler().is_some() {
-            capabilities.elicitation = Some(ElicitationCapability::default());
-        }
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
+        // Calls the server turns into tasks are followed (see `tasks`).
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.to_string(), Default::default());
         ClientConfig::new(
             capabilities,
             Implementation::new("loopwright-mcp", env!("CARGO_PKG_VERSION")),

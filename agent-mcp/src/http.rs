@@ -19,7 +19,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
-    StreamableHttpPostResponse,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 
@@ -36,11 +36,22 @@ pub const SSE_RESUME_BACKOFF: Duration = Duration::from_millis(250);
 /// Longest single wait before resuming.
 pub const SSE_RESUME_MAX_DELAY: Duration = Duration::from_secs(5);
 
-/// Build the transport for a resolved remote config.
+/// The HTTP client of a session: rmcp's OAuth client (see
+/// [`oauth::session`](crate::oauth::session)) around the lenient client.
+#[cfg(feature = "oauth")]
+pub(crate) type SessionClient = rmcp::transport::auth::AuthClient<LenientClient>;
+/// The HTTP client of a session.
+#[cfg(not(feature = "oauth"))]
+pub(crate) type SessionClient = LenientClient;
+
+/// Build the transport for a resolved remote config over `client`, with
+/// `bearer` sent as the `Authorization` of every request when given.
 pub(crate) fn transport(
     server: &str,
     remote: &RemoteConfig,
-) -> Result<StreamableHttpClientTransport<LenientClient>, McpError> {
+    client: SessionClient,
+    bearer: Option<String>,
+) -> Result<StreamableHttpClientTransport<SessionClient>, McpError> {
     let mut resume = ExponentialBackoff::default();
     resume.max_times = Some(SSE_RESUME_ATTEMPTS);
     resume.base_duration = SSE_RESUME_BACKOFF;
@@ -48,11 +59,11 @@ pub(crate) fn transport(
     let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
         .custom_headers(header_map(server, remote)?)
         .reinit_on_expired_session(true);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
     config.retry_config = Arc::new(resume);
-    Ok(StreamableHttpClientTransport::with_client(
-        LenientClient(client()),
-        config,
-    ))
+    Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 /// A reqwest client, once ring is the process's rustls crypto provider.
@@ -61,11 +72,17 @@ pub(crate) fn transport(
 /// toolchain) and panics when a client is built in a process without one;
 /// a provider the application installed first is kept.
 pub(crate) fn client() -> reqwest::Client {
+    ensure_crypto_provider();
+    reqwest::Client::new()
+}
+
+/// Install ring as the process's rustls crypto provider unless one is
+/// (before any reqwest client is built, rmcp's OAuth clients included).
+pub(crate) fn ensure_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Another thread may win the race: either way one is installed.
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
-    reqwest::Client::new()
 }
 
 /// The configured headers, checked.
@@ -91,7 +108,7 @@ type SseEvents = BoxStream<'static, Result<Sse, SseError>>;
 /// rmcp's reqwest client with undecodable SSE events blanked (see the
 /// module docs).
 #[derive(Clone)]
-pub(crate) struct LenientClient(reqwest::Client);
+pub(crate) struct LenientClient(pub(crate) reqwest::Client);
 
 /// Blank the data of a message event that is not JSON.
 fn blank_undecodable(mut sse: Sse) -> Sse {
@@ -155,6 +172,21 @@ impl StreamableHttpClient for LenientClient {
                 custom_headers,
                 max_sse_event_size,
             )
+            .await
+            .map(lenient_response)
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.0
+            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await
             .map(lenient_response)
     }

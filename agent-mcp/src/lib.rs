@@ -26,11 +26,16 @@ mod connect;
 mod connect_all;
 mod delivery;
 mod discovery;
+mod elicitation;
 mod env;
 mod error;
 mod handler;
 #[cfg(feature = "http")]
 mod http;
+mod mrtr;
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub mod oauth;
 mod options;
 mod redact;
 mod request;
@@ -41,6 +46,7 @@ mod source;
 mod sse;
 #[cfg(feature = "stdio")]
 mod stdio;
+mod tasks;
 mod tool;
 mod trace;
 #[cfg(feature = "websocket")]
@@ -56,6 +62,9 @@ pub use env::{SAFE_BASE_ENV, interpolate, scoped_env};
 pub use error::McpError;
 #[cfg(feature = "http")]
 pub use http::{SSE_RESUME_ATTEMPTS, SSE_RESUME_BACKOFF, SSE_RESUME_MAX_DELAY};
+pub use mrtr::MAX_INPUT_ROUNDS;
+#[cfg(feature = "oauth")]
+pub use oauth::{OAUTH_KEYS, OAuthConfig};
 pub use options::{ElicitationHandler, McpClientOptions, SamplingHandler};
 pub use redact::{REDACTED, arg_secrets, looks_secret, redact, url_secrets};
 pub use resources::{LIST_RESOURCES_TOOL, MAX_RESOURCE_PAGES, READ_RESOURCE_TOOL, RESOURCE_LIST_MAX_BYTES};
@@ -64,5 +73,6 @@ pub use source::{McpToolSource, RECONNECT_BACKOFF};
 pub use sse::SseSendError;
 #[cfg(feature = "stdio")]
 pub use stdio::{SIGTERM_GRACE, STDIN_CLOSE_GRACE};
+pub use tasks::{DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL};
 #[cfg(feature = "websocket")]
 pub use ws::WS_SUBPROTOCOL;

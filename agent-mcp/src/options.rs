@@ -2,18 +2,20 @@
 //! connection made with it.
 //!
 //! Invariants:
-//! - a capability is advertised in `initialize` only when it can be served:
-//!   `roots` when roots are configured, `sampling` and `elicitation` when the
-//!   application installed a handler;
-//! - a server that sends `sampling/createMessage` or `elicitation/create`
-//!   anyway gets a JSON-RPC error (`-32601`) that says no handler is
-//!   installed, never a hang and never a silent acceptance;
+//! - a capability is advertised only when it can be served: `roots` when
+//!   roots are configured, `sampling` when the application installed a
+//!   handler; `elicitation` (form and URL) always, since the run that makes
+//!   a call can ask its person (see [`elicitation`](crate::elicitation));
+//! - a server that sends `sampling/createMessage` anyway gets a JSON-RPC
+//!   error (`-32601`) that says no handler is installed, never a hang and
+//!   never a silent acceptance; an elicitation nobody answers is declined;
 //! - `roots/list` answers the configured roots (none by default).
 
 #![allow(deprecated)] // rmcp marks roots and sampling deprecated (SEP-2577); servers still use them.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::ErrorData;
@@ -86,6 +88,11 @@ pub struct McpClientOptions {
     roots: Vec<Root>,
     sampling: Option<Arc<dyn SamplingHandler>>,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    elicitation_timeout: Option<Duration>,
+    #[cfg(feature = "oauth")]
+    token_store: Option<Arc<dyn crate::oauth::TokenStore>>,
+    #[cfg(feature = "oauth")]
+    browser: Option<Arc<dyn crate::oauth::Browser>>,
 }
 
 impl std::fmt::Debug for McpClientOptions {
@@ -94,7 +101,7 @@ impl std::fmt::Debug for McpClientOptions {
             .field("roots", &self.roots)
             .field("sampling", &self.sampling.is_some())
             .field("elicitation", &self.elicitation.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -125,6 +132,70 @@ impl McpClientOptions {
     pub fn elicitation(mut self, handler: impl ElicitationHandler + 'static) -> Self {
         self.elicitation = Some(Arc::new(handler));
         self
+    }
+
+    /// How long an elicitation waits for its answer before it is declined
+    /// (never past the asking call's deadline); default
+    /// [`DEFAULT_INPUT_TIMEOUT`](loopwright_core::user_input::DEFAULT_INPUT_TIMEOUT).
+    ///
+    /// ```
+    /// let options = loopwright_mcp::McpClientOptions::default()
+    ///     .with_elicitation_timeout(std::time::Duration::from_secs(30));
+    /// assert_eq!(options.elicitation_timeout(), std::time::Duration::from_secs(30));
+    /// ```
+    pub fn with_elicitation_timeout(mut self, timeout: Duration) -> Self {
+        self.elicitation_timeout = Some(timeout);
+        self
+    }
+
+    /// The elicitation timeout in force.
+    pub fn elicitation_timeout(&self) -> Duration {
+        self.elicitation_timeout
+            .unwrap_or(loopwright_core::user_input::DEFAULT_INPUT_TIMEOUT)
+    }
+
+    /// Keep OAuth credentials in `store` instead of the default
+    /// [`FileTokenStore`](crate::oauth::FileTokenStore).
+    ///
+    /// ```
+    /// let options = loopwright_mcp::McpClientOptions::default()
+    ///     .with_token_store(loopwright_mcp::oauth::MemoryTokenStore::default());
+    /// # let _ = options;
+    /// ```
+    #[cfg(feature = "oauth")]
+    pub fn with_token_store(mut self, store: impl crate::oauth::TokenStore + 'static) -> Self {
+        self.token_store = Some(Arc::new(store));
+        self
+    }
+
+    /// Sign a person in through `browser` when a server asks for it (at
+    /// connect, or for more scope on a call); without one, such a server
+    /// is reported as needing login ([`McpError::NeedsLogin`](crate::McpError::NeedsLogin)).
+    #[cfg(feature = "oauth")]
+    pub fn with_browser(mut self, browser: impl crate::oauth::Browser + 'static) -> Self {
+        self.browser = Some(Arc::new(browser));
+        self
+    }
+
+    /// The token store in force: the one given, else the default file
+    /// (in memory when no config directory is known).
+    #[cfg(feature = "oauth")]
+    pub fn token_store(&self) -> Arc<dyn crate::oauth::TokenStore> {
+        match &self.token_store {
+            Some(store) => store.clone(),
+            None => match crate::oauth::FileTokenStore::default_location() {
+                Ok(file) => Arc::new(file),
+                Err(e) => {
+                    tracing::warn!(error = %e, "OAuth credentials kept in memory only");
+                    Arc::new(crate::oauth::MemoryTokenStore::default())
+                }
+            },
+        }
+    }
+
+    #[cfg(feature = "oauth")]
+    pub(crate) fn browser(&self) -> Option<&Arc<dyn crate::oauth::Browser>> {
+        self.browser.as_ref()
     }
 
     /// The configured roots.

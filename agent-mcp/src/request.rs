@@ -13,7 +13,8 @@
 //!   `notifications/cancelled`), the agent's cancellation (we send
 //!   `notifications/cancelled`), or the future being dropped (a guard sends
 //!   `notifications/cancelled`);
-//! - the server's progress notifications go to `ctx.progress()` while it runs;
+//! - the server's progress notifications go to `ctx.progress()` while it
+//!   runs, and its elicitation requests are asked on behalf of the call;
 //! - error texts are redacted of the server config's inline secrets.
 
 use std::sync::Arc;
@@ -89,12 +90,16 @@ impl SourceInner {
             return Err(RequestError::Cancelled);
         }
         let mut resent = false;
+        #[cfg(feature = "oauth")]
+        let mut step_ups = 0u32;
         loop {
             let (conn, handle) = self.send(make, ctx).await?;
             span.record("jsonrpc.request.id", handle.id.to_string());
             let _progress = self
                 .shared
                 .watch_progress(handle.progress_token.clone(), ctx.progress().clone());
+            // A server's elicitation during the call is asked for this call.
+            let _call = self.shared.watch_call(handle.id.clone(), ctx);
             let mut guard = CancelOnDrop {
                 peer: Some(handle.peer.clone()),
                 id: handle.id.clone(),
@@ -115,6 +120,23 @@ impl SourceInner {
             tokio::task::yield_now().await;
             return match response {
                 Ok(result) => Ok(result),
+                #[cfg(feature = "oauth")]
+                Err(ServiceError::TransportSend(e)) if insufficient_scope(&e).is_some() => {
+                    // Refused before it ran: sign in for more scope and send it again.
+                    let challenge = insufficient_scope(&e).unwrap_or_default();
+                    if step_ups >= crate::oauth::MAX_STEP_UPS {
+                        return Err(RequestError::Failed(format!(
+                            "the server still refuses the call for lack of scope after {step_ups} sign-ins for more"
+                        )));
+                    }
+                    step_ups += 1;
+                    match self.step_up(&challenge).await {
+                        Ok(()) => continue,
+                        Err(why) => Err(RequestError::Failed(format!(
+                            "the server needs more OAuth scope for this call ({why}); sign in again"
+                        ))),
+                    }
+                }
                 Err(ServiceError::TransportSend(e)) => match classify(&e) {
                     // Never reached the server, the transport is gone:
                     // reconnect and resend once.
@@ -193,6 +215,45 @@ impl SourceInner {
             }
             Err(e) => Err(failed(&e)),
         }
+    }
+}
+
+/// The `WWW-Authenticate` challenge of a 403 `insufficient_scope`, when
+/// that is why a send failed.
+#[cfg(feature = "oauth")]
+fn insufficient_scope(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use rmcp::transport::streamable_http_client::{InsufficientScopeError, StreamableHttpError};
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(scope) = e.downcast_ref::<InsufficientScopeError>() {
+            return Some(scope.www_authenticate_header.clone());
+        }
+        if let Some(StreamableHttpError::InsufficientScope(scope)) =
+            e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return Some(scope.www_authenticate_header.clone());
+        }
+        next = e.source();
+    }
+    None
+}
+
+#[cfg(feature = "oauth")]
+impl SourceInner {
+    /// Sign in for the scopes `challenge` names (see `oauth::session`).
+    async fn step_up(&self, challenge: &str) -> Result<(), String> {
+        let resolved = self.config.resolved().map_err(|e| e.to_string())?;
+        let crate::McpTransport::Http(remote) = &resolved.transport else {
+            return Err("not an HTTP server".into());
+        };
+        crate::oauth::session::step_up(
+            &self.config.name,
+            &remote.url,
+            resolved.oauth.as_ref(),
+            challenge,
+            &self.shared,
+        )
+        .await
     }
 }
 

@@ -246,9 +246,16 @@ async fn pages<T>(
 /// One resource's contents as parts; the server's error (an unknown URI)
 /// says what to do about it.
 async fn read(source: &SourceInner, uri: &str, ctx: &ToolContext) -> Result<ToolOutput, RequestError> {
-    let request =
-        || ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
-    let contents = match source.request(What::ResourceRead(uri), &request, ctx).await {
+    let request = |round: &crate::mrtr::Round| {
+        let mut params = ReadResourceRequestParams::new(uri);
+        params.input_responses.clone_from(&round.input_responses);
+        params.request_state.clone_from(&round.request_state);
+        ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params))
+    };
+    let contents = match source
+        .request_with_input(What::ResourceRead(uri), &request, ctx)
+        .await
+    {
         Ok(ServerResult::ReadResourceResult(result)) => result.contents,
         Ok(other) => {
             return Err(RequestError::Failed(format!(

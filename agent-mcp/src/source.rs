@@ -91,7 +91,7 @@ impl McpToolSource {
         let timeout = config.effective_connect_timeout();
         // One budget for connecting, initializing and discovering.
         let deadline = tokio::time::Instant::now() + timeout;
-        let conn = Arc::new(connect(&config, shared.clone()).await?);
+        let mut conn = Arc::new(connect(&config, shared.clone()).await?);
         let inner = Arc::new(SourceInner {
             instructions: Mutex::new(conn.instructions.clone()),
             conn: RwLock::new(Some(conn.clone())),
@@ -105,7 +105,16 @@ impl McpToolSource {
             closing: tokio_util::sync::CancellationToken::new(),
         });
         let discover = async {
-            inner.refresh_tools(&conn).await?;
+            if let Err(e) = inner.refresh_tools(&conn).await {
+                if !e.needs_login() {
+                    return Err(e);
+                }
+                // The stored sign-in was refused (revoked, or the server moved
+                // to another authorization server): connect once more, which
+                // signs in again where it can.
+                conn = inner.reconnect(Some(conn.clone())).await?;
+                inner.refresh_tools(&conn).await?;
+            }
             inner.refresh_prompts(&conn).await;
             Ok::<_, McpError>(())
         };
@@ -128,6 +137,21 @@ impl McpToolSource {
     /// The server's config.
     pub fn config(&self) -> &McpServerConfig {
         &self.inner.config
+    }
+
+    /// The protocol version of the current session: `2026-07-28` for a
+    /// server that answered `server/discover`, the version `initialize`
+    /// agreed on otherwise; `None` once closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(source: loopwright_mcp::McpToolSource) {
+    /// println!("speaking {}", source.protocol_version().unwrap_or_default());
+    /// # }
+    /// ```
+    pub fn protocol_version(&self) -> Option<String> {
+        let conn = self.inner.current()?;
+        let info = conn.peer.peer_info()?;
+        Some(info.protocol_version.as_str().to_owned())
     }
 
     /// The process id of a stdio server (the leader of its process group).
@@ -236,7 +260,11 @@ impl SourceInner {
         });
         let conn = tokio::select! {
             connected = attempt => Arc::new(connected.map_err(|e| {
-                self.server_error(format!("server is down and reconnecting failed: {e}"))
+                if e.needs_login() {
+                    e
+                } else {
+                    self.server_error(format!("server is down and reconnecting failed: {e}"))
+                }
             })?),
             () = self.closing.cancelled() => return Err(self.server_error("closed")),
         };
@@ -286,9 +314,16 @@ impl SourceInner {
     /// resource tools this session can offer.
     async fn refresh_tools(&self, conn: &Connection) -> Result<(), McpError> {
         self.shared.tools_stale.store(false, Ordering::SeqCst);
-        let defs = list_all_tools(&conn.peer)
-            .await
-            .map_err(|e| self.server_error(format!("tools/list failed: {e}")))?;
+        let defs = list_all_tools(&conn.peer).await.map_err(|e| {
+            if e.starts_with(crate::discovery::UNAUTHORIZED) {
+                McpError::NeedsLogin {
+                    server: self.config.name.clone(),
+                    reason: crate::redact(&e, &self.config.inline_secrets()),
+                }
+            } else {
+                self.server_error(format!("tools/list failed: {e}"))
+            }
+        })?;
         let advertised = conn
             .peer
             .peer_info()

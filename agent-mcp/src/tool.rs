@@ -68,29 +68,41 @@ impl McpTool {
                 )));
             }
         };
-        let request = || {
-            let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments.clone());
+        let request = |round: &crate::mrtr::Round| {
+            let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments.clone());
+            params.input_responses.clone_from(&round.input_responses);
+            params.request_state.clone_from(&round.request_state);
             ClientRequest::CallToolRequest(CallToolRequest::new(params))
         };
         let error = |message: &dyn std::fmt::Display| self.source.tool_error(name, message);
-        Ok(
-            match self.source.request(What::ToolCall(name), &request, ctx).await {
-                Ok(ServerResult::CallToolResult(result)) => {
-                    let context = ResultContext {
-                        declares_output: self.definition.output_schema.is_some(),
-                        link_note: self.source.resource_link_note(),
-                    };
-                    map_call_result(result, &context)
-                }
-                Ok(other) => error(&format!("unexpected response: {other:?}")),
-                Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
-                Err(
-                    RequestError::Server(message)
-                    | RequestError::TimedOut(message)
-                    | RequestError::Failed(message),
-                ) => error(&message),
-            },
-        )
+        let started = tokio::time::Instant::now();
+        let answer = match self
+            .source
+            .request_with_input(What::ToolCall(name), &request, ctx)
+            .await
+        {
+            // The server made the call a task: follow it to its end.
+            Ok(ServerResult::CreateTaskResult(created)) => {
+                self.source.follow_task(created, started, ctx).await
+            }
+            other => other,
+        };
+        Ok(match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                let context = ResultContext {
+                    declares_output: self.definition.output_schema.is_some(),
+                    link_note: self.source.resource_link_note(),
+                };
+                map_call_result(result, &context)
+            }
+            Ok(other) => error(&format!("unexpected response: {other:?}")),
+            Err(RequestError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(
+                RequestError::Server(message)
+                | RequestError::TimedOut(message)
+                | RequestError::Failed(message),
+            ) => error(&message),
+        })
     }
 }
 
@@ -100,9 +112,15 @@ impl Tool for McpTool {
         &self.definition
     }
 
-    /// The server config's call timeout replaces the agent's tool timeout.
+    /// The server config's call timeout replaces the agent's tool timeout;
+    /// its task timeout, when longer, bounds a call the server turns into a
+    /// task.
     fn timeout_for(&self, _input: &Value) -> Option<Duration> {
-        self.source.config.call_timeout
+        let config = &self.source.config;
+        match (config.call_timeout, config.task_timeout) {
+            (Some(call), Some(task)) => Some(call.max(task)),
+            (call, task) => call.or(task),
+        }
     }
 
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

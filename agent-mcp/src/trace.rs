@@ -26,6 +26,8 @@ pub(crate) enum What<'a> {
     TemplatesList,
     /// `resources/read` of this URI.
     ResourceRead(&'a str),
+    /// A request of the Tasks extension (`tasks/get`, `tasks/update`).
+    Task(&'static str),
 }
 
 impl What<'_> {
@@ -35,6 +37,7 @@ impl What<'_> {
             Self::ResourcesList => "resources/list",
             Self::TemplatesList => "resources/templates/list",
             Self::ResourceRead(_) => "resources/read",
+            Self::Task(method) => method,
         }
     }
 }
@@ -77,7 +80,7 @@ pub(crate) fn request(what: What<'_>, server: &str, transport: &McpTransport) ->
         What::ResourceRead(uri) => {
             span.record("mcp.resource.uri", uri);
         }
-        What::ResourcesList | What::TemplatesList => {}
+        What::ResourcesList | What::TemplatesList | What::Task(_) => {}
     }
     span
 }

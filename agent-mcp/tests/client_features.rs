@@ -1,6 +1,7 @@
 //! What the client offers servers: roots, sampling and elicitation handlers
-//! (declined with an error when absent), and prompts discovery — against the
-//! in-repo server, which sends those requests mid-call.
+//! (sampling refused with an error when absent, elicitation declined), and
+//! prompts discovery — against the in-repo server speaking 2025-11-25, which
+//! sends those requests mid-call.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(deprecated)] // rmcp marks sampling deprecated (SEP-2577); servers still send it.
 
@@ -15,30 +16,34 @@ use loopwright_mcp::{ElicitationHandler, McpClientOptions, McpToolSource, Sampli
 use serde_json::json;
 
 #[tokio::test]
-async fn without_handlers_sampling_and_elicitation_are_declined_with_an_error() {
+async fn without_handlers_sampling_is_refused_and_elicitation_declined() {
     let log = temp_log("caps-none");
     let source = connect(test_server("plain").env("TEST_SERVER_LOG", log.to_string_lossy())).await;
-    for (tool_name, method) in [
-        ("ask_sampling", "sampling/createMessage"),
-        ("ask_elicitation", "elicitation/create"),
-    ] {
-        let out = call(&tool(&source, tool_name).await, json!({})).await;
-        let text = out.as_text();
-        assert!(text.starts_with("refused:"), "{tool_name}: {text}");
-        assert!(
-            text.contains(method) && text.contains("no handler installed"),
-            "{text}"
-        );
-    }
+    let out = call(&tool(&source, "ask_sampling").await, json!({})).await;
+    let text = out.as_text();
+    assert!(text.starts_with("refused:"), "{text}");
+    assert!(
+        text.contains("sampling/createMessage") && text.contains("no handler installed"),
+        "{text}"
+    );
+    // Called directly (not by a run), nobody can answer: declined, not refused.
+    let out = call(&tool(&source, "ask_elicitation").await, json!({})).await;
+    assert_eq!(out.as_text(), r#"answered: {"action":"decline"}"#);
     // A ping mid-call is always answered.
     let ping = call(&tool(&source, "ask_ping").await, json!({})).await;
     assert!(ping.as_text().starts_with("answered"), "{}", ping.as_text());
-    // No roots configured: an empty list, and no capability advertised.
+    // No roots configured: an empty list, and no capability advertised;
+    // elicitation (form and URL) and the tasks extension are.
     let roots = call(&tool(&source, "ask_roots").await, json!({})).await;
     assert_eq!(roots.as_text(), r#"answered: {"roots":[]}"#);
     assert!(
-        wait_for_line(&log, "initialize capabilities {}").await,
-        "capabilities were advertised"
+        wait_for_line(
+            &log,
+            r#"initialize capabilities {"extensions":{"io.modelcontextprotocol/tasks":{}},"elicitation":{"form":{},"url":{}}}"#
+        )
+        .await,
+        "capabilities: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
     );
     source.close().await;
 }

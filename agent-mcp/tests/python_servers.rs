@@ -11,31 +11,12 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::*;
 use loopwright_core::ToolSource;
 use loopwright_mcp::{McpServerConfig, McpToolSource};
 use serde_json::json;
-
-/// `tests-deps/python/<env>/<rest>`, which must exist.
-fn py_path(env: &str, rest: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests-deps/python")
-        .join(env)
-        .join(rest);
-    assert!(
-        path.exists(),
-        "{} is missing: scripts/test.sh installs the Python test servers",
-        path.display()
-    );
-    path.to_string_lossy().into_owned()
-}
-
-fn python(env: &str) -> String {
-    py_path(env, ".venv/bin/python")
-}
 
 /// A Python server listening on a free port, killed when dropped.
 struct PyServer {

@@ -14,7 +14,11 @@
 //!   before it waits for a run: an invalid call is a `-32602` error naming
 //!   what is wrong (so is `arguments` that is not an object), never a run;
 //! - a call cut off by a shutdown is answered with an `isError` result
-//!   saying so (the service outlives the runs' cancellation).
+//!   saying so (the service outlives the runs' cancellation);
+//! - `prompts/list`, `resources/list` and `resources/templates/list` answer
+//!   empty lists (an agent server offers none), with cache hints;
+//! - 2026-07-28 clients are served statelessly, older ones with the
+//!   `initialize` handshake (rmcp's server side negotiates either).
 
 use std::sync::Arc;
 
@@ -72,12 +76,20 @@ fn text_result(text: String, is_error: bool) -> CallToolResponse {
 
 impl ServerHandler for McpSurface {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("loopwright-serve", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "Agents as tools: {}. Each call runs the agent on its input in a fresh conversation.",
-                self.instance.agents.names().join(", ")
-            ))
+        // Prompts and resources are declared (there are none) because they
+        // are answered: a 2026-07-28 client may rely on the declaration.
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("loopwright-serve", env!("CARGO_PKG_VERSION")))
+        .with_instructions(format!(
+            "Agents as tools: {}. Each call runs the agent on its input in a fresh conversation.",
+            self.instance.agents.names().join(", ")
+        ))
     }
 
     /// A request rmcp could not read as any it knows: a `tools/call` whose
@@ -98,6 +110,67 @@ impl ServerHandler for McpSurface {
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
             request.method,
             None,
+        ))
+    }
+
+    /// An agent server has no prompts: an empty list (with the cache hints
+    /// of 2026-07-28), not "method not found", for clients that ask
+    /// without looking at the capabilities.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        Ok(rmcp::model::ListPromptsResult::with_all_items(Vec::new()))
+    }
+
+    /// No resources either (see `list_prompts`).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(rmcp::model::ListResourcesResult::with_all_items(Vec::new()))
+    }
+
+    /// There is no resource to read: invalid params naming the URI (SEP-2164).
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        Err(ErrorData::invalid_params(
+            format!(
+                "no resource {} (this server offers agents as tools, no resources)",
+                request.uri
+            ),
+            Some(serde_json::json!({"uri": request.uri})),
+        ))
+    }
+
+    /// There is no prompt to get.
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        Err(ErrorData::invalid_params(
+            format!(
+                "no prompt {} (this server offers agents as tools, no prompts)",
+                request.name
+            ),
+            None,
+        ))
+    }
+
+    /// No resource templates either (see `list_prompts`).
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            Vec::new(),
         ))
     }
 

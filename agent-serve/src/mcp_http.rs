@@ -10,7 +10,12 @@
 //!   created count from the check on, so a burst of `initialize` calls
 //!   never opens more than `max`;
 //! - a session without a message for `idle` is closed by rmcp; a client
-//!   that comes back gets 404 and initializes again.
+//!   that comes back gets 404 and initializes again;
+//! - a 2026-07-28 client is served statelessly (rmcp: no session, each
+//!   request carries its `_meta`), so instances can sit behind a load
+//!   balancer without sticky sessions; older clients get the handshake and
+//!   a session;
+//! - a DELETE that closed a session is answered 204 No Content.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,6 +107,16 @@ fn initializes(message: &Value) -> bool {
 }
 
 async fn check(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if request.method() == Method::DELETE {
+        let mut response = next.run(request).await;
+        // rmcp answers a closed session 202; the official clients take 200
+        // or 204 (the Python SDK logs "Session termination failed: 202").
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Body::empty();
+        }
+        return response;
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }

@@ -9,7 +9,13 @@
 //!   cancels the run with its tools and MCP calls;
 //! - what a client reads is the same whether it streams or not: the text
 //!   of every step in order (steps separated by a blank line), or, when it
-//!   asked for structured output, only the final JSON answer.
+//!   asked for structured output, only the final JSON answer;
+//! - a question a served run's MCP server asks (an `input_requested`
+//!   event) has nobody to answer it here: the event is dropped with the
+//!   others a surface does not show, which declines it at once. (The
+//!   run-state "pause" mechanism, when it lands, is where such a run will
+//!   stop with the pending question instead; it joins at this point, where
+//!   the surfaces read a run's events.)
 
 use std::sync::Arc;
 

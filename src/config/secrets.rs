@@ -10,7 +10,9 @@
 //! authorization scheme (`Bearer abc`) is listed with and without it.
 //! Credentials carried by URLs (the password of `https://user:pw@host`,
 //! query parameters such as `?api_key=`) and by a stdio server's arguments
-//! (`--api-key abc`, `--token=abc`, `API_KEY=abc`) are listed too.
+//! (`--api-key abc`, `--token=abc`, `API_KEY=abc`) are listed too, and so
+//! are a server's OAuth client secret and private key and every token in
+//! the OAuth token store (`loopwright mcp login`).
 
 use loopwright_mcp::{McpTransport, interpolate, looks_secret, url_secrets};
 
@@ -57,6 +59,18 @@ impl AgentConfig {
                     .filter(|(name, _)| looks_secret(name))
                     .filter_map(|(_, value)| interpolate(&server.name, value, &lookup).ok()),
             );
+        }
+        // OAuth: a server's client secret and key, and every stored token.
+        for server in &self.mcp_servers {
+            if let Ok(resolved) = server.resolved()
+                && let Some(oauth) = &resolved.oauth
+            {
+                out.extend(oauth.client_secret.clone());
+                out.extend(oauth.private_key.clone());
+            }
+        }
+        if let Ok(store) = loopwright_mcp::oauth::FileTokenStore::default_location() {
+            out.extend(store.tokens_for_redaction());
         }
         out.extend(self.serve.api_keys.iter().cloned());
         // `Bearer abc` may also be logged as `abc`.

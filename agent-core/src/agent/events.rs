@@ -11,6 +11,7 @@ use crate::model_error::ModelError;
 use crate::output::OutputError;
 use crate::preflight::{Plan, PlanResponder};
 use crate::usage::{FinishReason, Usage};
+use crate::user_input::{UserInputRequest, UserInputResponder};
 
 /// How a run ended.
 ///
@@ -164,6 +165,31 @@ pub enum AgentEvent {
         /// The plan followed (or, rejected, the one proposed).
         plan: Plan,
         /// Why it was rejected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A running tool asks the person for input (an MCP server's
+    /// elicitation): answer through `responder`. No answer within the
+    /// question's timeout declines it; so does dropping this event
+    /// unanswered (then at once). An `input_resolved` event follows.
+    InputRequested {
+        /// The asking call's id.
+        call_id: String,
+        /// The question.
+        request: UserInputRequest,
+        /// Where the answer goes (not serialised).
+        #[serde(skip)]
+        responder: UserInputResponder,
+    },
+    /// A question of `input_requested` was answered (or declined by its
+    /// timeout, or cancelled with its call).
+    InputResolved {
+        /// The asking call's id.
+        call_id: String,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
+        /// Why, when the application did not answer itself (`timeout`,
+        /// `unanswered`, `cancelled`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },

@@ -12,10 +12,14 @@
 //! before every event stream (HTTP), `--pid-file PATH` writes its pid,
 //! `--stderr-env NAME` prints that variable's value on stderr, `--linger-ms MS`
 //! waits that long after stdin closed before exiting, `--docs-only` offers
-//! one resource and no tools (`tools/list` is "method not found"). The
+//! one resource and no tools (`tools/list` is "method not found"). It is a
+//! 2025-11-25 server (`server/discover` is "method not found", so clients
+//! fall back to `initialize`) unless `--modern` makes it answer
+//! `server/discover` and speak 2026-07-28 too. The
 //! tools misbehave on request (see `server.rs`). In stdio mode a SIGTERM
 //! is logged (`got SIGTERM`, see `TEST_SERVER_LOG`) before it exits.
 
+mod jobs;
 mod net;
 mod server;
 
@@ -35,6 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let garbage = args.iter().any(|a| a == "--garbage");
     let mut server = TestServer::default();
     server.docs_only = args.iter().any(|a| a == "--docs-only");
+    server.modern = args.iter().any(|a| a == "--modern");
     server.slow_init = value_of("--slow-init").map(|ms| Duration::from_millis(ms.parse().unwrap_or(60_000)));
     eprintln!("mcp-test-server starting");
     if let Some(name) = value_of("--stderr-env") {

@@ -44,6 +44,11 @@ pub struct TestServer {
     /// `tools/list` answered "method not found", as the specification lets a
     /// server without tools do.
     pub docs_only: bool,
+    /// Answer `server/discover` (`--modern`); otherwise "method not found",
+    /// as a server of 2025-11-25 and before does.
+    pub modern: bool,
+    /// The tasks of the tool `job` (`--modern`).
+    pub jobs: crate::jobs::Jobs,
 }
 
 /// The one resource of a `--docs-only` server.
@@ -120,6 +125,14 @@ impl TestServer {
         if self.extra_tool.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Added at run time.", num(&[])));
         }
+        if self.modern {
+            tools.push(Tool::new(
+                "job",
+                "Work steps steps of ms milliseconds as a task; ask: a question on the way.",
+                schema(json!({"type": "object", "properties": {
+                    "steps": {"type": "number"}, "ms": {"type": "number"}, "ask": {"type": "boolean"}}})),
+            ));
+        }
         tools
     }
 }
@@ -165,14 +178,62 @@ impl ServerHandler for TestServer {
         if self.docs_only {
             return ServerConfig::new(ServerCapabilities::builder().enable_resources().build());
         }
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_prompts()
-                .build(),
-        )
-        .with_instructions("Test server: call echo to check the connection.")
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .build();
+        if self.modern {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(rmcp::model::TASKS_EXTENSION_ID.to_string(), Default::default());
+        }
+        ServerConfig::new(capabilities).with_instructions("Test server: call echo to check the connection.")
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, ErrorData> {
+        if !self.modern {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: server/discover",
+                None,
+            ));
+        }
+        log("discover");
+        Ok(rmcp::model::DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.jobs.get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.jobs.update(&request.task_id, request.input_responses);
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.jobs.cancel(&request.task_id);
+        Ok(())
     }
 
     async fn initialize(
@@ -289,6 +350,19 @@ impl ServerHandler for TestServer {
         log(&format!("called {}", request.name));
         match request.name.as_ref() {
             "echo" => Ok(text(arg_str(&request, "text"))),
+            "job" if self.modern => {
+                let ask = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("ask"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                Ok(CallToolResponse::Task(self.jobs.start(
+                    arg_u64(&request, "steps"),
+                    arg_u64(&request, "ms"),
+                    ask,
+                )))
+            }
             "add" => {
                 let get = |k: &str| {
                     request

@@ -289,3 +289,21 @@ pub async fn spawn_cancellable_slow(
     let call = tokio::spawn(async move { slow.call(serde_json::json!({"ms": 600_000}), ctx).await });
     (token, call)
 }
+
+/// `tests-deps/python/<env>/<rest>`, which must exist.
+pub fn py_path(env: &str, rest: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests-deps/python")
+        .join(env)
+        .join(rest);
+    assert!(
+        path.exists(),
+        "{} is missing: scripts/test.sh installs the Python test servers",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+pub fn python(env: &str) -> String {
+    py_path(env, ".venv/bin/python")
+}

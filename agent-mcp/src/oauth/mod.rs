@@ -1,0 +1,25 @@
+//! OAuth 2.1 for remote (streamable HTTP) servers, on rmcp's `auth` module.
+//!
+//! A hosted server that answers 401 with a `WWW-Authenticate` challenge is
+//! signed in to: by a person in a browser ([`login`], `loopwright mcp
+//! login NAME`), or, for agents with no person, with client credentials
+//! ([`machine`]). The credentials are kept in a [`TokenStore`] (by default
+//! [`FileTokenStore`], a 0600 file under the user's config directory) and
+//! used, and refreshed, by every later session ([`session`]).
+//!
+//! - [`config`]: a server entry's `"oauth": {...}`;
+//! - [`store`]: where tokens live;
+//! - [`login`]: the browser flow through a loopback redirect;
+//! - [`machine`]: client credentials (secret or JWT assertion);
+//! - [`session`]: the session's HTTP client, 401 and 403 handling.
+pub mod config;
+pub mod login;
+pub mod machine;
+pub mod session;
+pub mod store;
+
+pub use config::{JwtAlgorithm, OAUTH_KEYS, OAuthConfig, OAuthGrant};
+pub use login::{Browser, CALLBACK_PATH, DEFAULT_CLIENT_NAME, LOGIN_TIMEOUT};
+pub use machine::ASSERTION_LIFETIME;
+pub use session::MAX_STEP_UPS;
+pub use store::{FileTokenStore, MemoryTokenStore, TOKEN_FILE, TokenStore, TokenStoreError};
