@@ -54,6 +54,8 @@ mod notify;
 mod postgres;
 mod record;
 mod session;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod traits;

@@ -15,17 +15,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use loopwright_core::Message;
 use serde_json::Value;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqlitePool};
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::builder::StoreBuilder;
-use crate::codec::{self, EVENTS, RUNS, RunJson, RunRow, TURNS, TurnRow, to_json, version_detail};
+use crate::codec::{self, RunJson, to_json, version_detail};
 use crate::error::{BoxError, StoreError, check_id, from_sqlx, is_unique_violation, to_i64};
 use crate::migrations;
 use crate::notify::{EventSubscription, Notifier};
 use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredConversation, now_millis};
+use crate::sql::{self, Written};
 use crate::traits::{ConversationStore, EventLog, RunStore};
 
 const BACKEND: &str = "sqlite";
@@ -161,33 +160,6 @@ fn with_path(path: &Path, error: StoreError) -> StoreError {
     }
 }
 
-/// A column of a row, a value of the wrong type being [`StoreError::Corrupt`].
-fn column<'r, T>(row: &'r SqliteRow, index: usize, location: impl FnOnce() -> String) -> Result<T, StoreError>
-where
-    T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
-{
-    row.try_get(index)
-        .map_err(|e| StoreError::corrupt(location(), e.to_string()))
-}
-
-fn run_row(row: &SqliteRow) -> Result<RunRow, StoreError> {
-    let id: String = column(row, 0, || format!("{RUNS} row (column id)"))?;
-    let at = |name: &str| format!("{RUNS} row {id:?} (column {name})");
-    Ok(RunRow {
-        agent: column(row, 1, || at("agent"))?,
-        session: column(row, 2, || at("session"))?,
-        status: column(row, 3, || at("status"))?,
-        state: column(row, 4, || at("state"))?,
-        result: column(row, 5, || at("result"))?,
-        error: column(row, 6, || at("error"))?,
-        owner: column(row, 7, || at("owner"))?,
-        version: column(row, 8, || at("version"))?,
-        created_at: column(row, 9, || at("created_at"))?,
-        updated_at: column(row, 10, || at("updated_at"))?,
-        id,
-    })
-}
-
 const RUN_COLUMNS: &str =
     "id, agent, session, status, state, result, error, owner, version, created_at, updated_at";
 
@@ -201,17 +173,7 @@ impl ConversationStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| self.error(e))?;
-        let location = || format!("{TURNS} row (conversation {id:?})");
-        let rows = rows
-            .iter()
-            .map(|row| {
-                Ok(TurnRow {
-                    version: column(row, 0, location)?,
-                    messages: column(row, 1, location)?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        codec::conversation(id, rows)
+        codec::conversation(id, sql::turns(id, &rows)?)
     }
 
     async fn append_turn(
@@ -239,11 +201,10 @@ impl ConversationStore for SqliteStore {
         .bind(expected)
         .execute(&self.pool)
         .await;
-        match written {
-            Ok(done) if done.rows_affected() == 1 => Ok(expected_version + 1),
-            Ok(_) => Err(self.conversation_conflict(id, expected_version).await),
-            Err(e) if is_unique_violation(&e) => Err(self.conversation_conflict(id, expected_version).await),
-            Err(e) => Err(self.error(e)),
+        match Written::of(written.map(|done| done.rows_affected())) {
+            Written::Done => Ok(expected_version + 1),
+            Written::Conflict => Err(self.conversation_conflict(id, expected_version).await),
+            Written::Failed(e) => Err(self.error(e)),
         }
     }
 
@@ -298,13 +259,13 @@ impl RunStore for SqliteStore {
         .bind(now)
         .execute(&self.pool)
         .await;
-        match written {
-            Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::conflict(
+        match Written::of(written.map(|done| done.rows_affected())) {
+            Written::Done => Ok(()),
+            Written::Conflict => Err(StoreError::conflict(
                 format!("run {:?}", run.id),
                 "it exists already",
             )),
-            Err(e) => Err(self.error(e)),
+            Written::Failed(e) => Err(self.error(e)),
         }
     }
 
@@ -316,7 +277,7 @@ impl RunStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| self.error(e))?;
-        row.map(|row| run_row(&row)?.decode()).transpose()
+        row.map(|row| sql::run(&row)?.decode()).transpose()
     }
 
     async fn update_run(&self, run: &RunRecord, expected_version: u64) -> Result<u64, StoreError> {
@@ -373,7 +334,7 @@ impl RunStore for SqliteStore {
             .await,
         }
         .map_err(|e| self.error(e))?;
-        rows.iter().map(|row| run_row(row)?.decode()).collect()
+        rows.iter().map(|row| sql::run(row)?.decode()).collect()
     }
 }
 
@@ -440,16 +401,7 @@ impl EventLog for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| self.error(e))?;
-        let location = || format!("{EVENTS} row (run {run_id:?})");
-        rows.iter()
-            .map(|row| {
-                codec::event(
-                    run_id,
-                    column(row, 0, location)?,
-                    &column::<String>(row, 1, location)?,
-                )
-            })
-            .collect()
+        sql::events(run_id, &rows)
     }
 
     async fn subscribe_events(&self, run_id: &str) -> Result<EventSubscription, StoreError> {
