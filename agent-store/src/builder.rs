@@ -4,6 +4,7 @@
 //! [`StoreError::InvalidUrl`] saying what is wrong (its password never
 //! shown); a store is returned only once its schema is up to date.
 
+#[cfg(feature = "sqlite")]
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,19 +1,28 @@
-//! The schema's migrations, built in code (no `migrate!` macro, no files
-//! read at run time), recorded in the table `loopwright_migrations`.
+//! The schema's migrations, built in code (no files read at run time, no
+//! `migrate!` macro), recorded in the table `loopwright_migrations`
+//! (version, description, checksum, installed_at). sqlx's `Migrator` is not
+//! used: it applies each migration in a transaction of its own without a
+//! lock on SQLite, and its `run` future is not `Send` for every lifetime, so
+//! `open()` could not be spawned.
 //!
-//! Invariant: a released migration's SQL never changes (its checksum is
-//! stored, and a changed one is refused); a database with a migration this
-//! version does not know is left alone ([`StoreError::NewerSchema`]).
+//! Invariant: all pending migrations and their records are applied in one
+//! transaction that first takes the database's write lock (SQLite: `BEGIN
+//! IMMEDIATE`; PostgreSQL: a transaction-scoped advisory lock), so concurrent
+//! first opens wait for each other and the schema is whole or untouched. A
+//! released migration's SQL never changes (its checksum is stored, and a
+//! changed one is refused); a database with a migration this version does
+//! not know is left alone ([`StoreError::NewerSchema`]).
 
-use sqlx::SqlSafeStr;
-use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType};
+// Every SQL text becomes an `SqlStr` before it reaches sqlx: a `&'static
+// str` there makes the generic future fail the `Send` check `open()` needs.
+use sqlx::{Connection, Database, Executor, IntoArguments, Row, SqlSafeStr};
 
 use crate::error::{StoreError, from_sqlx};
 
 /// The table recording applied migrations.
 pub(crate) const TABLE: &str = "loopwright_migrations";
 
-/// A migration: version, description, SQL.
+/// A migration: version, description, SQL (several statements).
 pub(crate) type Step = (i64, &'static str, &'static str);
 
 #[cfg(feature = "sqlite")]
@@ -22,90 +31,165 @@ pub(crate) const SQLITE: &[Step] = &[(1, "init", include_str!("migrations/sqlite
 #[cfg(feature = "postgres")]
 pub(crate) const POSTGRES: &[Step] = &[(1, "init", include_str!("migrations/postgres/0001_init.sql"))];
 
-/// The migrations of `steps`.
-fn migrations(steps: &[Step]) -> Vec<Migration> {
-    steps
-        .iter()
-        .map(|(version, description, sql)| {
-            Migration::new(
-                *version,
-                (*description).into(),
-                MigrationType::Simple,
-                sql.into_sql_str(),
-                false,
-            )
-        })
-        .collect()
+/// How a back end takes the lock and records migrations.
+pub(crate) struct Dialect {
+    pub(crate) backend: &'static str,
+    /// Starts the migrations' transaction, taking the write lock.
+    pub(crate) begin: &'static str,
+    /// Statements run first inside it (the advisory lock on PostgreSQL).
+    pub(crate) lock: Option<&'static str>,
+    pub(crate) create_table: &'static str,
+    /// Binds version, description, checksum, installed_at.
+    pub(crate) record: &'static str,
 }
+
+#[cfg(feature = "sqlite")]
+pub(crate) const SQLITE_DIALECT: Dialect = Dialect {
+    backend: "sqlite",
+    begin: "BEGIN IMMEDIATE",
+    lock: None,
+    create_table: "CREATE TABLE IF NOT EXISTS loopwright_migrations (version INTEGER PRIMARY KEY, \
+                   description TEXT NOT NULL, checksum TEXT NOT NULL, installed_at INTEGER NOT NULL)",
+    record: "INSERT INTO loopwright_migrations (version, description, checksum, installed_at) \
+             VALUES (?, ?, ?, ?)",
+};
+
+#[cfg(feature = "postgres")]
+pub(crate) const POSTGRES_DIALECT: Dialect = Dialect {
+    backend: "postgres",
+    begin: "BEGIN",
+    // A key of our own ("loopwright" in ASCII, truncated to 63 bits).
+    lock: Some("SELECT pg_advisory_xact_lock(7813577447718053746)"),
+    create_table: "CREATE TABLE IF NOT EXISTS loopwright_migrations (version BIGINT PRIMARY KEY, \
+                   description TEXT NOT NULL, checksum TEXT NOT NULL, installed_at BIGINT NOT NULL)",
+    record: "INSERT INTO loopwright_migrations (version, description, checksum, installed_at) \
+             VALUES ($1, $2, $3, $4)",
+};
 
 /// The newest version in `steps`.
 pub(crate) fn newest(steps: &[Step]) -> i64 {
     steps.iter().map(|(version, ..)| *version).max().unwrap_or(0)
 }
 
-/// Brings the schema on `connection` up to date: takes the back end's
-/// migration lock (PostgreSQL: an advisory lock; SQLite: none, so callers
-/// retry a migration that lost a race), applies each migration not applied
-/// yet in its own transaction, releases the lock.
-///
-/// This is `Migrator::run` written out over the public `Migrate` trait: a
-/// future of `Migrator::run` is not `Send` for every lifetime the compiler
-/// asks about, so `open()` could not be spawned.
-pub(crate) async fn run<C: Migrate + Send>(
-    backend: &'static str,
-    connection: &mut C,
-    steps: &[Step],
-) -> Result<(), StoreError> {
-    connection.lock().await.map_err(|e| error(backend, steps, e))?;
-    let applied = apply(connection, steps).await;
-    let unlocked = connection.unlock().await;
-    applied.map_err(|e| error(backend, steps, e))?;
-    unlocked.map_err(|e| error(backend, steps, e))
+/// A stable checksum of a migration's SQL (FNV-1a, 64 bits, in hex): it
+/// tells an edited migration from the one applied, nothing more.
+fn checksum(sql: &str) -> String {
+    let hash = sql.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
-async fn apply<C: Migrate + Send>(connection: &mut C, steps: &[Step]) -> Result<(), MigrateError> {
-    connection.ensure_migrations_table(TABLE).await?;
-    if let Some(version) = connection.dirty_version(TABLE).await? {
-        return Err(MigrateError::Dirty(version));
+/// Brings the schema on `connection` up to date (see the module's
+/// invariant). A failure rolls back everything.
+pub(crate) async fn run<DB>(
+    connection: &mut DB::Connection,
+    dialect: &Dialect,
+    steps: &[Step],
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    i64: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB> + for<'q> sqlx::Encode<'q, DB>,
+    String: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    for<'a> &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    let backend = dialect.backend;
+    let mut transaction = connection
+        .begin_with(dialect.begin.into_sql_str())
+        .await
+        .map_err(|e| from_sqlx(backend, e))?;
+    // Dropped on an error: rolled back.
+    apply::<DB>(&mut transaction, dialect, steps).await?;
+    transaction.commit().await.map_err(|e| from_sqlx(backend, e))
+}
+
+async fn apply<DB>(
+    connection: &mut DB::Connection,
+    dialect: &Dialect,
+    steps: &[Step],
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    i64: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB> + for<'q> sqlx::Encode<'q, DB>,
+    String: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+    for<'a> &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    let backend = dialect.backend;
+    let fail = |e: sqlx::Error| from_sqlx(backend, e);
+    if let Some(lock) = dialect.lock {
+        connection.execute(lock.into_sql_str()).await.map_err(fail)?;
     }
-    let applied = connection.list_applied_migrations(TABLE).await?;
-    let known = migrations(steps);
-    if let Some(unknown) = applied
+    connection
+        .execute(dialect.create_table.into_sql_str())
+        .await
+        .map_err(fail)?;
+    let rows =
+        sqlx::query("SELECT version, checksum FROM loopwright_migrations ORDER BY version".into_sql_str())
+            .fetch_all(&mut *connection)
+            .await
+            .map_err(fail)?;
+    let mut applied = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let version: i64 = row
+            .try_get(0)
+            .map_err(|e| StoreError::corrupt(TABLE, e.to_string()))?;
+        let sum: String = row
+            .try_get(1)
+            .map_err(|e| StoreError::corrupt(TABLE, e.to_string()))?;
+        applied.push((version, sum));
+    }
+    if let Some((found, _)) = applied
         .iter()
-        .find(|a| !known.iter().any(|m| m.version == a.version))
+        .find(|(version, _)| !steps.iter().any(|(v, ..)| v == version))
     {
-        return Err(MigrateError::VersionMissing(unknown.version));
+        return Err(StoreError::NewerSchema {
+            backend,
+            found: *found,
+            supported: newest(steps),
+        });
     }
-    for migration in &known {
-        match applied.iter().find(|a| a.version == migration.version) {
-            Some(done) if done.checksum != migration.checksum => {
-                return Err(MigrateError::VersionMismatch(migration.version));
+    for (version, description, sql) in steps {
+        match applied.iter().find(|(v, _)| v == version) {
+            Some((_, sum)) if *sum != checksum(sql) => {
+                return Err(StoreError::corrupt(
+                    format!("{TABLE} row {version}"),
+                    "the migration applied to this database differs from this loopwright-store's",
+                ));
             }
             Some(_) => {}
             None => {
-                connection.apply(TABLE, migration).await?;
+                sqlx::raw_sql(sql.into_sql_str())
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(fail)?;
+                sqlx::query(dialect.record.into_sql_str())
+                    .bind(*version)
+                    .bind(*description)
+                    .bind(checksum(sql).as_str())
+                    .bind(crate::record::now_millis())
+                    .execute(&mut *connection)
+                    .await
+                    .map_err(fail)?;
             }
         }
     }
     Ok(())
 }
 
-/// Sorts a migration error into a [`StoreError`].
-pub(crate) fn error(backend: &'static str, steps: &[Step], error: MigrateError) -> StoreError {
-    match error {
-        MigrateError::VersionMissing(found) => StoreError::NewerSchema {
-            backend,
-            found,
-            supported: newest(steps),
-        },
-        MigrateError::Execute(error) | MigrateError::ExecuteMigration(error, _) => from_sqlx(backend, error),
-        MigrateError::VersionMismatch(version) => StoreError::corrupt(
-            format!("{TABLE} row {version}"),
-            "the migration applied to this database differs from this loopwright-store's",
-        ),
-        other => StoreError::Backend {
-            backend,
-            source: Box::new(other),
-        },
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn checksums_are_stable() {
+        // FNV-1a's published test vectors: a changed function would be
+        // refused by every database migrated before.
+        assert_eq!(super::checksum(""), "cbf29ce484222325");
+        assert_eq!(super::checksum("a"), "af63dc4c8601ec8c");
+        assert_eq!(super::checksum("foobar"), "85944171f73967e8");
     }
 }

@@ -90,9 +90,9 @@ impl PostgresStore {
             })?
             .application_name("loopwright-store");
         let timeout = builder.acquire_timeout;
-        // Migrations on a connection of their own: the advisory lock they
-        // take (concurrent first opens wait for each other) goes with it,
-        // whatever happens.
+        // Migrations on a connection of their own, in one transaction that
+        // holds an advisory lock (concurrent first opens wait for each
+        // other); the lock ends with the transaction, whatever happens.
         let mut connection = tokio::time::timeout(timeout, options.connect())
             .await
             .map_err(|_| StoreError::Unavailable {
@@ -100,7 +100,12 @@ impl PostgresStore {
                 source: format!("no connection to {} within {timeout:?}", redact(url)).into(),
             })?
             .map_err(|e| from_sqlx(BACKEND, e))?;
-        let migrated = migrations::run(BACKEND, &mut connection, migrations::POSTGRES).await;
+        let migrated = migrations::run::<sqlx::Postgres>(
+            &mut connection,
+            &migrations::POSTGRES_DIALECT,
+            migrations::POSTGRES,
+        )
+        .await;
         let _ = connection.close().await;
         migrated?;
         let pool = PgPoolOptions::new()
@@ -257,22 +262,16 @@ impl RunStore for PostgresStore {
         check_id(&run.id, "run")?;
         let json = RunJson::of(run)?;
         let now = now_millis();
-        let written = sqlx::query(
-            "INSERT INTO loopwright_runs (id, agent, session, status, state, result, error, owner, version, \
-             created_at, updated_at) VALUES ($1, $2, $3, $4, $5::json, $6::json, $7::json, $8, $9, $10, $10)",
-        )
-        .bind(&run.id)
-        .bind(&run.agent)
-        .bind(&run.session)
-        .bind(run.status.as_str())
-        .bind(&json.state)
-        .bind(&json.result)
-        .bind(&json.error)
-        .bind(&run.owner)
-        .bind(to_i64(FIRST_RUN_VERSION, "version")?)
-        .bind(now)
-        .execute(&self.pool)
-        .await;
+        let insert = sqlx::query(
+            "INSERT INTO loopwright_runs (agent, session, status, state, result, error, owner, id, version, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4::json, $5::json, $6::json, $7, $8, $9, $10, $10)",
+        );
+        let written = sql::bind_run(insert, run, &json)
+            .bind(&run.id)
+            .bind(to_i64(FIRST_RUN_VERSION, "version")?)
+            .bind(now)
+            .execute(&self.pool)
+            .await;
         match Written::of(written.map(|done| done.rows_affected())) {
             Written::Done => Ok(()),
             Written::Conflict => Err(StoreError::conflict(
@@ -296,24 +295,18 @@ impl RunStore for PostgresStore {
         let expected = to_i64(expected_version, "version")?;
         to_i64(expected_version + 1, "version")?;
         let json = RunJson::of(run)?;
-        let done = sqlx::query(
+        let update = sqlx::query(
             "UPDATE loopwright_runs SET agent = $1, session = $2, status = $3, state = $4::json, \
              result = $5::json, error = $6::json, owner = $7, version = version + 1, updated_at = $8 \
              WHERE id = $9 AND version = $10",
-        )
-        .bind(&run.agent)
-        .bind(&run.session)
-        .bind(run.status.as_str())
-        .bind(&json.state)
-        .bind(&json.result)
-        .bind(&json.error)
-        .bind(&run.owner)
-        .bind(now_millis())
-        .bind(&run.id)
-        .bind(expected)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| self.error(e))?;
+        );
+        let done = sql::bind_run(update, run, &json)
+            .bind(now_millis())
+            .bind(&run.id)
+            .bind(expected)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.error(e))?;
         if done.rows_affected() == 1 {
             return Ok(expected_version + 1);
         }

@@ -6,10 +6,12 @@
 //! that does not decode.
 
 use serde_json::Value;
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::query::Query;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
 
-use crate::codec::{self, EVENTS, RUNS, RunRow, TURNS, TurnRow};
+use crate::codec::{self, EVENTS, RUNS, RunJson, RunRow, TURNS, TurnRow};
 use crate::error::{StoreError, is_unique_violation};
+use crate::record::RunRecord;
 
 /// A column of `row`.
 fn column<'r, R, T>(row: &'r R, index: usize, location: impl FnOnce() -> String) -> Result<T, StoreError>
@@ -108,4 +110,26 @@ impl Written {
             Err(e) => Written::Failed(e),
         }
     }
+}
+
+/// Binds a run's columns `agent, session, status, state, result, error,
+/// owner`, in that order (the statements of both back ends take them so).
+pub(crate) fn bind_run<'q, DB>(
+    query: Query<'q, DB, DB::Arguments>,
+    run: &RunRecord,
+    json: &RunJson,
+) -> Query<'q, DB, DB::Arguments>
+where
+    DB: Database,
+    for<'a> &'a str: Encode<'a, DB> + Type<DB>,
+    for<'a> Option<&'a str>: Encode<'a, DB> + Type<DB>,
+{
+    query
+        .bind(run.agent.as_str())
+        .bind(run.session.as_deref())
+        .bind(run.status.as_str())
+        .bind(json.state.as_deref())
+        .bind(json.result.as_deref())
+        .bind(json.error.as_deref())
+        .bind(run.owner.as_deref())
 }

@@ -28,11 +28,6 @@ use crate::sql::{self, Written};
 use crate::traits::{ConversationStore, EventLog, RunStore};
 
 const BACKEND: &str = "sqlite";
-/// First opens of a new file by several processes at once: SQLite has no
-/// migration lock, so a migration that lost the race is run again (it then
-/// finds the schema there).
-const MIGRATE_ATTEMPTS: u32 = 5;
-const MIGRATE_RETRY: Duration = Duration::from_millis(50);
 
 /// A store in one SQLite file. Open it with [`open`](crate::open)
 /// (`sqlite:PATH`) or a [`StoreBuilder`].
@@ -87,26 +82,22 @@ impl SqliteStore {
             .connect_with(connect)
             .await
             .map_err(|e| at_path(path, e))?;
-        let mut attempt = 1;
-        loop {
-            let migrated = match pool.acquire().await {
-                Ok(mut connection) => migrations::run(BACKEND, &mut *connection, migrations::SQLITE).await,
-                Err(e) => Err(from_sqlx(BACKEND, e)),
-            };
-            match migrated {
-                Ok(()) => break,
-                Err(StoreError::Unavailable { source, .. } | StoreError::Backend { source, .. })
-                    if attempt < MIGRATE_ATTEMPTS =>
-                {
-                    tracing::debug!(%source, attempt, "loopwright-store: a SQLite migration raced another, again");
-                    tokio::time::sleep(MIGRATE_RETRY * attempt).await;
-                    attempt += 1;
-                }
-                Err(error) => {
-                    pool.close().await;
-                    return Err(with_path(path, error));
-                }
+        // BEGIN IMMEDIATE: concurrent first opens, in this process or
+        // another, wait for each other's migrations (up to the busy timeout).
+        let migrated = match pool.acquire().await {
+            Ok(mut connection) => {
+                migrations::run::<sqlx::Sqlite>(
+                    &mut connection,
+                    &migrations::SQLITE_DIALECT,
+                    migrations::SQLITE,
+                )
+                .await
             }
+            Err(e) => Err(from_sqlx(BACKEND, e)),
+        };
+        if let Err(error) = migrated {
+            pool.close().await;
+            return Err(with_path(path, error));
         }
         Ok(Self {
             path: path.to_owned(),
@@ -242,23 +233,17 @@ impl RunStore for SqliteStore {
         check_id(&run.id, "run")?;
         let json = RunJson::of(run)?;
         let now = now_millis();
-        let written = sqlx::query(
-            "INSERT INTO loopwright_runs (id, agent, session, status, state, result, error, owner, version, \
+        let insert = sqlx::query(
+            "INSERT INTO loopwright_runs (agent, session, status, state, result, error, owner, id, version, \
              created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&run.id)
-        .bind(&run.agent)
-        .bind(&run.session)
-        .bind(run.status.as_str())
-        .bind(&json.state)
-        .bind(&json.result)
-        .bind(&json.error)
-        .bind(&run.owner)
-        .bind(to_i64(FIRST_RUN_VERSION, "version")?)
-        .bind(now)
-        .bind(now)
-        .execute(&self.pool)
-        .await;
+        );
+        let written = sql::bind_run(insert, run, &json)
+            .bind(&run.id)
+            .bind(to_i64(FIRST_RUN_VERSION, "version")?)
+            .bind(now)
+            .bind(now)
+            .execute(&self.pool)
+            .await;
         match Written::of(written.map(|done| done.rows_affected())) {
             Written::Done => Ok(()),
             Written::Conflict => Err(StoreError::conflict(
@@ -284,23 +269,17 @@ impl RunStore for SqliteStore {
         let expected = to_i64(expected_version, "version")?;
         to_i64(expected_version + 1, "version")?;
         let json = RunJson::of(run)?;
-        let done = sqlx::query(
+        let update = sqlx::query(
             "UPDATE loopwright_runs SET agent = ?, session = ?, status = ?, state = ?, result = ?, error = ?, \
              owner = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
-        )
-        .bind(&run.agent)
-        .bind(&run.session)
-        .bind(run.status.as_str())
-        .bind(&json.state)
-        .bind(&json.result)
-        .bind(&json.error)
-        .bind(&run.owner)
-        .bind(now_millis())
-        .bind(&run.id)
-        .bind(expected)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| self.error(e))?;
+        );
+        let done = sql::bind_run(update, run, &json)
+            .bind(now_millis())
+            .bind(&run.id)
+            .bind(expected)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.error(e))?;
         if done.rows_affected() == 1 {
             return Ok(expected_version + 1);
         }

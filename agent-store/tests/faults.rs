@@ -230,16 +230,9 @@ async fn postgres_corrupt_rows_are_typed_errors_naming_the_row() {
 
 async fn a_newer_schema_is_left_alone(url: &str, backend: &str) {
     open_quick(url).await;
-    let checksum = if backend == "postgres" {
-        "'\\x00'::bytea"
-    } else {
-        "X'00'"
-    };
-    let sql = format!(
-        "INSERT INTO loopwright_migrations (version, description, success, checksum, execution_time) \
-         VALUES (99, 'from the future', TRUE, {checksum}, 0)"
-    );
-    raw(url, &[sql.as_str()]).await;
+    let sql = "INSERT INTO loopwright_migrations (version, description, checksum, installed_at) \
+               VALUES (99, 'from the future', '0000000000000000', 0)";
+    raw(url, &[sql]).await;
     match StoreBuilder::new(url).open().await {
         Err(StoreError::NewerSchema {
             backend: b,
@@ -248,6 +241,20 @@ async fn a_newer_schema_is_left_alone(url: &str, backend: &str) {
         }) => assert_eq!(b, backend),
         other => panic!("{other:?}"),
     }
+    // A migration applied with other SQL than this version's: refused, named.
+    raw(
+        url,
+        &[
+            "DELETE FROM loopwright_migrations WHERE version = 99",
+            "UPDATE loopwright_migrations SET checksum = 'x'",
+        ],
+    )
+    .await;
+    let error = StoreBuilder::new(url).open().await.unwrap_err();
+    assert!(
+        error.is_corrupt() && error.to_string().contains("loopwright_migrations row 1"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,8 +291,8 @@ async fn a_file_that_is_not_a_sqlite_database_is_named() {
     );
 }
 
-/// Many first opens of one new file at once (SQLite has no migration
-/// lock): all succeed, the schema is made once.
+/// Many first opens of one new file at once: all succeed, the schema is
+/// made once (the migrations wait for each other's write lock).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_first_opens_of_a_sqlite_file_all_succeed() {
     let dir = tempfile::tempdir().unwrap();
