@@ -14,8 +14,12 @@ cd "$(dirname "$0")/.."
 # and the fixtures); cargo names each one it leaves out, which says nothing.
 cargo package --workspace 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
 cargo run --manifest-path tests-consumer/Cargo.toml --target-dir target
+# `cargo tree -d` also prints every crate on the way to a duplicate (one
+# version of reqwest that depends on a duplicated crate is listed): a name
+# counts only with two different versions.
 dups=$(cargo tree -d --workspace --all-features -e normal --prefix none --format '{p}' \
-    | grep -E '^(reqwest|rustls|hyper|sse-stream) ' | sort -u || true)
+    | grep -E '^(reqwest|rustls|hyper|sse-stream) ' | awk '{print $1, $2}' | sort -u \
+    | awk '{print $1}' | uniq -d || true)
 if [ -n "$dups" ]; then
     echo "duplicate versions in the dependency graph:" >&2
     echo "$dups" >&2

@@ -9,9 +9,13 @@
 #   requirements.txt): the Python MCP SDKs, mcp-server-time and
 #   mcp-server-git, each in its own virtual environment; clients: the
 #   official openai and anthropic packages and the MCP SDK's client, which
-#   the loopwright-serve tests drive.
+#   the loopwright-serve tests drive;
+# - PostgreSQL (Debian's postgresql, without its default cluster): one
+#   throwaway server for the whole run (scripts/postgres.sh), its URL in
+#   LOOPWRIGHT_TEST_POSTGRES; each test makes a database of its own there.
+#   It is stopped after the tests, also when they fail.
 # After the tests, scripts/leftovers.sh fails if any process they started
-# (our binaries, the npm and Python servers) is still alive.
+# (our binaries, the npm and Python servers, PostgreSQL) is still alive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # npm (on the machine's Node 20) warns EBADENGINE for a package of the
@@ -23,5 +27,10 @@ for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clien
     [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
     "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
 done
+source scripts/postgres.sh
+postgres_install
+trap postgres_stop EXIT
+postgres_start
 cargo test --workspace --all-features
+postgres_stop
 bash scripts/leftovers.sh

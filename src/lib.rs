@@ -2,9 +2,10 @@
 //!
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
-//! `skills`, all on by default; `serve`, the headends; `otel`, the OTLP
-//! export of the trace spans; `eval`, evals over datasets of cases). See
-//! `loopwright_core` for the loop and the
+//! `skills`, all on by default; `serve`, the headends; `store`, conversations
+//! and runs kept in SQLite or PostgreSQL; `otel`, the OTLP export of the trace
+//! spans; `eval`, evals over datasets of cases). See `loopwright_core` for
+//! the loop and the
 //! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
 //! agent is also a tool of another: [`AgentTool`]), and [`skills`] for Agent
@@ -106,6 +107,11 @@ pub mod textfile;
 /// Anthropic-compatible API, as an MCP server, over REST.
 #[cfg(feature = "serve")]
 pub use loopwright_serve as serve;
+
+/// Conversations, run states and event logs that outlive a process (feature
+/// `store`): in memory, SQLite (one file) or PostgreSQL, opened by URL.
+#[cfg(feature = "store")]
+pub use loopwright_store as store;
 
 /// The GenAI trace spans exported over OTLP (feature `otel`).
 #[cfg(feature = "otel")]

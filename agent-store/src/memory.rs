@@ -1,0 +1,203 @@
+//! [`MemoryStore`]: a store in this process's memory, for tests and for
+//! programs that keep nothing.
+//!
+//! Invariant: the same behaviour as the database back ends (versions,
+//! conflicts, whole-or-absent writes, ordered events), with one lock taken
+//! and released inside each call, never across an `.await`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use loopwright_core::Message;
+use serde_json::Value;
+
+use crate::codec::version_detail;
+use crate::error::{StoreError, check_id, to_i64};
+use crate::notify::{EventSubscription, Notifier};
+use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredConversation, now_millis};
+use crate::traits::{ConversationStore, EventLog, RunStore};
+
+/// A store in memory (`memory:`): gone with the process.
+///
+/// ```
+/// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+/// use loopwright_store::ConversationStore;
+/// let store = loopwright_store::MemoryStore::new();
+/// store.append_turn("c1", 0, &[loopwright_core::Message::user("hi")]).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    data: Mutex<Data>,
+    notifier: Notifier,
+}
+
+#[derive(Debug, Default)]
+struct Data {
+    /// Messages and the number of turns.
+    conversations: HashMap<String, (Vec<Message>, u64)>,
+    runs: HashMap<String, RunRecord>,
+    events: HashMap<String, BTreeMap<u64, Value>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn data(&self) -> MutexGuard<'_, Data> {
+        self.data.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[async_trait]
+impl ConversationStore for MemoryStore {
+    async fn load_conversation(&self, id: &str) -> Result<Option<StoredConversation>, StoreError> {
+        Ok(self
+            .data()
+            .conversations
+            .get(id)
+            .map(|(messages, version)| StoredConversation::new(id, messages.clone(), *version)))
+    }
+
+    async fn append_turn(
+        &self,
+        id: &str,
+        expected_version: u64,
+        messages: &[Message],
+    ) -> Result<u64, StoreError> {
+        check_id(id, "conversation")?;
+        to_i64(expected_version + 1, "version")?;
+        let mut data = self.data();
+        let found = data.conversations.get(id).map(|(_, version)| *version);
+        if found.unwrap_or(0) != expected_version {
+            return Err(StoreError::conflict(
+                format!("conversation {id:?}"),
+                version_detail(expected_version, found),
+            ));
+        }
+        let entry = data.conversations.entry(id.to_owned()).or_default();
+        entry.0.extend_from_slice(messages);
+        entry.1 = expected_version + 1;
+        Ok(entry.1)
+    }
+
+    async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.data().conversations.remove(id).is_some())
+    }
+}
+
+#[async_trait]
+impl RunStore for MemoryStore {
+    async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        check_id(&run.id, "run")?;
+        let mut data = self.data();
+        if data.runs.contains_key(&run.id) {
+            return Err(StoreError::conflict(
+                format!("run {:?}", run.id),
+                "it exists already",
+            ));
+        }
+        let mut stored = run.clone();
+        let now = now_millis();
+        stored.version = FIRST_RUN_VERSION;
+        stored.created_at = now;
+        stored.updated_at = now;
+        data.runs.insert(run.id.clone(), stored);
+        Ok(())
+    }
+
+    async fn load_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
+        Ok(self.data().runs.get(id).cloned())
+    }
+
+    async fn update_run(&self, run: &RunRecord, expected_version: u64) -> Result<u64, StoreError> {
+        to_i64(expected_version + 1, "version")?;
+        let mut data = self.data();
+        let Some(stored) = data.runs.get_mut(&run.id) else {
+            return Err(StoreError::conflict(
+                format!("run {:?}", run.id),
+                version_detail(expected_version, None),
+            ));
+        };
+        if stored.version != expected_version {
+            return Err(StoreError::conflict(
+                format!("run {:?}", run.id),
+                version_detail(expected_version, Some(stored.version)),
+            ));
+        }
+        let created_at = stored.created_at;
+        *stored = run.clone();
+        stored.version = expected_version + 1;
+        stored.created_at = created_at;
+        stored.updated_at = now_millis();
+        Ok(stored.version)
+    }
+
+    async fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        let data = self.data();
+        let mut runs: Vec<RunRecord> = data
+            .runs
+            .values()
+            .filter(|run| status.is_none_or(|status| run.status == status))
+            .cloned()
+            .collect();
+        runs.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        runs.truncate(limit);
+        Ok(runs)
+    }
+}
+
+#[async_trait]
+impl EventLog for MemoryStore {
+    async fn append_events(&self, run_id: &str, events: &[(u64, Value)]) -> Result<(), StoreError> {
+        check_id(run_id, "run")?;
+        {
+            let mut data = self.data();
+            let log = data.events.entry(run_id.to_owned()).or_default();
+            let mut seen = std::collections::HashSet::new();
+            for (seq, _) in events {
+                to_i64(*seq, "sequence number")?;
+                if log.contains_key(seq) || !seen.insert(*seq) {
+                    return Err(StoreError::conflict(
+                        format!("event {seq} of run {run_id:?}"),
+                        "that sequence number is stored already",
+                    ));
+                }
+            }
+            for (seq, event) in events {
+                log.insert(*seq, event.clone());
+            }
+        }
+        self.notifier.notify(run_id);
+        Ok(())
+    }
+
+    async fn read_events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Value)>, StoreError> {
+        let data = self.data();
+        let Some(log) = data.events.get(run_id) else {
+            return Ok(Vec::new());
+        };
+        let from = match after {
+            Some(after) => std::ops::Bound::Excluded(after),
+            None => std::ops::Bound::Unbounded,
+        };
+        Ok(log
+            .range((from, std::ops::Bound::Unbounded))
+            .take(limit)
+            .map(|(seq, event)| (*seq, event.clone()))
+            .collect())
+    }
+
+    async fn subscribe_events(&self, run_id: &str) -> Result<EventSubscription, StoreError> {
+        // Only this process writes here: no poll.
+        Ok(EventSubscription::new(self.notifier.subscribe(run_id), None))
+    }
+}

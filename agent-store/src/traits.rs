@@ -1,0 +1,145 @@
+//! The store traits: [`ConversationStore`], [`RunStore`], [`EventLog`] and
+//! [`Store`], all three at once.
+//!
+//! Invariant: every write is one transaction, whole or absent; versions and
+//! sequence numbers make concurrent writers safe (a writer that lost gets
+//! [`StoreError::Conflict`] and nothing of its write is stored).
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use loopwright_core::Message;
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::notify::{EventSubscription, FALLBACK_POLL};
+use crate::record::{RunRecord, RunStatus, StoredConversation};
+
+/// Conversations as append-only turns with a version.
+///
+/// ```
+/// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+/// use loopwright_core::Message;
+/// let store = loopwright_store::open("memory:").await?;
+/// let v1 = store.append_turn("c1", 0, &[Message::user("hi"), Message::assistant("hello")]).await?;
+/// let chat = store.load_conversation("c1").await?.unwrap();
+/// assert_eq!((chat.messages.len(), chat.version), (2, v1));
+/// // A writer that loaded version 0 too is told so, and writes nothing:
+/// assert!(store.append_turn("c1", 0, &[Message::user("hey")]).await.unwrap_err().is_conflict());
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// The conversation `id`, or `None` when it has no turn.
+    async fn load_conversation(&self, id: &str) -> Result<Option<StoredConversation>, StoreError>;
+
+    /// Appends one turn's messages; `expected_version` is the version the
+    /// caller loaded (0 for a new conversation). Returns the new version
+    /// (`expected_version + 1`); a version that moved on is
+    /// [`StoreError::Conflict`], and nothing is written.
+    async fn append_turn(
+        &self,
+        id: &str,
+        expected_version: u64,
+        messages: &[Message],
+    ) -> Result<u64, StoreError>;
+
+    /// Deletes every turn of `id`; whether there was any.
+    async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError>;
+}
+
+/// Run records with compare-and-set updates.
+///
+/// ```
+/// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+/// use loopwright_store::{RunRecord, RunStatus};
+/// let store = loopwright_store::open("memory:").await?;
+/// let run = RunRecord::new("r1", "agent");
+/// store.create_run(&run).await?;
+/// let v2 = store.update_run(&run.clone().with_status(RunStatus::Completed), 1).await?;
+/// assert_eq!(v2, 2);
+/// assert_eq!(store.list_runs(Some(RunStatus::Completed), 10).await?.len(), 1);
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Stores a new run at version [`FIRST_RUN_VERSION`](crate::FIRST_RUN_VERSION)
+    /// (the record's version and timestamps are not used); an id that
+    /// exists is [`StoreError::Conflict`].
+    async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError>;
+
+    /// The run `id`, if stored.
+    async fn load_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Compare-and-set: writes `run` (at version `expected_version + 1`,
+    /// `updated_at` now, `created_at` kept) only if the stored version is
+    /// `expected_version`; returns the new version. A version that moved on,
+    /// or a run that is not there, is [`StoreError::Conflict`].
+    async fn update_run(&self, run: &RunRecord, expected_version: u64) -> Result<u64, StoreError>;
+
+    /// Runs with this status (all when `None`), the most recently written
+    /// first, at most `limit`.
+    async fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+}
+
+/// A run's event log: events with sequence numbers, readable from any
+/// sequence number, so a stream can be resumed by a client or by another
+/// process.
+///
+/// ```
+/// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+/// use serde_json::json;
+/// let store = loopwright_store::open("memory:").await?;
+/// let mut tail = store.subscribe_events("r1").await?; // before the first read: no wake is missed
+/// store.append_events("r1", &[(1, json!({"type": "text_delta"})), (2, json!({"type": "finished"}))]).await?;
+/// tail.wait().await;
+/// let events = store.read_events("r1", Some(1), 100).await?;
+/// assert_eq!(events, vec![(2, json!({"type": "finished"}))]);
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait EventLog: Send + Sync {
+    /// Appends events with their sequence numbers in one transaction; a
+    /// sequence number already there (or twice in `events`) is
+    /// [`StoreError::Conflict`], and nothing is written.
+    async fn append_events(&self, run_id: &str, events: &[(u64, Value)]) -> Result<(), StoreError>;
+
+    /// Events with a sequence number above `after` (all when `None`), in
+    /// order, at most `limit`.
+    async fn read_events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Value)>, StoreError>;
+
+    /// A subscription to appends to `run_id`'s log, by this process or (on
+    /// PostgreSQL, through `LISTEN`/`NOTIFY`) any other; on SQLite, other
+    /// processes' appends are seen by a short poll. Subscribe before reading,
+    /// then read from the last sequence number after each
+    /// [`wait`](EventSubscription::wait): a wake is a hint, never an event.
+    async fn subscribe_events(&self, run_id: &str) -> Result<EventSubscription, StoreError>;
+
+    /// Resolves when events may have been appended to `run_id` since the
+    /// call (or after a short poll). An append between a reader's last read
+    /// and this call is seen only at the poll: a reader that tails a log
+    /// keeps one [`subscribe_events`](Self::subscribe_events) instead.
+    async fn wait_for_events(&self, run_id: &str) {
+        match self.subscribe_events(run_id).await {
+            Ok(mut subscription) => subscription.wait().await,
+            Err(_) => tokio::time::sleep(FALLBACK_POLL).await,
+        }
+    }
+}
+
+/// Everything that must outlive a process: conversations, runs and their
+/// event logs. [`open`](crate::open) gives one by URL.
+///
+/// ```
+/// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+/// let store: std::sync::Arc<dyn loopwright_store::Store> = loopwright_store::open("sqlite:agent.db").await?;
+/// # let _ = store; Ok(()) }
+/// ```
+pub trait Store: ConversationStore + RunStore + EventLog + Send + Sync + Debug {}
+
+impl<T: ConversationStore + RunStore + EventLog + Send + Sync + Debug> Store for T {}
