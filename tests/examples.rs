@@ -84,9 +84,11 @@ impl ModelServer {
         self.bodies.lock().unwrap().clone()
     }
 
-    /// Run an example against this server, feeding `stdin`.
-    async fn run_example(&self, name: &str, args: &[&str], stdin: &[u8]) -> (Output, String, String) {
-        let mut child = tokio::process::Command::new(built(&format!("examples/{name}")))
+    /// An example's command against this server (a clean environment,
+    /// every stream piped).
+    fn example(&self, name: &str, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(built(&format!("examples/{name}")));
+        command
             .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -95,7 +97,14 @@ impl ModelServer {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Run an example against this server, feeding `stdin`.
+    async fn run_example(&self, name: &str, args: &[&str], stdin: &[u8]) -> (Output, String, String) {
+        let mut child = self
+            .example(name, args)
             .spawn()
             .expect("the examples are built by `cargo test`");
         {
@@ -603,4 +612,67 @@ async fn the_readme_openai_client_talks_to_the_serve_example() {
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stdout, "Issue 42 is fixed.");
     stops_cleanly_on(child, nix::sys::signal::Signal::SIGTERM).await;
+}
+
+/// The pause_resume example: a run paused and stored by one process, which
+/// is then SIGKILLed; another process resumes it from the store, and the
+/// approved call runs exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_run_survives_a_sigkill_and_another_process_resumes_it_once() {
+    use tokio::io::AsyncBufReadExt;
+    let server = ModelServer::start(vec![
+        call("append_note", json!({"text": "the build is green"})),
+        answer("Noted."),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let mut pausing = server
+        .example("pause_resume", &["pause", "Note that the build is green"])
+        .env("LOOPWRIGHT_STORE", &store)
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(pausing.stdout.take().unwrap()).lines();
+    let paused = tokio::time::timeout(HANG_GUARD, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("the pausing process printed its run");
+    let words: Vec<&str> = paused.split_whitespace().collect();
+    assert_eq!(
+        (words[0], words[2], words[4]),
+        ("paused", "call", "append_note"),
+        "{paused}"
+    );
+    let (run_id, call_id) = (words[1].to_owned(), words[3].to_owned());
+    // Killed while the run waits for approval.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pausing.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = pausing.wait().await;
+    let notes = dir.path().join("notes.txt");
+    assert!(!notes.exists(), "nothing ran before the decision");
+    let resume = |dir: &std::path::Path| {
+        server
+            .example("pause_resume", &["resume", &run_id, "--approve", &call_id])
+            .env("LOOPWRIGHT_STORE", &store)
+            .current_dir(dir)
+            .output()
+    };
+    let out = tokio::time::timeout(HANG_GUARD, resume(dir.path()))
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.trim(), "Noted.");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
+    // A second resume finds it done: nothing runs twice.
+    let out = tokio::time::timeout(HANG_GUARD, resume(dir.path()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not awaiting approval"));
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
 }

@@ -71,8 +71,10 @@ impl Approver for TerminalApprover {
 }
 
 /// `--plan`: how the proposed plan is answered, per `--approve`: asked on
-/// the terminal (`ask`), approved (`auto`; the plan is shown on stderr), or
-/// rejected (`deny`: the plan is shown and the run ends, a dry run).
+/// the terminal (`ask`), approved (`auto`; the plan is shown on stderr),
+/// rejected (`deny`: the plan is shown and the run ends, a dry run), or
+/// left pending (`defer`: the run is stored, `loopwright resume RUN_ID
+/// --approve plan` follows it).
 pub fn preflight(mode: ApproveMode) -> Preflight {
     match mode {
         ApproveMode::Auto => Preflight::with_approver(|_: &Plan| PlanDecision::Approve),
@@ -80,6 +82,7 @@ pub fn preflight(mode: ApproveMode) -> Preflight {
         ApproveMode::Deny => {
             Preflight::with_approver(|_: &Plan| PlanDecision::reject("rejected by --approve deny"))
         }
+        ApproveMode::Defer => Preflight::defer(),
     }
 }
 

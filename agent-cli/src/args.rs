@@ -15,6 +15,11 @@ pub enum ApproveMode {
     /// coding tools Read, Glob, Grep and those of MCP servers marked
     /// `"trust": true`).
     Deny,
+    /// Ask nobody now: the calls that need approval stay pending, the run
+    /// is stored and the command exits with status 9, naming the run;
+    /// `loopwright resume RUN_ID --approve CALL_ID` continues it, in any
+    /// process.
+    Defer,
 }
 
 /// Run an LLM agent with MCP tools.
@@ -51,6 +56,14 @@ pub enum Command {
     /// accepting, let runs finish within --shutdown-grace, then cancel them
     /// (exit status 0 after a clean stop).
     Serve(Box<ServeArgs>),
+    /// Continue a run that paused on questions (`--approve defer`), in this
+    /// or any other process: every pending call gets a decision.
+    ///
+    /// The run is built as its first command built it (the same flags, in
+    /// the same directory); approved calls run once, denied ones tell the
+    /// model why; the answer prints as any run's. Exit statuses as for
+    /// running a prompt (9 when it pauses again).
+    Resume(ResumeArgs),
     /// Sign in to the configured MCP servers that ask for OAuth, sign out,
     /// and see which need a sign-in. Tokens are kept in
     /// ~/.config/loopwright/mcp-tokens.json (mode 0600) and are never
@@ -69,6 +82,33 @@ pub enum Command {
     /// the pass rate reaches --min-pass, 1 when it does not, 2 for a bad
     /// dataset or configuration.
     Eval(Box<EvalArgs>),
+}
+
+/// `loopwright resume`: the paused run and the decisions.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The paused run's id (printed when it paused).
+    #[arg(value_name = "RUN_ID")]
+    pub run_id: String,
+
+    /// Run this pending call (repeatable; `plan` approves a plan).
+    #[arg(long = "approve", value_name = "CALL_ID", action = ArgAction::Append)]
+    pub approve: Vec<String>,
+
+    /// Do not run this pending call; REASON is told to the model
+    /// (repeatable).
+    #[arg(long = "deny", value_name = "CALL_ID[=REASON]", action = ArgAction::Append)]
+    pub deny: Vec<String>,
+
+    /// The store the run is in [default: the configuration's `store`, else
+    /// the user's data directory's SQLite file].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+
+    /// The configuration file naming the store [default: ./.ai-agent.json,
+    /// else ~/.ai-agent.json].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// `loopwright mcp`: OAuth sign-in to remote MCP servers.
@@ -391,6 +431,17 @@ pub struct AgentArgs {
     #[arg(long, value_enum, default_value_t = ApproveMode::Auto)]
     pub approve: ApproveMode,
 
+    /// Continue the stored conversation NAME (created on first use): its
+    /// history goes to the model, and the turn is stored when it ends.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+
+    /// Where sessions and paused runs are kept: sqlite:PATH, postgres://...
+    /// [default: the configuration's `store`, else a SQLite file in the
+    /// user's data directory, ~/.local/share/loopwright/store.db].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+
     /// The final answer must be JSON matching this JSON Schema file; stdout
     /// gets the validated value alone, as one line [default:
     /// defaults.outputSchema].
@@ -576,4 +627,5 @@ impl From<OutputModeArg> for loopwright::OutputMode {
 const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
 fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 6 the answer never \
 matched --output-schema, 7 the --plan was rejected, 8 the run's budget (--max-model-calls, --max-tree-tokens) was \
-used up, 124 the --timeout passed, 130 interrupted (143 on SIGTERM).";
+used up, 9 the run paused on questions (--approve defer; continue it with `loopwright resume RUN_ID`), 124 the \
+--timeout passed, 130 interrupted (143 on SIGTERM).";

@@ -18,6 +18,9 @@ pub const MAX_STEPS: u8 = 5;
 pub const OUTPUT_INVALID: u8 = 6;
 /// The `--plan` was rejected (no tool ran).
 pub const PLAN_REJECTED: u8 = 7;
+/// The run paused on questions (`--approve defer`): it is stored, and
+/// `loopwright resume RUN_ID` continues it. Not an error.
+pub const AWAITING_APPROVAL: u8 = 9;
 /// The run tree's budget of model calls or tokens was used up
 /// (`--max-model-calls`, `--max-tree-tokens`).
 pub const BUDGET_EXHAUSTED: u8 = 8;
@@ -40,6 +43,7 @@ pub fn for_exit(exit: ExitReason) -> u8 {
         ExitReason::OutputInvalid => OUTPUT_INVALID,
         ExitReason::PlanRejected => PLAN_REJECTED,
         ExitReason::BudgetExhausted => BUDGET_EXHAUSTED,
+        ExitReason::AwaitingApproval => AWAITING_APPROVAL,
         _ => MODEL_ERROR,
     }
 }
@@ -58,7 +62,13 @@ pub fn for_result(result: &loopwright::AgentResult) -> u8 {
 /// arrives, so it is not repeated here).
 pub fn explain(result: &loopwright::AgentResult) -> Option<String> {
     let why = match result.exit {
-        ExitReason::Completed | ExitReason::Stopped | ExitReason::ModelError => return None,
+        // A pause is said by the notice that names the run and its calls.
+        ExitReason::Completed
+        | ExitReason::Stopped
+        | ExitReason::ModelError
+        | ExitReason::AwaitingApproval => {
+            return None;
+        }
         // The `finished` event's error already said which limit, and why.
         _ if result.stopped_by.is_some() => return None,
         ExitReason::TokenLimit => format!(

@@ -21,7 +21,7 @@ pub async fn run(
     file: &std::path::Path,
     config: &AgentConfig,
     system: Option<String>,
-    prompt: String,
+    job: crate::job::Job,
     cassette: Option<Cassette>,
     stop: &mut Stop,
 ) -> Result<u8, Failure> {
@@ -43,7 +43,7 @@ pub async fn run(
             status = stop.requested() => Ok(status),
         }
     } else {
-        run_prompt(args, &built.agent, prompt, stop).await
+        run_prompt(args, &built.agent, job, stop).await
     };
     crate::release_stdout();
     tokio::select! {

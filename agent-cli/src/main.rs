@@ -10,9 +10,12 @@ mod escape;
 mod eval;
 mod exit;
 mod files;
+mod job;
 mod mcp;
 mod model;
+mod persist;
 mod render;
+mod resume;
 mod serve;
 mod tools;
 mod trace;
@@ -45,6 +48,7 @@ fn main() {
                 Some(args::Command::Serve(args)) => runtime.block_on(serve::run(*args)),
                 Some(args::Command::Eval(args)) => runtime.block_on(eval::run(*args)),
                 Some(args::Command::Mcp(args)) => runtime.block_on(mcp::run(args)),
+                Some(args::Command::Resume(args)) => runtime.block_on(resume::run(args)),
             };
             // Do not wait for blocking threads: a terminal question may
             // still be reading /dev/tty after an interrupt.
@@ -62,7 +66,7 @@ fn main() {
 }
 
 async fn run(args: Args) -> u8 {
-    match run_checked(args).await {
+    match run_checked(args, None).await {
         Ok(status) => status,
         Err(failure) => {
             eprintln!("loopwright: {}", escape::message(&failure.message));
@@ -128,20 +132,32 @@ impl Stop {
     }
 }
 
-async fn run_checked(args: Args) -> Result<u8, Failure> {
+/// Run the command line `args`: its prompt, or `resumed` (a paused run to
+/// continue, built with the command line it was started with).
+pub(crate) async fn run_checked(args: Args, resumed: Option<job::ResumeJob>) -> Result<u8, Failure> {
     let config = load_config(&args)?;
     trace::init(trace::TraceOptions::of(&args), config.secret_values());
-    // `--list-tools` takes no prompt, so it never waits on standard input.
-    let prompt = if args.list_tools {
-        None
-    } else {
-        read_prompt(&args)?
+    let what = match resumed {
+        Some(resumed) => job::What::Resume(Box::new(resumed)),
+        None => {
+            // `--list-tools` takes no prompt, so it never waits on standard input.
+            let prompt = if args.list_tools {
+                None
+            } else {
+                read_prompt(&args)?
+            };
+            if !args.list_tools && prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
+                return Err(Failure::usage(
+                    "no prompt: give it as the argument, or on standard input with `-` (see --help)",
+                ));
+            }
+            job::What::Prompt(prompt.unwrap_or_default())
+        }
     };
-    if !args.list_tools && prompt.as_deref().is_none_or(|p| p.trim().is_empty()) {
-        return Err(Failure::usage(
-            "no prompt: give it as the argument, or on standard input with `-` (see --help)",
-        ));
-    }
+    let job = job::Job {
+        what,
+        store_url: persist::store_url(args.store.as_deref(), config.store.as_deref()).ok(),
+    };
     if args.approve == ApproveMode::Ask && !args.list_tools && !approve::terminal_available() {
         return Err(Failure::usage(
             "--approve ask needs a terminal to ask on; use auto or deny",
@@ -158,16 +174,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         ));
     }
     if let Some(file) = args.agent.first() {
-        return files::run(
-            &args,
-            file,
-            &config,
-            system,
-            prompt.unwrap_or_default(),
-            cassette,
-            &mut stop,
-        )
-        .await;
+        return files::run(&args, file, &config, system, job, cassette, &mut stop).await;
     }
 
     // Interrupted while connecting: dropping the connections ends the
@@ -176,16 +183,7 @@ async fn run_checked(args: Args) -> Result<u8, Failure> {
         tools = tools::build(&args, &config, cassette.as_ref()) => tools?,
         status = stop.requested() => return Ok(status),
     };
-    let status = drive(
-        &args,
-        &config,
-        system,
-        prompt.unwrap_or_default(),
-        &tools,
-        cassette.as_ref(),
-        &mut stop,
-    )
-    .await;
+    let status = drive(&args, &config, system, job, &tools, cassette.as_ref(), &mut stop).await;
     release_stdout();
     // Every path ends here: the servers (and their process groups) are
     // closed, gracefully unless another signal comes; then dropping them
@@ -213,12 +211,12 @@ fn system_prompt(args: &AgentArgs) -> Result<Option<String>, Failure> {
 }
 
 /// List the tools, or choose the model (through the cassette, if any) and
-/// run the prompt to the end.
+/// run the job to the end.
 async fn drive(
     args: &Args,
     config: &AgentConfig,
     system: Option<String>,
-    prompt: String,
+    job: job::Job,
     tools: &tools::Tools,
     cassette: Option<&Cassette>,
     stop: &mut Stop,
@@ -250,12 +248,12 @@ async fn drive(
         .shared_tools(tools.set.clone())
         .options(options)
         .build();
-    run_prompt(args, &agent, prompt, stop).await
+    run_prompt(args, &agent, job, stop).await
 }
 
-/// Run the prompt to the end, printing as the flags say; the exit status
-/// says how it ended.
-async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop) -> Result<u8, Failure> {
+/// Run the job to the end, printing as the flags say, then store what it
+/// left; the exit status says how it ended.
+async fn run_prompt(args: &Args, agent: &Agent, job: job::Job, stop: &mut Stop) -> Result<u8, Failure> {
     let mode = if args.events {
         Mode::Events
     } else if agent.options().output.is_some() {
@@ -269,7 +267,7 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
     let mut renderer = Renderer::new(mode).show_plan(args.approve != ApproveMode::Ask);
     let mut ticker = tokio::time::interval(render::SPINNER_TICK);
     let mut stopped_by: Option<u8> = None;
-    let mut run = agent.prompt(prompt);
+    let job::Started { mut run, after } = job.start(args, agent).await?;
     loop {
         tokio::select! {
             event = run.next() => match event {
@@ -304,6 +302,7 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
     {
         renderer.line_to_stderr(&escape::message(&why));
     }
+    after.finish(&result).await;
     Ok(stopped_by.unwrap_or_else(|| exit::for_result(&result)))
 }
 
@@ -324,6 +323,7 @@ fn approvals(args: &AgentArgs) -> Option<Approvals> {
         ApproveMode::Auto => None,
         ApproveMode::Ask => Some(Approvals::with_approver(approve::TerminalApprover::default())),
         ApproveMode::Deny => Some(Approvals::with_approver(approve::DenyAll)),
+        ApproveMode::Defer => Some(Approvals::defer()),
     }
 }
 

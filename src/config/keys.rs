@@ -13,6 +13,7 @@ const TOP: &[&str] = &[
     "defaults",
     "accounting",
     "skills",
+    "store",
 ];
 const DEFAULTS: &[&str] = &[
     "model",

@@ -263,6 +263,11 @@ pub struct AgentConfig {
     /// directory by [`AgentConfig::load`]. `None` without the key (the
     /// default directories apply); an empty list means no skills.
     pub skills: Option<Vec<PathBuf>>,
+    /// Where conversations and paused runs are kept (`store`: a store URL,
+    /// `sqlite:PATH`, `postgres://...`, `memory:`; `${VAR}` expanded); `None`
+    /// without the key (the command then uses a SQLite file in the user's
+    /// data directory).
+    pub store: Option<String>,
     /// What `loopwright serve` reads (`serve`: its bearer keys).
     pub serve: ServeConfig,
     /// Unknown keys and other things worth telling the user.
@@ -323,6 +328,14 @@ impl AgentConfig {
             && file.is_relative()
         {
             *file = dir.join(&*file);
+        }
+        // A SQLite store named by a relative path sits next to the file.
+        if let (Some(url), Some(dir)) = (&mut config.store, path.parent())
+            && let Some(file) = url
+                .strip_prefix("sqlite:")
+                .filter(|f| !f.starts_with('/') && !f.starts_with("//"))
+        {
+            *url = format!("sqlite:{}", dir.join(file).display());
         }
         if let (Some(dirs), Some(dir)) = (&mut config.skills, path.parent()) {
             for skills_dir in dirs.iter_mut().filter(|d| d.is_relative()) {
@@ -429,6 +442,20 @@ impl AgentConfig {
 
         let skills = expanded(root.remove("skills").unwrap_or(Value::Null), "skills")?;
         config.skills = keys::skills(&skills, lookup("HOME").as_deref(), &invalid)?;
+
+        config.store = match expanded(root.remove("store").unwrap_or(Value::Null), "store")? {
+            Value::Null => None,
+            Value::String(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
+            other => {
+                return Err(invalid(
+                    "store",
+                    format!(
+                        "expected a store URL (sqlite:PATH, postgres://...), got {}",
+                        keys::type_name(&other)
+                    ),
+                ));
+            }
+        };
 
         let accounting_value = expanded(
             Value::Object(section(&mut root, "accounting", &invalid)?),
