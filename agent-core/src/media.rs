@@ -89,6 +89,23 @@ impl FileSource {
         }
     }
 
+    /// The inline bytes as UTF-8 text (a text file sent by value); `None`
+    /// for a URL, bad base64 or bytes that are not UTF-8.
+    ///
+    /// ```
+    /// let notes = loopwright_core::FileSource::from_bytes("text/plain", "héllo".as_bytes());
+    /// assert_eq!(notes.decoded_text().as_deref(), Some("héllo"));
+    /// ```
+    pub fn decoded_text(&self) -> Option<String> {
+        match self {
+            Self::Base64 { data, .. } => {
+                let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+                String::from_utf8(bytes).ok()
+            }
+            Self::Url { .. } => None,
+        }
+    }
+
     /// What a model that cannot take this file is shown instead: `kind`
     /// (`file`, `audio`), its type and decoded size, or its URL.
     pub fn placeholder(&self, kind: &str) -> String {

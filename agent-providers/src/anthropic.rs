@@ -1,13 +1,14 @@
 //! Anthropic Messages (`POST {base}/messages`, typed SSE events).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use loopwright_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolOutputPart, Usage,
+    ContentPart, FileSource, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities,
+    ModelError, ModelEvent, ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolDefinition,
+    ToolOutputPart, Usage,
 };
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
@@ -19,6 +20,7 @@ use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
 use crate::features::json_schema_format;
 use crate::http::Transport;
+use crate::media;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
 use crate::tools::{PendingCall, complete, finish_reason, merge_options, num, object_schema};
@@ -96,20 +98,27 @@ pub(crate) struct Turns<'a> {
     messages: &'a [Message],
     /// The message whose last block is marked for the prompt cache.
     cache_at: Option<usize>,
+    /// Tools load natively (deferred tools declared): tool references go
+    /// as `tool_reference` blocks.
+    references: bool,
 }
 
 impl<'a> Turns<'a> {
-    fn new(messages: &'a [Message], prompt_caching: bool) -> Self {
+    fn new(messages: &'a [Message], prompt_caching: bool, references: bool) -> Self {
         // The last user-side message with blocks ends the last user turn
         // (only assistant messages, or none, come after it).
         let cache_at = prompt_caching
             .then(|| {
-                messages
-                    .iter()
-                    .rposition(|m| matches!(m.role, Role::User | Role::Tool) && blocks(m).next().is_some())
+                messages.iter().rposition(|m| {
+                    matches!(m.role, Role::User | Role::Tool) && blocks(m, false).next().is_some()
+                })
             })
             .flatten();
-        Self { messages, cache_at }
+        Self {
+            messages,
+            cache_at,
+            references,
+        }
     }
 }
 
@@ -129,7 +138,7 @@ impl Serialize for Turns<'_> {
         let mut start = 0;
         while start < messages.len() {
             let Some(role) =
-                turn_role(&messages[start]).filter(|_| blocks(&messages[start]).next().is_some())
+                turn_role(&messages[start]).filter(|_| blocks(&messages[start], false).next().is_some())
             else {
                 start += 1;
                 continue;
@@ -138,7 +147,7 @@ impl Serialize for Turns<'_> {
             let mut end = start + 1;
             while end < messages.len() {
                 let m = &messages[end];
-                if turn_role(m).is_some_and(|r| r != role) && blocks(m).next().is_some() {
+                if turn_role(m).is_some_and(|r| r != role) && blocks(m, false).next().is_some() {
                     break;
                 }
                 end += 1;
@@ -148,6 +157,7 @@ impl Serialize for Turns<'_> {
                     messages: &messages[start..end],
                     first: start,
                     cache_at: self.cache_at,
+                    references: self.references,
                 },
                 role,
             })?;
@@ -170,6 +180,7 @@ struct TurnBlocks<'a> {
     /// The index of `messages[0]` in the history.
     first: usize,
     cache_at: Option<usize>,
+    references: bool,
 }
 
 impl Serialize for TurnBlocks<'_> {
@@ -179,7 +190,7 @@ impl Serialize for TurnBlocks<'_> {
             if message.role == Role::System {
                 continue;
             }
-            let mut blocks = blocks(message).peekable();
+            let mut blocks = blocks(message, self.references).peekable();
             while let Some(block) = blocks.next() {
                 let last = blocks.peek().is_none() && self.cache_at == Some(self.first + i);
                 seq.serialize_element(&Marked {
@@ -222,6 +233,16 @@ enum SentBlock<'a> {
     },
     Image {
         source: Source<'a>,
+        r#type: &'static str,
+    },
+    Document {
+        source: Source<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+        r#type: &'static str,
+    },
+    ToolReference {
+        tool_name: &'a str,
         r#type: &'static str,
     },
     RedactedThinking {
@@ -270,6 +291,38 @@ impl<'a> SentBlock<'a> {
             r#type: "image",
         }
     }
+
+    /// A file as a document block: a PDF inline or by URL, a text file by
+    /// value; anything else (refused in user messages beforehand) as its
+    /// placeholder.
+    fn document(file: &'a FileSource, title: Option<&'a str>, placeholder: impl FnOnce() -> String) -> Self {
+        let source = match file {
+            FileSource::Base64 { media_type, data } if media::is_pdf(media_type) => Source::Base64 {
+                data,
+                media_type,
+                r#type: "base64",
+            },
+            FileSource::Base64 { media_type, .. } if media::is_text(media_type) => {
+                match file.decoded_text() {
+                    Some(text) => Source::Text {
+                        data: Cow::Owned(text),
+                        media_type: "text/plain",
+                        r#type: "text",
+                    },
+                    None => return Self::text(placeholder()),
+                }
+            }
+            FileSource::Url { url, .. } if file.media_type().is_none_or(media::is_pdf) => {
+                Source::Url { r#type: "url", url }
+            }
+            _ => return Self::text(placeholder()),
+        };
+        Self::Document {
+            source,
+            title,
+            r#type: "document",
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -280,24 +333,51 @@ enum Source<'a> {
         media_type: &'a str,
         r#type: &'static str,
     },
+    Text {
+        data: Cow<'a, str>,
+        media_type: &'static str,
+        r#type: &'static str,
+    },
     Url {
         r#type: &'static str,
         url: &'a str,
     },
 }
 
-/// A tool result's content: its parts as text and image blocks.
-struct ResultBlocks<'a>(&'a [ToolOutputPart]);
+/// A tool result's content: its parts as text, image and document blocks
+/// (audio as its placeholder). With native tool loading, a result naming
+/// tools (`search_tools`) holds their `tool_reference` blocks alone, which
+/// the API expands into their definitions.
+struct ResultBlocks<'a> {
+    parts: &'a [ToolOutputPart],
+    references: bool,
+}
 
 impl Serialize for ResultBlocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for part in self.0 {
+        let mut seq = serializer.serialize_seq(None)?;
+        let referencing = self.references
+            && self
+                .parts
+                .iter()
+                .any(|p| matches!(p, ToolOutputPart::ToolReference { .. }));
+        for part in self.parts {
             let block = match part {
+                ToolOutputPart::ToolReference { tool } if referencing => SentBlock::ToolReference {
+                    tool_name: tool,
+                    r#type: "tool_reference",
+                },
+                _ if referencing => continue,
                 ToolOutputPart::Text { text } => SentBlock::text(text.as_str()),
                 ToolOutputPart::Image { image } => SentBlock::image(image),
                 ToolOutputPart::Json { value } => SentBlock::text(value.to_string()),
-                _ => SentBlock::text(""),
+                ToolOutputPart::File { file, filename } => {
+                    SentBlock::document(file, filename.as_deref(), || {
+                        part.placeholder().unwrap_or_default()
+                    })
+                }
+                ToolOutputPart::ToolReference { .. } => continue,
+                other => SentBlock::text(other.placeholder().unwrap_or_default()),
             };
             seq.serialize_element(&block)?;
         }
@@ -307,10 +387,14 @@ impl Serialize for ResultBlocks<'_> {
 
 /// The blocks a message sends (an empty text, and reasoning that cannot
 /// go back, send nothing).
-fn blocks(message: &Message) -> impl Iterator<Item = SentBlock<'_>> {
-    message.content.iter().filter_map(|part| match part {
+fn blocks(message: &Message, references: bool) -> impl Iterator<Item = SentBlock<'_>> {
+    message.content.iter().filter_map(move |part| match part {
         ContentPart::Text { text } if !text.is_empty() => Some(SentBlock::text(text.as_str())),
         ContentPart::Image { image } => Some(SentBlock::image(image)),
+        ContentPart::File { file, filename } => Some(SentBlock::document(file, filename.as_deref(), || {
+            part.placeholder().unwrap_or_default()
+        })),
+        ContentPart::Audio { audio } => Some(SentBlock::text(audio.placeholder("audio"))),
         ContentPart::Reasoning(r) => {
             if let Some(data) = r.provider_data.as_ref().and_then(|d| d.get("redacted_thinking")) {
                 Some(SentBlock::RedactedThinking {
@@ -332,7 +416,10 @@ fn blocks(message: &Message) -> impl Iterator<Item = SentBlock<'_>> {
             r#type: "tool_use",
         }),
         ContentPart::ToolResult(r) => Some(SentBlock::ToolResult {
-            content: ResultBlocks(&r.parts),
+            content: ResultBlocks {
+                parts: &r.parts,
+                references,
+            },
             is_error: r.is_error,
             tool_use_id: &r.call_id,
             r#type: "tool_result",
@@ -393,17 +480,7 @@ impl AnthropicModel {
             };
         }
         if !request.tools.is_empty() {
-            let mut tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": object_schema(t)}))
-                .collect();
-            if request.prompt_caching
-                && let Some(last) = tools.last_mut()
-            {
-                last["cache_control"] = cache_point();
-            }
-            body["tools"] = Value::Array(tools);
+            body["tools"] = Value::Array(tools(request));
             let mut choice = match &request.tool_choice {
                 ToolChoice::Auto => json!({"type": "auto"}),
                 ToolChoice::None => json!({"type": "none"}),
@@ -443,14 +520,95 @@ impl AnthropicModel {
         if let Some((_, schema, _)) = request.response_format.as_ref().and_then(json_schema_format) {
             body["output_config"] = json!({"format": {"type": "json_schema", "schema": schema}});
         }
+        if let Some(tokens) = request.compact_above {
+            body["context_management"] = json!({"edits": [{
+                "type": CLEAR_TOOL_USES,
+                "trigger": {"type": "input_tokens", "value": tokens},
+            }]});
+        }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("anthropic"));
+        let references = !request.deferred_tools.is_empty();
         Body::new(
             body,
             "messages",
-            Turns::new(&request.messages, request.prompt_caching),
+            Turns::new(&request.messages, request.prompt_caching, references),
         )
     }
+}
+
+/// Anthropic's edit clearing old tool uses (context management).
+const CLEAR_TOOL_USES: &str = "clear_tool_uses_20250919";
+/// The beta that loads deferred tools (`defer_loading`, `tool_reference`).
+pub const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+/// The beta of context management (clearing old tool uses).
+pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+
+/// The betas `request` needs.
+fn betas(request: &ModelRequest) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    if !request.deferred_tools.is_empty() {
+        out.push(("anthropic-beta", TOOL_SEARCH_BETA));
+    }
+    if request.compact_above.is_some() {
+        out.push(("anthropic-beta", CONTEXT_MANAGEMENT_BETA));
+    }
+    out
+}
+
+/// The `tools` of a body: each tool with its `anthropic` options merged;
+/// with tool search, the held-back tools and those a result references
+/// declared with `defer_loading` (after the others, by name, so the list
+/// stays the same from step to step) and the prompt-cache breakpoint on the
+/// last tool loaded up front.
+fn tools(request: &ModelRequest) -> Vec<Value> {
+    let native = !request.deferred_tools.is_empty();
+    let referenced: HashSet<&str> = if native {
+        request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|p| match p {
+                ContentPart::ToolResult(r) => Some(r.parts.iter()),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|p| match p {
+                ToolOutputPart::ToolReference { tool } => Some(tool.as_str()),
+                _ => None,
+            })
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let json_of = |t: &ToolDefinition| {
+        let mut tool =
+            json!({"name": t.name, "description": t.description, "input_schema": object_schema(t)});
+        merge_options(&mut tool, t.options_for("anthropic"));
+        tool
+    };
+    let (deferred_here, mut up_front): (Vec<&ToolDefinition>, Vec<&ToolDefinition>) = request
+        .tools
+        .iter()
+        .partition(|t| referenced.contains(t.name.as_str()));
+    let mut tools: Vec<Value> = up_front.drain(..).map(json_of).collect();
+    if request.prompt_caching
+        && let Some(last) = tools.last_mut()
+        && last.get("cache_control").is_none()
+    {
+        last["cache_control"] = cache_point();
+    }
+    let mut deferred: Vec<&ToolDefinition> = deferred_here
+        .into_iter()
+        .chain(request.deferred_tools.iter())
+        .collect();
+    deferred.sort_by(|a, b| a.name.cmp(&b.name));
+    tools.extend(deferred.into_iter().map(|t| {
+        let mut tool = json_of(t);
+        tool["defer_loading"] = json!(true);
+        tool
+    }));
+    tools
 }
 
 /// A prompt-cache breakpoint (Anthropic caches the prefix up to it; three
@@ -480,9 +638,13 @@ impl LanguageModel for AnthropicModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let request = media::prepare(&request, self.provider(), media::anthropic)?;
         let body = self.request_bytes(&request)?;
         let url = format!("{}/messages", self.base);
-        let bytes = self.transport.open(&url, body, &request).await?;
+        let bytes = self
+            .transport
+            .open_with(&url, body, &request, &betas(&request))
+            .await?;
         Ok(drive(sse_frames(bytes), AnthropicDecoder::default()))
     }
 }
@@ -704,6 +866,17 @@ impl Decoder for AnthropicDecoder {
                 }
                 if let Some(u) = event.get("usage") {
                     self.set_usage(u, out);
+                }
+                if let Some(edits) = event
+                    .pointer("/context_management/applied_edits")
+                    .and_then(Value::as_array)
+                    .filter(|e| !e.is_empty())
+                {
+                    let cleared = edits.iter().filter_map(|e| num(e, "cleared_input_tokens")).sum();
+                    out.push(ModelEvent::Compacted {
+                        item: None,
+                        cleared_tokens: Some(cleared),
+                    });
                 }
             }
             "message_stop" => {
