@@ -6,6 +6,7 @@
 
 mod approve;
 mod args;
+mod attach;
 mod escape;
 mod eval;
 mod exit;
@@ -267,7 +268,8 @@ async fn run_prompt(args: &Args, agent: &Agent, prompt: String, stop: &mut Stop)
     let mut renderer = Renderer::new(mode).show_plan(args.approve != ApproveMode::Ask);
     let mut ticker = tokio::time::interval(render::SPINNER_TICK);
     let mut stopped_by: Option<u8> = None;
-    let mut run = agent.prompt(prompt);
+    let message = attach::prompt_message(prompt, &args.files)?;
+    let mut run = agent.run(vec![message]);
     loop {
         tokio::select! {
             event = run.next() => match event {
@@ -382,6 +384,12 @@ fn command_line_options(
     }
     if let Some(n) = args.max_output_tokens {
         options = options.max_output_tokens(n);
+    }
+    if args.no_compaction {
+        options.compaction = None;
+    }
+    if args.no_tool_search {
+        options.tool_search = None;
     }
     if let Some(on) = args.parallel_tool_calls() {
         options = options.parallel_tool_calls(on);

@@ -16,6 +16,11 @@
 //! - `trust: true` believes the server's tool annotations; `resources: true`
 //!   adds the tools `list_resources` and `read_resource` for the server's
 //!   resources (both must be booleans when given).
+//! - `toolOverrides` renames tools, rewrites or wraps their descriptions,
+//!   gives them provider options or marks them always on, by raw tool name
+//!   with `*` wildcards
+//!   ([`ToolOverrides::from_json`](loopwright_core::toolset::ToolOverrides::from_json)):
+//!   `{"read_file": {"name": "fs_read", "description": "[Filesystem] {description}"}}`.
 //! - [`MCP_SERVER_KEYS`] lists every key an entry may hold.
 //!
 //! `${VAR}` references in `env` and `headers` are kept as written here and
@@ -26,6 +31,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+
+use loopwright_core::SourceOptions;
+use loopwright_core::toolset::ToolOverrides;
 
 use crate::env::interpolate_map;
 use crate::error::McpError;
@@ -59,6 +67,7 @@ pub const MCP_SERVER_KEYS: &[&str] = &[
     "disabled",
     "trust",
     "resources",
+    "toolOverrides",
     "timeout",
     "callTimeout",
     "call_timeout",
@@ -115,6 +124,11 @@ pub struct McpServerConfig {
     /// server advertises the `resources` capability; see the crate README.
     /// Default: false.
     pub resources: bool,
+    /// Renames, descriptions, provider options and always-on marks for the
+    /// server's tools, by raw tool name (`toolOverrides`); the raw name
+    /// still goes to the server. Applied when the server joins a tool set
+    /// ([`McpServerConfig::source_options`]).
+    pub tool_overrides: ToolOverrides,
 }
 
 /// The transport of a server.
@@ -178,6 +192,7 @@ impl McpServerConfig {
             shutdown_grace: None,
             trusted: false,
             resources: false,
+            tool_overrides: ToolOverrides::default(),
         }
     }
 
@@ -342,6 +357,30 @@ impl McpServerConfig {
         self
     }
 
+    /// Shape the server's tools with these overrides (see
+    /// [`McpServerConfig::tool_overrides`]).
+    ///
+    /// ```
+    /// use loopwright_core::toolset::{ToolOverride, ToolOverrides};
+    /// let cfg = loopwright_mcp::McpServerConfig::stdio("fs", "mcp-server-filesystem")
+    ///     .tool_overrides(ToolOverrides::default().rule("read_file", ToolOverride::default().name("fs_read")));
+    /// assert!(!cfg.tool_overrides.is_empty());
+    /// ```
+    pub fn tool_overrides(mut self, overrides: ToolOverrides) -> Self {
+        self.tool_overrides = overrides;
+        self
+    }
+
+    /// How the server joins a tool set: its tool overrides, when it has
+    /// any.
+    pub fn source_options(&self) -> SourceOptions {
+        if self.tool_overrides.is_empty() {
+            SourceOptions::default()
+        } else {
+            SourceOptions::default().shared_transform(self.tool_overrides.clone().transform())
+        }
+    }
+
     /// The connect timeout in force.
     pub fn effective_connect_timeout(&self) -> Duration {
         self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
@@ -421,6 +460,10 @@ impl McpServerConfig {
         };
         let trusted = bool_field(obj, "trust", &err)?;
         let resources = bool_field(obj, "resources", &err)?;
+        let tool_overrides = match obj.get("toolOverrides") {
+            None | Some(Value::Null) => ToolOverrides::default(),
+            Some(value) => ToolOverrides::from_json(value).map_err(err)?,
+        };
         Ok(Self {
             name: name.to_string(),
             transport,
@@ -430,6 +473,7 @@ impl McpServerConfig {
             shutdown_grace: duration_field(obj, SHUTDOWN_KEYS, &err)?,
             trusted,
             resources,
+            tool_overrides,
         })
     }
 }

@@ -13,6 +13,7 @@ const TOP: &[&str] = &[
     "defaults",
     "accounting",
     "skills",
+    "toolOverrides",
 ];
 const DEFAULTS: &[&str] = &[
     "model",
@@ -30,6 +31,8 @@ const DEFAULTS: &[&str] = &[
     "contextWindowBufferTokens",
     "reasoning",
     "outputSchema",
+    "compaction",
+    "toolSearch",
 ];
 const ACCOUNTING: &[&str] = &["file"];
 const PROVIDER: &[&str] = &[
@@ -227,6 +230,8 @@ pub(crate) fn defaults(
         model,
         reasoning,
         output_schema,
+        compaction: super::long_runs::compaction(get("compaction"), invalid)?,
+        tool_search: super::long_runs::tool_search(get("toolSearch"), invalid)?,
         llm_timeout: duration("llmTimeout")?,
         tool_timeout: duration("toolTimeout")?,
         temperature: float("temperature")?,

@@ -144,6 +144,78 @@ impl ToolOverrides {
         def
     }
 
+    /// Overrides from their JSON form (the `toolOverrides` of a
+    /// configuration file): an object whose keys are raw-name patterns and
+    /// whose values hold any of `name`, `description` (with
+    /// `{description}`, `{name}`), `providerOptions` (an object per
+    /// provider) and `alwaysOn`. The error names the key that is wrong.
+    ///
+    /// ```
+    /// use loopwright_core::toolset::ToolOverrides;
+    /// let json = serde_json::json!({"read_*": {"description": "[FS] {description}", "alwaysOn": true}});
+    /// assert!(!ToolOverrides::from_json(&json).unwrap().is_empty());
+    /// let err = ToolOverrides::from_json(&serde_json::json!({"x": {"name": 3}})).unwrap_err();
+    /// assert_eq!(err, "toolOverrides.x.name: expected a string, got 3");
+    /// ```
+    pub fn from_json(value: &Value) -> Result<Self, String> {
+        let at = |path: &str, message: String| format!("toolOverrides{path}: {message}");
+        let Some(rules) = value.as_object() else {
+            return Err(at("", format!("expected an object of tool names, got {value}")));
+        };
+        let mut out = Self::default();
+        for (pattern, entry) in rules {
+            let Some(entry) = entry.as_object() else {
+                return Err(at(
+                    &format!(".{pattern}"),
+                    format!("expected an object, got {entry}"),
+                ));
+            };
+            let mut change = ToolOverride::default();
+            for (key, v) in entry {
+                let path = format!(".{pattern}.{key}");
+                let text = || {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| at(&path, format!("expected a string, got {v}")))
+                };
+                match key.as_str() {
+                    "name" => change.name = Some(text()?),
+                    "description" => change.description = Some(text()?),
+                    "alwaysOn" => {
+                        change.always_on = Some(
+                            v.as_bool()
+                                .ok_or_else(|| at(&path, format!("expected true or false, got {v}")))?,
+                        );
+                    }
+                    "providerOptions" => {
+                        let Some(map) = v.as_object() else {
+                            return Err(at(&path, format!("expected an object per provider, got {v}")));
+                        };
+                        for (provider, options) in map {
+                            if !options.is_object() {
+                                return Err(at(
+                                    &format!("{path}.{provider}"),
+                                    format!("expected an object, got {options}"),
+                                ));
+                            }
+                            change.provider_options.insert(provider.clone(), options.clone());
+                        }
+                    }
+                    other => {
+                        return Err(at(
+                            &path,
+                            format!(
+                                "unknown key `{other}` (known: name, description, providerOptions, alwaysOn)"
+                            ),
+                        ));
+                    }
+                }
+            }
+            out.rules.push((pattern.clone(), change));
+        }
+        Ok(out)
+    }
+
     /// These overrides as a transform for
     /// [`SourceOptions::transform`](super::SourceOptions::transform).
     pub fn transform(self) -> Arc<ToolTransform> {
