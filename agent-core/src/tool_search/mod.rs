@@ -5,7 +5,8 @@
 //! Invariants:
 //! - search is on for a catalog only above the thresholds
 //!   ([`ToolSearch::max_tools`], [`ToolSearch::schema_share`] of the
-//!   context window); below them the model gets every tool, as without it;
+//!   context window) and when some tool can be held back; otherwise the
+//!   model gets every tool, as without it;
 //! - a step offers `search_tools`, the always-on tools (marked
 //!   [`ToolDefinition::always_on`], matching [`ToolSearch::always_on`], or
 //!   from a native source) and every tool the history shows as loaded: named
@@ -202,7 +203,9 @@ impl SearchRun {
         {
             return used.clone();
         }
-        let on = self.config.applies(base, budget);
+        // Search only when something can be held back.
+        let on =
+            self.config.applies(base, budget) && base.tools().iter().any(|t| !self.config.always_offered(t));
         let used = if on {
             let tool = SearchTools::new(base.clone(), self.config.max_results);
             Arc::new(base.with_tool(Arc::new(tool), SEARCH_SOURCE))
