@@ -193,20 +193,22 @@ fn counting_session() -> Vec<String> {
     steps
 }
 
+/// The coding agent counting in a 6,000-token window with `defaults`.
+async fn count_in_a_small_window(defaults: Value) -> (ModelServer, Output) {
+    let server = ModelServer::start(counting_session()).await;
+    let home = small_window_home(&server, defaults);
+    let home_dir = home.path().to_str().unwrap();
+    let args = ["Count to 600, twelve times"];
+    let out = server
+        .start_example("coding_agent", &args, b"", &[("HOME", home_dir)])
+        .await;
+    (server, out)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_coding_agent_example_survives_a_session_over_its_window() {
     // Without compaction, the session stops at the window.
-    let server = ModelServer::start(counting_session()).await;
-    let home = small_window_home(&server, json!({"compaction": false}));
-    let home_dir = home.path().to_str().unwrap();
-    let out = server
-        .start_example(
-            "coding_agent",
-            &["Count to 600, twelve times"],
-            b"",
-            &[("HOME", home_dir)],
-        )
-        .await;
+    let (_, out) = count_in_a_small_window(json!({"compaction": false})).await;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -215,17 +217,7 @@ async fn the_coding_agent_example_survives_a_session_over_its_window() {
     );
 
     // With it (the configuration's default), the session goes to the end.
-    let server = ModelServer::start(counting_session()).await;
-    let home = small_window_home(&server, json!({}));
-    let home_dir = home.path().to_str().unwrap();
-    let out = server
-        .start_example(
-            "coding_agent",
-            &["Count to 600, twelve times"],
-            b"",
-            &[("HOME", home_dir)],
-        )
-        .await;
+    let (server, out) = count_in_a_small_window(json!({})).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");

@@ -35,6 +35,7 @@ use serde_json::{Map, Value};
 use loopwright_core::SourceOptions;
 use loopwright_core::toolset::ToolOverrides;
 
+use crate::config_fields::{bool_field, duration_field, str_field, string_list, string_map};
 use crate::env::interpolate_map;
 use crate::error::McpError;
 
@@ -503,77 +504,6 @@ pub fn parse_mcp_servers(config: &Value) -> Result<Vec<McpServerConfig>, McpErro
         })?;
     map.iter()
         .map(|(name, entry)| McpServerConfig::from_json(name, entry))
-        .collect()
-}
-
-/// An optional boolean (absent or null: false); another type is an error
-/// naming the key.
-fn bool_field(
-    obj: &Map<String, Value>,
-    key: &str,
-    err: &dyn Fn(String) -> McpError,
-) -> Result<bool, McpError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(err(format!("`{key}`: expected true or false, got {other}"))),
-    }
-}
-
-fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
-}
-
-/// A timeout: milliseconds, or a string with a unit (`"30s"`); a value of
-/// another form is an error naming the key.
-fn duration_field(
-    obj: &Map<String, Value>,
-    keys: &[&str],
-    err: &dyn Fn(String) -> McpError,
-) -> Result<Option<Duration>, McpError> {
-    let Some((key, value)) = keys.iter().find_map(|k| obj.get(*k).map(|v| (k, v))) else {
-        return Ok(None);
-    };
-    if value.is_null() {
-        return Ok(None);
-    }
-    loopwright_core::util::parse_duration(value)
-        .map(Some)
-        .map_err(|message| err(format!("`{key}`: {message}")))
-}
-
-fn string_map(
-    obj: &Map<String, Value>,
-    keys: &[&str],
-    err: &dyn Fn(String) -> McpError,
-) -> Result<BTreeMap<String, String>, McpError> {
-    let Some(value) = keys.iter().find_map(|k| obj.get(*k)) else {
-        return Ok(BTreeMap::new());
-    };
-    let Some(map) = value.as_object() else {
-        return Err(err(format!("`{}` must be an object of strings", keys[0])));
-    };
-    map.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            Value::Number(n) => Ok((k.clone(), n.to_string())),
-            Value::Bool(b) => Ok((k.clone(), b.to_string())),
-            _ => Err(err(format!("`{k}` must be a string"))),
-        })
-        .collect()
-}
-
-fn string_list(value: &Value, what: &str, err: &dyn Fn(String) -> McpError) -> Result<Vec<String>, McpError> {
-    let Some(items) = value.as_array() else {
-        return Err(err(format!("`{what}` must be an array of strings")));
-    };
-    items
-        .iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| err(format!("`{what}` must be an array of strings")))
-        })
         .collect()
 }
 

@@ -142,6 +142,9 @@ impl Run {
             return false;
         }
         let target = (config.target * limit as f64) as u64;
+        // Over the threshold only, a summary waits until it would replace
+        // as many steps as are kept (else each step would pay for one).
+        let min_steps = if projected > limit { 1 } else { config.keep_turns };
         let mut changed = false;
         // The configured turns kept first; one turn when that is not enough;
         // as a last resort, the results of the latest step too.
@@ -163,8 +166,14 @@ impl Run {
                     }
                     CompactionStrategy::Summarize { model, max_tokens } => {
                         let model = model.as_ref().unwrap_or(&self.model);
-                        self.summarize(history, keep_turns, model, *max_tokens, limit, usage)
-                            .await
+                        let region = summarize::region(history, keep_turns, min_steps);
+                        match region {
+                            Some(region) => {
+                                self.summarize(history, region, model, *max_tokens, limit, usage)
+                                    .await
+                            }
+                            None => None,
+                        }
                     }
                     _ => None,
                 };
@@ -213,19 +222,17 @@ impl Run {
         true
     }
 
-    /// The history with its older turns summarised by `model`; `None` when
-    /// there is nothing to summarise or the call failed (a warning says
-    /// why).
+    /// The history with `region` summarised by `model`; `None` when the
+    /// call failed (a warning says why).
     async fn summarize(
         &self,
         history: &[Message],
-        keep_turns: usize,
+        region: summarize::Region,
         model: &Arc<dyn LanguageModel>,
         max_tokens: u32,
         limit: u64,
         usage: &mut Usage,
     ) -> Option<Vec<Message>> {
-        let region = summarize::region(history, keep_turns)?;
         let chunk_tokens = (CHUNK_SHARE * limit as f64) as u64;
         let chunk_chars = (chunk_tokens * CHUNK_CHARS_PER_TOKEN).max(MIN_CHUNK_CHARS) as usize;
         let mut summary: Option<String> = None;

@@ -430,14 +430,7 @@ impl AgentOptions {
     /// assert_eq!(opts.provider_options["openai"], serde_json::json!({"service_tier": "flex", "store": false}));
     /// ```
     pub fn provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
-        let slot = self
-            .provider_options
-            .entry(provider.into())
-            .or_insert(Value::Null);
-        match (slot, options) {
-            (Value::Object(existing), Value::Object(more)) => existing.extend(more),
-            (slot, options) => *slot = options,
-        }
+        crate::util::merge_provider_options(&mut self.provider_options, provider.into(), options);
         self
     }
 

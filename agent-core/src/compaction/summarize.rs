@@ -40,17 +40,21 @@ pub(crate) struct Region {
 }
 
 /// What to summarise in `history` keeping the last `keep_turns` steps;
-/// `None` when nothing before them can go.
-pub(crate) fn region(history: &[Message], keep_turns: usize) -> Option<Region> {
+/// `None` when nothing before them can go, or fewer than `min_steps` steps
+/// would (a summary is a model call: not worth it for a step or two unless
+/// the request does not fit otherwise).
+pub(crate) fn region(history: &[Message], keep_turns: usize, min_steps: usize) -> Option<Region> {
     let units = units::split(history);
     let tail = units::tail_start(&units, keep_turns);
     let latest_user = units::latest_user(history);
     let replaced: Vec<usize> = (0..tail)
         .filter(|&i| history[i].role != Role::System && Some(i) != latest_user)
         .collect();
-    // A lone earlier summary is not worth summarising again.
-    let only_summary = replaced.len() == 1 && is_summary(&history[replaced[0]]);
-    (!replaced.is_empty() && !only_summary).then_some(Region { replaced, tail })
+    let steps = replaced
+        .iter()
+        .filter(|&&i| history[i].role == Role::Assistant)
+        .count();
+    (steps >= min_steps.max(1)).then_some(Region { replaced, tail })
 }
 
 /// Whether `message` is a summary this module wrote.
@@ -188,7 +192,12 @@ mod tests {
         for id in ["a", "b", "c", "d"] {
             history.extend(step(id));
         }
-        let region = region(&history, 2).unwrap();
+        assert_eq!(
+            region(&history, 2, 3),
+            None,
+            "two steps are not worth a summary here"
+        );
+        let region = region(&history, 2, 1).unwrap();
         assert_eq!(region.tail, 6);
         assert_eq!(region.replaced, [2, 3, 4, 5]);
         let chunks = transcript(&history, &region, 10_000);
@@ -209,9 +218,8 @@ mod tests {
         assert!(is_summary(&compacted[2]));
         assert_eq!(compacted[3..], history[6..]);
         assert_eq!(crate::history::check_history(&compacted), Ok(()));
-        // Summarising again folds the summary in; a lone summary is left.
-        let again = super::region(&compacted, 2);
-        assert_eq!(again, None);
+        // Nothing but the summary before the tail: nothing to summarise.
+        assert_eq!(super::region(&compacted, 2, 1), None);
         let small = transcript(&history, &region, 60);
         assert!(small.len() > 1 && small.iter().all(|c| c.chars().count() <= 60));
     }

@@ -206,15 +206,25 @@ impl SearchRun {
         // Search only when something can be held back.
         let on =
             self.config.applies(base, budget) && base.tools().iter().any(|t| !self.config.always_offered(t));
-        let used = if on {
-            let tool = SearchTools::new(base.clone(), self.config.max_results);
-            Arc::new(base.with_tool(Arc::new(tool), SEARCH_SOURCE))
-        } else {
-            base.clone()
-        };
+        let used = if on { self.searched(base) } else { base.clone() };
         self.catalog = Some((base.clone(), used.clone(), on));
         self.offer = None;
         used
+    }
+
+    /// `base` with `search_tools` added: built once per catalog and shared
+    /// by the runs on it (its search index included).
+    fn searched(&self, base: &Arc<ToolCatalog>) -> Arc<ToolCatalog> {
+        let build = || {
+            let tool = SearchTools::new(base, self.config.max_results);
+            Arc::new(base.with_tool(Arc::new(tool), SEARCH_SOURCE))
+        };
+        let (results, searched) = base.searched.get_or_init(|| (self.config.max_results, build()));
+        if *results == self.config.max_results {
+            searched.clone()
+        } else {
+            build()
+        }
     }
 
     /// This step's offer, when search is on for the current catalog.
@@ -255,17 +265,23 @@ impl SearchRun {
     }
 }
 
-/// The `search_tools` tool of one catalog.
+/// The `search_tools` tool of one catalog. It holds the catalog's
+/// definitions, not the catalog (which holds it: no cycle).
 struct SearchTools {
     definition: ToolDefinition,
-    catalog: Arc<ToolCatalog>,
+    definitions: Arc<Vec<ToolDefinition>>,
+    /// The catalog's sources, sorted, for the answer that finds nothing.
+    sources: Vec<String>,
     index: index::Index,
     max_results: usize,
 }
 
 impl SearchTools {
-    fn new(catalog: Arc<ToolCatalog>, max_results: usize) -> Self {
+    fn new(catalog: &ToolCatalog, max_results: usize) -> Self {
         let index = index::Index::new(catalog.definitions().iter());
+        let mut sources: Vec<String> = catalog.tools().iter().map(|t| t.source.clone()).collect();
+        sources.sort_unstable();
+        sources.dedup();
         let schema = json!({
             "type": "object",
             "properties": {
@@ -288,7 +304,8 @@ impl SearchTools {
             .always_on(true);
         Self {
             definition,
-            catalog,
+            definitions: catalog.definitions().clone(),
+            sources,
             index,
             max_results,
         }
@@ -299,13 +316,10 @@ impl SearchTools {
     fn answer(&self, query: &str) -> ToolOutput {
         let found = self.index.search(query, self.max_results);
         if found.is_empty() {
-            let mut sources: Vec<&str> = self.catalog.tools().iter().map(|t| t.source.as_str()).collect();
-            sources.sort_unstable();
-            sources.dedup();
             return ToolOutput::text(format!(
                 "No tool matches \"{query}\". Search again with other words: what the tool does, or part of \
                  its name. The tools come from: {}.",
-                sources.join(", ")
+                self.sources.join(", ")
             ));
         }
         let mut text = format!(
@@ -314,7 +328,7 @@ impl SearchTools {
         );
         let mut parts = Vec::new();
         for name in &found {
-            let Some(def) = self.catalog.definitions().iter().find(|d| d.name == *name) else {
+            let Some(def) = self.definitions.iter().find(|d| d.name == *name) else {
                 continue;
             };
             let description: String = def.description.chars().take(DESCRIPTION_CHARS).collect();

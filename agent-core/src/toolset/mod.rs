@@ -443,6 +443,9 @@ pub struct ToolCatalog {
     definitions: Arc<Vec<ToolDefinition>>,
     warnings: Vec<String>,
     instructions: Option<String>,
+    /// This catalog with a run's `search_tools` added, built once for the
+    /// runs that share the catalog (by the search's result count).
+    pub(crate) searched: std::sync::OnceLock<(usize, Arc<ToolCatalog>)>,
 }
 
 impl ToolCatalog {
@@ -476,6 +479,7 @@ impl ToolCatalog {
             definitions: Arc::new(definitions),
             warnings,
             instructions,
+            searched: std::sync::OnceLock::new(),
         }
     }
 

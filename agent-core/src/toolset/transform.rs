@@ -79,16 +79,7 @@ impl ToolOverride {
             def.name.clone_from(name);
         }
         for (provider, options) in &self.provider_options {
-            let slot = def
-                .provider_options
-                .entry(provider.clone())
-                .or_insert(Value::Null);
-            match (slot, options) {
-                (Value::Object(existing), Value::Object(more)) => {
-                    existing.extend(more.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
-                (slot, options) => *slot = options.clone(),
-            }
+            crate::util::merge_provider_options(&mut def.provider_options, provider.clone(), options.clone());
         }
         if let Some(on) = self.always_on {
             def.always_on = on;
