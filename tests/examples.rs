@@ -764,3 +764,54 @@ async fn a_paused_run_survives_a_sigkill_and_another_process_resumes_it_once() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not awaiting approval"));
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
 }
+
+/// The background_approval example: a run started over REST pauses for
+/// approval, the decision posted over HTTP continues it, and its whole
+/// event stream is read back; denied, the tool never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_approval_example_decides_a_call_over_http() {
+    for approve in [true, false] {
+        let server = ModelServer::start(vec![
+            call("append_note", json!({"text": "the build is green"})),
+            answer("Done."),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["Note that the build is green"];
+        if !approve {
+            args.insert(0, "--deny");
+        }
+        let out = tokio::time::timeout(
+            HANG_GUARD,
+            server
+                .example("background_approval", &args)
+                .current_dir(dir.path())
+                .output(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert_eq!(stdout.trim(), "Done.", "{stderr}");
+        for said in [
+            "/v1/agents/notes/runs",
+            "status \"awaiting_approval\"",
+            "\"append_note\" {\"text\":\"the build is green\"}",
+            "/approvals -H 'content-type: application/json'",
+            "status \"completed\"",
+            "event 0: ",
+            ": finished",
+        ] {
+            assert!(stderr.contains(said), "{said} missing: {stderr}");
+        }
+        let notes = dir.path().join("notes.txt");
+        if approve {
+            assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
+        } else {
+            assert!(!notes.exists(), "a denied call ran");
+            assert!(stderr.contains("\"approve\":false"), "{stderr}");
+        }
+    }
+}
