@@ -44,6 +44,8 @@ mod mcp;
 mod mcp_http;
 #[cfg(feature = "openai")]
 mod openai;
+#[cfg(feature = "openai")]
+mod responses;
 #[cfg(feature = "rest")]
 mod rest;
 mod run;
