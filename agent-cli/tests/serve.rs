@@ -365,7 +365,9 @@ async fn the_official_clients_talk_to_agent_serve() {
 /// with the whole conversation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_client_speaks_the_responses_api() {
-    let chain = ["Noted, Ada.", "Noted, 36.", "You are Ada, 36."].map(chat_answer).to_vec();
+    let chain = ["Noted, Ada.", "Noted, 36.", "You are Ada, 36."]
+        .map(chat_answer)
+        .to_vec();
     let server = models_with(vec![("chain-model", chain)]).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
@@ -384,7 +386,12 @@ async fn the_openai_client_speaks_the_responses_api() {
         .unwrap()
         .iter()
         .filter(|m| m["role"] != "system")
-        .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap_or_default().to_owned()))
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
     let expected = [
         ("user", "My name is Ada."),

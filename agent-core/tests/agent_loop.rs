@@ -417,7 +417,10 @@ async fn a_model_error_mid_stream_discards_the_partial_step() {
 #[tokio::test]
 async fn a_model_call_ended_by_cancellation_is_a_cancelled_run() {
     let (_, result, _) = run(
-        vec![ScriptedStep::events(vec![ModelEvent::TextDelta { text: "Hal".into() }]).then_error(ModelError::Cancelled)],
+        vec![
+            ScriptedStep::events(vec![ModelEvent::TextDelta { text: "Hal".into() }])
+                .then_error(ModelError::Cancelled),
+        ],
         tools(vec![]),
         AgentOptions::default(),
     )

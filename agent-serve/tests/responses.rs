@@ -158,7 +158,10 @@ async fn replicas_share_responses(url: &str) {
 
     // A chain of three turns, alternating replicas.
     let first = create(&on_a, json!({"model": "assistant", "input": "My name is Ada."})).await;
-    assert_eq!((first["status"].as_str(), output_text(&first)), (Some("completed"), answer.clone()));
+    assert_eq!(
+        (first["status"].as_str(), output_text(&first)),
+        (Some("completed"), answer.clone())
+    );
     let second = create(
         &on_b,
         json!({"model": "assistant", "input": "I am 36.", "previous_response_id": first["id"]}),
@@ -175,7 +178,12 @@ async fn replicas_share_responses(url: &str) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].as_str().unwrap_or_default().to_owned()))
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
     let expected: Vec<(String, String)> = [
         ("user", "My name is Ada."),
@@ -191,14 +199,23 @@ async fn replicas_share_responses(url: &str) {
 
     // Read on the other replica: the same object.
     let id = first["id"].as_str().unwrap();
-    assert_eq!(get(&on_b, &format!("/responses/{id}")).await, (200, first.clone()));
+    assert_eq!(
+        get(&on_b, &format!("/responses/{id}")).await,
+        (200, first.clone())
+    );
 
     // Streamed on A, streamed again from the store on B: the same events.
-    let streamed = events(common::http().post(format!("{on_a}/responses")).json(
-        &json!({"model": "assistant", "input": "Stream it.", "stream": true}),
-    ))
+    let streamed = events(
+        common::http()
+            .post(format!("{on_a}/responses"))
+            .json(&json!({"model": "assistant", "input": "Stream it.", "stream": true})),
+    )
     .await;
-    assert_eq!(streamed.last().unwrap()["type"], "response.completed", "{streamed:?}");
+    assert_eq!(
+        streamed.last().unwrap()["type"],
+        "response.completed",
+        "{streamed:?}"
+    );
     let streamed_id = streamed[0]["response"]["id"].as_str().unwrap();
     let again = events(common::http().get(format!("{on_b}/responses/{streamed_id}?stream=true"))).await;
     assert_eq!(again, streamed);
@@ -215,10 +232,18 @@ async fn replicas_share_responses(url: &str) {
     })
     .await;
     let (status, seen) = get(&on_b, &format!("/responses/{hanging_id}")).await;
-    assert_eq!((status, seen["status"].as_str()), (200, Some("in_progress")), "{seen}");
+    assert_eq!(
+        (status, seen["status"].as_str()),
+        (200, Some("in_progress")),
+        "{seen}"
+    );
     let (status, cancelled) =
         send(common::http().post(format!("{on_b}/responses/{hanging_id}/cancel"))).await;
-    assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")), "{cancelled}");
+    assert_eq!(
+        (status, cancelled["status"].as_str()),
+        (200, Some("cancelled")),
+        "{cancelled}"
+    );
     let (_, on_a_now) = get(&on_a, &format!("/responses/{hanging_id}")).await;
     assert_eq!(on_a_now["status"], "cancelled");
 
@@ -227,15 +252,23 @@ async fn replicas_share_responses(url: &str) {
     let (status, deleted) = send(common::http().delete(format!("{on_b}/responses/{third_id}"))).await;
     assert_eq!(
         (status, deleted),
-        (200, json!({"id": third_id, "object": "response.deleted", "deleted": true}))
+        (
+            200,
+            json!({"id": third_id, "object": "response.deleted", "deleted": true})
+        )
     );
     let (status, missing) = get(&on_a, &format!("/responses/{third_id}")).await;
     assert_eq!(status, 404, "{missing}");
     assert_eq!(missing["error"]["type"], "invalid_request_error", "{missing}");
-    assert!(missing["error"]["message"].as_str().unwrap().contains(third_id), "{missing}");
-    let (status, refused) = send(common::http().post(format!("{on_b}/responses")).json(
-        &json!({"model": "assistant", "input": "More?", "previous_response_id": third_id}),
-    ))
+    assert!(
+        missing["error"]["message"].as_str().unwrap().contains(third_id),
+        "{missing}"
+    );
+    let (status, refused) = send(
+        common::http()
+            .post(format!("{on_b}/responses"))
+            .json(&json!({"model": "assistant", "input": "More?", "previous_response_id": third_id})),
+    )
     .await;
     assert_eq!(status, 404, "{refused}");
 

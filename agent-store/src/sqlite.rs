@@ -317,7 +317,11 @@ impl RunStore for SqliteStore {
     }
 
     async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.error(e))?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| self.error(e))?;
         sqlx::query("DELETE FROM loopwright_events WHERE run_id = ?")
             .bind(id)
             .execute(&mut *tx)

@@ -165,7 +165,13 @@ async fn runs_are_deleted_with_their_events(mut fixture: Fixture) {
     store.create_run(&RunRecord::new("r2", "support")).await.unwrap();
     for run in ["r1", "r2"] {
         store
-            .append_events(run, &[(0, json!({"type": "run_started"})), (1, json!({"type": "finished"}))])
+            .append_events(
+                run,
+                &[
+                    (0, json!({"type": "run_started"})),
+                    (1, json!({"type": "finished"})),
+                ],
+            )
             .await
             .unwrap();
     }

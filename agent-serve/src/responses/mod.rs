@@ -20,8 +20,8 @@
 //! - errors are in OpenAI's shape: client `tools` 400, unknown ids 404.
 
 mod object;
-mod request;
 mod render;
+mod request;
 mod stored;
 mod stream;
 
@@ -71,7 +71,10 @@ async fn create(State(instance): State<Arc<Instance>>, body: Result<Bytes, Bytes
     answer(create_checked(instance, body).await)
 }
 
-async fn create_checked(instance: Arc<Instance>, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+async fn create_checked(
+    instance: Arc<Instance>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
     let body = crate::error::body_or_error(body, SHAPE)?;
     let p = request::prepare(&body)?;
     // A waiting request holds its parsed conversation, not its raw body.

@@ -95,11 +95,27 @@ impl Outcome {
         let usage = Tokens::from(&result.tree_usage);
         let (status, output) = match (result.exit, ending(result)) {
             (ExitReason::Cancelled, _) => (Status::Cancelled, None),
-            (_, Ending::Answer { stop: Stop::End, output }) => (Status::Completed, output),
-            (_, Ending::Answer { stop: Stop::Length, output }) => (Status::Incomplete, output),
+            (
+                _,
+                Ending::Answer {
+                    stop: Stop::End,
+                    output,
+                },
+            ) => (Status::Completed, output),
+            (
+                _,
+                Ending::Answer {
+                    stop: Stop::Length,
+                    output,
+                },
+            ) => (Status::Incomplete, output),
             (_, Ending::Failed(message)) => (Status::Failed(message), None),
         };
-        Self { status, output, usage }
+        Self {
+            status,
+            output,
+            usage,
+        }
     }
 
     /// From a run's record; `None` while the run has not ended.
@@ -137,7 +153,11 @@ impl Outcome {
             .and_then(|r| r.get("output"))
             .filter(|o| !o.is_null())
             .map(Value::to_string);
-        Some(Self { status, output, usage })
+        Some(Self {
+            status,
+            output,
+            usage,
+        })
     }
 }
 
@@ -154,7 +174,13 @@ pub(super) fn usage(t: &Tokens) -> Value {
 
 /// The `response` object: `status` is `queued`, `in_progress` or the
 /// outcome's; `output` the items so far.
-pub(super) fn object(id: &str, meta: &Meta, status: &str, output: &[Value], outcome: Option<&Outcome>) -> Value {
+pub(super) fn object(
+    id: &str,
+    meta: &Meta,
+    status: &str,
+    output: &[Value],
+    outcome: Option<&Outcome>,
+) -> Value {
     let mut out = json!({
         "id": id,
         "object": "response",

@@ -85,7 +85,11 @@ impl Render {
     /// done, the response's last event.
     pub(super) fn finish(&mut self, outcome: Outcome) -> Vec<Value> {
         let mut events = Vec::new();
-        if let Some(json) = outcome.output.as_deref().filter(|_| outcome.status != Status::Cancelled) {
+        if let Some(json) = outcome
+            .output
+            .as_deref()
+            .filter(|_| outcome.status != Status::Cancelled)
+        {
             events.extend(self.delta(Kind::Message, json));
         }
         let item_status = match outcome.status {
@@ -98,7 +102,13 @@ impl Render {
             Status::Incomplete => "response.incomplete",
             Status::Failed(_) | Status::Cancelled => "response.failed",
         };
-        let response = object(&self.id, &self.meta, outcome.status.name(), &self.done, Some(&outcome));
+        let response = object(
+            &self.id,
+            &self.meta,
+            outcome.status.name(),
+            &self.done,
+            Some(&outcome),
+        );
         self.outcome = Some(outcome);
         events.push(self.event(kind, json!({"response": response})));
         events
@@ -112,7 +122,13 @@ impl Render {
             output.push(item(open, "in_progress"));
         }
         match &self.outcome {
-            Some(outcome) => object(&self.id, &self.meta, outcome.status.name(), &output, Some(outcome)),
+            Some(outcome) => object(
+                &self.id,
+                &self.meta,
+                outcome.status.name(),
+                &output,
+                Some(outcome),
+            ),
             None => object(&self.id, &self.meta, status, &output, None),
         }
     }
@@ -321,7 +337,10 @@ mod tests {
                 "response.completed",
             ]
         );
-        let seqs: Vec<u64> = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+        let seqs: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence_number"].as_u64().unwrap())
+            .collect();
         assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
         let last = &events.last().unwrap()["response"];
         assert_eq!(last["status"], "completed");
@@ -339,7 +358,13 @@ mod tests {
             output: Some("{\"n\":1}".into()),
             ..completed()
         };
-        let events = run(&mut render, &[AgentEvent::TextDelta { text: "hidden".into() }], outcome);
+        let events = run(
+            &mut render,
+            &[AgentEvent::TextDelta {
+                text: "hidden".into(),
+            }],
+            outcome,
+        );
         let last = &events.last().unwrap()["response"];
         assert_eq!(last["output"].as_array().unwrap().len(), 1);
         assert_eq!(last["output"][0]["content"][0]["text"], "{\"n\":1}");
@@ -349,7 +374,11 @@ mod tests {
             status: Status::Failed("the model is down".into()),
             ..completed()
         };
-        let events = run(&mut render, &[AgentEvent::TextDelta { text: "Par".into() }], failed);
+        let events = run(
+            &mut render,
+            &[AgentEvent::TextDelta { text: "Par".into() }],
+            failed,
+        );
         assert_eq!(events.last().unwrap()["type"], "response.failed");
         let last = &events.last().unwrap()["response"];
         assert_eq!(last["error"]["message"], "the model is down");

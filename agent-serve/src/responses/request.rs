@@ -20,8 +20,8 @@ use loopwright_core::{ContentPart, Message, ReasoningEffort, Role, ToolCall, Too
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::object::Meta;
 use super::bad;
+use super::object::Meta;
 use crate::error::ApiError;
 use crate::runs::{OutputRequest, RunOptions};
 
@@ -165,7 +165,9 @@ fn text_format(text: Option<&Value>) -> Result<(Option<OutputRequest>, Value), A
                 .get("schema")
                 .filter(|s| s.is_object())
                 .cloned()
-                .ok_or_else(|| bad("text.format.schema is missing (json_schema needs a JSON Schema object)"))?;
+                .ok_or_else(|| {
+                    bad("text.format.schema is missing (json_schema needs a JSON Schema object)")
+                })?;
             let name = format.get("name").and_then(Value::as_str).unwrap_or("response");
             Ok((
                 Some(OutputRequest {
@@ -182,7 +184,9 @@ fn text_format(text: Option<&Value>) -> Result<(Option<OutputRequest>, Value), A
 }
 
 /// `reasoning.effort`, as the agent's option and as echoed.
-fn reasoning_effort(reasoning: Option<&Value>) -> Result<(Option<ReasoningEffort>, Option<String>), ApiError> {
+fn reasoning_effort(
+    reasoning: Option<&Value>,
+) -> Result<(Option<ReasoningEffort>, Option<String>), ApiError> {
     let Some(effort) = reasoning.and_then(|r| r.get("effort")).filter(|e| !e.is_null()) else {
         return Ok((None, None));
     };
@@ -288,7 +292,11 @@ impl Items {
             }
         }
         self.no_open_calls(i)?;
-        let role = if role == "user" { Role::User } else { Role::Assistant };
+        let role = if role == "user" {
+            Role::User
+        } else {
+            Role::Assistant
+        };
         self.answerable = role == Role::User;
         self.messages.push(Message::new(role, parts));
         Ok(())
@@ -346,7 +354,11 @@ impl Items {
                     ))),
                 })
                 .collect::<Result<_, _>>()?,
-            _ => return Err(bad(format!("input[{i}].output must be a string or a list of parts"))),
+            _ => {
+                return Err(bad(format!(
+                    "input[{i}].output must be a string or a list of parts"
+                )));
+            }
         };
         let result = ContentPart::ToolResult(ToolResult {
             call_id: call_id.to_owned(),
@@ -446,7 +458,10 @@ mod tests {
         assert_eq!(p.options.reasoning, Some(ReasoningEffort::Low));
         assert_eq!(p.options.max_output_tokens, Some(100));
         assert!(p.store && !p.background && !p.stream);
-        assert!(p.options.deny_pauses, "a synchronous response cannot wait for a person");
+        assert!(
+            p.options.deny_pauses,
+            "a synchronous response cannot wait for a person"
+        );
         assert_eq!(p.meta.text["format"]["name"], "city");
     }
 
@@ -499,15 +514,21 @@ mod tests {
         assert!(tools.contains("`tools` is not supported"), "{tools}");
         let m = refused(json!({"model": "a", "input": "x", "store": false, "background": true}));
         assert!(m.contains("store=true"), "{m}");
-        let m = refused(json!({"model": "a", "input": "x", "text": {"format": {"type": "json_schema", "name": "n"}}}));
+        let m = refused(
+            json!({"model": "a", "input": "x", "text": {"format": {"type": "json_schema", "name": "n"}}}),
+        );
         assert!(m.contains("text.format.schema is missing"), "{m}");
-        let m = refused(json!({"model": "a", "input": "x", "text": {"format": {"type": "json_schema", "schema": {"type": 12}}}}));
+        let m = refused(
+            json!({"model": "a", "input": "x", "text": {"format": {"type": "json_schema", "schema": {"type": 12}}}}),
+        );
         assert!(m.contains("text.format.schema"), "{m}");
         let m = refused(json!({"model": "a", "input": "x", "reasoning": {"effort": "extreme"}}));
         assert!(m.contains("extreme"), "{m}");
         let m = refused(json!({"model": "a", "input": [{"type": "item_reference", "id": "msg_1"}]}));
         assert!(m.contains("previous_response_id"), "{m}");
-        let m = refused(json!({"model": "a", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}));
+        let m = refused(
+            json!({"model": "a", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}),
+        );
         assert!(m.contains("input[0].content[0]"), "{m}");
         let m = refused(json!({"model": "a", "input": "x", "conversation": "conv_1"}));
         assert!(m.contains("previous_response_id"), "{m}");

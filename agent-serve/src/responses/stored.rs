@@ -54,7 +54,13 @@ async fn load(instance: &Instance, id: &str) -> Result<(RunRecord, Meta), ApiErr
     };
     record
         .and_then(|record| Meta::of(&record).map(|meta| (record, meta)))
-        .ok_or_else(|| ApiError::new(SHAPE, Kind::Missing, format!("Response with id {id:?} not found.")))
+        .ok_or_else(|| {
+            ApiError::new(
+                SHAPE,
+                Kind::Missing,
+                format!("Response with id {id:?} not found."),
+            )
+        })
 }
 
 /// Whether the response asked for structured output.
@@ -209,7 +215,12 @@ pub(super) async fn history(instance: &Instance, previous: &str) -> Result<Vec<M
             )));
         }
     }
-    match instance.runs.store.load_conversation(&conversation_id(previous)).await {
+    match instance
+        .runs
+        .store
+        .load_conversation(&conversation_id(previous))
+        .await
+    {
         Ok(Some(conversation)) => Ok(conversation.messages),
         Ok(None) => Err(ApiError::new(
             SHAPE,
@@ -219,6 +230,10 @@ pub(super) async fn history(instance: &Instance, previous: &str) -> Result<Vec<M
                  run's warnings); send the conversation as input items"
             ),
         )),
-        Err(e) => Err(ApiError::store(SHAPE, &format!("response {previous}'s conversation"), &e)),
+        Err(e) => Err(ApiError::store(
+            SHAPE,
+            &format!("response {previous}'s conversation"),
+            &e,
+        )),
     }
 }

@@ -63,7 +63,11 @@ impl Sink<'_> {
                 continue;
             }
             let kind = event["type"].as_str().unwrap_or("message").to_owned();
-            if tx.send(Event::default().event(kind).data(event.to_string())).await.is_err() {
+            if tx
+                .send(Event::default().event(kind).data(event.to_string()))
+                .await
+                .is_err()
+            {
                 return false;
             }
         }
@@ -86,14 +90,21 @@ impl Sink<'_> {
                 "type": "error", "code": "server_error", "message": message, "param": null,
                 "error": {"type": "server_error", "code": "server_error", "message": message},
             });
-            let _ = tx.send(Event::default().event("error").data(data.to_string())).await;
+            let _ = tx
+                .send(Event::default().event("error").data(data.to_string()))
+                .await;
         }
     }
 }
 
 /// Render stored response `id` from its event log to its end (or the
 /// client's leaving).
-pub(super) async fn follow_log(store: Arc<dyn Store>, id: &str, render: &mut Render, sink: Sink<'_>) -> Followed {
+pub(super) async fn follow_log(
+    store: Arc<dyn Store>,
+    id: &str,
+    render: &mut Render,
+    sink: Sink<'_>,
+) -> Followed {
     let (tx, mut rx) = mpsc::channel(LOG_BUFFER);
     let reader = tokio::spawn(follow(store.clone(), id.to_owned(), None, tx, |logged| logged));
     let followed = follow_events(&store, id, render, &sink, &mut rx).await;
@@ -137,7 +148,12 @@ async fn follow_events(
     }
 }
 
-async fn finish_from_record(store: &Arc<dyn Store>, id: &str, render: &mut Render, sink: &Sink<'_>) -> Followed {
+async fn finish_from_record(
+    store: &Arc<dyn Store>,
+    id: &str,
+    render: &mut Render,
+    sink: &Sink<'_>,
+) -> Followed {
     let record = match store.load_run(id).await {
         Ok(Some(record)) => record,
         Ok(None) => return Followed::Unreadable(format!("response {id} was deleted while it was read")),

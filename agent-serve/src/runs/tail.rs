@@ -57,7 +57,9 @@ pub(crate) async fn follow<T: Send>(
         Ok(subscription) => subscription,
         Err(e) => {
             let _ = tx
-                .send(wrap(Logged::Unreadable(format!("the run's events cannot be read: {e}"))))
+                .send(wrap(Logged::Unreadable(format!(
+                    "the run's events cannot be read: {e}"
+                ))))
                 .await;
             return;
         }
@@ -68,7 +70,9 @@ pub(crate) async fn follow<T: Send>(
             Ok(page) => page,
             Err(e) => {
                 let _ = tx
-                    .send(wrap(Logged::Unreadable(format!("the run's events cannot be read: {e}"))))
+                    .send(wrap(Logged::Unreadable(format!(
+                        "the run's events cannot be read: {e}"
+                    ))))
                     .await;
                 return;
             }
