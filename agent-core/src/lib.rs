@@ -40,9 +40,11 @@ pub mod accounting;
 pub mod agent;
 pub mod approval;
 pub mod budget;
+pub mod compaction;
 mod duration;
 pub mod fallback;
 pub mod history;
+pub mod media;
 mod message;
 mod model;
 pub mod model_error;
@@ -56,6 +58,7 @@ mod settings;
 mod source;
 pub mod telemetry;
 pub mod tool;
+pub mod tool_search;
 pub mod toolset;
 mod typed;
 mod usage;
@@ -77,8 +80,11 @@ pub use approval::{
 };
 pub use budget::ContextBudget;
 pub use fallback::FallbackModel;
-pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
-pub use model::{LanguageModel, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+pub use message::{
+    CompactionItem, ContentPart, FileSource, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart,
+    ToolResult,
+};
+pub use model::{LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::ModelError;
 pub use output::{OutputError, OutputMode, OutputSpec};
 pub use responder::Responder;

@@ -168,17 +168,8 @@ impl Driver {
         let store = self.runs.store.clone();
         let mut finished: Option<Value> = None;
         let mut store_failure: Option<String> = None;
-        let mut poll = tokio::time::interval(CANCEL_POLL);
-        poll.tick().await;
-        loop {
-            let first = tokio::select! {
-                next = run.next() => next,
-                _ = poll.tick() => {
-                    self.check_cancel(&store).await;
-                    continue;
-                }
-            };
-            let Some(first) = first else { break };
+        let _watch = CancelWatch::spawn(store.clone(), self.record.id.clone(), self.token.clone());
+        while let Some(first) = run.next().await {
             let mut batch = Vec::new();
             let mut next = Some(first);
             while let Some(event) = next {
@@ -274,16 +265,6 @@ impl Driver {
                 }
                 Err(e) => return Err(e),
             }
-        }
-    }
-
-    /// Cancel the run when its record says a client asked to (through
-    /// another replica).
-    async fn check_cancel(&self, store: &Arc<dyn Store>) {
-        if let Ok(Some(record)) = store.load_run(&self.record.id).await
-            && Envelope::of(&record).is_ok_and(|e| e.cancel_requested)
-        {
-            self.token.cancel();
         }
     }
 
@@ -394,6 +375,35 @@ impl Driver {
             }
         }
         warnings
+    }
+}
+
+/// Cancels a run when its record says a client asked to (through another
+/// replica); stops when dropped.
+struct CancelWatch(tokio::task::JoinHandle<()>);
+
+impl CancelWatch {
+    fn spawn(store: Arc<dyn Store>, id: String, token: CancellationToken) -> Self {
+        Self(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(CANCEL_POLL) => {}
+                    () = token.cancelled() => return,
+                }
+                if let Ok(Some(record)) = store.load_run(&id).await
+                    && Envelope::of(&record).is_ok_and(|e| e.cancel_requested)
+                {
+                    token.cancel();
+                    return;
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for CancelWatch {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
