@@ -503,7 +503,7 @@ pub struct AgentArgs {
 /// `loopwright serve`: its surfaces and limits, then the agents' settings.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// OpenAI Chat Completions at http://ADDR/v1.
+    /// OpenAI Chat Completions and Responses at http://ADDR/v1.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
     pub openai: Vec<std::net::SocketAddr>,
 

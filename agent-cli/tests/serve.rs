@@ -58,6 +58,14 @@ model: local/missing-model
 You fail.
 ";
 
+/// An agent that only talks: the Responses chain's turns.
+const CHATTER: &str = "---
+description: Remembers what it is told.
+model: local/chain-model
+---
+You remember.
+";
+
 /// `tests-deps/python/clients/<rest>`, which must exist.
 fn clients(rest: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -79,10 +87,15 @@ fn script(name: &str) -> String {
 /// reasoning; the extractor answers through final_answer; the sleeper
 /// calls a tool that sleeps a minute.
 async fn models() -> RoutedServer {
+    models_with(Vec::new()).await
+}
+
+/// [`models`] with `extra` models' scripts.
+async fn models_with(extra: Vec<(&str, Vec<String>)>) -> RoutedServer {
     let echo = chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]);
     let answer = chat_reasoned_answer("Thinking about the echo.", "The echo said hi.");
     let pairs: Vec<String> = (0..20).flat_map(|_| [echo.clone(), answer.clone()]).collect();
-    RoutedServer::start(vec![
+    let mut scripts = vec![
         ("chat-model", pairs),
         (
             "json-model",
@@ -99,8 +112,9 @@ async fn models() -> RoutedServer {
                 chat_answer("Slept."),
             ],
         ),
-    ])
-    .await
+    ];
+    scripts.extend(extra);
+    RoutedServer::start(scripts).await
 }
 
 /// The config and the agent files; returns the config path.
@@ -310,6 +324,53 @@ async fn the_official_clients_talk_to_agent_serve() {
     assert_eq!(rebound.status(), 403);
 
     // SIGTERM: a clean stop, and the MCP server it started is gone.
+    terminate(child).await;
+}
+
+/// The Responses API with the official client (agent-cli/tests/serve/
+/// responses_client.py): created streamed and not, retrieved, a chain of
+/// three turns by `previous_response_id`, background, cancel, structured
+/// output, deleted, errors. Here: the chain's third turn reached the model
+/// with the whole conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_client_speaks_the_responses_api() {
+    let chain = ["Noted, Ada.", "Noted, 36.", "You are Ada, 36."]
+        .map(chat_answer)
+        .to_vec();
+    let server = models_with(vec![("chain-model", chain)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    let chatter = dir.path().join("chatter.md");
+    std::fs::write(&chatter, CHATTER).unwrap();
+    let extra = ["--agent", chatter.to_str().unwrap(), "--api-key-env", "SERVE_KEY"];
+    let (child, urls, _) = serve_on(dir.path(), &config, &["--openai"], &extra).await;
+
+    python(&[&script("responses_client.py"), &urls["openai"], KEY]).await;
+
+    let turns = server.bodies_for("chain-model");
+    assert_eq!(turns.len(), 3, "{turns:?}");
+    let said: Vec<(String, String)> = turns[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("user", "My name is Ada."),
+        ("assistant", "Noted, Ada."),
+        ("user", "I am 36."),
+        ("assistant", "Noted, 36."),
+        ("user", "Who am I?"),
+    ]
+    .map(|(role, text)| (role.to_owned(), text.to_owned()));
+    assert_eq!(said, expected, "{}", turns[2]);
     terminate(child).await;
 }
 

@@ -411,6 +411,24 @@ async fn a_model_error_mid_stream_discards_the_partial_step() {
     }
 }
 
+/// A provider that saw the run's cancellation first (or a wrapper that
+/// cancelled the call) ends its stream with `ModelError::Cancelled`: the run
+/// was cancelled, its model did not fail.
+#[tokio::test]
+async fn a_model_call_ended_by_cancellation_is_a_cancelled_run() {
+    let (_, result, _) = run(
+        vec![
+            ScriptedStep::events(vec![ModelEvent::TextDelta { text: "Hal".into() }])
+                .then_error(ModelError::Cancelled),
+        ],
+        tools(vec![]),
+        AgentOptions::default(),
+    )
+    .await;
+    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert!(result.error.is_none(), "{:?}", result.error);
+}
+
 #[tokio::test]
 async fn a_stream_without_finish_is_a_model_error() {
     let (_, result, _) = run(

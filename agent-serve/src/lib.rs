@@ -1,6 +1,6 @@
 //! Serve agents to other programs: as a model behind the OpenAI Chat
-//! Completions or Anthropic Messages API that every client already speaks,
-//! as tools of an MCP server, or over plain REST.
+//! Completions (or Responses) or Anthropic Messages API that every client
+//! already speaks, as tools of an MCP server, or over plain REST.
 //!
 //! ```no_run
 //! # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_serve::ServeError> {
@@ -44,6 +44,8 @@ mod mcp;
 mod mcp_http;
 #[cfg(feature = "openai")]
 mod openai;
+#[cfg(feature = "openai")]
+mod responses;
 #[cfg(feature = "rest")]
 mod rest;
 mod run;

@@ -1,6 +1,6 @@
 //! The OpenAI Chat Completions surface: `GET /v1/models` (one model per
 //! served agent, its name the id) and `POST /v1/chat/completions`, with and
-//! without `stream`.
+//! without `stream`; the Responses API beside it ([`crate::responses`]).
 //!
 //! Invariants:
 //! - the request's messages are the conversation: system (and developer)
@@ -36,10 +36,10 @@ const SHAPE: Shape = Shape::OpenAi;
 
 /// The routes of one instance.
 pub(crate) fn router(instance: Arc<Instance>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat))
-        .with_state(instance)
+        .route("/v1/chat/completions", post(chat));
+    crate::responses::routes(router).with_state(instance)
 }
 
 async fn models(State(instance): State<Arc<Instance>>) -> Response {
@@ -93,6 +93,15 @@ struct ChatMessage {
 
 fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(SHAPE, Kind::BadRequest, message)
+}
+
+/// The 400 for a request with `tools` (`count` of them): the agent runs
+/// its own tools, a client's cannot be called.
+pub(crate) fn client_tools_refused(count: usize) -> ApiError {
+    bad(format!(
+        "`tools` is not supported: this model is an agent that runs its own tools ({count} client tool(s) sent); \
+         send the request without them"
+    ))
 }
 
 /// The text and images of a message's `content` (a string or parts).
@@ -212,10 +221,7 @@ fn prepare(body: &Bytes) -> Result<Prepared, ApiError> {
         .map_err(|e| bad(format!("the request body is not a valid chat request: {e}")))?;
     let tools = request.tools.as_ref().map_or(0, Vec::len) + request.functions.as_ref().map_or(0, Vec::len);
     if tools > 0 {
-        return Err(bad(format!(
-            "`tools` is not supported: this model is an agent that runs its own tools ({tools} client tool(s) \
-             sent); send the request without them"
-        )));
+        return Err(client_tools_refused(tools));
     }
     let (history, system) = conversation(&request.messages)?;
     Ok(Prepared {

@@ -64,7 +64,8 @@ const DRAIN_POLL: Duration = Duration::from_millis(20);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Surface {
-    /// OpenAI Chat Completions (`/v1/models`, `/v1/chat/completions`).
+    /// OpenAI Chat Completions and Responses (`/v1/models`,
+    /// `/v1/chat/completions`, `/v1/responses`).
     OpenAi,
     /// Anthropic Messages (`/v1/models`, `/v1/messages`).
     Anthropic,
@@ -248,7 +249,7 @@ impl Serve {
         self
     }
 
-    /// The OpenAI Chat Completions surface on `addr`.
+    /// The OpenAI Chat Completions and Responses surface on `addr`.
     pub fn openai(self, addr: SocketAddr) -> Self {
         self.listen(Surface::OpenAi, addr)
     }

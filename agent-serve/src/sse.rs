@@ -28,7 +28,7 @@ where
 }
 
 /// `wait`'s output, or `None` once the client is gone.
-pub(crate) async fn closed_or<T>(tx: &mpsc::Sender<Event>, wait: impl Future<Output = T>) -> Option<T> {
+pub(crate) async fn closed_or<S, T>(tx: &mpsc::Sender<S>, wait: impl Future<Output = T>) -> Option<T> {
     tokio::select! {
         () = tx.closed() => None,
         value = wait => Some(value),

@@ -2,6 +2,8 @@
 //! streamed from the event log (and resumed with `Last-Event-ID`), paused
 //! for approval and continued by decisions posted over HTTP, cancelled;
 //! sessions continued by id; bad input answered with the right status.
+//! Responses API responses as background runs: one approved over REST, a
+//! synchronous one denied, one whose client left cancelled.
 //! (Replicas on one PostgreSQL are tested with real `serve` processes in
 //! agent-cli/tests/serve_replicas.rs.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -549,4 +551,120 @@ async fn unknown_ids_bad_bodies_and_synchronous_surfaces_are_answered_plainly() 
         );
     assert!(denied);
     f.running.shutdown().await;
+}
+
+/// A background Responses API response pauses like any background run, is
+/// approved through the REST surface under the same id and completes; a
+/// synchronous one cannot wait for a person: its call is denied with a
+/// reason the model reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_response_is_approved_over_rest_and_a_synchronous_one_is_denied() {
+    let steps = vec![
+        write_call("c1"),
+        ScriptedStep::text("Written."),
+        write_call("c2"),
+        ScriptedStep::text("Not written."),
+    ];
+    let f = serve(steps, false, 2).await;
+    let openai = format!("http://{}/v1", f.running.address(Surface::OpenAi).unwrap());
+    let (status, created) = post(
+        &format!("{openai}/responses"),
+        json!({"model": "writer", "input": "Write it.", "background": true}),
+    )
+    .await;
+    assert_eq!(
+        (status, created["status"].as_str()),
+        (200, Some("queued")),
+        "{created}"
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    let view = run_until(&f.base, &id, "awaiting approval", |v| {
+        v["status"] == "awaiting_approval"
+    })
+    .await;
+    assert_eq!(view["pending_approvals"][0]["call_id"], "c1", "{view}");
+    let (_, paused) = get(&format!("{openai}/responses/{id}")).await;
+    assert_eq!(paused["status"], "in_progress", "{paused}");
+    let (status, decided) = post(
+        &format!("{}/v1/runs/{id}/approvals", f.base),
+        json!({"decisions": [{"call_id": "c1", "approve": true}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    run_until(&f.base, &id, "completed", |v| v["status"] == "completed").await;
+    let (_, done) = get(&format!("{openai}/responses/{id}")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let last = done["output"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["content"][0]["text"], "Written.", "{done}");
+    assert_eq!(f.calls.load(Ordering::SeqCst), 1);
+
+    let (status, sync) = post(
+        &format!("{openai}/responses"),
+        json!({"model": "writer", "input": "Write again."}),
+    )
+    .await;
+    assert_eq!(
+        (status, sync["status"].as_str()),
+        (200, Some("completed")),
+        "{sync}"
+    );
+    assert_eq!(
+        f.calls.load(Ordering::SeqCst),
+        1,
+        "a call that needed a person ran"
+    );
+    let told = serde_json::to_string(&*f.model.requests().last().unwrap().messages).unwrap();
+    assert!(told.contains("cannot wait for one"), "{told}");
+    f.running.shutdown().await;
+}
+
+/// A synchronous stored response whose client leaves is cancelled: its
+/// model call is dropped and its record ends `cancelled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synchronous_response_whose_client_leaves_is_cancelled() {
+    let model = Arc::new(common::GatedModel::new());
+    let agent = Agent::builder(model.clone()).name("slow").build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .openai("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap();
+    let openai = format!("http://{}/v1", running.address(Surface::OpenAi).unwrap());
+    let mut response = common::http()
+        .post(format!("{openai}/responses"))
+        .json(&json!({"model": "slow", "input": "Hi", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let mut buffer = String::new();
+    while !buffer.contains("\n\n") {
+        let chunk = response.chunk().await.unwrap().unwrap();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let created: Value =
+        serde_json::from_str(buffer.lines().find_map(|l| l.strip_prefix("data: ")).unwrap()).unwrap();
+    assert_eq!(created["type"], "response.created", "{created}");
+    let id = created["response"]["id"].as_str().unwrap().to_owned();
+    common::until("the model call started", || {
+        model.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    drop(response);
+    common::until("the model call was dropped", || {
+        model.dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    tokio::time::timeout(common::HANG_GUARD, async {
+        loop {
+            let (_, now) = get(&format!("{openai}/responses/{id}")).await;
+            if now["status"] == "cancelled" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the left response never ended cancelled");
+    running.shutdown().await;
 }

@@ -148,6 +148,12 @@ impl RunStore for MemoryStore {
         runs.truncate(limit);
         Ok(runs)
     }
+
+    async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
+        let mut data = self.data();
+        data.events.remove(id);
+        Ok(data.runs.remove(id).is_some())
+    }
 }
 
 #[async_trait]

@@ -315,6 +315,26 @@ impl RunStore for SqliteStore {
         .map_err(|e| self.error(e))?;
         rows.iter().map(|row| sql::run(row)?.decode()).collect()
     }
+
+    async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| self.error(e))?;
+        sqlx::query("DELETE FROM loopwright_events WHERE run_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+        let done = sqlx::query("DELETE FROM loopwright_runs WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(done.rows_affected() > 0)
+    }
 }
 
 #[async_trait]

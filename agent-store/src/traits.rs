@@ -80,6 +80,22 @@ pub trait RunStore: Send + Sync {
     /// Runs with this status (all when `None`), the most recently written
     /// first, at most `limit`.
     async fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Deletes the run `id` and its event log in one transaction; whether
+    /// the run was there. A writer that loaded it before is refused
+    /// ([`StoreError::Conflict`]) as for a run that never was.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+    /// let store = loopwright_store::open("memory:").await?;
+    /// store.create_run(&loopwright_store::RunRecord::new("r1", "agent")).await?;
+    /// store.append_events("r1", &[(0, serde_json::json!({"type": "run_started"}))]).await?;
+    /// assert!(store.delete_run("r1").await?);
+    /// assert!(store.load_run("r1").await?.is_none());
+    /// assert!(store.read_events("r1", None, 10).await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    async fn delete_run(&self, id: &str) -> Result<bool, StoreError>;
 }
 
 /// A run's event log: events with sequence numbers, readable from any

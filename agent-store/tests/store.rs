@@ -21,6 +21,7 @@ per_backend!(
     conversations_are_deleted,
     runs_are_created_once_and_updated_by_compare_and_set,
     runs_are_listed_by_status_newest_first,
+    runs_are_deleted_with_their_events,
     a_large_run_state_round_trips,
     events_are_read_from_any_sequence_number,
     an_event_batch_with_a_taken_sequence_number_writes_nothing,
@@ -156,6 +157,33 @@ async fn conversations_are_deleted(mut fixture: Fixture) {
             .is_conflict()
     );
     assert_eq!(store.append_turn("c", 0, &turn(3)).await.unwrap(), 1);
+}
+
+async fn runs_are_deleted_with_their_events(mut fixture: Fixture) {
+    let store = fixture.open().await;
+    store.create_run(&RunRecord::new("r1", "support")).await.unwrap();
+    store.create_run(&RunRecord::new("r2", "support")).await.unwrap();
+    for run in ["r1", "r2"] {
+        store
+            .append_events(
+                run,
+                &[
+                    (0, json!({"type": "run_started"})),
+                    (1, json!({"type": "finished"})),
+                ],
+            )
+            .await
+            .unwrap();
+    }
+    assert!(store.delete_run("r1").await.unwrap());
+    assert!(!store.delete_run("r1").await.unwrap());
+    assert!(store.load_run("r1").await.unwrap().is_none());
+    assert!(store.read_events("r1", None, 10).await.unwrap().is_empty());
+    // A writer that loaded it before is refused; the other run is untouched.
+    let stale = RunRecord::new("r1", "support").with_status(RunStatus::Completed);
+    assert!(store.update_run(&stale, 1).await.unwrap_err().is_conflict());
+    assert!(store.load_run("r2").await.unwrap().is_some());
+    assert_eq!(store.read_events("r2", None, 10).await.unwrap().len(), 2);
 }
 
 async fn runs_are_created_once_and_updated_by_compare_and_set(mut fixture: Fixture) {

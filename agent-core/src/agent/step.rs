@@ -76,6 +76,18 @@ impl StepOutput {
     }
 }
 
+/// A model's error as the step's failure: a call cut off by the run's
+/// cancellation is the run's cancellation, not a model failure (a
+/// provider may see the token before this step does, or a wrapper may
+/// cancel the call for it).
+fn model_failure(error: ModelError, cancel: &CancellationToken) -> StepFailure {
+    if cancel.is_cancelled() || matches!(error, ModelError::Cancelled) {
+        StepFailure::Cancelled
+    } else {
+        StepFailure::Model(error)
+    }
+}
+
 /// Run one model call to the end of its stream.
 pub(crate) async fn run_step(
     model: &dyn LanguageModel,
@@ -92,7 +104,7 @@ pub(crate) async fn run_step(
     let mut stream = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
-        started = model.stream(request) => started.map_err(StepFailure::Model)?,
+        started = model.stream(request) => started.map_err(|e| model_failure(e, cancel))?,
     };
     let mut out = StepOutput::empty();
     // Index in `parts` of the reasoning block still receiving deltas.
@@ -109,7 +121,7 @@ pub(crate) async fn run_step(
                     "the model's stream ended before its finish event",
                 )));
             }
-            Some(Err(e)) => return Err(StepFailure::Model(e)),
+            Some(Err(e)) => return Err(model_failure(e, cancel)),
             Some(Ok(event)) => event,
         };
         match event {

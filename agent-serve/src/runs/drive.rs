@@ -149,7 +149,7 @@ impl Driver {
         let agent = served
             .agent()
             .with_cancellation(self.token.clone())
-            .map_options(|o| super::background_approvals(options.apply(o)));
+            .map_options(|o| options.apply_for_background(o));
         let (run, input) = match begin {
             Begin::Fresh(messages) => (agent.run(messages.clone()), messages),
             Begin::Resume(state, decided) => {

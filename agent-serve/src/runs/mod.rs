@@ -34,9 +34,9 @@ use loopwright_store::{RunRecord, RunStatus, Store};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use options::RunOptions;
+pub(crate) use options::{OutputRequest, RunOptions};
 pub(crate) use record::view;
-pub(crate) use tail::tail;
+pub(crate) use tail::{Logged, follow, tail};
 
 use crate::error::{ApiError, Kind, Shape};
 use crate::run::Instance;
@@ -64,6 +64,14 @@ pub(crate) struct RunSpec {
     pub(crate) options: RunOptions,
     /// The run's id (a fresh one when `None`).
     pub(crate) id: Option<String>,
+    /// What the surface keeps in the record (see [`record::Envelope`]).
+    pub(crate) surface: Option<serde_json::Value>,
+}
+
+/// What the surface that started run `record` keeps in it (see
+/// [`RunSpec::surface`]), if anything.
+pub(crate) fn surface(record: &RunRecord) -> Option<serde_json::Value> {
+    Envelope::of(record).ok()?.surface
 }
 
 /// A decision as `POST /v1/runs/{id}/approvals` takes it.
@@ -146,6 +154,7 @@ impl Runs {
                 turn: spec.input,
                 snapshot: spec.snapshot,
             },
+            surface: spec.surface,
             ..Envelope::default()
         };
         let mut record = RunRecord::new(&id, &spec.agent)

@@ -29,6 +29,11 @@ pub(crate) struct RunOptions {
     pub(crate) max_output_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reasoning: Option<ReasoningEffort>,
+    /// Deny, with a reason the model reads, the calls that would pause for
+    /// a person: the request that started the run waits for its answer
+    /// and cannot wait for a person (a synchronous stored response).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) deny_pauses: bool,
 }
 
 /// A structured answer asked for: the schema's name and the schema.
@@ -50,6 +55,18 @@ impl RunOptions {
         match &self.output {
             Some(output) => output.spec().map(|_| ()),
             None => Ok(()),
+        }
+    }
+
+    /// `options` with these changes, and the approvals of a run that may
+    /// pause (or, with [`deny_pauses`](Self::deny_pauses), of one that
+    /// may not).
+    pub(crate) fn apply_for_background(&self, options: AgentOptions) -> AgentOptions {
+        let options = self.apply(options);
+        if self.deny_pauses {
+            super::foreground_approvals(options)
+        } else {
+            super::background_approvals(options)
         }
     }
 

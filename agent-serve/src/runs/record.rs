@@ -35,6 +35,10 @@ pub(crate) struct Envelope {
     /// A client asked to cancel it (the replica running it sees this).
     #[serde(default)]
     pub(crate) cancel_requested: bool,
+    /// What the surface that started it keeps about it (a stored
+    /// response's echo of its request), opaque here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) surface: Option<Value>,
 }
 
 /// One decision for a pending call.

@@ -24,14 +24,42 @@ const PAGE: usize = 256;
 /// How long the tail waits for a wake before it looks at the run's record.
 const RECORD_CHECK: Duration = Duration::from_secs(2);
 
-/// Send `run_id`'s events after `after` to `tx` until the run finishes or
-/// the client leaves.
+/// What [`follow`] reads from a run's log.
+#[derive(Debug, Clone)]
+pub(crate) enum Logged {
+    /// An event and its sequence number.
+    Event(u64, Value),
+    /// The log cannot be read (the last thing sent).
+    Unreadable(String),
+}
+
+/// Send `run_id`'s events after `after` to `tx` as server-sent events until
+/// the run finishes or the client leaves.
 pub(crate) async fn tail(store: Arc<dyn Store>, run_id: String, after: Option<u64>, tx: mpsc::Sender<Event>) {
+    follow(store, run_id, after, tx, |logged| match logged {
+        Logged::Event(seq, event) => Event::default().id(seq.to_string()).data(event.to_string()),
+        Logged::Unreadable(message) => error_event(&message),
+    })
+    .await;
+}
+
+/// Send `run_id`'s events after `after` to `tx`, each as `wrap` makes it,
+/// until the run finishes (its `finished` event is the last one sent) or
+/// `tx` closes.
+pub(crate) async fn follow<T: Send>(
+    store: Arc<dyn Store>,
+    run_id: String,
+    after: Option<u64>,
+    tx: mpsc::Sender<T>,
+    wrap: impl Fn(Logged) -> T + Send,
+) {
     let mut subscription = match store.subscribe_events(&run_id).await {
         Ok(subscription) => subscription,
         Err(e) => {
             let _ = tx
-                .send(error_event(&format!("the run's events cannot be read: {e}")))
+                .send(wrap(Logged::Unreadable(format!(
+                    "the run's events cannot be read: {e}"
+                ))))
                 .await;
             return;
         }
@@ -42,7 +70,9 @@ pub(crate) async fn tail(store: Arc<dyn Store>, run_id: String, after: Option<u6
             Ok(page) => page,
             Err(e) => {
                 let _ = tx
-                    .send(error_event(&format!("the run's events cannot be read: {e}")))
+                    .send(wrap(Logged::Unreadable(format!(
+                        "the run's events cannot be read: {e}"
+                    ))))
                     .await;
                 return;
             }
@@ -51,8 +81,7 @@ pub(crate) async fn tail(store: Arc<dyn Store>, run_id: String, after: Option<u6
         for (seq, event) in page {
             last = Some(seq);
             let finished = event.get("type").and_then(Value::as_str) == Some("finished");
-            let sse = Event::default().id(seq.to_string()).data(event.to_string());
-            if tx.send(sse).await.is_err() || finished {
+            if tx.send(wrap(Logged::Event(seq, event))).await.is_err() || finished {
                 return;
             }
         }

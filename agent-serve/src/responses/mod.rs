@@ -1,0 +1,162 @@
+//! The OpenAI Responses API, on the OpenAI surface beside Chat
+//! Completions: `POST /v1/responses` (the agent's name as `model`),
+//! `GET /v1/responses/{id}` (with `?stream=true&starting_after=N`),
+//! `POST /v1/responses/{id}/cancel`, `DELETE /v1/responses/{id}`.
+//!
+//! Invariants:
+//! - a stored response (`store`, the default) is a background run
+//!   ([`crate::runs`]) with the response's id: its record, its event log
+//!   and, once completed, its whole conversation (under
+//!   [`conversation_id`]) live in the store, so any replica sharing the
+//!   store reads, streams, cancels, deletes and continues it
+//!   (`previous_response_id`);
+//! - a synchronous response (not `background`) cannot wait for a person:
+//!   calls that would pause are denied with a reason the model reads, and
+//!   it is cancelled when its client leaves; a background one pauses like
+//!   any background run, and is approved through the REST surface's
+//!   `POST /v1/runs/{id}/approvals` (the same id);
+//! - a response that is not stored runs in this request alone, as a Chat
+//!   Completion does, and is never written to the store;
+//! - errors are in OpenAI's shape: client `tools` 400, unknown ids 404.
+
+mod object;
+mod render;
+mod request;
+mod stored;
+mod stream;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::error::{ApiError, Kind, Shape};
+use crate::run::Instance;
+use crate::runs::{RunSpec, new_id};
+use crate::sse::event_stream;
+use render::Render;
+use stream::{CancelOnDrop, Followed, Sink, follow_log, run_direct};
+
+const SHAPE: Shape = Shape::OpenAi;
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::new(SHAPE, Kind::BadRequest, message)
+}
+
+/// The conversation a completed stored response keeps: its input (after
+/// the previous response's conversation) and its answer.
+fn conversation_id(response_id: &str) -> String {
+    format!("response:{response_id}")
+}
+
+/// `router`, with the Responses routes.
+pub(crate) fn routes(router: Router<Arc<Instance>>) -> Router<Arc<Instance>> {
+    router
+        .route("/v1/responses", post(create))
+        .route("/v1/responses/{id}", get(stored::retrieve).delete(stored::delete))
+        .route("/v1/responses/{id}/cancel", post(stored::cancel))
+}
+
+/// Answer `result`, or its error.
+fn answer(result: Result<Response, ApiError>) -> Response {
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST /v1/responses`.
+async fn create(State(instance): State<Arc<Instance>>, body: Result<Bytes, BytesRejection>) -> Response {
+    answer(create_checked(instance, body).await)
+}
+
+async fn create_checked(
+    instance: Arc<Instance>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = crate::error::body_or_error(body, SHAPE)?;
+    let p = request::prepare(&body)?;
+    // A waiting request holds its parsed conversation, not its raw body.
+    drop(body);
+    let served = instance.agent(&p.meta.model, SHAPE)?.clone();
+    let history = match &p.meta.previous_response_id {
+        Some(previous) => stored::history(&instance, previous).await?,
+        None => Vec::new(),
+    };
+    let id = new_id("resp_");
+    let render = Render::new(&id, p.meta.clone(), p.options.output.is_some());
+    if !p.store {
+        let mut messages = history;
+        messages.extend(p.input);
+        let options = p.options;
+        let started = instance
+            .start(&served, messages, move |o| options.apply(o), SHAPE)
+            .await?;
+        if p.stream {
+            return Ok(event_stream(move |tx| async move {
+                let mut render = render;
+                run_direct(started, &mut render, Sink::Client { tx: &tx, skip: None }).await;
+            })
+            .into_response());
+        }
+        let mut render = render;
+        run_direct(started, &mut render, Sink::Nowhere).await;
+        return finished(&id, &render);
+    }
+    let spec = RunSpec {
+        agent: p.meta.model.clone(),
+        input: p.input,
+        history,
+        snapshot: Some(conversation_id(&id)),
+        options: p.options,
+        id: Some(id.clone()),
+        surface: Some(p.meta.to_surface()),
+        ..RunSpec::default()
+    };
+    instance.runs.start(&instance, spec, SHAPE).await?;
+    let store = instance.runs.store.clone();
+    let mut guard = (!p.background).then(|| CancelOnDrop::new(instance.runs.clone(), &id));
+    if p.stream {
+        return Ok(event_stream(move |tx| async move {
+            let mut render = render;
+            let followed = follow_log(store, &id, &mut render, Sink::Client { tx: &tx, skip: None }).await;
+            if followed == Followed::Ended
+                && let Some(guard) = guard.as_mut()
+            {
+                guard.disarm();
+            }
+        })
+        .into_response());
+    }
+    if p.background {
+        return Ok(axum::Json(render.object("queued")).into_response());
+    }
+    let mut render = render;
+    let followed = follow_log(store, &id, &mut render, Sink::Nowhere).await;
+    if let Some(guard) = guard.as_mut() {
+        guard.disarm();
+    }
+    if let Followed::Unreadable(message) = followed {
+        return Err(ApiError::new(SHAPE, Kind::Unavailable, message));
+    }
+    finished(&id, &render)
+}
+
+/// The answer to a synchronous response that ended: its object, or 502
+/// naming the failure (the official client raises it), as a Chat
+/// Completion's.
+fn finished(id: &str, render: &Render) -> Result<Response, ApiError> {
+    if let Some(object::Outcome {
+        status: object::Status::Failed(message),
+        ..
+    }) = render.outcome()
+    {
+        return Err(ApiError::new(
+            SHAPE,
+            Kind::Upstream,
+            format!("response {id} failed: {message}"),
+        ));
+    }
+    Ok(axum::Json(render.object("in_progress")).into_response())
+}

@@ -1,0 +1,540 @@
+//! A `POST /v1/responses` body, checked into what a run needs.
+//!
+//! Invariants:
+//! - `input` becomes the turn's messages: message items of role `user` and
+//!   `assistant` in order, `system` and `developer` items (with
+//!   `instructions`) as system texts after the agent's own prompt;
+//!   `function_call` / `function_call_output` items from an earlier turn are
+//!   history only when each call has exactly one output before the next
+//!   message, else the request is refused naming the item (`input[3]`);
+//! - what would change the answer and cannot be honoured is refused with a
+//!   400 naming it (client `tools`, `conversation`, `prompt`, an unknown
+//!   `text.format` or `reasoning.effort`); fields that only tune delivery
+//!   or that this server does not know are accepted and ignored, as most
+//!   OpenAI-compatible servers do, so clients that send them still work;
+//! - what a stored response echoes of its request is kept as [`Meta`].
+
+use std::collections::HashSet;
+
+use loopwright_core::{ContentPart, Message, ReasoningEffort, Role, ToolCall, ToolOutputPart, ToolResult};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::bad;
+use super::object::Meta;
+use crate::error::ApiError;
+use crate::runs::{OutputRequest, RunOptions};
+
+/// The body of `POST /v1/responses`, as far as this server reads it.
+#[derive(Debug, Deserialize)]
+struct CreateRequest {
+    model: String,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    store: Option<bool>,
+    #[serde(default)]
+    background: Option<bool>,
+    #[serde(default)]
+    previous_response_id: Option<String>,
+    #[serde(default)]
+    text: Option<Value>,
+    #[serde(default)]
+    reasoning: Option<Value>,
+    #[serde(default)]
+    temperature: Option<f32>,
+    #[serde(default)]
+    top_p: Option<f32>,
+    #[serde(default)]
+    max_output_tokens: Option<u32>,
+    #[serde(default)]
+    tools: Option<Vec<Value>>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    conversation: Option<Value>,
+    #[serde(default)]
+    prompt: Option<Value>,
+}
+
+/// A request, checked.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    /// The turn's input.
+    pub(super) input: Vec<Message>,
+    /// What the request changes of the agent's options.
+    pub(super) options: RunOptions,
+    pub(super) stream: bool,
+    pub(super) store: bool,
+    pub(super) background: bool,
+    /// What the response echoes (model, instructions, previous id, ...).
+    pub(super) meta: Meta,
+}
+
+/// Check a request body.
+pub(super) fn prepare(body: &[u8]) -> Result<Prepared, ApiError> {
+    let request: CreateRequest = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("the request body is not a valid responses request: {e}")))?;
+    let tools = request.tools.as_ref().map_or(0, Vec::len);
+    if tools > 0 {
+        return Err(crate::openai::client_tools_refused(tools));
+    }
+    if request.conversation.is_some() {
+        return Err(bad(
+            "`conversation` is not supported by this server: continue a conversation with previous_response_id",
+        ));
+    }
+    if request.prompt.is_some() {
+        return Err(bad(
+            "`prompt` (a stored prompt template) is not supported by this server: send input and instructions",
+        ));
+    }
+    let store = request.store.unwrap_or(true);
+    let background = request.background.unwrap_or(false);
+    if background && !store {
+        return Err(bad(
+            "background responses must be stored: send store=true (the default) with background=true",
+        ));
+    }
+    let Some(input) = request.input.as_ref() else {
+        return Err(bad("`input` is missing: send a string or a list of input items"));
+    };
+    let (input, mut system) = input_messages(input)?;
+    if let Some(instructions) = &request.instructions {
+        system.insert(0, instructions.clone());
+    }
+    let (output, text) = text_format(request.text.as_ref())?;
+    let (reasoning, effort) = reasoning_effort(request.reasoning.as_ref())?;
+    let options = RunOptions {
+        system,
+        output,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_output_tokens: request.max_output_tokens,
+        reasoning,
+        deny_pauses: !background,
+    };
+    options
+        .check()
+        .map_err(|e| bad(format!("text.format.schema: {e}")))?;
+    Ok(Prepared {
+        input,
+        options,
+        stream: request.stream.unwrap_or(false),
+        store,
+        background,
+        meta: Meta {
+            created_at: crate::run::unix_now(),
+            model: request.model,
+            instructions: request.instructions,
+            previous_response_id: request.previous_response_id,
+            background,
+            store,
+            text,
+            reasoning_effort: effort,
+            temperature: request.temperature,
+            top_p: request.top_p,
+            max_output_tokens: request.max_output_tokens,
+            metadata: request.metadata.map(Value::Object),
+        },
+    })
+}
+
+/// The structured answer `text.format` asks for, and the format to echo.
+fn text_format(text: Option<&Value>) -> Result<(Option<OutputRequest>, Value), ApiError> {
+    let plain = json!({"format": {"type": "text"}});
+    let Some(format) = text.and_then(|t| t.get("format")).filter(|f| !f.is_null()) else {
+        return Ok((None, plain));
+    };
+    let echo = json!({"format": format});
+    match format.get("type").and_then(Value::as_str) {
+        Some("text") => Ok((None, echo)),
+        Some("json_object") => Ok((
+            Some(OutputRequest {
+                name: "json_object".into(),
+                schema: json!({"type": "object"}),
+            }),
+            echo,
+        )),
+        Some("json_schema") => {
+            let schema = format
+                .get("schema")
+                .filter(|s| s.is_object())
+                .cloned()
+                .ok_or_else(|| {
+                    bad("text.format.schema is missing (json_schema needs a JSON Schema object)")
+                })?;
+            let name = format.get("name").and_then(Value::as_str).unwrap_or("response");
+            Ok((
+                Some(OutputRequest {
+                    name: name.to_owned(),
+                    schema,
+                }),
+                echo,
+            ))
+        }
+        other => Err(bad(format!(
+            "text.format.type {other:?} is not supported; use text, json_object or json_schema"
+        ))),
+    }
+}
+
+/// `reasoning.effort`, as the agent's option and as echoed.
+fn reasoning_effort(
+    reasoning: Option<&Value>,
+) -> Result<(Option<ReasoningEffort>, Option<String>), ApiError> {
+    let Some(effort) = reasoning.and_then(|r| r.get("effort")).filter(|e| !e.is_null()) else {
+        return Ok((None, None));
+    };
+    let name = effort
+        .as_str()
+        .ok_or_else(|| bad("reasoning.effort must be a string"))?;
+    // The deepest effort some models take is the deepest the agent's do.
+    let parsed = if name == "xhigh" {
+        Ok(ReasoningEffort::High)
+    } else {
+        name.parse::<ReasoningEffort>()
+    };
+    let effort = parsed.map_err(|_| {
+        bad(format!(
+            "reasoning.effort {name:?} is not known; use none, minimal, low, medium, high or xhigh"
+        ))
+    })?;
+    Ok((Some(effort), Some(name.to_owned())))
+}
+
+/// The messages and system texts of `input` (a string or items).
+fn input_messages(input: &Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+    let items = match input {
+        Value::String(text) => return Ok((vec![Message::user(text.clone())], Vec::new())),
+        Value::Array(items) if !items.is_empty() => items,
+        Value::Array(_) => return Err(bad("`input` is empty")),
+        _ => return Err(bad("`input` must be a string or a list of input items")),
+    };
+    let mut reader = Items::default();
+    for (i, item) in items.iter().enumerate() {
+        reader.item(i, item)?;
+    }
+    reader.finish()
+}
+
+/// Input items read so far.
+#[derive(Default)]
+struct Items {
+    messages: Vec<Message>,
+    system: Vec<String>,
+    /// Calls of the last assistant turn that still need their output.
+    open_calls: Vec<String>,
+    /// Every call id seen.
+    calls: HashSet<String>,
+    /// Whether the last item the model could answer is a user message or a
+    /// call's output.
+    answerable: bool,
+}
+
+impl Items {
+    fn item(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
+        let kind = match item.get("type").and_then(Value::as_str) {
+            Some(kind) => kind,
+            None if item.get("role").is_some() => "message",
+            None => return Err(bad(format!("input[{i}] has no type"))),
+        };
+        match kind {
+            "message" => self.message(i, item),
+            "function_call" => self.call(i, item),
+            "function_call_output" => self.output(i, item),
+            // Reasoning an earlier response returned: its text is not the
+            // model's to read again, and it never changes the answer.
+            "reasoning" => Ok(()),
+            "item_reference" => Err(bad(format!(
+                "input[{i}] is an item_reference: this server does not keep items by id; continue a stored \
+                 response with previous_response_id"
+            ))),
+            other => Err(bad(format!(
+                "input[{i}] has type {other:?}; supported: message, function_call, function_call_output, reasoning"
+            ))),
+        }
+    }
+
+    /// Refuse a message while calls of the assistant turn before it still
+    /// wait for their output.
+    fn no_open_calls(&self, i: usize) -> Result<(), ApiError> {
+        if self.open_calls.is_empty() {
+            return Ok(());
+        }
+        Err(bad(format!(
+            "input[{i}]: function_call(s) {} have no function_call_output before this item (each call needs \
+             exactly one output right after its calls)",
+            self.open_calls.join(", ")
+        )))
+    }
+
+    fn message(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
+        let role = item
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(format!("input[{i}] is a message without a role")))?;
+        let parts = content_parts(i, item.get("content"))?;
+        match role {
+            "system" | "developer" => {
+                self.system.push(Message::new(Role::System, parts).text());
+                return Ok(());
+            }
+            "user" | "assistant" => {}
+            other => {
+                return Err(bad(format!(
+                    "input[{i}] has role {other:?}; supported: user, assistant, system, developer"
+                )));
+            }
+        }
+        self.no_open_calls(i)?;
+        let role = if role == "user" {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        self.answerable = role == Role::User;
+        self.messages.push(Message::new(role, parts));
+        Ok(())
+    }
+
+    fn call(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
+        let field = |name: &str| {
+            item.get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad(format!("input[{i}] is a function_call without {name}")))
+        };
+        let (call_id, name, arguments) = (field("call_id")?, field("name")?, field("arguments")?);
+        let input: Value = serde_json::from_str(arguments)
+            .map_err(|e| bad(format!("input[{i}].arguments is not JSON: {e}")))?;
+        if !self.calls.insert(call_id.to_owned()) {
+            return Err(bad(format!("input[{i}]: call_id {call_id:?} is used twice")));
+        }
+        let part = ContentPart::ToolCall(ToolCall::new(call_id, name, input));
+        // Calls join the assistant message they follow, as a model sends
+        // them; after an output, the calls of a new step start one.
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::Assistant => last.content.push(part),
+            _ => {
+                self.no_open_calls(i)?;
+                self.messages.push(Message::new(Role::Assistant, vec![part]));
+            }
+        }
+        self.open_calls.push(call_id.to_owned());
+        self.answerable = false;
+        Ok(())
+    }
+
+    fn output(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
+        let call_id = item
+            .get("call_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(format!("input[{i}] is a function_call_output without call_id")))?;
+        let Some(at) = self.open_calls.iter().position(|c| c == call_id) else {
+            return Err(bad(format!(
+                "input[{i}]: function_call_output for {call_id:?} answers no function_call waiting before it"
+            )));
+        };
+        self.open_calls.remove(at);
+        let parts = match item.get("output") {
+            Some(Value::String(text)) => vec![ToolOutputPart::text(text.clone())],
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .enumerate()
+                .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
+                    Some("input_text" | "output_text" | "text") => Ok(ToolOutputPart::text(
+                        part.get("text").and_then(Value::as_str).unwrap_or_default(),
+                    )),
+                    other => Err(bad(format!(
+                        "input[{i}].output[{j}] has type {other:?}; a function_call_output carries text here"
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
+            _ => {
+                return Err(bad(format!(
+                    "input[{i}].output must be a string or a list of parts"
+                )));
+            }
+        };
+        let result = ContentPart::ToolResult(ToolResult {
+            call_id: call_id.to_owned(),
+            parts,
+            is_error: false,
+        });
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::Tool => last.content.push(result),
+            _ => self.messages.push(Message::new(Role::Tool, vec![result])),
+        }
+        self.answerable = self.open_calls.is_empty();
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+        if !self.open_calls.is_empty() {
+            return Err(bad(format!(
+                "`input` ends while function_call(s) {} have no function_call_output (each call needs exactly \
+                 one)",
+                self.open_calls.join(", ")
+            )));
+        }
+        if self.messages.is_empty() {
+            return Err(bad("`input` has no user message"));
+        }
+        if !self.answerable {
+            return Err(bad(
+                "the last input item must be a user message or a function_call_output: the model has nothing \
+                 to answer",
+            ));
+        }
+        Ok((self.messages, self.system))
+    }
+}
+
+/// The parts of a message's `content` (a string or parts).
+fn content_parts(i: usize, content: Option<&Value>) -> Result<Vec<ContentPart>, ApiError> {
+    match content {
+        Some(Value::String(text)) => Ok(vec![ContentPart::text(text.clone())]),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .enumerate()
+            .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
+                Some("input_text" | "output_text" | "text") => Ok(ContentPart::text(
+                    part.get("text").and_then(Value::as_str).unwrap_or_default(),
+                )),
+                Some("refusal") => Ok(ContentPart::text(
+                    part.get("refusal").and_then(Value::as_str).unwrap_or_default(),
+                )),
+                Some("input_image") => match part.get("image_url").and_then(Value::as_str) {
+                    Some(url) => Ok(ContentPart::Image {
+                        image: crate::openai::image_source(url),
+                    }),
+                    None => Err(bad(format!(
+                        "input[{i}].content[{j}]: an input_image needs image_url (a URL or a data: URL); \
+                         file_id is not supported"
+                    ))),
+                },
+                other => Err(bad(format!(
+                    "input[{i}].content[{j}] has type {other:?}; supported: input_text, output_text, refusal, \
+                     input_image"
+                ))),
+            })
+            .collect(),
+        None | Some(Value::Null) => Err(bad(format!("input[{i}] has no content"))),
+        Some(_) => Err(bad(format!("input[{i}].content must be a string or a list of parts"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn prepared(body: Value) -> Result<Prepared, ApiError> {
+        prepare(body.to_string().as_bytes())
+    }
+
+    fn refused(body: Value) -> String {
+        let e = prepared(body).err().unwrap();
+        assert_eq!(e.status(), 400, "{}", e.message);
+        e.message
+    }
+
+    #[test]
+    fn a_string_input_is_one_user_message_and_options_follow_the_request() {
+        let p = prepared(json!({
+            "model": "a", "input": "Hi", "instructions": "Be brief.", "temperature": 0.5,
+            "max_output_tokens": 100, "reasoning": {"effort": "low", "summary": "auto"},
+            "text": {"format": {"type": "json_schema", "name": "city", "schema": {"type": "object"}}},
+            "truncation": "auto", "parallel_tool_calls": true, "include": ["x"], "user": "u",
+        }))
+        .unwrap();
+        assert_eq!(p.input, [Message::user("Hi")]);
+        assert_eq!(p.options.system, ["Be brief."]);
+        assert_eq!(p.options.output.as_ref().unwrap().name, "city");
+        assert_eq!(p.options.reasoning, Some(ReasoningEffort::Low));
+        assert_eq!(p.options.max_output_tokens, Some(100));
+        assert!(p.store && !p.background && !p.stream);
+        assert!(
+            p.options.deny_pauses,
+            "a synchronous response cannot wait for a person"
+        );
+        assert_eq!(p.meta.text["format"]["name"], "city");
+    }
+
+    #[test]
+    fn items_become_history_with_system_texts_apart() {
+        let p = prepared(json!({"model": "a", "background": true, "input": [
+            {"role": "developer", "content": "Answer in French."},
+            {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+            {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+             "content": [{"type": "output_text", "text": "Let me look.", "annotations": []}]},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{\"city\":\"Paris\"}"},
+            {"type": "function_call", "call_id": "c2", "name": "weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c2", "output": "rain"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sun"},
+        ]}))
+        .unwrap();
+        assert_eq!(p.options.system, ["Answer in French."]);
+        assert!(!p.options.deny_pauses);
+        let roles: Vec<Role> = p.input.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
+        assert_eq!(p.input[1].tool_calls().count(), 2);
+        assert_eq!(p.input[2].content.len(), 2);
+        loopwright_core::history::check_history(&p.input).unwrap();
+    }
+
+    #[test]
+    fn incoherent_calls_are_refused_naming_the_item() {
+        let call = json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"});
+        let user = json!({"role": "user", "content": "go on"});
+        let output = |id: &str| json!({"type": "function_call_output", "call_id": id, "output": "ok"});
+        let m = refused(json!({"model": "a", "input": [user, call, user]}));
+        assert!(m.contains("input[2]") && m.contains("c1"), "{m}");
+        let m = refused(json!({"model": "a", "input": [user, output("c9")]}));
+        assert!(m.contains("input[1]") && m.contains("c9"), "{m}");
+        let m = refused(json!({"model": "a", "input": [user, call, output("c1"), output("c1")]}));
+        assert!(m.contains("input[3]"), "{m}");
+        let m = refused(json!({"model": "a", "input": [user, call, output("c1"), call, output("c1")]}));
+        assert!(m.contains("input[3]") && m.contains("twice"), "{m}");
+        let m = refused(json!({"model": "a", "input": [user, call]}));
+        assert!(m.contains("ends") && m.contains("c1"), "{m}");
+        let m = refused(json!({"model": "a", "input": [{"role": "assistant", "content": "hi"}]}));
+        assert!(m.contains("nothing to answer"), "{m}");
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused() {
+        let tools = refused(json!({"model": "a", "input": "x",
+            "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}));
+        assert!(tools.contains("`tools` is not supported"), "{tools}");
+        let m = refused(json!({"model": "a", "input": "x", "store": false, "background": true}));
+        assert!(m.contains("store=true"), "{m}");
+        let m = refused(
+            json!({"model": "a", "input": "x", "text": {"format": {"type": "json_schema", "name": "n"}}}),
+        );
+        assert!(m.contains("text.format.schema is missing"), "{m}");
+        let m = refused(
+            json!({"model": "a", "input": "x", "text": {"format": {"type": "json_schema", "schema": {"type": 12}}}}),
+        );
+        assert!(m.contains("text.format.schema"), "{m}");
+        let m = refused(json!({"model": "a", "input": "x", "reasoning": {"effort": "extreme"}}));
+        assert!(m.contains("extreme"), "{m}");
+        let m = refused(json!({"model": "a", "input": [{"type": "item_reference", "id": "msg_1"}]}));
+        assert!(m.contains("previous_response_id"), "{m}");
+        let m = refused(
+            json!({"model": "a", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}),
+        );
+        assert!(m.contains("input[0].content[0]"), "{m}");
+        let m = refused(json!({"model": "a", "input": "x", "conversation": "conv_1"}));
+        assert!(m.contains("previous_response_id"), "{m}");
+        let m = refused(json!({"input": "x"}));
+        assert!(m.contains("missing field `model`"), "{m}");
+        let m = refused(json!({"model": "a"}));
+        assert!(m.contains("`input` is missing"), "{m}");
+    }
+}
