@@ -40,6 +40,7 @@ pub mod accounting;
 pub mod agent;
 pub mod approval;
 pub mod budget;
+pub mod durable;
 mod duration;
 pub mod fallback;
 pub mod history;

@@ -331,6 +331,31 @@ impl ToolContext {
         self.scope.as_deref().map(|s| s.path.as_str())
     }
 
+    /// The id of the run that made this call, when it has one
+    /// ([`DurableRun`](crate::durable::DurableRun)); a sub-agent's calls
+    /// carry the id of the run at the root of its tree.
+    ///
+    /// ```
+    /// assert_eq!(loopwright_core::ToolContext::new("c").run_id(), None);
+    /// ```
+    pub fn run_id(&self) -> Option<&str> {
+        self.scope.as_deref().and_then(|s| s.lineage.run_id.as_deref())
+    }
+
+    /// The call's idempotency key, `run_id/call_id`, when the run has an
+    /// id: the same in every execution of a durable run, so a tool with
+    /// side effects can make a call that is run again (after a crash) do
+    /// its work once. MCP tools send it in the request's `_meta`
+    /// ([`MCP_META_IDEMPOTENCY_KEY`](crate::durable::MCP_META_IDEMPOTENCY_KEY)).
+    ///
+    /// ```
+    /// assert_eq!(loopwright_core::ToolContext::new("c").idempotency_key(), None);
+    /// ```
+    pub fn idempotency_key(&self) -> Option<String> {
+        self.run_id()
+            .map(|run_id| crate::durable::idempotency_key(run_id, &self.call_id))
+    }
+
     /// The id of the call being run.
     pub fn call_id(&self) -> &str {
         &self.call_id

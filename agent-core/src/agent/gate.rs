@@ -38,9 +38,7 @@ pub(crate) async fn pass(
     request: ApprovalRequest,
     cancel: &CancellationToken,
 ) -> Verdict {
-    if request.tier == ApprovalTier::Auto
-        || (request.tier == ApprovalTier::Session && approvals.session.is_approved(&request.tool))
-    {
+    if !needs_asking(approvals, &request) {
         return Verdict::Run;
     }
     if approvals.is_deferred() {
@@ -50,6 +48,13 @@ pub(crate) async fn pass(
         Ok(()) => Verdict::Run,
         Err(refusal) => Verdict::Refused(refusal),
     }
+}
+
+/// Whether the call's tier asks (not auto, nor a tool approved for the
+/// session).
+pub(crate) fn needs_asking(approvals: &Approvals, request: &ApprovalRequest) -> bool {
+    !(request.tier == ApprovalTier::Auto
+        || (request.tier == ApprovalTier::Session && approvals.session.is_approved(&request.tool)))
 }
 
 /// Ask through the channel and wait for the answer (or the timeout).
@@ -115,6 +120,17 @@ async fn ask(
             reason: format!("no answer within {timeout:?}"),
         },
     };
+    resolve(approvals, emit, &request, decision).await
+}
+
+/// Apply a decision: remember a session approval, send `approval_resolved`,
+/// and refuse a denied call.
+pub(crate) async fn resolve(
+    approvals: &Approvals,
+    emit: &Emitter,
+    request: &ApprovalRequest,
+    decision: ApprovalDecision,
+) -> Result<(), Refusal> {
     let (approved, reason) = match &decision {
         ApprovalDecision::Approve => (true, None),
         ApprovalDecision::ApproveForSession => {

@@ -34,6 +34,9 @@ pub(crate) struct Lineage {
     pub sink: Option<Arc<dyn AccountingSink>>,
     /// The tree's budget of model calls and tokens (the root's), if any.
     pub budget: Option<Arc<TreeBudget>>,
+    /// The root run's id ([`DurableRun`](crate::durable::DurableRun)), the
+    /// first half of its tools' idempotency keys.
+    pub run_id: Option<Arc<str>>,
 }
 
 impl Lineage {
@@ -45,6 +48,10 @@ impl Lineage {
             max_depth: options.max_depth,
             sink: options.accounting.clone(),
             budget: TreeBudget::from_options(options),
+            run_id: options
+                .durable
+                .as_ref()
+                .map(crate::durable::DurableRun::shared_id),
         }
     }
 
