@@ -26,10 +26,11 @@
 //!   events went out the first time, and a replayed step streams no deltas);
 //!   the first step that runs, any decision waited for and the end of the run
 //!   release them. So an execution after a crash sends again only the events
-//!   from the last journaled step on; whoever stores them tags them with the
-//!   execution's attempt number, and a client replaces what it has of a step
-//!   (by its `step_started` number, a tool call by its `call_id`) with what a
-//!   higher attempt sends.
+//!   from the last journaled step on, after an
+//!   [`AgentEvent::Resumed`](crate::AgentEvent::Resumed) carrying its attempt
+//!   number ([`Durability::attempt`]); a client replaces what it has of a
+//!   step (by its `step_started` number, a tool call by its `call_id`) with
+//!   what a higher attempt sends.
 //!
 //! With no engine (the default, and [`DurableRun::new`] alone) nothing is
 //! journaled, nothing is held, and a step costs one branch.
@@ -246,6 +247,13 @@ pub trait Durability: Send + Sync {
     /// decision made in an earlier execution is returned at once.
     /// `request` is the [`ApprovalRequest`](crate::ApprovalRequest), as JSON.
     async fn decision(&self, key: &DecisionKey, request: Value) -> Result<Value, DurableError>;
+
+    /// Which execution of the run this is, from 1 (the default): an
+    /// execution after a crash or a retry is a later one, and its events
+    /// start with [`AgentEvent::Resumed`](crate::AgentEvent::Resumed).
+    fn attempt(&self) -> u32 {
+        1
+    }
 }
 
 /// A run's identity, and the engine that makes it durable (none: the run is

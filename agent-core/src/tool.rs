@@ -342,8 +342,8 @@ impl ToolContext {
         self.scope.as_deref().and_then(|s| s.lineage.run_id.as_deref())
     }
 
-    /// The call's idempotency key, `run_id/call_id`, when the run has an
-    /// id: the same in every execution of a durable run, so a tool with
+    /// The call's idempotency key, `run_id/call_id` (a sub-agent's call:
+    /// `run_id/the sub-agent's call_id/call_id`), when the run has an id: the same in every execution of a durable run, so a tool with
     /// side effects can make a call that is run again (after a crash) do
     /// its work once. MCP tools send it in the request's `_meta`
     /// ([`MCP_META_IDEMPOTENCY_KEY`](crate::durable::MCP_META_IDEMPOTENCY_KEY)).
@@ -352,8 +352,8 @@ impl ToolContext {
     /// assert_eq!(loopwright_core::ToolContext::new("c").idempotency_key(), None);
     /// ```
     pub fn idempotency_key(&self) -> Option<String> {
-        self.run_id()
-            .map(|run_id| crate::durable::idempotency_key(run_id, &self.call_id))
+        let prefix = self.scope.as_deref()?.lineage.key_prefix.as_deref()?;
+        Some(crate::durable::idempotency_key(prefix, &self.call_id))
     }
 
     /// The id of the call being run.

@@ -1,6 +1,8 @@
 //! The durable seam: steps journaled by an engine are not run again, an
-//! interrupted step runs again with the same idempotency key, replayed steps
-//! send no events again, approvals wait for durable decisions, and a run
+//! interrupted step runs again with the same idempotency key and sends its
+//! events again after `resumed` with its attempt, replayed steps send no
+//! events again, every call gets exactly one result, approvals wait for
+//! durable decisions, a sub-agent's calls get keys of their own, and a run
 //! with an id but no engine only shows its tools the id.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -35,10 +37,21 @@ struct Journal {
 
 /// One execution's engine over a shared journal. Once `crashed` (its
 /// process died), it journals nothing more and never answers.
-#[derive(Default)]
 struct MemoryEngine {
     journal: Arc<Journal>,
     crashed: AtomicBool,
+    /// Which execution of the run this engine carries (from 1).
+    attempt: u32,
+}
+
+impl Default for MemoryEngine {
+    fn default() -> Self {
+        Self {
+            journal: Arc::default(),
+            crashed: AtomicBool::new(false),
+            attempt: 1,
+        }
+    }
 }
 
 impl MemoryEngine {
@@ -56,6 +69,7 @@ impl MemoryEngine {
         Arc::new(MemoryEngine {
             journal: self.journal.clone(),
             crashed: AtomicBool::new(false),
+            attempt: self.attempt + 1,
         })
     }
 
@@ -88,6 +102,10 @@ impl Durability for MemoryEngine {
             }
             notified.await;
         }
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
     }
 }
 
@@ -135,6 +153,7 @@ async fn completed_steps_come_from_the_journal() {
     let (first, result) = collect(durable_agent(&model, vec![work], &engine).prompt("go")).await;
     assert_eq!(result.exit, ExitReason::Completed);
     assert_eq!(text_deltas(&first), ["thinking", "done"]);
+    assert!(!first.iter().any(|e| matches!(e, AgentEvent::Resumed { .. })));
     assert_eq!(engine.ran(), ["model-1", "tools-1", "model-2"]);
 
     // The same run executed again: every step is journaled.
@@ -172,14 +191,7 @@ async fn an_interrupted_step_runs_again_with_the_same_key() {
     };
     let model = ScriptedModel::new(vec![thinking_then_work()]);
     let mut first = durable_agent(&model, vec![tool(true)], &engine).prompt("go");
-    let mut seen = Vec::new();
-    tokio::select! {
-        () = started.notified() => {}
-        () = async { while let Some(e) = first.next().await { seen.push(e) } } => panic!("the run ended"),
-    }
-    while let Some(Some(e)) = first.next().now_or_never() {
-        seen.push(e);
-    }
+    let seen = until(&started, &mut first).await;
     // The process dies in the middle of the tool.
     let engine = engine.next_execution();
     drop(first);
@@ -198,11 +210,176 @@ async fn an_interrupted_step_runs_again_with_the_same_key() {
         .filter(|e| matches!(e, AgentEvent::ToolCall { .. } | AgentEvent::ToolResult { .. }))
         .collect();
     assert_eq!(calls.len(), 2, "{events:?}");
+    // The execution announces itself, then the interrupted step's events.
     assert!(
-        matches!(events.first(), Some(AgentEvent::StepFinished { step: 1, .. })),
+        matches!(events.first(), Some(AgentEvent::Resumed { attempt: 2 })),
+        "{events:?}"
+    );
+    assert!(
+        matches!(events.get(1), Some(AgentEvent::StepFinished { step: 1, .. })),
         "{events:?}"
     );
     assert_history_invariant(&result.messages);
+}
+
+/// Run `run` until `started` fires (the first execution's process then
+/// dies), keeping the events it sent until then.
+async fn until(started: &Notify, run: &mut loopwright_core::AgentRun) -> Vec<AgentEvent> {
+    let mut seen = Vec::new();
+    tokio::select! {
+        () = started.notified() => {}
+        () = async { while let Some(e) = run.next().await { seen.push(e) } } => panic!("the run ended: {seen:?}"),
+    }
+    while let Some(Some(e)) = run.next().now_or_never() {
+        seen.push(e);
+    }
+    seen
+}
+
+#[tokio::test]
+async fn an_interrupted_model_call_reaches_the_model_again_and_streams_again() {
+    let engine = Arc::new(MemoryEngine::default());
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::events(vec![ModelEvent::TextDelta { text: "half".into() }]).then_hang(),
+    ]);
+    let mut first = durable_agent(&model, vec![], &engine).prompt("go");
+    let mut seen = Vec::new();
+    while let Some(event) = first.next().await {
+        let delta = matches!(event, AgentEvent::TextDelta { .. });
+        seen.push(event);
+        if delta {
+            break;
+        }
+    }
+    // The process dies while the model streams: nothing was journaled.
+    let engine = engine.next_execution();
+    drop(first);
+    assert_eq!(text_deltas(&seen), ["half"]);
+
+    let model2 = ScriptedModel::new(vec![ScriptedStep::text("whole")]);
+    let (events, result) = collect(durable_agent(&model2, vec![], &engine).prompt("go")).await;
+    assert_eq!(
+        (result.exit, result.text.as_str()),
+        (ExitReason::Completed, "whole")
+    );
+    assert_eq!((model.requests().len(), model2.requests().len()), (1, 1));
+    assert_eq!(engine.ran(), ["model-1", "model-1"]);
+    // Attempt 2 sends the run from its start again, after `resumed`.
+    assert!(
+        matches!(events.first(), Some(AgentEvent::Resumed { attempt: 2 })),
+        "{events:?}"
+    );
+    assert!(
+        matches!(events.get(1), Some(AgentEvent::RunStarted { .. })),
+        "{events:?}"
+    );
+    assert!(events.contains(&AgentEvent::StepStarted { step: 1 }));
+    assert_eq!(text_deltas(&events), ["whole"]);
+}
+
+#[tokio::test]
+async fn every_call_of_an_interrupted_batch_gets_exactly_one_result() {
+    let engine = Arc::new(MemoryEngine::default());
+    let keys = Arc::new(Mutex::new(Vec::new()));
+    let started = Arc::new(Notify::new());
+    let tool = |name: &str, hang: bool| {
+        let (keys, started, name_owned) = (keys.clone(), started.clone(), name.to_owned());
+        TestTool::new(name, object_schema(), move |_, ctx| {
+            let (keys, started, name) = (keys.clone(), started.clone(), name_owned.clone());
+            async move {
+                keys.lock()
+                    .unwrap()
+                    .push((name.clone(), ctx.idempotency_key().unwrap()));
+                if hang {
+                    started.notify_one();
+                    std::future::pending::<()>().await;
+                }
+                Ok(ToolOutput::text(format!("{name} done")))
+            }
+        })
+    };
+    let batch = || ScriptedStep::tool_calls(&[("c1", "fast", "{}"), ("c2", "slow", "{}")]);
+    let model = ScriptedModel::new(vec![batch()]);
+    let mut first =
+        durable_agent(&model, vec![tool("fast", false), tool("slow", true)], &engine).prompt("go");
+    until(&started, &mut first).await;
+    let engine = engine.next_execution();
+    drop(first);
+
+    let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
+    let agent2 = durable_agent(&model2, vec![tool("fast", false), tool("slow", false)], &engine);
+    let (_, result) = collect(agent2.prompt("go")).await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(engine.ran(), ["model-1", "tools-1", "tools-1", "model-2"]);
+    // The batch is one step: both calls ran again, each with its own key,
+    // the same in both executions.
+    let mut keys = keys.lock().unwrap().clone();
+    keys.sort();
+    let key = |name: &str, id: &str| (name.to_owned(), format!("run-1/{id}"));
+    assert_eq!(
+        keys,
+        [
+            key("fast", "c1"),
+            key("fast", "c1"),
+            key("slow", "c2"),
+            key("slow", "c2")
+        ]
+    );
+    // One result per call in the history, the second execution's.
+    assert_history_invariant(&result.messages);
+    let results = results_by_id(&result);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results["c1"], (false, "fast done".to_owned()));
+    assert_eq!(results["c2"], (false, "slow done".to_owned()));
+    let history = serde_json::to_string(&result.messages).unwrap();
+    assert_eq!(history.matches("slow done").count(), 1, "{history}");
+    // The second model call saw the results once.
+    assert_eq!(
+        serde_json::to_string(&*model2.requests()[0].messages)
+            .unwrap()
+            .matches("fast done")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
+    let engine = Arc::new(MemoryEngine::default());
+    let keys = Arc::new(Mutex::new(Vec::new()));
+    let seen = keys.clone();
+    let tool = TestTool::new("work", object_schema(), move |_, ctx| {
+        seen.lock()
+            .unwrap()
+            .push((ctx.run_id().map(str::to_owned), ctx.idempotency_key()));
+        async { Ok(ToolOutput::text("42")) }
+    });
+    // Both the parent and the child number their calls from c1.
+    let child_model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "work", "{}")]),
+        ScriptedStep::text("child done"),
+    ]);
+    let child = Agent::builder(Arc::new(child_model))
+        .name("worker")
+        .tools(tools(vec![tool]))
+        .build();
+    let parent_model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("c1", "agent__worker", r#"{"prompt": "work"}"#)]),
+        ScriptedStep::text("done"),
+    ]);
+    let parent = Agent::builder(Arc::new(parent_model))
+        .name("boss")
+        .sub_agent(loopwright_core::AgentTool::new(child).description("Works."))
+        .build()
+        .map_options(|o| o.durable(DurableRun::new("run-1").engine(engine.clone())));
+    let (_, result) = collect(parent.prompt("go")).await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(
+        *keys.lock().unwrap(),
+        [(Some("run-1".to_owned()), Some("run-1/c1/c1".to_owned()))]
+    );
+    // Only the root journals: the child runs inside its tool step.
+    assert_eq!(engine.ran(), ["model-1", "tools-1", "model-2"]);
 }
 
 fn destructive_work(runs: &Arc<AtomicUsize>) -> TestTool {

@@ -28,6 +28,9 @@ struct Hold {
     /// False once the replay is over: events go out at once.
     holding: bool,
     events: Vec<AgentEvent>,
+    /// The engine's execution of the run (from 1); a later one announces
+    /// itself with `resumed` before the first event it releases.
+    attempt: u32,
 }
 
 type SharedHold = Arc<Mutex<Hold>>;
@@ -58,12 +61,13 @@ impl Emitter {
     }
 
     /// An emitter that holds events until [`Emitter::release`] (a durable
-    /// run, whose engine may replay first).
-    pub fn holding() -> (Self, mpsc::Receiver<AgentEvent>) {
+    /// run in its `attempt`th execution, whose engine may replay first).
+    pub fn holding(attempt: u32) -> (Self, mpsc::Receiver<AgentEvent>) {
         let (mut emit, rx) = Self::new();
         emit.hold = Some(Arc::new(Mutex::new(Hold {
             holding: true,
             events: Vec::new(),
+            attempt,
         })));
         (emit, rx)
     }
@@ -75,15 +79,19 @@ impl Emitter {
         }
     }
 
-    /// Stop holding: send what was held, then everything at once.
+    /// Stop holding: send what was held (after `resumed`, the first time in
+    /// an execution after the first), then everything at once.
     pub async fn release(&self) {
         let Some(hold) = &self.hold else { return };
-        let held = {
+        let (resumed, held) = {
             let mut hold = hold.lock().unwrap_or_else(PoisonError::into_inner);
-            hold.holding = false;
-            std::mem::take(&mut hold.events)
+            let first = std::mem::replace(&mut hold.holding, false);
+            let resumed = (first && hold.attempt > 1).then_some(AgentEvent::Resumed {
+                attempt: hold.attempt,
+            });
+            (resumed, std::mem::take(&mut hold.events))
         };
-        for event in held {
+        for event in resumed.into_iter().chain(held) {
             let _ = self.tx.send(event).await;
         }
     }

@@ -192,7 +192,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         let exposed = match check(&batch, call, &bad_json) {
             Ok(exposed) => exposed,
             Err(outcome) => {
-                outcomes[i] = Some(outcome);
+                outcomes[i] = Some(*outcome);
                 continue;
             }
         };
@@ -376,55 +376,55 @@ fn check<'b>(
     batch: &Batch<'b>,
     call: &ToolCall,
     bad_json: &HashMap<&str, &str>,
-) -> Result<&'b ExposedTool, Outcome> {
+) -> Result<&'b ExposedTool, Box<Outcome>> {
     if let Some(output) = batch.answered.get(&call.id) {
-        return Err(Outcome {
+        return Err(Box::new(Outcome {
             output: output.clone(),
             duration: Duration::ZERO,
             details: Some("final_answer"),
             budget: None,
             paused: None,
-        });
+        }));
     }
     if let Some(reason) = batch.refuse {
-        return Err(error_outcome(reason, "not_run"));
+        return Err(Box::new(error_outcome(reason, "not_run")));
     }
     if let Some(message) = batch.denied.get(&call.id) {
-        return Err(error_outcome(message.clone(), "denied"));
+        return Err(Box::new(error_outcome(message.clone(), "denied")));
     }
     if let Some(offered) = batch.offered
         && !offered.contains(&call.name)
     {
-        return Err(error_outcome(
+        return Err(Box::new(error_outcome(
             not_offered_message(&call.name, offered, batch.catalog),
             "unknown_tool",
-        ));
+        )));
     }
     let Some(exposed) = batch.catalog.get(&call.name) else {
-        return Err(error_outcome(
+        return Err(Box::new(error_outcome(
             unknown_tool_message(&call.name, batch.catalog),
             "unknown_tool",
-        ));
+        )));
     };
     if let Some(err) = bad_json.get(call.id.as_str()) {
-        return Err(error_outcome(
+        return Err(Box::new(error_outcome(
             format!(
                 "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
              matching its input schema.",
                 call.name
             ),
             "invalid_input",
-        ));
+        )));
     }
     if let Err(message) = exposed.validate(&call.input) {
-        return Err(error_outcome(
+        return Err(Box::new(error_outcome(
             format!(
                 "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
              it again.",
                 call.name
             ),
             "invalid_input",
-        ));
+        )));
     }
     Ok(exposed)
 }

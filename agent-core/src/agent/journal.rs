@@ -42,6 +42,12 @@ impl Journal {
         self.engine.is_some()
     }
 
+    /// The engine's execution of the run (from 1), when an engine
+    /// journals it.
+    pub fn attempt(&self) -> Option<u32> {
+        self.engine.as_ref().map(|engine| engine.attempt().max(1))
+    }
+
     /// The key of the next model call.
     pub fn next_model_call(&self) -> StepKey {
         StepKey::new(

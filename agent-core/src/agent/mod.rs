@@ -281,8 +281,8 @@ fn start(
         limits::deadline(timeout, cancel.clone(), stopped_by.clone());
     }
     let journal = journal::Journal::new(options.durable.as_ref());
-    let (emit, events) = if journal.is_durable() {
-        Emitter::holding()
+    let (emit, events) = if let Some(attempt) = journal.attempt() {
+        Emitter::holding(attempt)
     } else {
         Emitter::new()
     };
