@@ -16,6 +16,12 @@
 //! The model is `LOOPWRIGHT_MODEL` (`provider/model`, such as `ollama/qwen3` for a
 //! local Ollama server), else the first provider whose key is set. With
 //! neither, it says what to set and exits with status 2.
+//!
+//! The run gets what the configuration gives the model, as the `loopwright`
+//! command's runs do: its context window's budget, and compaction (old tool
+//! results cleared, older turns summarised) so a long session goes on
+//! instead of stopping at the window (`"defaults": {"compaction": false}`
+//! turns it off).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -56,7 +62,8 @@ async fn run() -> i32 {
         return usage("give a task as the argument");
     }
 
-    let (model, selector) = match common::model_from_env().await {
+    let adjust = |options: loopwright::AgentOptions| options.system(SYSTEM).tool_timeout(TOOL_TIMEOUT);
+    let (model, options, selector) = match common::model_and_options(adjust).await {
         Ok(found) => found,
         Err(message) => {
             eprintln!("{message}");
@@ -103,11 +110,7 @@ async fn run() -> i32 {
         servers = Some(connected);
     }
     let tools = tools.build();
-    let agent = Agent::builder(model)
-        .tools(tools)
-        .system(SYSTEM)
-        .tool_timeout(TOOL_TIMEOUT)
-        .build();
+    let agent = Agent::builder(model).tools(tools).options(options).build();
     let result = print::print_run(agent.prompt(prompt)).await;
     if let Some(servers) = servers {
         servers.close_all().await;

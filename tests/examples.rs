@@ -13,6 +13,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// How a compaction's summarising call starts its instructions.
+const SUMMARY_MARK: &str = "You compact the history";
+
+/// What the model server answers a summarising call.
+const SUMMARY: &str = "The numbers were counted several times.";
+
 /// Upper bound used only to detect a hang.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
@@ -68,7 +74,15 @@ impl ModelServer {
             axum::routing::post(move |body: axum::Json<Value>| {
                 let (c, b, s) = (calls.clone(), b.clone(), steps.clone());
                 async move {
+                    // A compaction's summarising call (told by its
+                    // instructions) gets a summary, outside the script.
+                    let summarising = body.0["messages"][0]["content"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with(SUMMARY_MARK));
                     b.lock().unwrap().push(body.0);
+                    if summarising {
+                        return ([("content-type", "application/x-ndjson")], answer(SUMMARY));
+                    }
                     let i = c.fetch_add(1, Ordering::SeqCst).min(s.len() - 1);
                     ([("content-type", "application/x-ndjson")], s[i].clone())
                 }
@@ -103,8 +117,19 @@ impl ModelServer {
 
     /// Run an example against this server, feeding `stdin`.
     async fn run_example(&self, name: &str, args: &[&str], stdin: &[u8]) -> (Output, String, String) {
+        let out = self.start_example(name, args, stdin, &[]).await;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+        (out, stdout, stderr)
+    }
+
+    /// Run an example against this server with `env` added, feeding
+    /// `stdin`; however it exits.
+    async fn start_example(&self, name: &str, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
         let mut child = self
             .example(name, args)
+            .envs(env.iter().copied())
             .spawn()
             .expect("the examples are built by `cargo test`");
         {
@@ -112,14 +137,10 @@ impl ModelServer {
             let mut input = child.stdin.take().unwrap();
             input.write_all(stdin).await.unwrap();
         }
-        let out = tokio::time::timeout(HANG_GUARD, child.wait_with_output())
+        tokio::time::timeout(HANG_GUARD, child.wait_with_output())
             .await
             .unwrap()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
-        (out, stdout, stderr)
+            .unwrap()
     }
 }
 
@@ -157,6 +178,73 @@ async fn the_coding_agent_example_reads_a_file_and_answers() {
         tool_names(&bodies[0]),
         ["Bash", "Edit", "Glob", "Grep", "Read", "Write"]
     );
+}
+
+/// A config in a fresh home giving the model a 6,000-token window, with
+/// `defaults` added.
+fn small_window_home(server: &ModelServer, defaults: Value) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    let config = json!({
+        "providers": {"ollama": {"type": "ollama", "baseUrl": format!("http://{}", server.addr),
+            "models": {"test": {"contextWindow": 6_000}}}},
+        "defaults": defaults,
+    });
+    std::fs::write(home.path().join(".ai-agent.json"), config.to_string()).unwrap();
+    home
+}
+
+/// Twelve steps printing 600 lines each, then the answer.
+fn counting_session() -> Vec<String> {
+    let mut steps: Vec<String> = (0..12)
+        .map(|_| call("Bash", json!({"command": "seq 1 600"})))
+        .collect();
+    steps.push(answer("Counted to 600, twelve times."));
+    steps
+}
+
+/// The coding agent counting in a 6,000-token window with `defaults`.
+async fn count_in_a_small_window(defaults: Value) -> (ModelServer, Output) {
+    let server = ModelServer::start(counting_session()).await;
+    let home = small_window_home(&server, defaults);
+    let home_dir = home.path().to_str().unwrap();
+    let args = ["Count to 600, twelve times"];
+    let out = server
+        .start_example("coding_agent", &args, b"", &[("HOME", home_dir)])
+        .await;
+    (server, out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_coding_agent_example_survives_a_session_over_its_window() {
+    // Without compaction, the session stops at the window.
+    let (_, out) = count_in_a_small_window(json!({"compaction": false})).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no longer fits the model's context window"),
+        "{stderr}"
+    );
+
+    // With it (the configuration's default), the session goes to the end.
+    let (server, out) = count_in_a_small_window(json!({})).await;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("Counted to 600, twelve times."), "{stdout}");
+    let bodies = server.bodies();
+    let last = bodies.last().unwrap().to_string();
+    assert!(last.contains(SUMMARY), "the older steps were summarised: {last}");
+    // Every request but the summaries answered every call it carried.
+    for body in bodies.iter().filter(|b| !b.to_string().contains(SUMMARY_MARK)) {
+        let messages = body["messages"].as_array().unwrap();
+        let calls = messages
+            .iter()
+            .filter_map(|m| m["tool_calls"].as_array())
+            .flatten()
+            .count();
+        let results = messages.iter().filter(|m| m["role"] == "tool").count();
+        assert_eq!(calls, results);
+    }
 }
 
 #[test]
@@ -675,4 +763,55 @@ async fn a_paused_run_survives_a_sigkill_and_another_process_resumes_it_once() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not awaiting approval"));
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
+}
+
+/// The background_approval example: a run started over REST pauses for
+/// approval, the decision posted over HTTP continues it, and its whole
+/// event stream is read back; denied, the tool never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_approval_example_decides_a_call_over_http() {
+    for approve in [true, false] {
+        let server = ModelServer::start(vec![
+            call("append_note", json!({"text": "the build is green"})),
+            answer("Done."),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["Note that the build is green"];
+        if !approve {
+            args.insert(0, "--deny");
+        }
+        let out = tokio::time::timeout(
+            HANG_GUARD,
+            server
+                .example("background_approval", &args)
+                .current_dir(dir.path())
+                .output(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert_eq!(stdout.trim(), "Done.", "{stderr}");
+        for said in [
+            "/v1/agents/notes/runs",
+            "status \"awaiting_approval\"",
+            "\"append_note\" {\"text\":\"the build is green\"}",
+            "/approvals -H 'content-type: application/json'",
+            "status \"completed\"",
+            "event 0: ",
+            ": finished",
+        ] {
+            assert!(stderr.contains(said), "{said} missing: {stderr}");
+        }
+        let notes = dir.path().join("notes.txt");
+        if approve {
+            assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
+        } else {
+            assert!(!notes.exists(), "a denied call ran");
+            assert!(stderr.contains("\"approve\":false"), "{stderr}");
+        }
+    }
 }

@@ -91,6 +91,21 @@ fn the_readme_configuration_parses_without_warnings() {
     assert_eq!(work.options, Some(serde_json::json!({"service_tier": "flex"})));
     assert!(config.accounting_file.is_some());
     assert_eq!(config.skills.map(|dirs| dirs.len()), Some(2));
+    assert_eq!(d.compaction.compaction().unwrap().keep_turns, 3);
+    assert_eq!(
+        d.tool_search.tool_search().unwrap().always_on,
+        ["github__search_*"]
+    );
+    assert!(!config.tool_overrides.is_empty());
+    let fs = config.mcp_servers.iter().find(|s| s.name == "fs").unwrap();
+    let read =
+        loopwright::ToolDefinition::new("read_file", "Read a file.", serde_json::json!({"type": "object"}));
+    let shown = fs.tool_overrides.apply(read);
+    assert_eq!(
+        (shown.name.as_str(), shown.description.as_str()),
+        ("fs_read", "[Filesystem] Read a file.")
+    );
+    assert_eq!(shown.provider_options["openai"]["strict"], true);
 }
 
 #[test]

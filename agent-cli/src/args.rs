@@ -210,6 +210,12 @@ pub struct Args {
     /// The task. `-` reads it from standard input.
     pub prompt: Option<String>,
 
+    /// Attach a file to the prompt (repeatable): a PDF or other document,
+    /// an image or an audio clip, by its extension's media type. A model
+    /// that cannot take one fails before anything is sent (exit status 3).
+    #[arg(long = "file", value_name = "PATH", action = ArgAction::Append)]
+    pub files: Vec<PathBuf>,
+
     /// The agent's settings (shared with `loopwright serve`).
     #[command(flatten)]
     pub agent_args: AgentArgs,
@@ -418,6 +424,19 @@ pub struct AgentArgs {
     /// Output token limit per model call.
     #[arg(long, value_name = "N")]
     pub max_output_tokens: Option<u32>,
+
+    /// Stop at the context window (exit status 4) instead of compacting the
+    /// history (clearing old tool results, then summarising older turns)
+    /// and going on [default: compaction on, unless defaults.compaction is
+    /// false].
+    #[arg(long)]
+    pub no_compaction: bool,
+
+    /// Offer every tool on every step, however many: no search_tools
+    /// [default: above 64 tools, or schemas over a quarter of the window,
+    /// the model searches the catalog, unless defaults.toolSearch is false].
+    #[arg(long)]
+    pub no_tool_search: bool,
 
     /// Let the model call several tools at once.
     #[arg(long, conflicts_with = "no_parallel_tool_calls")]

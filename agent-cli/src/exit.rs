@@ -72,8 +72,9 @@ pub fn explain(result: &loopwright::AgentResult) -> Option<String> {
         // The `finished` event's error already said which limit, and why.
         _ if result.stopped_by.is_some() => return None,
         ExitReason::TokenLimit => format!(
-            "the conversation no longer fits the model's context window (after {} step(s)); start a new \
-             conversation, give a shorter prompt, or use a model with a larger window",
+            "the conversation no longer fits the model's context window (after {} step(s)), and compaction is off \
+             or could not make room; start a new conversation, give a shorter prompt, or use a model with a \
+             larger window",
             result.steps
         ),
         ExitReason::MaxSteps => format!(

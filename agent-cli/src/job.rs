@@ -27,7 +27,7 @@ pub struct Job {
 /// What a job runs.
 pub enum What {
     /// A prompt.
-    Prompt(String),
+    Prompt(Message),
     /// A paused run.
     Resume(Box<ResumeJob>),
 }
@@ -55,13 +55,12 @@ impl Job {
     pub async fn start(self, args: &AgentArgs, agent: &Agent) -> Result<Started, Failure> {
         let store_url = self.store_url.as_deref();
         match self.what {
-            What::Prompt(prompt) => {
+            What::Prompt(message) => {
                 let needs_store = args.session.is_some() || args.approve == ApproveMode::Defer;
                 let store = match (needs_store, store_url) {
                     (true, Some(url)) => Some(persist::open(url).await?),
                     _ => None,
                 };
-                let message = Message::user(prompt);
                 let (run, session) = match (&store, &args.session) {
                     (Some(store), Some(id)) => {
                         let at = SessionAt::load(store.as_ref(), id).await?;

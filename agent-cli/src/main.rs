@@ -6,6 +6,7 @@
 
 mod approve;
 mod args;
+mod attach;
 mod escape;
 mod eval;
 mod exit;
@@ -151,7 +152,12 @@ pub(crate) async fn run_checked(args: Args, resumed: Option<job::ResumeJob>) -> 
                     "no prompt: give it as the argument, or on standard input with `-` (see --help)",
                 ));
             }
-            job::What::Prompt(prompt.unwrap_or_default())
+            // `--file`s join the prompt's message (not read for --list-tools).
+            let message = match prompt {
+                Some(prompt) if !args.list_tools => attach::prompt_message(prompt, &args.files)?,
+                _ => loopwright::Message::user(""),
+            };
+            job::What::Prompt(message)
         }
     };
     let job = job::Job {
@@ -389,6 +395,12 @@ fn command_line_options(
     }
     if let Some(n) = args.max_output_tokens {
         options = options.max_output_tokens(n);
+    }
+    if args.no_compaction {
+        options.compaction = None;
+    }
+    if args.no_tool_search {
+        options.tool_search = None;
     }
     if let Some(on) = args.parallel_tool_calls() {
         options = options.parallel_tool_calls(on);

@@ -27,7 +27,12 @@ pub async fn run(args: ServeArgs) -> u8 {
     }
 }
 
-async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
+async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
+    // A server has no terminal: a question goes to whoever decides it over
+    // HTTP (a background run pauses; a synchronous request denies it).
+    if args.run.approve == ApproveMode::Ask {
+        args.run.approve = ApproveMode::Defer;
+    }
     let mut keys = check(&args)?;
     let config = load_config(&args.run)?;
     if config.serve.api_keys_given && config.serve.api_keys.is_empty() {
@@ -60,8 +65,22 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
         }
     };
     let names: Vec<String> = served.iter().map(|a| a.name().to_owned()).collect();
+    let store_url = args.run.store.clone().or_else(|| config.store.clone());
+    let store = match &store_url {
+        Some(url) => match crate::persist::open(url).await {
+            Ok(store) => Some(store),
+            Err(failure) => {
+                close(connected, &mut stop).await;
+                return Err(failure);
+            }
+        },
+        None => None,
+    };
     let serve = match settings(&args, served, keys) {
-        Ok(serve) => serve,
+        Ok(serve) => match &store {
+            Some(store) => serve.store(store.clone()),
+            None => serve,
+        },
         Err(failure) => {
             close(connected, &mut stop).await;
             return Err(failure);
@@ -75,6 +94,16 @@ async fn run_checked(args: ServeArgs) -> Result<u8, Failure> {
         }
     };
     eprintln!("loopwright serve: agents {}", names.join(", "));
+    match &store {
+        Some(store) => eprintln!(
+            "loopwright serve: store {}",
+            crate::escape::line(&format!("{store:?}"))
+        ),
+        None => eprintln!(
+            "loopwright serve: store memory (background runs, sessions and stored responses end with this \
+             process; give --store to keep them)"
+        ),
+    }
     for bound in running.addresses() {
         eprintln!("loopwright serve: {} on {}", bound.surface, bound.url());
     }
@@ -105,11 +134,6 @@ fn check(args: &ServeArgs) -> Result<Vec<String>, Failure> {
     {
         return Err(Failure::usage(
             "nothing to serve on: give --openai ADDR, --anthropic ADDR, --mcp-http ADDR, --rest ADDR or --mcp-stdio",
-        ));
-    }
-    if args.run.approve == ApproveMode::Ask {
-        return Err(Failure::usage(
-            "--approve ask needs a terminal, and a server has none; use auto or deny",
         ));
     }
     args.api_key_env

@@ -10,7 +10,7 @@ use loopwright::mcp::Connected;
 use loopwright::replay::Cassette;
 use loopwright::skills::{Skills, SkillsSource};
 use loopwright::tools::{Workspace, coding_tools};
-use loopwright::{SourceOptions, ToolSet, ToolSource};
+use loopwright::{ToolSet, ToolSource};
 
 use crate::args::AgentArgs;
 use crate::exit::Failure;
@@ -68,7 +68,7 @@ pub async fn build_with(
     if !skills.is_empty() || !skills.warnings().is_empty() {
         builder = builder.shared_source(
             through(cassette, Arc::new(SkillsSource::new(skills))),
-            SourceOptions::default(),
+            config.native_source_options(),
         );
     }
     if args.coding_tools {
@@ -84,7 +84,7 @@ pub async fn build_with(
         .map_err(|e| Failure::usage(format!("--workspace {}: {e}", dir.display())))?;
         builder = builder.shared_source(
             through(cassette, Arc::new(coding_tools(workspace))),
-            SourceOptions::default(),
+            config.native_source_options(),
         );
     }
     let (builder, connected) = if args.no_mcp {

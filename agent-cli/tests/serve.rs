@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use common::routed::{RoutedServer, chat_answer, chat_calls, chat_reasoned_answer};
 use common::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The key clients must send.
 const KEY: &str = "serve-test-key-7781";
@@ -175,36 +174,6 @@ async fn serve_on(
     let mut child = agent_command(&args, &[("SERVE_KEY", KEY)], dir).spawn().unwrap();
     let (urls, said) = listening(&mut child, surfaces.len()).await;
     (child, urls, said)
-}
-
-/// Read stderr until every surface said where it listens: surface -> URL.
-async fn listening(
-    child: &mut tokio::process::Child,
-    surfaces: usize,
-) -> (HashMap<String, String>, Vec<String>) {
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let mut urls = HashMap::new();
-    let mut seen = Vec::new();
-    tokio::time::timeout(HANG_GUARD, async {
-        while urls.len() < surfaces {
-            let Some(line) = lines.next_line().await.unwrap() else {
-                panic!("loopwright serve ended: {seen:?}")
-            };
-            seen.push(line.clone());
-            if let Some(rest) = line.strip_prefix("loopwright serve: ")
-                && let Some((surface, url)) = rest.split_once(" on ")
-                && url.starts_with("http://")
-            {
-                urls.insert(surface.to_owned(), url.to_owned());
-            }
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("loopwright serve never listened: {seen:?}"));
-    // Keep draining stderr so the server never blocks on it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (urls, seen)
 }
 
 /// Run a client script with the clients' Python; it must print `ok`.

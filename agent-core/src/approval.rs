@@ -332,6 +332,45 @@ impl Approvals {
         matches!(self.channel, ApprovalChannel::Deferred)
     }
 
+    /// Whether requests go to `approval_requested` events
+    /// ([`Approvals::via_events`]).
+    pub fn is_via_events(&self) -> bool {
+        matches!(self.channel, ApprovalChannel::Events)
+    }
+
+    /// The same policy, timeout and session, with requests sent to
+    /// `approver` instead: how a server answers, on a surface that cannot
+    /// pause, the calls an agent would ask a person about.
+    ///
+    /// ```
+    /// use loopwright_core::{ApprovalDecision, ApprovalRequest, Approvals};
+    /// struct Refuse;
+    /// #[async_trait::async_trait]
+    /// impl loopwright_core::Approver for Refuse {
+    ///     async fn decide(&self, _: &ApprovalRequest) -> ApprovalDecision {
+    ///         ApprovalDecision::deny("nobody can approve calls on this surface")
+    ///     }
+    /// }
+    /// let approvals = Approvals::defer().route_to(Refuse);
+    /// assert!(!approvals.is_deferred());
+    /// ```
+    pub fn route_to(mut self, approver: impl Approver + 'static) -> Self {
+        self.channel = ApprovalChannel::Approver(Arc::new(approver));
+        self
+    }
+
+    /// The same policy, timeout and session, with runs pausing on the calls
+    /// that need approval ([`Approvals::defer`]).
+    ///
+    /// ```
+    /// let approvals = loopwright_core::Approvals::via_events().deferred();
+    /// assert!(approvals.is_deferred());
+    /// ```
+    pub fn deferred(mut self) -> Self {
+        self.channel = ApprovalChannel::Deferred;
+        self
+    }
+
     fn new(channel: ApprovalChannel) -> Self {
         Self {
             channel,

@@ -144,6 +144,16 @@ pub fn check_history(messages: &[Message]) -> Result<(), HistoryError> {
     Ok(())
 }
 
+/// The name of the tool whose call `messages[at]`'s result `call_id`
+/// answers: the nearest call with that id before it.
+pub(crate) fn call_name<'a>(messages: &'a [Message], at: usize, call_id: &str) -> Option<&'a str> {
+    messages[..at.min(messages.len())]
+        .iter()
+        .rev()
+        .find_map(|m| m.tool_calls().find(|c| c.id == call_id))
+        .map(|c| c.name.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

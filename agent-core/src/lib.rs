@@ -40,10 +40,12 @@ pub mod accounting;
 pub mod agent;
 pub mod approval;
 pub mod budget;
+pub mod compaction;
 pub mod durable;
 mod duration;
 pub mod fallback;
 pub mod history;
+pub mod media;
 mod message;
 mod model;
 pub mod model_error;
@@ -57,6 +59,7 @@ mod settings;
 mod source;
 pub mod telemetry;
 pub mod tool;
+pub mod tool_search;
 pub mod toolset;
 mod typed;
 mod usage;
@@ -78,8 +81,11 @@ pub use approval::{
 };
 pub use budget::ContextBudget;
 pub use fallback::FallbackModel;
-pub use message::{ContentPart, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart, ToolResult};
-pub use model::{LanguageModel, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+pub use message::{
+    CompactionItem, ContentPart, FileSource, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart,
+    ToolResult,
+};
+pub use model::{LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::ModelError;
 pub use output::{OutputError, OutputMode, OutputSpec};
 pub use responder::Responder;

@@ -11,6 +11,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::media::FileSource;
+
 /// Who speaks a [`Message`].
 ///
 /// ```
@@ -148,6 +150,25 @@ pub enum ContentPart {
     ToolCall(ToolCall),
     /// The result of a tool call.
     ToolResult(ToolResult),
+    /// A document or other file (a PDF, a spreadsheet, a text file), inline
+    /// or by URL. A provider that cannot take it fails the request before
+    /// sending it (or shows a placeholder, when the run asks for that).
+    File {
+        /// Where the file is.
+        file: FileSource,
+        /// Its name, when known (some providers show it to the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+    },
+    /// An audio clip, inline or by URL.
+    Audio {
+        /// Where the clip is.
+        audio: FileSource,
+    },
+    /// A provider's compaction of the conversation before it (an OpenAI
+    /// Responses `compaction` item), kept verbatim across turns; only that
+    /// provider reads it, the others skip it.
+    Compaction(CompactionItem),
 }
 
 impl ContentPart {
@@ -160,6 +181,99 @@ impl ContentPart {
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
     }
+
+    /// A file part: the bytes inline, of this media type, with its name.
+    ///
+    /// ```
+    /// let p = loopwright_core::ContentPart::file("application/pdf", b"%PDF-1.7", Some("a.pdf"));
+    /// assert_eq!(serde_json::to_value(&p).unwrap()["file"]["media_type"], "application/pdf");
+    /// ```
+    pub fn file(media_type: impl Into<String>, bytes: &[u8], filename: Option<&str>) -> Self {
+        Self::File {
+            file: FileSource::from_bytes(media_type, bytes),
+            filename: filename.map(str::to_owned),
+        }
+    }
+
+    /// An audio part: the bytes inline, of this media type.
+    ///
+    /// ```
+    /// let p = loopwright_core::ContentPart::audio("audio/wav", b"RIFF");
+    /// assert!(matches!(p, loopwright_core::ContentPart::Audio { .. }));
+    /// ```
+    pub fn audio(media_type: impl Into<String>, bytes: &[u8]) -> Self {
+        Self::Audio {
+            audio: FileSource::from_bytes(media_type, bytes),
+        }
+    }
+
+    /// The part for a file's bytes by its media type: an image, an audio
+    /// clip or a file (what `--file` attaches).
+    ///
+    /// ```
+    /// use loopwright_core::ContentPart;
+    /// assert!(matches!(ContentPart::attachment("image/png", b"x", None), ContentPart::Image { .. }));
+    /// assert!(matches!(ContentPart::attachment("audio/mpeg", b"x", None), ContentPart::Audio { .. }));
+    /// assert!(matches!(ContentPart::attachment("text/csv", b"x", Some("a.csv")), ContentPart::File { .. }));
+    /// ```
+    pub fn attachment(media_type: &str, bytes: &[u8], filename: Option<&str>) -> Self {
+        match crate::media::kind_of(media_type) {
+            "image" => match FileSource::from_bytes(media_type, bytes) {
+                FileSource::Base64 { media_type, data } => Self::Image {
+                    image: ImageSource::Base64 { media_type, data },
+                },
+                other => Self::File {
+                    file: other,
+                    filename: None,
+                },
+            },
+            "audio" => Self::audio(media_type, bytes),
+            _ => Self::file(media_type, bytes, filename),
+        }
+    }
+
+    /// What a model that cannot take this part is shown instead (images,
+    /// files, audio); `None` for the other parts.
+    ///
+    /// ```
+    /// let p = loopwright_core::ContentPart::audio("audio/wav", &[0; 2048]);
+    /// assert_eq!(p.placeholder().as_deref(), Some("[audio: audio/wav, 2.0 KB]"));
+    /// ```
+    pub fn placeholder(&self) -> Option<String> {
+        match self {
+            Self::Image { image } => Some(image.placeholder()),
+            Self::File { file, filename } => Some(file_placeholder(file, filename.as_deref())),
+            Self::Audio { audio } => Some(audio.placeholder("audio")),
+            _ => None,
+        }
+    }
+}
+
+/// A file's placeholder, naming the file when its name is known.
+fn file_placeholder(file: &FileSource, filename: Option<&str>) -> String {
+    let text = file.placeholder("file");
+    match filename {
+        Some(name) => format!("{}, {name}]", text.trim_end_matches(']')),
+        None => text,
+    }
+}
+
+/// A provider's compaction item, carried verbatim (see
+/// [`ContentPart::Compaction`]).
+///
+/// ```
+/// let item = loopwright_core::CompactionItem {
+///     provider: "openai".into(),
+///     data: serde_json::json!({"type": "compaction", "encrypted_content": "..."}),
+/// };
+/// assert_eq!(item.provider, "openai");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionItem {
+    /// The provider that wrote it and alone reads it (`openai`).
+    pub provider: String,
+    /// The item as the provider gave it.
+    pub data: Value,
 }
 
 /// Where an image's bytes are.
@@ -317,9 +431,11 @@ impl ToolResult {
     }
 
     /// The whole result as text for a provider whose tool results cannot
-    /// carry images: text and JSON parts as in [`Self::text`], each image
-    /// as its [`ImageSource::placeholder`], in order, so the model knows an
-    /// image was returned.
+    /// carry images, audio or files: text and JSON parts as in
+    /// [`Self::text`], each image, clip and file as its placeholder
+    /// ([`ImageSource::placeholder`], [`FileSource::placeholder`]), in
+    /// order, so the model knows one was returned; tool references are
+    /// left out.
     ///
     /// ```
     /// use loopwright_core::{ImageSource, ToolOutputPart, ToolResult};
@@ -334,6 +450,11 @@ impl ToolResult {
                 ToolOutputPart::Text { text } => std::borrow::Cow::Borrowed(text.as_str()),
                 ToolOutputPart::Json { value } => std::borrow::Cow::Owned(value.to_string()),
                 ToolOutputPart::Image { image } => std::borrow::Cow::Owned(image.placeholder()),
+                ToolOutputPart::Audio { audio } => std::borrow::Cow::Owned(audio.placeholder("audio")),
+                ToolOutputPart::File { file, filename } => {
+                    std::borrow::Cow::Owned(file_placeholder(file, filename.as_deref()))
+                }
+                ToolOutputPart::ToolReference { .. } => continue,
             };
             if !out.is_empty() {
                 out.push('\n');
@@ -370,6 +491,29 @@ pub enum ToolOutputPart {
         /// The value.
         value: Value,
     },
+    /// An audio clip; providers whose tool results cannot carry audio
+    /// show its placeholder.
+    Audio {
+        /// Where the clip is.
+        audio: FileSource,
+    },
+    /// A file (an MCP embedded resource's blob, a document); providers
+    /// whose tool results cannot carry it show its placeholder.
+    File {
+        /// Where the file is.
+        file: FileSource,
+        /// Its name (or URI), when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+    },
+    /// A tool this result makes available to the model (the result of
+    /// `search_tools`): a provider that loads deferred tools natively
+    /// (Anthropic's `tool_reference`) loads it; the others skip it (the
+    /// loop offers the tool from the next step on).
+    ToolReference {
+        /// The exposed name of the tool.
+        tool: String,
+    },
 }
 
 impl ToolOutputPart {
@@ -381,5 +525,32 @@ impl ToolOutputPart {
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
+    }
+
+    /// Whether this part carries media (an image, audio or a file) rather
+    /// than text.
+    ///
+    /// ```
+    /// assert!(!loopwright_core::ToolOutputPart::text("x").is_media());
+    /// ```
+    pub fn is_media(&self) -> bool {
+        matches!(self, Self::Image { .. } | Self::Audio { .. } | Self::File { .. })
+    }
+
+    /// What a model that cannot take this part is shown instead (media
+    /// parts); `None` for the other parts.
+    ///
+    /// ```
+    /// use loopwright_core::{FileSource, ToolOutputPart};
+    /// let part = ToolOutputPart::File { file: FileSource::from_bytes("application/pdf", &[0; 10]), filename: Some("a.pdf".into()) };
+    /// assert_eq!(part.placeholder().as_deref(), Some("[file: application/pdf, 10 B, a.pdf]"));
+    /// ```
+    pub fn placeholder(&self) -> Option<String> {
+        match self {
+            Self::Image { image } => Some(image.placeholder()),
+            Self::Audio { audio } => Some(audio.placeholder("audio")),
+            Self::File { file, filename } => Some(file_placeholder(file, filename.as_deref())),
+            _ => None,
+        }
     }
 }

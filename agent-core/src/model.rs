@@ -143,6 +143,41 @@ pub struct ModelRequest {
     /// `cache_control`). The agent sets it from
     /// `AgentOptions::prompt_caching` (on by default).
     pub prompt_caching: bool,
+    /// Tools held back by tool search: the model loads them through the
+    /// search tool, whose results name them
+    /// ([`ToolOutputPart::ToolReference`](crate::ToolOutputPart::ToolReference)).
+    /// A provider that defers tools natively (Anthropic's `defer_loading`)
+    /// declares them, deferred, with every tool a result in the history
+    /// references; the others leave them out (the loop offers a tool in
+    /// `tools` once it was found). Empty without tool search.
+    pub deferred_tools: Arc<Vec<ToolDefinition>>,
+    /// Let the provider compact the conversation on its side once the
+    /// request holds this many tokens (OpenAI Responses compaction,
+    /// Anthropic's clearing of old tool uses); providers without it ignore
+    /// it. Set by `CompactionStrategy::Provider`.
+    pub compact_above: Option<u64>,
+    /// What a provider does with a file or audio part of a user message it
+    /// cannot take: fail the request before sending it (the default) or
+    /// send a text placeholder instead.
+    pub unsupported_media: MediaFallback,
+}
+
+/// What a provider does with a file, audio or image part of a user
+/// message that its wire format (or model) cannot take.
+///
+/// ```
+/// assert_eq!(loopwright_core::MediaFallback::default(), loopwright_core::MediaFallback::Error);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MediaFallback {
+    /// Fail before sending, naming the part and the provider.
+    #[default]
+    Error,
+    /// Send the part's text placeholder (`[file: application/pdf, 1.2 MB,
+    /// report.pdf]`) instead.
+    Placeholder,
 }
 
 impl ModelRequest {
@@ -224,6 +259,17 @@ pub enum ModelEvent {
         input_json: String,
         /// Provider data attached to the call, replayed verbatim.
         provider_data: Option<Value>,
+    },
+    /// The provider compacted the conversation on its side while
+    /// answering: `item` (an OpenAI Responses compaction item) joins the
+    /// assistant message and goes back verbatim in later requests;
+    /// `cleared_tokens` is how many input tokens it cleared, when it says
+    /// (Anthropic's context management).
+    Compacted {
+        /// The compaction item to keep.
+        item: Option<crate::message::CompactionItem>,
+        /// Input tokens cleared.
+        cleared_tokens: Option<u64>,
     },
     /// Usage so far (may come several times; the last one counts).
     Usage {

@@ -1,5 +1,6 @@
 //! The [`Tool`] trait and what a tool receives and returns.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -128,6 +129,19 @@ pub struct ToolDefinition {
     /// Hints about the tool's behaviour (approval defaults use them).
     #[serde(default)]
     pub annotations: ToolAnnotations,
+    /// Options merged into this tool's definition in one provider's
+    /// request, keyed by provider name as
+    /// [`ModelRequest::provider_options`](crate::ModelRequest::provider_options)
+    /// is (`openai`, `anthropic`, `google`, `ollama`, a compatible
+    /// provider's name): `{"strict": true}` for OpenAI, `{"cache_control":
+    /// {"type": "ephemeral"}}` for Anthropic, anything else the application
+    /// passes through. Each provider says where it merges them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub provider_options: BTreeMap<String, Value>,
+    /// Offered on every step even when tool search holds the catalog back
+    /// (see [`ToolSearch`](crate::tool_search::ToolSearch)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always_on: bool,
 }
 
 impl ToolDefinition {
@@ -144,7 +158,51 @@ impl ToolDefinition {
             input_schema,
             output_schema: None,
             annotations: ToolAnnotations::default(),
+            provider_options: BTreeMap::new(),
+            always_on: false,
         }
+    }
+
+    /// The same definition carrying `options` for `provider`'s request
+    /// (merged with options given before for it).
+    ///
+    /// ```
+    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
+    ///     .with_provider_options("openai", serde_json::json!({"strict": true}));
+    /// assert_eq!(d.provider_options["openai"]["strict"], true);
+    /// ```
+    pub fn with_provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
+        let slot = self
+            .provider_options
+            .entry(provider.into())
+            .or_insert(Value::Null);
+        match (slot, options) {
+            (Value::Object(existing), Value::Object(more)) => existing.extend(more),
+            (slot, options) => *slot = options,
+        }
+        self
+    }
+
+    /// The options this tool carries for `provider`'s request, if any.
+    ///
+    /// ```
+    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({}));
+    /// assert!(d.options_for("openai").is_none());
+    /// ```
+    pub fn options_for(&self, provider: &str) -> Option<&Value> {
+        self.provider_options.get(provider)
+    }
+
+    /// The same definition, offered on every step even under tool search
+    /// (or not).
+    ///
+    /// ```
+    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({})).always_on(true);
+    /// assert!(d.always_on);
+    /// ```
+    pub fn always_on(mut self, on: bool) -> Self {
+        self.always_on = on;
+        self
     }
 
     /// The same definition with these annotations.
@@ -519,8 +577,8 @@ impl ToolOutput {
         self
     }
 
-    /// Text and JSON parts rendered as text, joined by newlines; images are
-    /// left out.
+    /// Text and JSON parts rendered as text, joined by newlines; images,
+    /// audio, files and tool references are left out.
     ///
     /// ```
     /// assert_eq!(loopwright_core::ToolOutput::text("a").as_text(), "a");
@@ -537,7 +595,10 @@ pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
         let piece = match part {
             ToolOutputPart::Text { text } => text.clone(),
             ToolOutputPart::Json { value } => value.to_string(),
-            ToolOutputPart::Image { .. } => continue,
+            ToolOutputPart::Image { .. }
+            | ToolOutputPart::Audio { .. }
+            | ToolOutputPart::File { .. }
+            | ToolOutputPart::ToolReference { .. } => continue,
         };
         if !out.is_empty() {
             out.push('\n');

@@ -84,6 +84,21 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Merge `options` into the entry for `provider`: objects key by key (a key
+/// given again replaces the earlier value), anything else replaces what was
+/// there.
+pub(crate) fn merge_provider_options(
+    map: &mut std::collections::BTreeMap<String, serde_json::Value>,
+    provider: String,
+    options: serde_json::Value,
+) {
+    let slot = map.entry(provider).or_insert(serde_json::Value::Null);
+    match (slot, options) {
+        (serde_json::Value::Object(existing), serde_json::Value::Object(more)) => existing.extend(more),
+        (slot, options) => *slot = options,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,11 @@
 //! - `trust: true` believes the server's tool annotations; `resources: true`
 //!   adds the tools `list_resources` and `read_resource` for the server's
 //!   resources (both must be booleans when given).
+//! - `toolOverrides` renames tools, rewrites or wraps their descriptions,
+//!   gives them provider options or marks them always on, by raw tool name
+//!   with `*` wildcards
+//!   ([`ToolOverrides::from_json`](loopwright_core::toolset::ToolOverrides::from_json)):
+//!   `{"read_file": {"name": "fs_read", "description": "[Filesystem] {description}"}}`.
 //! - [`MCP_SERVER_KEYS`] lists every key an entry may hold.
 //!
 //! `${VAR}` references in `env` and `headers` are kept as written here and
@@ -27,6 +32,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use loopwright_core::SourceOptions;
+use loopwright_core::toolset::ToolOverrides;
+
+use crate::config_fields::{bool_field, duration_field, str_field, string_list, string_map};
 use crate::env::interpolate_map;
 use crate::error::McpError;
 
@@ -61,6 +70,7 @@ pub const MCP_SERVER_KEYS: &[&str] = &[
     "disabled",
     "trust",
     "resources",
+    "toolOverrides",
     "timeout",
     "callTimeout",
     "call_timeout",
@@ -130,6 +140,11 @@ pub struct McpServerConfig {
     /// server advertises the `resources` capability; see the crate README.
     /// Default: false.
     pub resources: bool,
+    /// Renames, descriptions, provider options and always-on marks for the
+    /// server's tools, by raw tool name (`toolOverrides`); the raw name
+    /// still goes to the server. Applied when the server joins a tool set
+    /// ([`McpServerConfig::source_options`]).
+    pub tool_overrides: ToolOverrides,
 }
 
 /// The transport of a server.
@@ -196,6 +211,7 @@ impl McpServerConfig {
             oauth: None,
             trusted: false,
             resources: false,
+            tool_overrides: ToolOverrides::default(),
         }
     }
 
@@ -386,6 +402,30 @@ impl McpServerConfig {
         self
     }
 
+    /// Shape the server's tools with these overrides (see
+    /// [`McpServerConfig::tool_overrides`]).
+    ///
+    /// ```
+    /// use loopwright_core::toolset::{ToolOverride, ToolOverrides};
+    /// let cfg = loopwright_mcp::McpServerConfig::stdio("fs", "mcp-server-filesystem")
+    ///     .tool_overrides(ToolOverrides::default().rule("read_file", ToolOverride::default().name("fs_read")));
+    /// assert!(!cfg.tool_overrides.is_empty());
+    /// ```
+    pub fn tool_overrides(mut self, overrides: ToolOverrides) -> Self {
+        self.tool_overrides = overrides;
+        self
+    }
+
+    /// How the server joins a tool set: its tool overrides, when it has
+    /// any.
+    pub fn source_options(&self) -> SourceOptions {
+        if self.tool_overrides.is_empty() {
+            SourceOptions::default()
+        } else {
+            SourceOptions::default().shared_transform(self.tool_overrides.clone().transform())
+        }
+    }
+
     /// The connect timeout in force.
     pub fn effective_connect_timeout(&self) -> Duration {
         self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
@@ -469,6 +509,10 @@ impl McpServerConfig {
         };
         let trusted = bool_field(obj, "trust", &err)?;
         let resources = bool_field(obj, "resources", &err)?;
+        let tool_overrides = match obj.get("toolOverrides") {
+            None | Some(Value::Null) => ToolOverrides::default(),
+            Some(value) => ToolOverrides::from_json(value).map_err(err)?,
+        };
         Ok(Self {
             name: name.to_string(),
             transport,
@@ -486,6 +530,7 @@ impl McpServerConfig {
             },
             trusted,
             resources,
+            tool_overrides,
         })
     }
 }
@@ -515,77 +560,6 @@ pub fn parse_mcp_servers(config: &Value) -> Result<Vec<McpServerConfig>, McpErro
         })?;
     map.iter()
         .map(|(name, entry)| McpServerConfig::from_json(name, entry))
-        .collect()
-}
-
-/// An optional boolean (absent or null: false); another type is an error
-/// naming the key.
-fn bool_field(
-    obj: &Map<String, Value>,
-    key: &str,
-    err: &dyn Fn(String) -> McpError,
-) -> Result<bool, McpError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(err(format!("`{key}`: expected true or false, got {other}"))),
-    }
-}
-
-fn str_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
-}
-
-/// A timeout: milliseconds, or a string with a unit (`"30s"`); a value of
-/// another form is an error naming the key.
-fn duration_field(
-    obj: &Map<String, Value>,
-    keys: &[&str],
-    err: &dyn Fn(String) -> McpError,
-) -> Result<Option<Duration>, McpError> {
-    let Some((key, value)) = keys.iter().find_map(|k| obj.get(*k).map(|v| (k, v))) else {
-        return Ok(None);
-    };
-    if value.is_null() {
-        return Ok(None);
-    }
-    loopwright_core::util::parse_duration(value)
-        .map(Some)
-        .map_err(|message| err(format!("`{key}`: {message}")))
-}
-
-fn string_map(
-    obj: &Map<String, Value>,
-    keys: &[&str],
-    err: &dyn Fn(String) -> McpError,
-) -> Result<BTreeMap<String, String>, McpError> {
-    let Some(value) = keys.iter().find_map(|k| obj.get(*k)) else {
-        return Ok(BTreeMap::new());
-    };
-    let Some(map) = value.as_object() else {
-        return Err(err(format!("`{}` must be an object of strings", keys[0])));
-    };
-    map.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            Value::Number(n) => Ok((k.clone(), n.to_string())),
-            Value::Bool(b) => Ok((k.clone(), b.to_string())),
-            _ => Err(err(format!("`{k}` must be a string"))),
-        })
-        .collect()
-}
-
-fn string_list(value: &Value, what: &str, err: &dyn Fn(String) -> McpError) -> Result<Vec<String>, McpError> {
-    let Some(items) = value.as_array() else {
-        return Err(err(format!("`{what}` must be an array of strings")));
-    };
-    items
-        .iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| err(format!("`{what}` must be an array of strings")))
-        })
         .collect()
 }
 

@@ -76,10 +76,10 @@ impl Connected {
     /// ```
     pub fn add_to(&self, builder: ToolSetBuilder) -> ToolSetBuilder {
         let builder = builder.connection_report(self.report());
-        self.sources
-            .iter()
-            .cloned()
-            .fold(builder, |builder, source| builder.source(source))
+        self.sources.iter().cloned().fold(builder, |builder, source| {
+            let options = source.config().source_options();
+            builder.source_with(source, options)
+        })
     }
 
     /// A tool set of the connected servers alone (with the report).

@@ -22,6 +22,7 @@
 pub use rmcp;
 
 mod config;
+mod config_fields;
 mod connect;
 mod connect_all;
 mod delivery;

@@ -1,19 +1,21 @@
 //! Mapping an MCP `CallToolResult` (and `resources/read` contents) to an
 //! loopwright-core [`ToolOutput`].
 //!
-//! Text blocks become text parts; images become image parts (the provider
-//! decides whether the model sees them); audio and blobs become short
-//! placeholders naming type, size and URI, except image blobs, which are
-//! images; embedded text resources become text; resource links name their
-//! URI, with one note saying how to read them when the server's
-//! `read_resource` tool is on; `isError: true` stays an error result.
+//! Text blocks become text parts; images, audio and embedded binary
+//! resources become image, audio and file parts (a blob by its media type:
+//! `image/*` an image, `audio/*` audio, `text/*` its text, anything else a
+//! file named by its URI), and each provider decides whether the model takes them natively
+//! or sees their placeholder; embedded text resources become text;
+//! resource links name their URI, with one note saying how to read them
+//! when the server's `read_resource` tool is on; `isError: true` stays an
+//! error result.
 //!
 //! `structuredContent` becomes a JSON part when there is no text; when the
 //! tool declares an `outputSchema` it does so beside text too, unless a text
 //! block already holds the same JSON value (so it is never sent twice).
 
-use loopwright_core::util::human_size;
-use loopwright_core::{ImageSource, ToolOutput, ToolOutputPart};
+use loopwright_core::media::{OCTET_STREAM, kind_of};
+use loopwright_core::{FileSource, ImageSource, ToolOutput, ToolOutputPart};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
 
@@ -89,9 +91,12 @@ fn map_block(block: ContentBlock) -> ToolOutputPart {
     match block {
         ContentBlock::Text(t) => ToolOutputPart::text(t.text),
         ContentBlock::Image(img) => image(img.mime_type, img.data),
-        ContentBlock::Audio(a) => {
-            ToolOutputPart::text(format!("[audio: {}, {}]", a.mime_type, size_of_base64(&a.data)))
-        }
+        ContentBlock::Audio(a) => ToolOutputPart::Audio {
+            audio: FileSource::Base64 {
+                media_type: a.mime_type,
+                data: a.data,
+            },
+        },
         ContentBlock::Resource(r) => map_contents(r.resource),
         ContentBlock::ResourceLink(link) => ToolOutputPart::text(format!(
             "[resource link: {}, {}{}]",
@@ -104,21 +109,46 @@ fn map_block(block: ContentBlock) -> ToolOutputPart {
 }
 
 /// One resource's contents (embedded in a result, or read with
-/// `resources/read`): text as text, an `image/*` blob as an image, any
-/// other blob as a placeholder naming its type, decoded size and URI.
+/// `resources/read`): text as text, a `text/*` blob as its text, an
+/// `image/*` blob as an image, an `audio/*` blob as audio, any other blob
+/// as a file named by its URI.
 pub(crate) fn map_contents(contents: ResourceContents) -> ToolOutputPart {
     match contents {
         ResourceContents::TextResourceContents { text, .. } => ToolOutputPart::text(text),
         ResourceContents::BlobResourceContents {
             uri, mime_type, blob, ..
-        } => match mime_type {
-            Some(mime) if mime.starts_with("image/") => image(mime, blob),
-            mime => ToolOutputPart::text(format!(
-                "[blob: {}, {}, {uri}]",
-                mime.as_deref().unwrap_or("application/octet-stream"),
-                size_of_base64(&blob)
-            )),
-        },
+        } => {
+            let media_type = mime_type.unwrap_or_else(|| OCTET_STREAM.to_owned());
+            if media_type.starts_with("text/") {
+                let file = FileSource::Base64 {
+                    media_type,
+                    data: blob,
+                };
+                return match file.decoded_text() {
+                    Some(text) => ToolOutputPart::text(text),
+                    None => ToolOutputPart::File {
+                        file,
+                        filename: Some(uri),
+                    },
+                };
+            }
+            match kind_of(&media_type) {
+                "image" => image(media_type, blob),
+                "audio" => ToolOutputPart::Audio {
+                    audio: FileSource::Base64 {
+                        media_type,
+                        data: blob,
+                    },
+                },
+                _ => ToolOutputPart::File {
+                    file: FileSource::Base64 {
+                        media_type,
+                        data: blob,
+                    },
+                    filename: Some(uri),
+                },
+            }
+        }
         other => ToolOutputPart::text(format!("[resource: {}]", resource_uri(&other))),
     }
 }
@@ -142,12 +172,6 @@ fn content_type(block: &ContentBlock) -> String {
         .ok()
         .and_then(|v| v.get("type").and_then(|u| u.as_str()).map(str::to_string))
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// The decoded size of base64 data, human-readable.
-fn size_of_base64(data: &str) -> String {
-    let bytes = data.trim_end_matches('=').len() * 3 / 4;
-    human_size(bytes)
 }
 
 #[cfg(test)]
@@ -185,7 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn images_pass_and_others_become_placeholders() {
+    fn media_becomes_media_parts_and_text_stays_text() {
         let out = map_call(result(json!({"content": [
             {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
             {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
@@ -197,9 +221,23 @@ mod tests {
         assert!(
             matches!(&out.parts[0], ToolOutputPart::Image { image: ImageSource::Base64 { media_type, .. } } if media_type == "image/png")
         );
+        assert!(
+            matches!(&out.parts[1], ToolOutputPart::Audio { audio: FileSource::Base64 { media_type, data } } if media_type == "audio/wav" && data == "AAAA")
+        );
+        assert!(
+            matches!(&out.parts[3], ToolOutputPart::File { file: FileSource::Base64 { media_type, .. }, filename: Some(uri) } if media_type == "x/y" && uri == "file:///b.bin")
+        );
+        assert_eq!(out.as_text(), "inside\n[resource link: c, file:///c, text/plain]");
+        // Where a provider cannot take them, the model reads their placeholders.
+        let shown = loopwright_core::ToolResult {
+            call_id: "c".into(),
+            parts: out.parts,
+            is_error: false,
+        }
+        .text_with_image_placeholders();
         assert_eq!(
-            out.as_text(),
-            "[audio: audio/wav, 3 B]\ninside\n[blob: x/y, 3 B, file:///b.bin]\n[resource link: c, file:///c, text/plain]"
+            shown,
+            "[image: image/png, 8 B]\n[audio: audio/wav, 3 B]\ninside\n[file: x/y, 3 B, file:///b.bin]\n[resource link: c, file:///c, text/plain]"
         );
     }
 
@@ -279,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn an_image_blob_is_an_image_and_other_blobs_are_placeholders() {
+    fn blobs_are_images_text_or_files_by_their_media_type() {
         let png: ResourceContents = serde_json::from_value(
             json!({"uri": "demo://logo", "mimeType": "image/png", "blob": "iVBORw0KGgo="}),
         )
@@ -296,9 +334,13 @@ mod tests {
         let bin: ResourceContents =
             serde_json::from_value(json!({"uri": "demo://data", "blob": "AAAAAA=="})).unwrap();
         assert_eq!(
-            map_contents(bin),
-            ToolOutputPart::text("[blob: application/octet-stream, 4 B, demo://data]")
+            map_contents(bin).placeholder().as_deref(),
+            Some("[file: application/octet-stream, 4 B, demo://data]")
         );
+        let notes: ResourceContents =
+            serde_json::from_value(json!({"uri": "demo://n", "mimeType": "text/plain", "blob": "aGk="}))
+                .unwrap();
+        assert_eq!(map_contents(notes), ToolOutputPart::text("hi"));
     }
 
     #[test]
@@ -325,12 +367,5 @@ mod tests {
             &context,
         );
         assert_eq!(plain.as_text(), "t");
-    }
-
-    #[test]
-    fn sizes_are_readable() {
-        assert_eq!(human_size(10), "10 B");
-        assert_eq!(human_size(1229), "1.2 KB");
-        assert_eq!(human_size(3 * 1024 * 1024), "3.0 MB");
     }
 }

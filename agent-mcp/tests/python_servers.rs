@@ -275,9 +275,10 @@ async fn python_resources_read_as_text_image_and_placeholder() {
         }
         other => panic!("not one image part: {other:?}"),
     }
+    let data = call(&read, json!({"uri": "memo://data.bin"})).await;
     assert_eq!(
-        call(&read, json!({"uri": "memo://data.bin"})).await.as_text(),
-        "[blob: application/octet-stream, 10 B, memo://data.bin]"
+        data.parts[0].placeholder().as_deref(),
+        Some("[file: application/octet-stream, 10 B, memo://data.bin]")
     );
     let unknown = call(&read, json!({"uri": "memo://nope"})).await;
     assert!(

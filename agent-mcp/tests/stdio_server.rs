@@ -34,6 +34,7 @@ async fn discovers_every_page_and_the_instructions() {
             "header",
             "huge",
             "image",
+            "media",
             "meta",
             "noargs",
             "progress",

@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use loopwright_core::{
-    ContentPart, ImageSource, Message, ModelError, ModelRequest, Role, ToolCall, ToolOutputPart, ToolResult,
+    ContentPart, FileSource, ImageSource, Message, ModelError, ModelRequest, Role, ToolCall, ToolOutputPart,
+    ToolResult,
 };
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -230,6 +231,22 @@ impl Serialize for ImageUrl<'_> {
                 serializer.collect_str(&format_args!("data:{media_type};base64,{data}"))
             }
             ImageSource::Url { url } => serializer.serialize_str(url),
+            _ => serializer.serialize_str(""),
+        }
+    }
+}
+
+/// A file as OpenAI's APIs take it inline: a data URL (written without
+/// building it as a string first), or its own URL.
+pub(crate) struct DataUrl<'a>(pub &'a FileSource);
+
+impl Serialize for DataUrl<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            FileSource::Base64 { media_type, data } => {
+                serializer.collect_str(&format_args!("data:{media_type};base64,{data}"))
+            }
+            FileSource::Url { url, .. } => serializer.serialize_str(url),
             _ => serializer.serialize_str(""),
         }
     }

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use async_trait::async_trait;
 use bytes::Bytes;
 use loopwright_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
+    ContentPart, FileSource, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities,
+    ModelError, ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
 };
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -19,6 +19,7 @@ use crate::error::{invalid, stream_error};
 use crate::features::{gemini_thinking, json_schema_raw};
 use crate::gemini_schema::gemini_parameters;
 use crate::http::Transport;
+use crate::media;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
 use crate::tools::{PendingCall, complete, finish_reason, merge_options, num};
@@ -92,7 +93,11 @@ fn has_parts(message: &Message) -> bool {
     message.content.iter().any(|part| match part {
         ContentPart::Text { text } => !text.is_empty(),
         ContentPart::Reasoning(r) => r.signature.is_some(),
-        ContentPart::Image { .. } | ContentPart::ToolCall(_) | ContentPart::ToolResult(_) => true,
+        ContentPart::Image { .. }
+        | ContentPart::File { .. }
+        | ContentPart::Audio { .. }
+        | ContentPart::ToolCall(_)
+        | ContentPart::ToolResult(_) => true,
         _ => false,
     })
 }
@@ -199,6 +204,8 @@ struct InlineData<'a> {
 struct FileData<'a> {
     #[serde(rename = "fileUri")]
     file_uri: &'a str,
+    #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -249,10 +256,34 @@ fn image_part(image: &ImageSource) -> Kind<'_> {
             },
         },
         ImageSource::Url { url } => Kind::FileData {
-            file_data: FileData { file_uri: url },
+            file_data: FileData {
+                file_uri: url,
+                mime_type: None,
+            },
         },
         _ => Kind::Text {
             text: "[unsupported image]",
+        },
+    }
+}
+
+/// A file or audio clip: `inlineData`, or `fileData` by URI.
+fn file_part(file: &FileSource) -> Kind<'_> {
+    match file {
+        FileSource::Url { url, media_type } => Kind::FileData {
+            file_data: FileData {
+                file_uri: url,
+                mime_type: media_type.as_deref(),
+            },
+        },
+        FileSource::Base64 { media_type, data } => Kind::InlineData {
+            inline_data: InlineData {
+                data,
+                mime_type: media_type,
+            },
+        },
+        _ => Kind::Text {
+            text: "[unsupported file]",
         },
     }
 }
@@ -268,6 +299,8 @@ fn push_parts<'a>(out: &mut Vec<Part<'a>>, messages: &'a [Message], at: usize) {
         match part {
             ContentPart::Text { text } if !text.is_empty() => out.push(Kind::Text { text }.into()),
             ContentPart::Image { image } => out.push(image_part(image).into()),
+            ContentPart::File { file, .. } => out.push(file_part(file).into()),
+            ContentPart::Audio { audio } => out.push(file_part(audio).into()),
             ContentPart::Reasoning(r) => {
                 // Only Gemini's own reasoning (it carries a signature) is sent back.
                 let Some(signature) = r.signature.as_deref() else {
@@ -317,9 +350,13 @@ fn push_parts<'a>(out: &mut Vec<Part<'a>>, messages: &'a [Message], at: usize) {
                     }
                     .into(),
                 );
+                // Media follows the response as parts of the same turn.
                 for p in &r.parts {
-                    if let ToolOutputPart::Image { image } = p {
-                        out.push(image_part(image).into());
+                    match p {
+                        ToolOutputPart::Image { image } => out.push(image_part(image).into()),
+                        ToolOutputPart::Audio { audio } => out.push(file_part(audio).into()),
+                        ToolOutputPart::File { file, .. } => out.push(file_part(file).into()),
+                        _ => {}
                     }
                 }
             }
@@ -368,6 +405,7 @@ impl GeminiModel {
                     if let Some(p) = gemini_parameters(&t.input_schema) {
                         d["parameters"] = p;
                     }
+                    merge_options(&mut d, t.options_for("google"));
                     d
                 })
                 .collect();
@@ -436,6 +474,7 @@ impl LanguageModel for GeminiModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let request = media::prepare(&request, self.provider(), media::gemini)?;
         let body = self.request_bytes(&request)?;
         let url = format!(
             "{}/models/{}:streamGenerateContent?alt=sse",

@@ -156,7 +156,20 @@ impl Transport {
         body: Bytes,
         request: &loopwright_core::ModelRequest,
     ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
-        let response = self.post(url, body, &request.cancellation).await?;
+        self.open_with(url, body, request, &[]).await
+    }
+
+    /// [`Self::open`] with `extra` headers for this request (a beta the
+    /// request needs); a value for a header the transport already sends is
+    /// joined to it with a comma.
+    pub async fn open_with(
+        &self,
+        url: &str,
+        body: Bytes,
+        request: &loopwright_core::ModelRequest,
+        extra: &[(&str, &str)],
+    ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
+        let response = self.post(url, body, &request.cancellation, extra).await?;
         Ok(guarded_bytes(
             response,
             self.options.inactivity_timeout,
@@ -167,21 +180,35 @@ impl Transport {
     /// POST `payload` (serialised JSON) to `url`, retrying transient
     /// failures before any byte of the response body is consumed (each
     /// attempt shares the same bytes). Returns a response with a 2xx status.
+    /// `extra` headers are added as [`Self::open_with`] says.
     /// Waiting for the response head counts against the inactivity timeout.
     pub async fn post(
         &self,
         url: &str,
         payload: Bytes,
         cancel: &CancellationToken,
+        extra: &[(&str, &str)],
     ) -> Result<reqwest::Response, ModelError> {
-        tracing::debug!(target: "loopwright_providers::http", url, headers = ?redacted(&self.headers), "request");
+        let mut headers = self.headers.clone();
+        for (name, value) in extra {
+            let joined = match headers.get(*name).and_then(|v| v.to_str().ok()) {
+                Some(existing) if !existing.split(',').any(|v| v.trim() == *value) => {
+                    format!("{existing},{value}")
+                }
+                Some(existing) => existing.to_owned(),
+                None => (*value).to_owned(),
+            };
+            let pair = [((*name).to_owned(), joined)];
+            headers.extend(header_map(&pair)?);
+        }
+        tracing::debug!(target: "loopwright_providers::http", url, headers = ?redacted(&headers), "request");
         tracing::trace!(target: "loopwright_providers::http", body = %String::from_utf8_lossy(&payload), "request body");
         let mut attempt = 0u32;
         loop {
             let send = self
                 .client
                 .post(url)
-                .headers(self.headers.clone())
+                .headers(headers.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(payload.clone())
                 .send();

@@ -49,6 +49,7 @@ mod gemini;
 mod gemini_schema;
 pub mod http;
 mod local;
+mod media;
 mod ollama;
 mod openai_chat;
 mod openai_responses;
@@ -58,7 +59,8 @@ mod tokens;
 mod tools;
 
 pub use anthropic::{
-    ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, DEFAULT_MAX_TOKENS,
+    ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, CONTEXT_MANAGEMENT_BETA,
+    DEFAULT_MAX_TOKENS, TOOL_SEARCH_BETA,
 };
 pub use budget::{KNOWN_CONTEXT_WINDOWS, context_window_for, known_context_window};
 pub use config::{

@@ -18,6 +18,7 @@ use crate::driver::{Decoder, drive, truncated};
 use crate::error::invalid;
 use crate::features::json_schema_raw;
 use crate::http::Transport;
+use crate::media;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, ndjson_frames};
 use crate::tools::{PendingCall, complete, finish_reason, merge_options, num, object_schema};
@@ -256,8 +257,10 @@ impl OllamaModel {
                 .tools
                 .iter()
                 .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": object_schema(t)}})
+                    let mut function =
+                        json!({"name": t.name, "description": t.description, "parameters": object_schema(t)});
+                    merge_options(&mut function, t.options_for("ollama"));
+                    json!({"type": "function", "function": function})
                 })
                 .collect();
             body["tools"] = Value::Array(tools);
@@ -322,6 +325,7 @@ impl LanguageModel for OllamaModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let request = media::prepare(&request, self.provider(), media::ollama)?;
         let body = self.request_bytes(&request)?;
         let url = format!("{}/chat", self.api);
         let bytes = self.transport.open(&url, body, &request).await?;

@@ -3,7 +3,7 @@
 //! servers (vLLM, llama.cpp, LM Studio, Groq, DeepSeek, xAI, Mistral, ...).
 
 use loopwright_core::{
-    ContentPart, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
+    ContentPart, FileSource, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
     ModelRequest, ModelStream, Role, ToolChoice, Usage,
 };
 use std::borrow::Cow;
@@ -14,12 +14,13 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
-use crate::body::{Body, ImageUrl, JsonText, message_text, result_text_with_placeholders};
+use crate::body::{Body, DataUrl, ImageUrl, JsonText, message_text, result_text_with_placeholders};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
 use crate::features::{json_schema_format, openai_effort};
 use crate::http::Transport;
+use crate::media;
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
 use crate::tools::{CallAssembler, finish_reason, merge_options, num, object_schema};
@@ -175,8 +176,10 @@ impl OpenAiChatModel {
                 .tools
                 .iter()
                 .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": object_schema(t)}})
+                    let mut function =
+                        json!({"name": t.name, "description": t.description, "parameters": object_schema(t)});
+                    merge_options(&mut function, t.options_for(&self.provider));
+                    json!({"type": "function", "function": function})
                 })
                 .collect();
             body["tools"] = Value::Array(tools);
@@ -282,6 +285,28 @@ enum Part<'a> {
         image_url: Url<'a>,
         r#type: &'static str,
     },
+    File {
+        file: File<'a>,
+        r#type: &'static str,
+    },
+    InputAudio {
+        input_audio: InputAudio<'a>,
+        r#type: &'static str,
+    },
+}
+
+/// A file inline, as a data URL.
+#[derive(Serialize)]
+struct File<'a> {
+    file_data: DataUrl<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filename: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct InputAudio<'a> {
+    data: &'a str,
+    format: &'static str,
 }
 
 #[derive(Serialize)]
@@ -298,6 +323,23 @@ impl Serialize for Parts<'_> {
                 ContentPart::Image { image } => seq.serialize_element(&Part::ImageUrl {
                     image_url: Url { url: ImageUrl(image) },
                     r#type: "image_url",
+                })?,
+                // Refused beforehand when not inline (`media::openai_chat`).
+                ContentPart::File { file, filename } => seq.serialize_element(&Part::File {
+                    file: File {
+                        file_data: DataUrl(file),
+                        filename: filename.as_deref(),
+                    },
+                    r#type: "file",
+                })?,
+                ContentPart::Audio {
+                    audio: FileSource::Base64 { media_type, data },
+                } => seq.serialize_element(&Part::InputAudio {
+                    input_audio: InputAudio {
+                        data,
+                        format: media::openai_audio_format(media_type).unwrap_or("wav"),
+                    },
+                    r#type: "input_audio",
                 })?,
                 _ => {}
             }
@@ -392,11 +434,8 @@ impl Serialize for ChatMessages<'_> {
                     role: "system",
                 })?,
                 Role::User => {
-                    let has_image = message
-                        .content
-                        .iter()
-                        .any(|p| matches!(p, ContentPart::Image { .. }));
-                    if has_image {
+                    let has_media = message.content.iter().any(|p| p.placeholder().is_some());
+                    if has_media {
                         seq.serialize_element(&UserParts {
                             content: Parts(&message.content),
                             role: "user",
@@ -460,6 +499,7 @@ impl LanguageModel for OpenAiChatModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let request = media::prepare(&request, self.provider(), media::openai_chat)?;
         let body = self.request_bytes(&request)?;
         let url = format!("{}/chat/completions", self.base);
         let bytes = self.transport.open(&url, body, &request).await?;

@@ -7,19 +7,20 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use bytes::Bytes;
 use loopwright_core::{
-    ContentPart, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
-    ModelRequest, ModelStream, Role, ToolChoice,
+    CompactionItem, ContentPart, FileSource, FinishReason, LanguageModel, Message, ModelCapabilities,
+    ModelError, ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, ToolResult,
 };
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
-use crate::body::{Body, ImageUrl, JsonText, message_text, result_text_with_placeholders};
+use crate::body::{Body, DataUrl, ImageUrl, JsonText, message_text, result_text_with_placeholders};
 use crate::capabilities;
 use crate::driver::{Decoder, drive, truncated};
 use crate::error::{invalid, stream_error};
 use crate::features::{json_schema_format, openai_effort};
 use crate::http::Transport;
+use crate::media;
 use crate::openai_chat::{OPENAI_BASE_URL, openai_usage};
 use crate::settings::{ProviderSettings, settings_methods};
 use crate::sse::{Frame, sse_frames};
@@ -80,18 +81,52 @@ struct Said<C> {
     role: &'static str,
 }
 
-/// A part of a message's content (`input_text`, `input_image`, `output_text`).
+/// A part of a message's content (`input_text`, `input_image`,
+/// `input_file`, `output_text`), also of a tool's output.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Piece<'a> {
     Text {
-        text: &'a str,
+        text: Cow<'a, str>,
         r#type: &'static str,
     },
     Image {
         image_url: ImageUrl<'a>,
         r#type: &'static str,
     },
+    FileData {
+        file_data: DataUrl<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<&'a str>,
+        r#type: &'static str,
+    },
+    FileUrl {
+        file_url: &'a str,
+        r#type: &'static str,
+    },
+}
+
+impl<'a> Piece<'a> {
+    fn input_text(text: impl Into<Cow<'a, str>>) -> Self {
+        Self::Text {
+            text: text.into(),
+            r#type: "input_text",
+        }
+    }
+
+    fn file(file: &'a FileSource, filename: Option<&'a str>) -> Self {
+        match file {
+            FileSource::Url { url, .. } => Self::FileUrl {
+                file_url: url,
+                r#type: "input_file",
+            },
+            _ => Self::FileData {
+                file_data: DataUrl(file),
+                filename,
+                r#type: "input_file",
+            },
+        }
+    }
 }
 
 /// The input parts of a user message.
@@ -102,14 +137,14 @@ impl Serialize for UserPieces<'_> {
         let mut seq = serializer.serialize_seq(None)?;
         for part in &self.0.content {
             match part {
-                ContentPart::Text { text } => seq.serialize_element(&Piece::Text {
-                    text,
-                    r#type: "input_text",
-                })?,
+                ContentPart::Text { text } => seq.serialize_element(&Piece::input_text(text.as_str()))?,
                 ContentPart::Image { image } => seq.serialize_element(&Piece::Image {
                     image_url: ImageUrl(image),
                     r#type: "input_image",
                 })?,
+                ContentPart::File { file, filename } => {
+                    seq.serialize_element(&Piece::file(file, filename.as_deref()))?;
+                }
                 _ => {}
             }
         }
@@ -137,9 +172,63 @@ enum Item<'a> {
     },
     FunctionCallOutput {
         call_id: &'a str,
-        output: Cow<'a, str>,
+        output: Output<'a>,
         r#type: &'static str,
     },
+}
+
+/// A tool's output: its text, or (with images or files) its parts as
+/// `input_text`, `input_image` and `input_file` items; audio as its
+/// placeholder, tool references left out.
+enum Output<'a> {
+    Text(Cow<'a, str>),
+    Parts(&'a [ToolOutputPart]),
+}
+
+impl<'a> Output<'a> {
+    fn of(result: &'a ToolResult) -> Self {
+        let native = result
+            .parts
+            .iter()
+            .any(|p| matches!(p, ToolOutputPart::Image { .. } | ToolOutputPart::File { .. }));
+        if native {
+            Self::Parts(&result.parts)
+        } else {
+            Self::Text(result_text_with_placeholders(result))
+        }
+    }
+}
+
+impl Serialize for Output<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let parts = match self {
+            Self::Text(text) => return serializer.serialize_str(text),
+            Self::Parts(parts) => parts,
+        };
+        let mut seq = serializer.serialize_seq(None)?;
+        for part in parts.iter() {
+            match part {
+                ToolOutputPart::Text { text } => seq.serialize_element(&Piece::input_text(text.as_str()))?,
+                ToolOutputPart::Json { value } => {
+                    seq.serialize_element(&Piece::input_text(value.to_string()))?
+                }
+                ToolOutputPart::Image { image } => seq.serialize_element(&Piece::Image {
+                    image_url: ImageUrl(image),
+                    r#type: "input_image",
+                })?,
+                ToolOutputPart::File { file, filename } => {
+                    seq.serialize_element(&Piece::file(file, filename.as_deref()))?;
+                }
+                ToolOutputPart::ToolReference { .. } => {}
+                other => {
+                    if let Some(text) = other.placeholder() {
+                        seq.serialize_element(&Piece::input_text(text))?;
+                    }
+                }
+            }
+        }
+        seq.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -148,10 +237,28 @@ struct Summary<'a> {
     r#type: &'static str,
 }
 
+/// The provider name of this API (its compaction items carry it).
+const PROVIDER: &str = "openai";
+
 impl Serialize for Items<'_> {
+    /// From the latest compaction item on (it carries what came before),
+    /// with the system messages before it.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(None)?;
-        for message in self.0 {
+        let start = self
+            .0
+            .iter()
+            .rposition(|m| {
+                m.content
+                    .iter()
+                    .any(|p| matches!(p, ContentPart::Compaction(item) if item.provider == PROVIDER))
+            })
+            .unwrap_or(0);
+        let kept = self.0[..start]
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .chain(&self.0[start..]);
+        for message in kept {
             match message.role {
                 Role::System => seq.serialize_element(&Said {
                     content: message_text(message),
@@ -187,11 +294,14 @@ impl Serialize for Items<'_> {
                             ContentPart::Text { text } if !text.is_empty() => {
                                 seq.serialize_element(&Said {
                                     content: [Piece::Text {
-                                        text,
+                                        text: Cow::Borrowed(text),
                                         r#type: "output_text",
                                     }],
                                     role: "assistant",
                                 })?;
+                            }
+                            ContentPart::Compaction(item) if item.provider == PROVIDER => {
+                                seq.serialize_element(&item.data)?;
                             }
                             ContentPart::ToolCall(c) => {
                                 // The item id keeps a replayed reasoning item paired with its call.
@@ -213,7 +323,7 @@ impl Serialize for Items<'_> {
                         if let ContentPart::ToolResult(r) = part {
                             seq.serialize_element(&Item::FunctionCallOutput {
                                 call_id: &r.call_id,
-                                output: result_text_with_placeholders(r),
+                                output: Output::of(r),
                                 r#type: "function_call_output",
                             })?;
                         }
@@ -269,8 +379,10 @@ impl OpenAiResponsesModel {
                 .tools
                 .iter()
                 .map(|t| {
-                    json!({"type": "function", "name": t.name, "description": t.description,
-                        "parameters": object_schema(t), "strict": false})
+                    let mut tool = json!({"type": "function", "name": t.name, "description": t.description,
+                        "parameters": object_schema(t), "strict": false});
+                    merge_options(&mut tool, t.options_for("openai"));
+                    tool
                 })
                 .collect();
             body["tools"] = Value::Array(tools);
@@ -310,6 +422,9 @@ impl OpenAiResponsesModel {
                 obj.remove("top_p");
             }
         }
+        if let Some(tokens) = request.compact_above {
+            body["context_management"] = json!([{"type": "compaction", "compact_threshold": tokens}]);
+        }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("openai"));
         Body::new(body, "input", Items(&request.messages))
@@ -331,6 +446,7 @@ impl LanguageModel for OpenAiResponsesModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let request = media::prepare(&request, self.provider(), media::openai_responses)?;
         let body = self.request_bytes(&request)?;
         let url = format!("{}/responses", self.base);
         let bytes = self.transport.open(&url, body, &request).await?;
@@ -422,6 +538,13 @@ impl ResponsesDecoder {
                     out.push(complete(call));
                 }
             }
+            Some("compaction") => out.push(ModelEvent::Compacted {
+                item: Some(CompactionItem {
+                    provider: PROVIDER.to_owned(),
+                    data: item.clone(),
+                }),
+                cleared_tokens: None,
+            }),
             Some("reasoning") => {
                 let mut data = json!({"id": key});
                 if let Some(e) = item.get("encrypted_content").filter(|e| !e.is_null()) {

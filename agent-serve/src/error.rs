@@ -95,9 +95,16 @@ pub(crate) enum Kind {
     Unauthorized,
     Forbidden,
     NotFound,
+    /// An object (run, session, response) that does not exist.
+    Missing,
+    /// The object is not in a state that allows this (a decided call, an
+    /// ended run).
+    Conflict,
     Overloaded,
     Unavailable,
     Upstream,
+    /// Something this server should have handled (a damaged record).
+    Internal,
 }
 
 /// An error answer.
@@ -139,13 +146,28 @@ impl ApiError {
         )
     }
 
+    /// A store operation's failure: 503 (with `Retry-After`) while the
+    /// store is unreachable, 409 on a conflict, 500 for damaged data.
+    pub(crate) fn store(shape: Shape, what: &str, error: &loopwright_store::StoreError) -> Self {
+        let kind = if error.is_unavailable() {
+            Kind::Unavailable
+        } else if error.is_conflict() {
+            Kind::Conflict
+        } else {
+            Kind::Internal
+        };
+        Self::new(shape, kind, format!("{what}: {error}"))
+    }
+
     pub(crate) fn status(&self) -> StatusCode {
         match self.kind {
             Kind::BadRequest => StatusCode::BAD_REQUEST,
             Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::Unauthorized => StatusCode::UNAUTHORIZED,
             Kind::Forbidden => StatusCode::FORBIDDEN,
-            Kind::NotFound => StatusCode::NOT_FOUND,
+            Kind::NotFound | Kind::Missing => StatusCode::NOT_FOUND,
+            Kind::Conflict => StatusCode::CONFLICT,
+            Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Kind::Overloaded | Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Kind::Upstream => StatusCode::BAD_GATEWAY,
         }
@@ -158,13 +180,18 @@ impl ApiError {
             (Shape::Anthropic, Kind::TooLarge) => "request_too_large",
             (Shape::Anthropic, Kind::Unauthorized) => "authentication_error",
             (Shape::Anthropic, Kind::Forbidden) => "permission_error",
-            (Shape::Anthropic, Kind::NotFound) => "not_found_error",
+            (Shape::Anthropic, Kind::NotFound | Kind::Missing) => "not_found_error",
             (Shape::Anthropic, Kind::Overloaded | Kind::Unavailable) => "overloaded_error",
-            (Shape::Anthropic, Kind::Upstream) => "api_error",
-            (_, Kind::BadRequest | Kind::NotFound | Kind::TooLarge) => "invalid_request_error",
+            (Shape::Anthropic, Kind::Upstream | Kind::Internal) => "api_error",
+            (Shape::Anthropic, Kind::Conflict) => "invalid_request_error",
+            (Shape::Plain, Kind::Missing) => "not_found",
+            (Shape::Plain, Kind::Conflict) => "conflict",
+            (_, Kind::BadRequest | Kind::NotFound | Kind::Missing | Kind::TooLarge | Kind::Conflict) => {
+                "invalid_request_error"
+            }
             (_, Kind::Unauthorized) => "authentication_error",
             (_, Kind::Forbidden) => "permission_error",
-            (_, Kind::Overloaded | Kind::Unavailable | Kind::Upstream) => "server_error",
+            (_, Kind::Overloaded | Kind::Unavailable | Kind::Upstream | Kind::Internal) => "server_error",
         }
     }
 

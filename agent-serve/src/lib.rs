@@ -47,6 +47,7 @@ mod openai;
 #[cfg(feature = "rest")]
 mod rest;
 mod run;
+mod runs;
 mod server;
 mod sse;
 

@@ -55,7 +55,7 @@ pub(crate) struct Limiter {
     instance: String,
     semaphore: Arc<Semaphore>,
     queue_bound: Option<usize>,
-    queued: AtomicUsize,
+    queued: Arc<AtomicUsize>,
     in_flight: Arc<AtomicUsize>,
 }
 
@@ -74,13 +74,25 @@ impl Drop for Permit {
     }
 }
 
-/// Decrements the queue count when the waiter leaves, however it leaves.
-struct Waiting<'a>(&'a Limiter);
+/// A background run's place: its permit, or its place in the queue (left
+/// when the ticket is redeemed or dropped).
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    held: Option<Permit>,
+    _waiting: Option<QueuePlace>,
+}
 
-impl Drop for Waiting<'_> {
+/// A place in the queue, owned: leaves the count when dropped.
+#[derive(Debug)]
+struct QueuePlace {
+    queued: Arc<AtomicUsize>,
+    instance: String,
+}
+
+impl Drop for QueuePlace {
     fn drop(&mut self) {
-        self.0.queued.fetch_sub(1, Ordering::SeqCst);
-        metrics::gauge!(QUEUED_GAUGE, "instance" => self.0.instance.clone()).decrement(1.0);
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        metrics::gauge!(QUEUED_GAUGE, "instance" => self.instance.clone()).decrement(1.0);
     }
 }
 
@@ -90,7 +102,7 @@ impl Limiter {
             instance: instance.into(),
             semaphore: Arc::new(Semaphore::new(concurrency.max(1))),
             queue_bound,
-            queued: AtomicUsize::new(0),
+            queued: Arc::new(AtomicUsize::new(0)),
             in_flight: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -116,7 +128,11 @@ impl Limiter {
                 if joined.is_err() {
                     return Err(Refused::QueueFull);
                 }
-                let _waiting = Waiting(self);
+                // Leaves the count however the waiter leaves.
+                let _waiting = QueuePlace {
+                    queued: self.queued.clone(),
+                    instance: self.instance.clone(),
+                };
                 metrics::gauge!(QUEUED_GAUGE, "instance" => self.instance.clone()).increment(1.0);
                 tokio::select! {
                     permit = self.semaphore.clone().acquire_owned() => permit.map_err(|_| Refused::Stopping)?,
@@ -124,13 +140,69 @@ impl Limiter {
                 }
             }
         };
+        Ok(self.permit(permit))
+    }
+
+    /// A place for a run that starts later (a background run): a permit at
+    /// once when one is free, else a place in the queue, taken now and
+    /// counted in the queue's bound when `bounded` (a new run; a run that
+    /// continues after its approvals always gets a place).
+    pub(crate) fn ticket(&self, bounded: bool, stopping: &CancellationToken) -> Result<Ticket, Refused> {
+        if stopping.is_cancelled() {
+            return Err(Refused::Stopping);
+        }
+        if let Ok(permit) = self.semaphore.clone().try_acquire_owned() {
+            return Ok(Ticket {
+                held: Some(self.permit(permit)),
+                _waiting: None,
+            });
+        }
+        let joined = self
+            .queued
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |queued| {
+                match self.queue_bound {
+                    Some(bound) if bounded && queued >= bound => None,
+                    _ => Some(queued + 1),
+                }
+            });
+        if joined.is_err() {
+            return Err(Refused::QueueFull);
+        }
+        metrics::gauge!(QUEUED_GAUGE, "instance" => self.instance.clone()).increment(1.0);
+        Ok(Ticket {
+            held: None,
+            _waiting: Some(QueuePlace {
+                queued: self.queued.clone(),
+                instance: self.instance.clone(),
+            }),
+        })
+    }
+
+    /// The permit of `ticket`: at once, or once the runs before it are done.
+    pub(crate) async fn redeem(
+        &self,
+        mut ticket: Ticket,
+        stopping: &CancellationToken,
+    ) -> Result<Permit, Refused> {
+        if let Some(permit) = ticket.held.take() {
+            return Ok(permit);
+        }
+        let permit = tokio::select! {
+            permit = self.semaphore.clone().acquire_owned() => permit.map_err(|_| Refused::Stopping)?,
+            () = stopping.cancelled() => return Err(Refused::Stopping),
+        };
+        drop(ticket);
+        Ok(self.permit(permit))
+    }
+
+    fn permit(&self, permit: OwnedSemaphorePermit) -> Permit {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         metrics::gauge!(IN_FLIGHT_GAUGE, "instance" => self.instance.clone()).increment(1.0);
-        Ok(Permit {
+        Permit {
             _permit: permit,
             in_flight: self.in_flight.clone(),
             instance: self.instance.clone(),
-        })
+        }
     }
 
     /// Runs in flight now.

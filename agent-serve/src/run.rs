@@ -53,6 +53,8 @@ pub(crate) struct Instance {
     pub(crate) lifecycle: Lifecycle,
     /// Host names accepted in `Host` and `Origin`; `None`: any.
     pub(crate) allowed_hosts: Option<Arc<[String]>>,
+    /// The server's background runs and store, shared by its instances.
+    pub(crate) runs: Arc<crate::runs::Runs>,
 }
 
 /// A run in flight and its permit.
@@ -87,10 +89,12 @@ impl Instance {
             .acquire(&self.lifecycle.stopping)
             .await
             .map_err(|refused| ApiError::refused(shape, refused))?;
+        // Nobody can answer a question during a synchronous request: calls
+        // that would pause or ask are denied with a reason the model reads.
         let agent = served
             .agent()
             .with_cancellation(self.lifecycle.hard.clone())
-            .map_options(change);
+            .map_options(|o| crate::runs::foreground_approvals(change(o)));
         Ok(Started {
             run: agent.run(messages),
             _permit: permit,

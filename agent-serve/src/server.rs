@@ -30,6 +30,7 @@ use crate::guard::{Guard, LOOPBACK_HOSTS, check};
 use crate::limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, Limiter};
 use crate::listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use crate::run::{Instance, Lifecycle};
+use crate::runs::Runs;
 
 /// How long runs in flight may go on after a shutdown begins before they
 /// are cancelled: long enough for a typical answer to finish.
@@ -149,6 +150,8 @@ pub struct Serve {
     body_limit: usize,
     mcp_sessions: usize,
     mcp_session_idle: Duration,
+    store: Option<Arc<dyn loopwright_store::Store>>,
+    replica: Option<String>,
 }
 
 impl Default for Serve {
@@ -178,7 +181,37 @@ impl Serve {
             body_limit: DEFAULT_BODY_LIMIT,
             mcp_sessions: DEFAULT_MCP_SESSIONS,
             mcp_session_idle: DEFAULT_MCP_SESSION_IDLE,
+            store: None,
+            replica: None,
         }
+    }
+
+    /// Keep background runs, their events, sessions and stored responses in
+    /// `store` (default: in this process's memory, lost when it stops).
+    /// Replicas sharing one PostgreSQL store serve the same runs, sessions
+    /// and responses.
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: loopwright_core::Agent) -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = loopwright_store::open("postgres://loopwright@db/agents").await?;
+    /// let running = loopwright_serve::Serve::new()
+    ///     .agent(loopwright_serve::ServedAgent::new(agent))
+    ///     .rest("0.0.0.0:8080".parse()?)
+    ///     .store(store)
+    ///     .start()
+    ///     .await?;
+    /// # running.shutdown().await; Ok(()) }
+    /// ```
+    pub fn store(mut self, store: Arc<dyn loopwright_store::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// This replica's name, recorded as the owner of the runs it drives
+    /// (default: host name, process id and a random suffix).
+    pub fn replica(mut self, name: impl Into<String>) -> Self {
+        self.replica = Some(name.into());
+        self
     }
 
     /// Serve this agent (names must be unique).
@@ -316,6 +349,7 @@ impl Serve {
         name: String,
         addr: Option<SocketAddr>,
         lifecycle: &Lifecycle,
+        runs: &Arc<Runs>,
     ) -> Arc<Instance> {
         let allowed_hosts = match (&self.allowed_hosts, addr) {
             (Some(hosts), _) => Some(hosts.clone().into()),
@@ -334,6 +368,7 @@ impl Serve {
             keys: self.keys.clone().into(),
             lifecycle: lifecycle.clone(),
             allowed_hosts,
+            runs: runs.clone(),
         })
     }
 
@@ -344,6 +379,12 @@ impl Serve {
         }
         let agents = Arc::new(Agents::new(self.agents.clone())?);
         let lifecycle = Lifecycle::default();
+        let store = self
+            .store
+            .clone()
+            .unwrap_or_else(|| Arc::new(loopwright_store::MemoryStore::new()));
+        let replica = self.replica.clone().unwrap_or_else(default_replica);
+        let runs = Arc::new(Runs::new(store, replica));
         let mut listeners = Vec::new();
         for (surface, addr) in &self.listeners {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -364,7 +405,13 @@ impl Serve {
         // fails here, with nothing spawned yet.
         let mut apps = Vec::new();
         for (surface, listener, addr) in listeners {
-            let instance = self.instance(&agents, format!("{surface}@{addr}"), Some(addr), &lifecycle);
+            let instance = self.instance(
+                &agents,
+                format!("{surface}@{addr}"),
+                Some(addr),
+                &lifecycle,
+                &runs,
+            );
             let shape = match surface {
                 Surface::OpenAi => Shape::OpenAi,
                 Surface::Anthropic => Shape::Anthropic,
@@ -402,12 +449,24 @@ impl Serve {
             tracing::info!(%surface, %addr, "serving");
         }
         if self.mcp_stdio {
-            let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle);
+            let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle, &runs);
             running.stdio = mcp_stdio(instance.clone());
             running.instances.push(instance);
         }
         Ok(running)
     }
+}
+
+/// A replica name unique enough to tell processes apart in a run's
+/// `owner`: the host, the process id, four random hex digits.
+fn default_replica() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let suffix = crate::runs::new_id("");
+    format!("{host}-{}-{}", std::process::id(), &suffix[..4.min(suffix.len())])
 }
 
 fn surface_name(surface: Surface) -> &'static str {

@@ -9,11 +9,31 @@
 
 use std::sync::Arc;
 
-use loopwright::LanguageModel;
-use loopwright::config::{AgentConfig, ModelChoiceError};
+use loopwright::config::{AgentConfig, ChosenModel, ModelChoiceError};
+use loopwright::{AgentOptions, LanguageModel};
 
 /// The model and its selector(s), or the message to print (exit status 2).
+#[allow(dead_code)] // Each example includes this file; not all use both functions.
 pub async fn model_from_env() -> Result<(Arc<dyn LanguageModel>, String), String> {
+    let (_, chosen) = chosen_from_env().await?;
+    Ok((chosen.model, chosen.selectors.join(", then ")))
+}
+
+/// The model, with the run options the configuration gives it (as the
+/// `loopwright` command's: its context budget, compaction and tool search
+/// on unless the file turns them off) laid under `adjust`, and its
+/// selector(s); or the message to print (exit status 2).
+#[allow(dead_code)]
+pub async fn model_and_options(
+    adjust: impl FnOnce(AgentOptions) -> AgentOptions,
+) -> Result<(Arc<dyn LanguageModel>, AgentOptions, String), String> {
+    let (config, chosen) = chosen_from_env().await?;
+    let options = config.agent_options(&chosen, adjust).map_err(|e| e.to_string())?;
+    Ok((chosen.model.clone(), options, chosen.selectors.join(", then ")))
+}
+
+/// The configuration and the model chosen from it.
+async fn chosen_from_env() -> Result<(AgentConfig, ChosenModel), String> {
     let requested: Vec<String> = std::env::var("LOOPWRIGHT_MODEL")
         .unwrap_or_default()
         .split(',')
@@ -34,5 +54,5 @@ pub async fn model_from_env() -> Result<(Arc<dyn LanguageModel>, String), String
     for (selector, why) in &chosen.skipped {
         eprintln!("warning: model {selector} left out: {why}");
     }
-    Ok((chosen.model, chosen.selectors.join(", then ")))
+    Ok((config, chosen))
 }

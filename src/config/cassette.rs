@@ -55,6 +55,8 @@ pub struct McpSources {
     pub sources: Vec<Arc<dyn ToolSource>>,
     /// Who is in and who failed, for the run's `mcp_connected` event.
     pub report: ConnectionReport,
+    /// How each server joins a tool set (its `toolOverrides`), by name.
+    options: Vec<(String, SourceOptions)>,
 }
 
 impl std::fmt::Debug for McpSources {
@@ -80,8 +82,17 @@ impl McpSources {
     pub fn add_to(&self, builder: ToolSetBuilder) -> ToolSetBuilder {
         let builder = builder.connection_report(self.report.clone());
         self.sources.iter().fold(builder, |b, source| {
-            b.shared_source(source.clone(), SourceOptions::default())
+            b.shared_source(source.clone(), self.source_options(source.name()))
         })
+    }
+
+    /// How the server `name` joins a tool set: with its `toolOverrides`.
+    pub fn source_options(&self, name: &str) -> SourceOptions {
+        self.options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -137,6 +148,30 @@ pub(crate) fn replayed(
 }
 
 impl AgentConfig {
+    /// How each configured server joins a tool set (its `toolOverrides`).
+    fn server_options(&self) -> Vec<(String, SourceOptions)> {
+        self.mcp_servers
+            .iter()
+            .map(|s| (s.name.clone(), s.source_options()))
+            .collect()
+    }
+
+    /// How the configured server `name` joins a tool set: with its
+    /// `toolOverrides` (the default options for another name).
+    ///
+    /// ```
+    /// let text = r#"{"mcpServers": {"fs": {"command": "fs-mcp", "toolOverrides": {"read_file": {"name": "fs_read"}}}}}"#;
+    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// assert!(format!("{:?}", config.source_options("fs")).contains("transform: true"));
+    /// ```
+    pub fn source_options(&self, name: &str) -> SourceOptions {
+        self.mcp_servers
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.source_options())
+            .unwrap_or_default()
+    }
+
     /// The configured MCP servers (all, or those `only` names) as tool
     /// sources: connected as [`connect_mcp`](Self::connect_mcp) does, and
     /// recorded into `cassette` when it records; with a cassette replaying
@@ -178,6 +213,7 @@ impl AgentConfig {
                 connected: Connected::default(),
                 sources,
                 report: ConnectionReport::new(servers, failed),
+                options: self.server_options(),
             });
         }
         let connected = self.connect_mcp(only).await?;
@@ -185,6 +221,7 @@ impl AgentConfig {
             sources: wrap(&connected, cassette),
             report: connected.report(),
             connected,
+            options: self.server_options(),
         })
     }
 }

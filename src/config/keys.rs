@@ -14,6 +14,7 @@ const TOP: &[&str] = &[
     "accounting",
     "skills",
     "store",
+    "toolOverrides",
 ];
 const DEFAULTS: &[&str] = &[
     "model",
@@ -31,6 +32,8 @@ const DEFAULTS: &[&str] = &[
     "contextWindowBufferTokens",
     "reasoning",
     "outputSchema",
+    "compaction",
+    "toolSearch",
 ];
 const ACCOUNTING: &[&str] = &["file"];
 const PROVIDER: &[&str] = &[
@@ -228,6 +231,8 @@ pub(crate) fn defaults(
         model,
         reasoning,
         output_schema,
+        compaction: super::long_runs::compaction(get("compaction"), invalid)?,
+        tool_search: super::long_runs::tool_search(get("toolSearch"), invalid)?,
         llm_timeout: duration("llmTimeout")?,
         tool_timeout: duration("toolTimeout")?,
         temperature: float("temperature")?,

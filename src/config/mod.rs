@@ -32,6 +32,7 @@ pub(crate) mod cassette;
 mod choose;
 mod expand;
 pub(crate) mod keys;
+mod long_runs;
 mod run;
 mod secrets;
 mod serve;
@@ -49,6 +50,7 @@ use serde_json::{Map, Value};
 pub use cassette::McpSources;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
+pub use long_runs::{CompactionDefaults, ToolSearchDefaults};
 pub use loopwright_core::util::parse_duration;
 pub use loopwright_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use run::RunSetupError;
@@ -147,6 +149,11 @@ pub struct Defaults {
     /// The schema the final answer must match (`outputSchema`: a file path,
     /// relative to the config file, or an inline object).
     pub output_schema: Option<SchemaSource>,
+    /// Compaction instead of stopping at the context window (`compaction`;
+    /// on unless `false`).
+    pub compaction: CompactionDefaults,
+    /// Tool search over big catalogs (`toolSearch`; on unless `false`).
+    pub tool_search: ToolSearchDefaults,
 }
 
 /// Where an output schema comes from.
@@ -190,7 +197,8 @@ impl SchemaSource {
 }
 
 impl Defaults {
-    /// Apply the defaults that are set to `options`. Two take effect
+    /// Apply the defaults that are set to `options`, and compaction and
+    /// tool search (on unless the file turns them off). Two take effect
     /// elsewhere: `llmTimeout` in [`AgentConfig::choose_model`] (the
     /// providers' stream timeout) and `contextWindowBufferTokens` in
     /// [`ChosenModel::budget`].
@@ -234,6 +242,8 @@ impl Defaults {
         if let Some(r) = self.reasoning {
             options = options.reasoning(r);
         }
+        options.compaction = self.compaction.compaction();
+        options.tool_search = self.tool_search.tool_search();
         options
     }
 }
@@ -270,6 +280,10 @@ pub struct AgentConfig {
     pub store: Option<String>,
     /// What `loopwright serve` reads (`serve`: its bearer keys).
     pub serve: ServeConfig,
+    /// Overrides for the tools of native sources: the coding tools and the
+    /// skills (`toolOverrides`, as an MCP server's; see
+    /// [`AgentConfig::native_source_options`]).
+    pub tool_overrides: loopwright_core::toolset::ToolOverrides,
     /// Unknown keys and other things worth telling the user.
     pub warnings: Vec<String>,
 }
@@ -440,6 +454,18 @@ impl AgentConfig {
         )?;
         config.defaults = keys::defaults(&defaults_value, &invalid)?;
 
+        let overrides = expanded(
+            root.remove("toolOverrides").unwrap_or(Value::Null),
+            "toolOverrides",
+        )?;
+        if !overrides.is_null() {
+            config.tool_overrides =
+                loopwright_core::toolset::ToolOverrides::from_json(&overrides).map_err(|m| {
+                    let (key, message) = m.split_once(": ").unwrap_or(("toolOverrides", m.as_str()));
+                    invalid(key, message.to_owned())
+                })?;
+        }
+
         let skills = expanded(root.remove("skills").unwrap_or(Value::Null), "skills")?;
         config.skills = keys::skills(&skills, lookup("HOME").as_deref(), &invalid)?;
 
@@ -483,6 +509,23 @@ impl AgentConfig {
         })?;
         config.serve = serve::serve(&serve_value, &invalid)?;
         Ok(config)
+    }
+
+    /// How a native source (the coding tools, the skills) joins a tool set:
+    /// with the file's top-level `toolOverrides`.
+    ///
+    /// ```
+    /// let text = r#"{"toolOverrides": {"Bash": {"description": "[Shell] {description}"}}}"#;
+    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// assert!(format!("{:?}", config.native_source_options()).contains("transform: true"));
+    /// ```
+    pub fn native_source_options(&self) -> loopwright_core::SourceOptions {
+        if self.tool_overrides.is_empty() {
+            loopwright_core::SourceOptions::default()
+        } else {
+            loopwright_core::SourceOptions::default()
+                .shared_transform(self.tool_overrides.clone().transform())
+        }
     }
 
     /// Why the provider a `provider/model` selector names cannot be used,

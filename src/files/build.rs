@@ -585,6 +585,12 @@ impl Builder<'_> {
             if let Some(r) = file.reasoning {
                 o = o.reasoning(r);
             }
+            if let Some(c) = &file.compaction {
+                o.compaction = c.compaction();
+            }
+            if let Some(t) = &file.tool_search {
+                o.tool_search = t.tool_search();
+            }
             if let Some(schema) = &file.output {
                 let spec = OutputSpec::from_schema(file.name.clone(), schema.clone()).map_err(|e| {
                     AgentBuildError::Output {
@@ -645,7 +651,7 @@ impl Builder<'_> {
                 }
             };
             let coding = through(self.options.cassette.as_ref(), Arc::new(coding_tools(workspace)));
-            builder = builder.shared_source(coding, SourceOptions::default());
+            builder = builder.shared_source(coding, self.config.native_source_options());
         }
         let wanted = wanted_servers(index, file, self.options);
         if !wanted.is_empty() {
@@ -655,7 +661,7 @@ impl Builder<'_> {
                 .iter()
                 .filter(|s| wanted.iter().any(|w| w == s.name()));
             for source in sources {
-                builder = builder.shared_source(source.clone(), SourceOptions::default());
+                builder = builder.shared_source(source.clone(), self.config.source_options(source.name()));
             }
             let failed = self
                 .servers

@@ -65,6 +65,8 @@ pub const AGENT_FILE_KEYS: &[&str] = &[
     "agents",
     "input",
     "output",
+    "compaction",
+    "toolSearch",
 ];
 
 /// The keys of a `reasoning` mapping.
@@ -193,6 +195,11 @@ pub struct AgentFile {
     pub input: Option<Value>,
     /// The JSON Schema of its structured answer.
     pub output: Option<Value>,
+    /// `compaction` (`false` turns it off; on by default, as in a
+    /// configuration's `defaults`), when the file sets it.
+    pub compaction: Option<crate::config::CompactionDefaults>,
+    /// `toolSearch` (`false` turns it off), when the file sets it.
+    pub tool_search: Option<crate::config::ToolSearchDefaults>,
     /// The body, variables not yet replaced.
     pub body: String,
 }
@@ -246,6 +253,8 @@ impl AgentFile {
             agents: Vec::new(),
             input: None,
             output: None,
+            compaction: None,
+            tool_search: None,
             body: document.body.to_owned(),
         };
         if let Some(fm) = document.frontmatter {
@@ -370,6 +379,8 @@ impl Reader<'_> {
             "maxOutputTokens",
             "maxSteps",
             "toolTimeout",
+            "compaction",
+            "toolSearch",
         ]
         .iter()
         .filter_map(|k| self.fm.root().get(*k).map(|v| ((*k).to_owned(), v.clone())))
@@ -379,6 +390,10 @@ impl Reader<'_> {
             key: key.to_owned(),
             message,
         };
+        let (sets_compaction, sets_search) = (
+            shared.contains_key("compaction"),
+            shared.contains_key("toolSearch"),
+        );
         let settings = defaults(&Value::Object(shared), &invalid).map_err(|e| match e {
             ConfigFileError::Invalid { key, message, .. } => {
                 self.invalid(key.strip_prefix("defaults.").unwrap_or(&key), message)
@@ -392,6 +407,8 @@ impl Reader<'_> {
         file.max_output_tokens = settings.max_output_tokens;
         file.max_steps = settings.max_steps;
         file.tool_timeout = settings.tool_timeout;
+        file.compaction = sets_compaction.then_some(settings.compaction);
+        file.tool_search = sets_search.then_some(settings.tool_search);
 
         if let Some(name) = self.string("name")? {
             let valid = !name.is_empty()

@@ -3,6 +3,7 @@
 //! the built `loopwright` binary, and the in-repo MCP test server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -15,6 +16,7 @@ pub mod routed;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// A program that `scripts/test.sh` installs under `tests-deps/` (npm's
 /// `.bin`), such as `mcp-server-everything`.
@@ -289,4 +291,50 @@ pub fn json_lines(stdout: &str) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
+}
+
+/// Read stderr until every surface said where it listens: surface -> URL.
+pub async fn listening(
+    child: &mut tokio::process::Child,
+    surfaces: usize,
+) -> (HashMap<String, String>, Vec<String>) {
+    let (urls, said) = listening_kept(child, surfaces).await;
+    let said = said.lock().unwrap().clone();
+    (urls, said)
+}
+
+/// [`listening`], with every line the server says on stderr, then and
+/// later, kept in the returned list.
+pub async fn listening_kept(
+    child: &mut tokio::process::Child,
+    surfaces: usize,
+) -> (HashMap<String, String>, Arc<Mutex<Vec<String>>>) {
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut urls = HashMap::new();
+    let said = Arc::new(Mutex::new(Vec::new()));
+    tokio::time::timeout(HANG_GUARD, async {
+        while urls.len() < surfaces {
+            let Some(line) = lines.next_line().await.unwrap() else {
+                panic!("loopwright serve ended: {:?}", said.lock().unwrap())
+            };
+            said.lock().unwrap().push(line.clone());
+            if let Some(rest) = line.strip_prefix("loopwright serve: ")
+                && let Some((surface, url)) = rest.split_once(" on ")
+                && url.starts_with("http://")
+            {
+                urls.insert(surface.to_owned(), url.to_owned());
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("loopwright serve never listened: {:?}", said.lock().unwrap()));
+    // Keep reading stderr so the server never blocks on it.
+    let kept = said.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    (urls, said)
 }

@@ -191,6 +191,12 @@ impl AgentBuilder {
         reasoning(reasoning: impl Into<ReasoningConfig>);
         /// Turn prompt-cache marking on or off.
         prompt_caching(on: bool);
+        /// Compact the history instead of stopping at the context window.
+        compaction(compaction: crate::compaction::Compaction);
+        /// Offer a big catalog through a `search_tools` tool.
+        tool_search(search: crate::tool_search::ToolSearch);
+        /// Set what providers do with media they cannot take.
+        unsupported_media(fallback: crate::MediaFallback);
         /// Merge raw options into a provider's request bodies.
         provider_options(provider: impl Into<String>, options: serde_json::Value);
         /// Also cancel every run when this token is cancelled.

@@ -2,7 +2,8 @@
 //!
 //! Invariant: a turn's messages join the history when its run ends, however
 //! it ended, so the history says what happened (a tool that ran is never
-//! forgotten) and keeps one result per tool call. A turn that ended before
+//! forgotten) and keeps one result per tool call; a turn that compacted
+//! the history replaces it with the compacted one. A turn that ended before
 //! the model said anything (an authentication error, a cancellation before
 //! the first answer) leaves the history as it was, so the same prompt can be
 //! sent again; so does a turn dropped before it ended.
@@ -110,6 +111,12 @@ impl Conversation {
     /// invariant).
     fn commit(&mut self, prompt: Message, result: &AgentResult) {
         self.usage += result.usage;
+        if let Some(history) = &result.history {
+            // Compacted: the history holds the prompt and the turn.
+            self.messages.clone_from(history);
+            self.turns += 1;
+            return;
+        }
         if result.messages.is_empty() {
             return;
         }

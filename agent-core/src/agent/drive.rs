@@ -7,21 +7,23 @@
 //! [`AgentEvent::Finished`] is the last event, and the result is delivered
 //! before it, so whoever has seen `Finished` can take the result.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::account::{Accountant, LlmAttempt};
+use super::compact::{Admission, Admit};
 use super::emit::Emitter;
 use super::events::{AgentEvent, AgentResult, ExitReason};
 use super::exec::{Batch, approval_requests, execute};
 use super::guard::Guard;
-use super::hooks::{StepContext, StepSettings, StepSummary};
-use super::options::{AgentOptions, CONCLUDE_INSTRUCTION};
+use super::hooks::{StepContext, StepSummary};
+use super::options::AgentOptions;
 use super::paused::{PauseAt, PausedStep, StepEnd, paused_calls};
 use super::plan::PlanOutcome;
+use super::request::step_tools;
 use super::resume::SharedDecisions;
 use super::state::{Paused, RunState};
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
@@ -30,9 +32,10 @@ use crate::accounting::EntryStatus;
 use crate::durable::{StepKey, StepKind};
 use crate::fallback::model_label;
 use crate::message::{ContentPart, Message, Role};
-use crate::model::{LanguageModel, ModelRequest, ToolChoice};
+use crate::model::{LanguageModel, ModelRequest};
 use crate::output::OutputError;
 use crate::telemetry::{self, ChatFailure};
+use crate::tool_search::SearchRun;
 use crate::toolset::{ToolCatalog, ToolSet};
 use crate::usage::Usage;
 use crate::util::error_chain;
@@ -91,6 +94,7 @@ struct Resumed {
     decisions: SharedDecisions,
     retries_left: Option<u32>,
     conclude_next: bool,
+    compacted: bool,
 }
 
 impl Progress {
@@ -107,13 +111,6 @@ fn tool_message(results: Vec<crate::message::ToolResult>) -> Message {
         Role::Tool,
         results.into_iter().map(ContentPart::ToolResult).collect(),
     )
-}
-
-/// One step's request and what the loop needs to run its calls.
-struct Planned {
-    request: ModelRequest,
-    /// Exposed names offered this step, when a hook narrowed them.
-    offered: Option<HashSet<String>>,
 }
 
 impl Run {
@@ -137,19 +134,27 @@ impl Run {
                     decisions,
                     retries_left: state.output_retries_left,
                     conclude_next: state.conclude_next,
+                    compacted: state.compacted,
                 };
                 (state.messages, state.input_len, Some(resumed))
             }
         };
         let mut history = Arc::new(input);
+        // Whether the history was compacted (the result then carries it whole).
+        let mut compacted = resume.as_ref().is_some_and(|r| r.compacted);
         // Listing tools may wait on a server; a cancelled run does not. The
         // empty catalog is never used: the loop sees the cancellation first.
-        let mut catalog = tokio::select! {
+        let mut base = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Arc::new(ToolCatalog::empty()),
             catalog = self.tools.catalog() => catalog,
         };
-        self.announce(&catalog).await;
+        self.announce(&base).await;
+        let mut search = self.options.tool_search.clone().map(SearchRun::new);
+        let budget = self.options.budget.as_ref();
+        let mut catalog = search
+            .as_mut()
+            .map_or_else(|| base.clone(), |s| s.catalog(&base, budget));
         let mut structured = self.options.output.clone().map(|spec| {
             Structured::new(
                 spec,
@@ -245,31 +250,40 @@ impl Run {
                     _ = self.cancel.cancelled() => break (ExitReason::Cancelled, None),
                     catalog = self.tools.catalog() => catalog,
                 };
-                if !Arc::ptr_eq(&latest, &catalog) {
-                    catalog = latest;
+                if !Arc::ptr_eq(&latest, &base) {
+                    base = latest;
+                    catalog = search
+                        .as_mut()
+                        .map_or_else(|| base.clone(), |s| s.catalog(&base, budget));
                     self.warn_all(catalog.warnings()).await;
                 }
                 // `max_steps` steps may use tools (at least one, whatever the
                 // field was set to); the one after concludes.
                 let mut concluding = step > self.options.max_steps.max(1) || budget_forced;
                 let mut settings = self.settings(&catalog);
-                // The budget decides first, so the hook is told whether this
-                // call concludes; text the hook adds is not counted.
+                let mut step_tools = step_tools(search.as_mut(), &catalog, &history);
+                // The budget decides first (compacting when it must), so the
+                // hook is told whether this call concludes; text the hook
+                // adds is not counted.
                 if let Some(guard) = guard.as_mut() {
-                    let conclude = [Message::user(CONCLUDE_INSTRUCTION)];
-                    let extra: &[Message] = if concluding { &conclude } else { &[] };
                     let system = settings.system.as_deref();
-                    if guard.project(system, &catalog, &history, extra) > guard.limit() {
-                        if !concluding
-                            && guard.project(system, &catalog, &history, &conclude) <= guard.limit()
-                        {
-                            guard.record("step", "forced_final");
+                    let at = Admission {
+                        system,
+                        tools: &step_tools.tools,
+                        concluding,
+                    };
+                    let before = history.len();
+                    match self.admit(guard, at, &mut history, &mut progress.usage).await {
+                        Admit::Go { compacted: now } => compacted |= now,
+                        Admit::Conclude { compacted: now } => {
+                            compacted |= now;
                             concluding = true;
                             budget_forced = true;
-                        } else {
-                            guard.record("step", "token_limit");
-                            break (ExitReason::TokenLimit, None);
                         }
+                        Admit::Stop => break (ExitReason::TokenLimit, None),
+                    }
+                    if history.len() != before {
+                        step_tools = self::step_tools(search.as_mut(), &catalog, &history);
                     }
                 }
                 if let Some(hook) = &self.options.hooks.prepare_step {
@@ -282,7 +296,8 @@ impl Run {
                     hook(&ctx, &mut settings);
                 }
                 let step_system = settings.system.clone();
-                let mut planned = self.plan(&history, &catalog, settings, concluding);
+                let compact_above = self.compact_above(guard.as_ref());
+                let mut planned = self.plan(&history, &step_tools, settings, concluding, compact_above);
                 if let Some(s) = &structured {
                     s.prepare(&mut planned.request, concluding);
                 }
@@ -311,6 +326,10 @@ impl Run {
                 if let Some(message) = output.message() {
                     progress.add(&mut history, message);
                 }
+                if let Some(cleared) = output.provider_compacted {
+                    self.provider_compacted(guard.as_mut(), cleared, output.usage, &history)
+                        .await;
+                }
                 let mut answered = HashMap::new();
                 let verdict = structured
                     .as_ref()
@@ -337,8 +356,10 @@ impl Run {
                     }
                 }
                 let results = {
-                    let gate = guard.as_mut().filter(|_| !concluding).map(|g| {
-                        let projected = g.project(step_system.as_deref(), &catalog, &history, &[]);
+                    // With compaction the next step makes room instead.
+                    let gated = !concluding && self.options.compaction.is_none();
+                    let gate = guard.as_mut().filter(|_| gated).map(|g| {
+                        let projected = g.project(step_system.as_deref(), &step_tools.tools, &history, &[]);
                         g.results_gate(projected)
                     });
                     let mut batch = Batch {
@@ -429,7 +450,7 @@ impl Run {
             }
         };
         self.journal.finish(&self.emit).await;
-        debug_assert_eq!(history.len(), input_len + progress.new_messages.len());
+        debug_assert!(compacted || history.len() == input_len + progress.new_messages.len());
         let state = paused_at.map(|paused| {
             self.state(PauseAt {
                 history: &history,
@@ -438,6 +459,7 @@ impl Run {
                 usage: progress.usage,
                 output_retries_left: structured.as_ref().map(Structured::retries_left),
                 conclude_next: budget_forced,
+                compacted,
                 paused,
             })
         });
@@ -489,6 +511,7 @@ impl Run {
             output_error: progress.output_error,
             plan_rejection: progress.plan_rejection,
             stopped_by: progress.stopped_by,
+            history: (compacted && state.is_none()).then(|| history.to_vec()),
             state,
         });
         self.tell(finished).await;
@@ -526,6 +549,16 @@ impl Run {
         request: ModelRequest,
         quiet: bool,
     ) -> Result<StepOutput, StepFailure> {
+        self.call_model_on(self.model.as_ref(), request, quiet).await
+    }
+
+    /// [`Self::call_model`] on another model (a summarising one).
+    pub(super) async fn call_model_on(
+        &self,
+        model: &dyn LanguageModel,
+        request: ModelRequest,
+        quiet: bool,
+    ) -> Result<StepOutput, StepFailure> {
         let budget = self.scope.lineage.budget.as_ref();
         if let Some(budget) = budget {
             budget.take_call().map_err(StepFailure::Budget)?;
@@ -533,7 +566,7 @@ impl Run {
         let key = self.journal.next_model_call();
         let journaled = self
             .journal
-            .step(key, &self.emit, self.model_call(request, quiet))
+            .step(key, &self.emit, self.model_call(model, request, quiet))
             .await;
         let outcome = match journaled {
             Ok(outcome) => outcome,
@@ -548,11 +581,17 @@ impl Run {
         outcome
     }
 
-    /// The model call itself (one journaled step of a durable run): the
-    /// stream, its span and its accounting entry.
-    async fn model_call(&self, request: ModelRequest, quiet: bool) -> Result<StepOutput, StepFailure> {
+    /// The model call itself (one journaled step of a durable run, a
+    /// summarising call included): the stream, its span and its accounting
+    /// entry.
+    async fn model_call(
+        &self,
+        model: &dyn LanguageModel,
+        request: ModelRequest,
+        quiet: bool,
+    ) -> Result<StepOutput, StepFailure> {
         let mut attempt = AttemptInfo {
-            label: model_label(self.model.as_ref()),
+            label: model_label(model),
             started: Instant::now(),
         };
         let io = StepIo {
@@ -561,8 +600,8 @@ impl Run {
             accountant: &self.accountant,
             quiet,
         };
-        let span = telemetry::chat(self.model.as_ref(), &request);
-        let outcome = run_step(self.model.as_ref(), request, &mut attempt, io)
+        let span = telemetry::chat(model, &request);
+        let outcome = run_step(model, request, &mut attempt, io)
             .instrument(span.clone())
             .await;
         let traced = match &outcome {
@@ -612,83 +651,6 @@ impl Run {
             (None, Some(i)) => Some(i.to_owned()),
             (None, None) => None,
         }
-    }
-
-    /// This step's settings before any hook: the run's options.
-    fn settings(&self, catalog: &ToolCatalog) -> StepSettings {
-        StepSettings {
-            system: self.system_prompt(catalog),
-            active_tools: None,
-            tool_choice: self.options.tool_choice.clone(),
-            temperature: self.options.temperature,
-            top_p: self.options.top_p,
-            max_output_tokens: self.options.max_output_tokens,
-            parallel_tool_calls: Some(self.options.parallel_tool_calls),
-            provider_options: self.options.provider_options.clone(),
-            reasoning: self.options.reasoning,
-        }
-    }
-
-    fn plan(
-        &self,
-        history: &Arc<Vec<Message>>,
-        catalog: &ToolCatalog,
-        settings: StepSettings,
-        concluding: bool,
-    ) -> Planned {
-        // The concluding call declares every tool (its calls are refused
-        // anyway); a narrowed list that names no tool keeps them declared
-        // too and offers none (`ToolChoice::None`), since a history holding
-        // tool calls must be sent with tools.
-        let offered: Option<HashSet<String>> = settings
-            .active_tools
-            .filter(|_| !concluding)
-            .map(|names| names.into_iter().collect());
-        let narrowed: Option<Arc<Vec<_>>> = offered.as_ref().map(|names| {
-            Arc::new(
-                catalog
-                    .definitions()
-                    .iter()
-                    .filter(|d| names.contains(&d.name))
-                    .cloned()
-                    .collect(),
-            )
-        });
-        let none_offered = narrowed.as_ref().is_some_and(|n| n.is_empty());
-        let tools = match narrowed {
-            Some(narrowed) if !none_offered => narrowed,
-            _ => catalog.definitions().clone(),
-        };
-        // Tools stay declared on the concluding step (Anthropic rejects a
-        // history holding tool calls without them); `ToolChoice::None`
-        // withholds them.
-        let mut request = ModelRequest {
-            system: settings.system,
-            temperature: settings.temperature,
-            top_p: settings.top_p,
-            max_output_tokens: settings.max_output_tokens,
-            cancellation: self.cancel.child_token(),
-            tools,
-            provider_options: settings.provider_options,
-            reasoning: settings.reasoning,
-            prompt_caching: self.options.prompt_caching,
-            ..ModelRequest::default()
-        };
-        if concluding {
-            let mut messages = Vec::clone(history);
-            messages.push(Message::user(CONCLUDE_INSTRUCTION));
-            request.messages = Arc::new(messages);
-            request.tool_choice = ToolChoice::None;
-        } else {
-            request.messages = history.clone();
-            request.tool_choice = if none_offered {
-                ToolChoice::None
-            } else {
-                settings.tool_choice
-            };
-            request.parallel_tool_calls = settings.parallel_tool_calls;
-        }
-        Planned { request, offered }
     }
 
     /// Send an event. A closed receiver is handled where it matters: the

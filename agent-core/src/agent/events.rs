@@ -97,6 +97,22 @@ pub enum AgentEvent {
         /// The new text.
         text: String,
     },
+    /// More of a tool call's arguments as the model streams them (JSON
+    /// text, in order; they join into the call's input), for showing a long
+    /// call being written. Sent only by providers that stream arguments,
+    /// always before the call's `tool_call` event; display only: the
+    /// `tool_call` event carries the whole, parsed input.
+    ///
+    /// ```
+    /// let e = loopwright_core::AgentEvent::ToolInputDelta { call_id: "c1".into(), delta: "{\"pa".into() };
+    /// assert_eq!(serde_json::to_value(&e).unwrap()["type"], "tool_input_delta");
+    /// ```
+    ToolInputDelta {
+        /// The call's id.
+        call_id: String,
+        /// The new argument text.
+        delta: String,
+    },
     /// The model called a tool (sent before the call is validated and run).
     ToolCall {
         /// The call's id.
@@ -257,6 +273,23 @@ pub enum AgentEvent {
         /// The entry.
         entry: AccountingEntry,
     },
+    /// The history was compacted to fit the context window (see
+    /// [`AgentOptions::compaction`](crate::AgentOptions::compaction)); the
+    /// run goes on with the compacted history.
+    ///
+    /// ```
+    /// let e = loopwright_core::AgentEvent::Compacted { strategy: "clear_tool_results".into(), tokens_before: 9000, tokens_after: 4000 };
+    /// assert_eq!(serde_json::to_value(&e).unwrap()["type"], "compacted");
+    /// ```
+    Compacted {
+        /// What was done: `clear_tool_results`, `summarize`, or `provider`
+        /// (the provider compacted on its side).
+        strategy: String,
+        /// Tokens of the next request before (projected).
+        tokens_before: u64,
+        /// Tokens of the next request after (projected).
+        tokens_after: u64,
+    },
     /// Something the application should know that did not stop the run.
     Warning {
         /// What happened.
@@ -337,8 +370,18 @@ pub enum AgentEvent {
 pub struct AgentResult {
     /// The messages this run added (assistant and tool messages), ready to
     /// persist and pass back, after the input, for the next turn. Every tool
-    /// call in them has exactly one result.
+    /// call in them has exactly one result. When the run compacted its
+    /// history they are still all there, as they were added: the next turn
+    /// takes [`AgentResult::history`] instead.
     pub messages: Vec<Message>,
+    /// For a run that compacted its history
+    /// ([`AgentOptions::compaction`](crate::AgentOptions::compaction)): the
+    /// whole history as it now stands, the input included, compacted; it
+    /// replaces the input and [`AgentResult::messages`] for the next turn
+    /// (a [`Conversation`](crate::Conversation) does so). `None` when
+    /// nothing was compacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Message>>,
     /// The final answer text.
     pub text: String,
     /// Total usage of this run's own model calls.

@@ -5,8 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::budget::{BudgetFigures, ContextBudget, MESSAGE_OVERHEAD_TOKENS};
 use crate::message::{ContentPart, Message, ToolOutputPart};
-use crate::tool::render_parts_text;
-use crate::toolset::ToolCatalog;
+use crate::tool::{ToolDefinition, render_parts_text};
 
 /// Tokens counted for an image: providers bill roughly this for a typical
 /// screenshot-sized image.
@@ -22,8 +21,8 @@ pub(crate) struct Guard {
     model: String,
     /// Token counts of the history's messages, in order (cached).
     counts: Vec<u64>,
-    /// (catalog, system prompt, tokens of system + tool definitions).
-    fixed: Option<(Arc<ToolCatalog>, Option<String>, u64)>,
+    /// (tool definitions, system prompt, tokens of both).
+    fixed: Option<(Arc<Vec<ToolDefinition>>, Option<String>, u64)>,
 }
 
 impl Guard {
@@ -42,23 +41,24 @@ impl Guard {
     }
 
     /// Tokens of a request with this system prompt, these tools and this
-    /// history, plus `extra` messages not in the history.
+    /// history (from the model's provider's latest compaction item on,
+    /// which is all it reads), plus `extra` messages not in the history.
     pub fn project(
         &mut self,
         system: Option<&str>,
-        catalog: &Arc<ToolCatalog>,
+        tools: &Arc<Vec<ToolDefinition>>,
         history: &[Message],
         extra: &[Message],
     ) -> u64 {
         let counter = self.budget.counter.clone();
         let stale = match &self.fixed {
-            Some((c, s, _)) => !Arc::ptr_eq(c, catalog) || s.as_deref() != system,
+            Some((t, s, _)) => !Arc::ptr_eq(t, tools) || s.as_deref() != system,
             None => true,
         };
         if stale {
-            let defs = serde_json::to_string(catalog.definitions().as_ref()).unwrap_or_default();
+            let defs = serde_json::to_string(tools.as_ref()).unwrap_or_default();
             let tokens = counter.count(system.unwrap_or_default()) + counter.count(&defs);
-            self.fixed = Some((catalog.clone(), system.map(str::to_owned), tokens));
+            self.fixed = Some((tools.clone(), system.map(str::to_owned), tokens));
         }
         for m in &history[self.counts.len().min(history.len())..] {
             let tokens = self
@@ -68,12 +68,19 @@ impl Guard {
             self.counts.push(tokens);
         }
         let fixed = self.fixed.as_ref().map_or(0, |f| f.2);
-        let history_tokens: u64 = self.counts.iter().take(history.len()).sum();
+        let start = crate::compaction::provider_start(history, &self.provider);
+        let history_tokens: u64 = self.counts[start.min(history.len())..history.len()].iter().sum();
         let extra_tokens: u64 = extra.iter().map(|m| message_tokens(counter.as_ref(), m)).sum();
         let projected = fixed + history_tokens + extra_tokens;
         metrics::gauge!(GUARD_REMAINING_METRIC, "provider" => self.provider.clone(), "model" => self.model.clone())
             .set(self.limit().saturating_sub(projected) as f64);
         projected
+    }
+
+    /// Forget the per-position counts: the history was replaced (compacted),
+    /// not grown. Counts of unchanged messages come back from the cache.
+    pub fn forget_history(&mut self) {
+        self.counts.clear();
     }
 
     /// Count a guard event in the metrics.
@@ -122,15 +129,28 @@ impl ResultsGate {
     }
 }
 
-fn parts_tokens(counter: &dyn crate::budget::TokenCounter, parts: &[ToolOutputPart]) -> u64 {
-    let images = parts
+pub(crate) fn parts_tokens(counter: &dyn crate::budget::TokenCounter, parts: &[ToolOutputPart]) -> u64 {
+    let media: u64 = parts
         .iter()
-        .filter(|p| matches!(p, ToolOutputPart::Image { .. }))
-        .count() as u64;
-    counter.count(&render_parts_text(parts)) + images * IMAGE_TOKENS
+        .map(|p| match p {
+            ToolOutputPart::Image { .. } => IMAGE_TOKENS,
+            ToolOutputPart::Audio { audio } | ToolOutputPart::File { file: audio, .. } => media_tokens(audio),
+            _ => 0,
+        })
+        .sum();
+    counter.count(&render_parts_text(parts)) + media
 }
 
-fn message_tokens(counter: &dyn crate::budget::TokenCounter, message: &Message) -> u64 {
+/// Tokens counted for a file or an audio clip: its decoded bytes at four
+/// per token (a PDF's text, roughly), at least [`IMAGE_TOKENS`] for one
+/// behind a URL.
+fn media_tokens(source: &crate::media::FileSource) -> u64 {
+    source
+        .decoded_len()
+        .map_or(IMAGE_TOKENS, |bytes| (bytes as u64).div_ceil(4))
+}
+
+pub(crate) fn message_tokens(counter: &dyn crate::budget::TokenCounter, message: &Message) -> u64 {
     let mut tokens = MESSAGE_OVERHEAD_TOKENS;
     for part in &message.content {
         tokens += match part {
@@ -139,6 +159,10 @@ fn message_tokens(counter: &dyn crate::budget::TokenCounter, message: &Message) 
             ContentPart::Reasoning(r) => counter.count(&r.text),
             ContentPart::ToolCall(call) => counter.count(&call.name) + counter.count(&call.input.to_string()),
             ContentPart::ToolResult(result) => parts_tokens(counter, &result.parts),
+            ContentPart::File { file, .. } => media_tokens(file),
+            ContentPart::Audio { audio } => media_tokens(audio),
+            // Opaque: its size on the wire, roughly.
+            ContentPart::Compaction(item) => counter.count(&item.data.to_string()),
         };
     }
     tokens

@@ -14,6 +14,7 @@
 
 mod account;
 mod builder;
+mod compact;
 mod conversation;
 mod drive;
 mod emit;
@@ -27,6 +28,7 @@ mod limits;
 mod options;
 mod paused;
 mod plan;
+mod request;
 mod resume;
 mod run;
 mod scope;

@@ -12,11 +12,13 @@ use super::hooks::{Hooks, PrepareStep, StepContext, StepSettings, StepSummary, T
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
 use crate::budget::ContextBudget;
-use crate::model::ToolChoice;
+use crate::compaction::Compaction;
+use crate::model::{MediaFallback, ToolChoice};
 use crate::output::{DEFAULT_MAX_OUTPUT_RETRIES, OutputSpec};
 use crate::preflight::Preflight;
 use crate::settings::ReasoningConfig;
 use crate::tool::ToolOutput;
+use crate::tool_search::ToolSearch;
 
 /// Lays `theirs` over `mine`: an option field counts as set when it is
 /// `Some` (`set:`) or differs from its default (`changed:`); lists add up
@@ -141,6 +143,15 @@ pub struct AgentOptions {
     /// provider name (`openai`, `anthropic`, `google`, `ollama`, or a
     /// configured compatible provider's name).
     pub provider_options: BTreeMap<String, Value>,
+    /// How the history is compacted when it no longer fits the context
+    /// window; see [`AgentOptions::compaction`]. Off by default.
+    pub compaction: Option<Compaction>,
+    /// Tool search over a big catalog; see [`AgentOptions::tool_search`].
+    /// Off by default.
+    pub tool_search: Option<ToolSearch>,
+    /// What a provider does with a file or audio part of a user message
+    /// it cannot take (default: fail before sending).
+    pub unsupported_media: MediaFallback,
     /// The run's id and durable engine; see [`AgentOptions::durable`].
     pub durable: Option<crate::durable::DurableRun>,
 }
@@ -174,6 +185,9 @@ impl Default for AgentOptions {
             reasoning: None,
             prompt_caching: true,
             provider_options: BTreeMap::new(),
+            compaction: None,
+            tool_search: None,
+            unsupported_media: MediaFallback::Error,
             durable: None,
         }
     }
@@ -419,14 +433,56 @@ impl AgentOptions {
     /// assert_eq!(opts.provider_options["openai"], serde_json::json!({"service_tier": "flex", "store": false}));
     /// ```
     pub fn provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
-        let slot = self
-            .provider_options
-            .entry(provider.into())
-            .or_insert(Value::Null);
-        match (slot, options) {
-            (Value::Object(existing), Value::Object(more)) => existing.extend(more),
-            (slot, options) => *slot = options,
-        }
+        crate::util::merge_provider_options(&mut self.provider_options, provider.into(), options);
+        self
+    }
+
+    /// Compact the history instead of stopping when it no longer fits the
+    /// budget's window (or above the compaction's threshold): old tool
+    /// results cleared, older turns summarised, or the provider's own
+    /// compaction, as `compaction` says (see [`crate::compaction`]). Needs
+    /// a [`budget`](AgentOptions::budget). Off by default in the library;
+    /// the `loopwright` command and agents built from configuration or
+    /// agent files turn [`Compaction::default`] on.
+    ///
+    /// ```
+    /// use loopwright_core::{AgentOptions, ContextBudget, compaction::Compaction};
+    /// let opts = AgentOptions::default().budget(ContextBudget::new(128_000)).compaction(Compaction::default());
+    /// assert!(opts.compaction.is_some());
+    /// ```
+    pub fn compaction(mut self, compaction: Compaction) -> Self {
+        self.compaction = Some(compaction);
+        self
+    }
+
+    /// Offer a catalog above `search`'s thresholds through a
+    /// `search_tools` tool (and the always-on tools) instead of whole; the
+    /// tools the model finds are offered from the next step on (see
+    /// [`crate::tool_search`]). Off by default in the library; the
+    /// `loopwright` command and agents built from configuration or agent
+    /// files turn [`ToolSearch::default`] on.
+    ///
+    /// ```
+    /// use loopwright_core::{AgentOptions, tool_search::ToolSearch};
+    /// let opts = AgentOptions::default().tool_search(ToolSearch::default().max_tools(40));
+    /// assert_eq!(opts.tool_search.unwrap().max_tools, 40);
+    /// ```
+    pub fn tool_search(mut self, search: ToolSearch) -> Self {
+        self.tool_search = Some(search);
+        self
+    }
+
+    /// Set what a provider does with a file or audio part of a user message
+    /// it cannot take: fail before sending (the default) or send its
+    /// placeholder.
+    ///
+    /// ```
+    /// use loopwright_core::{AgentOptions, MediaFallback};
+    /// let opts = AgentOptions::default().unsupported_media(MediaFallback::Placeholder);
+    /// assert_eq!(opts.unsupported_media, MediaFallback::Placeholder);
+    /// ```
+    pub fn unsupported_media(mut self, fallback: MediaFallback) -> Self {
+        self.unsupported_media = fallback;
         self
     }
 
@@ -534,9 +590,9 @@ impl AgentOptions {
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
             set: name, system, temperature, top_p, max_output_tokens, approvals, preflight, accounting, budget, output,
-                reasoning, max_model_calls, max_tree_tokens, run_timeout, durable;
+                reasoning, max_model_calls, max_tree_tokens, run_timeout, compaction, tool_search, durable;
             changed: max_depth, max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
-                max_output_retries, prompt_caching;
+                max_output_retries, prompt_caching, unsupported_media;
             added: cancellation, provider_options;
             hooks: prepare_step, stop_when, on_tool_result);
         self

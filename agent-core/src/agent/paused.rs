@@ -33,6 +33,7 @@ pub(super) struct PauseAt<'a> {
     pub usage: Usage,
     pub output_retries_left: Option<u32>,
     pub conclude_next: bool,
+    pub compacted: bool,
     pub paused: Paused,
 }
 
@@ -91,6 +92,7 @@ impl Run {
             children_usage: self.scope.children_usage(),
             output_retries_left: at.output_retries_left,
             conclude_next: at.conclude_next,
+            compacted: at.compacted,
             paused: at.paused,
         }
     }

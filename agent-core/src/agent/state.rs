@@ -64,6 +64,10 @@ pub struct RunState {
     /// Whether the context budget made the next step the concluding one.
     #[serde(default)]
     pub conclude_next: bool,
+    /// Whether `messages` was compacted (the resumed run's result then
+    /// carries its whole history, [`AgentResult::history`](crate::AgentResult::history)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compacted: bool,
     /// Where the run stopped.
     pub paused: Paused,
 }
@@ -250,6 +254,7 @@ mod tests {
             children_usage: Usage::default(),
             output_retries_left: None,
             conclude_next: false,
+            compacted: false,
             paused: Paused::ToolCalls {
                 step: 1,
                 calls: Vec::new(),

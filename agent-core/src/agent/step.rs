@@ -26,6 +26,9 @@ pub(crate) struct StepOutput {
     pub bad_json: Vec<(String, String)>,
     pub finish_reason: FinishReason,
     pub usage: Usage,
+    /// The provider compacted on its side: the input tokens it cleared,
+    /// when it said (its item, if any, is among the parts).
+    pub provider_compacted: Option<Option<u64>>,
 }
 
 impl StepOutput {
@@ -69,6 +72,7 @@ impl StepOutput {
             bad_json: Vec::new(),
             finish_reason: FinishReason::Stop,
             usage: Usage::default(),
+            provider_compacted: None,
         }
     }
 }
@@ -180,6 +184,24 @@ pub(crate) async fn run_step(
                 out.calls.push(call.clone());
                 out.parts.push(ContentPart::ToolCall(call));
             }
+            ModelEvent::ToolCallDelta { id, delta } => {
+                if quiet || delta.is_empty() {
+                    continue;
+                }
+                emit.send(AgentEvent::ToolInputDelta { call_id: id, delta })
+                    .await
+                    .map_err(|_| StepFailure::Detached)?;
+            }
+            ModelEvent::Compacted { item, cleared_tokens } => {
+                if let Some(item) = item {
+                    out.parts.push(ContentPart::Compaction(item));
+                }
+                let cleared = out.provider_compacted.flatten();
+                out.provider_compacted = Some(match (cleared, cleared_tokens) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                });
+            }
             ModelEvent::Usage { usage } => out.usage = usage,
             ModelEvent::Fallback {
                 from,
@@ -213,8 +235,8 @@ pub(crate) async fn run_step(
                 }
                 return Ok(out);
             }
-            // Start and argument deltas are for display; the complete event
-            // carries everything the loop needs.
+            // A start is for display; the complete event carries
+            // everything the loop needs.
             _ => {}
         }
     }

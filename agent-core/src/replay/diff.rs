@@ -127,6 +127,9 @@ fn part_summary(p: &ContentPart) -> String {
         ContentPart::Reasoning(_) => "reasoning".into(),
         ContentPart::ToolCall(c) => format!("call {} {}", c.name, c.input),
         ContentPart::ToolResult(r) => format!("result for {}: {}", r.call_id, r.text()),
+        ContentPart::File { .. } => "a file".into(),
+        ContentPart::Audio { .. } => "an audio clip".into(),
+        ContentPart::Compaction(_) => "a compaction item".into(),
     }
 }
 
@@ -137,6 +140,9 @@ fn part_kind(p: &ContentPart) -> &'static str {
         ContentPart::Reasoning(_) => "reasoning",
         ContentPart::ToolCall(_) => "tool call",
         ContentPart::ToolResult(_) => "tool result",
+        ContentPart::File { .. } => "file",
+        ContentPart::Audio { .. } => "audio",
+        ContentPart::Compaction(_) => "compaction",
     }
 }
 

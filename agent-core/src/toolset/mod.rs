@@ -8,6 +8,7 @@
 mod filter;
 mod naming;
 mod report;
+mod transform;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,7 @@ pub use naming::{
     MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, NameFn, Naming, is_valid_tool_name, sanitize_tool_name,
 };
 pub use report::{ConnectionReport, SourceFailure};
+pub use transform::{ToolOverride, ToolOverrides, ToolTransform};
 
 use crate::source::{SourceKind, ToolSource};
 use crate::tool::{Tool, ToolDefinition};
@@ -43,11 +45,23 @@ pub const INSTRUCTIONS_HEADING: &str = "## TOOLS' INSTRUCTIONS";
 ///     .filter(NameFilter::default().deny("delete_*"));
 /// # let _ = opts;
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct SourceOptions {
     naming: Option<Naming>,
     priority: Option<i32>,
     filter: NameFilter,
+    transform: Option<Arc<ToolTransform>>,
+}
+
+impl std::fmt::Debug for SourceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceOptions")
+            .field("naming", &self.naming)
+            .field("priority", &self.priority)
+            .field("filter", &self.filter)
+            .field("transform", &self.transform.is_some())
+            .finish()
+    }
 }
 
 impl SourceOptions {
@@ -67,6 +81,33 @@ impl SourceOptions {
     /// Which of the source's tools (by original name) to keep.
     pub fn filter(mut self, filter: NameFilter) -> Self {
         self.filter = filter;
+        self
+    }
+
+    /// Reshape the source's tools before they are named: `transform` gets
+    /// each definition (after the filter, which sees raw names) and returns
+    /// the one the model is told, or `None` to drop the tool. Calls still
+    /// go to the tool as it was (an MCP server gets its raw name);
+    /// [`ToolOverrides::transform`] makes one from name patterns.
+    ///
+    /// ```
+    /// use loopwright_core::SourceOptions;
+    /// let opts = SourceOptions::default().transform(|def: &loopwright_core::ToolDefinition| {
+    ///     (!def.name.starts_with("delete")).then(|| def.clone().with_name(format!("gh_{}", def.name)))
+    /// });
+    /// # let _ = opts;
+    /// ```
+    pub fn transform(
+        mut self,
+        transform: impl Fn(&ToolDefinition) -> Option<ToolDefinition> + Send + Sync + 'static,
+    ) -> Self {
+        self.transform = Some(Arc::new(transform));
+        self
+    }
+
+    /// [`SourceOptions::transform`] with a shared transform.
+    pub fn shared_transform(mut self, transform: Arc<ToolTransform>) -> Self {
+        self.transform = Some(transform);
         self
     }
 }
@@ -276,8 +317,18 @@ impl ToolSet {
             warnings.extend(entry.source.warnings());
             for tool in listed {
                 let original = tool.definition().name.clone();
-                let desired = naming.apply(&source_name, &original);
-                if !entry.options.filter.permits(&original) || !self.filter.permits(&desired) {
+                if !entry.options.filter.permits(&original) {
+                    continue;
+                }
+                let tool = match &entry.options.transform {
+                    Some(transform) => match transform::reshape(tool, transform.as_ref()) {
+                        Some(tool) => tool,
+                        None => continue,
+                    },
+                    None => tool,
+                };
+                let desired = naming.apply(&source_name, &tool.definition().name);
+                if !self.filter.permits(&desired) {
                     continue;
                 }
                 candidates.push(Candidate {
@@ -287,12 +338,12 @@ impl ToolSet {
                     bare: matches!(naming, Naming::Bare),
                     desired,
                 });
-                tools.push(tool);
+                tools.push((tool, kind));
             }
         }
         let resolutions = resolve(&candidates);
         let mut exposed = Vec::with_capacity(tools.len());
-        for ((candidate, tool), resolution) in candidates.into_iter().zip(tools).zip(resolutions) {
+        for ((candidate, (tool, kind)), resolution) in candidates.into_iter().zip(tools).zip(resolutions) {
             match resolution {
                 Resolution::Named(name) => {
                     let clean = sanitize_tool_name(&candidate.desired);
@@ -324,6 +375,7 @@ impl ToolSet {
                         original_name: candidate.original,
                         tool,
                         validator,
+                        kind,
                     });
                 }
                 Resolution::Shadowed {
@@ -352,9 +404,16 @@ pub struct ExposedTool {
     /// The tool.
     pub tool: Arc<dyn Tool>,
     validator: Option<Arc<jsonschema::Validator>>,
+    kind: SourceKind,
 }
 
 impl ExposedTool {
+    /// Whether the tool's source is native (the application's own tools)
+    /// or external (an MCP server).
+    pub fn source_kind(&self) -> SourceKind {
+        self.kind
+    }
+
     /// Check an input against the tool's schema. `Err` carries the
     /// validator's messages with the place in the input each one is about.
     pub fn validate(&self, input: &Value) -> Result<(), String> {
@@ -384,10 +443,24 @@ pub struct ToolCatalog {
     definitions: Arc<Vec<ToolDefinition>>,
     warnings: Vec<String>,
     instructions: Option<String>,
+    /// This catalog with a run's `search_tools` added, built once for the
+    /// runs that share the catalog (by the search's result count).
+    pub(crate) searched: std::sync::OnceLock<(usize, Arc<ToolCatalog>)>,
 }
 
 impl ToolCatalog {
     fn new(tools: Vec<ExposedTool>, warnings: Vec<String>, instructions: &[(String, String)]) -> Self {
+        let instructions = (!instructions.is_empty()).then(|| {
+            let mut text = String::from(INSTRUCTIONS_HEADING);
+            for (source, body) in instructions {
+                text.push_str(&format!("\n\n## TOOL {source} INSTRUCTIONS\n\n{}", body.trim()));
+            }
+            text
+        });
+        Self::assemble(tools, warnings, instructions)
+    }
+
+    fn assemble(tools: Vec<ExposedTool>, warnings: Vec<String>, instructions: Option<String>) -> Self {
         let by_name = tools
             .iter()
             .enumerate()
@@ -400,20 +473,34 @@ impl ToolCatalog {
                 ..t.tool.definition().clone()
             })
             .collect();
-        let instructions = (!instructions.is_empty()).then(|| {
-            let mut text = String::from(INSTRUCTIONS_HEADING);
-            for (source, body) in instructions {
-                text.push_str(&format!("\n\n## TOOL {source} INSTRUCTIONS\n\n{}", body.trim()));
-            }
-            text
-        });
         Self {
             tools,
             by_name,
             definitions: Arc::new(definitions),
             warnings,
             instructions,
+            searched: std::sync::OnceLock::new(),
         }
+    }
+
+    /// This catalog with `tool` added under its own name, from `source`
+    /// (the run's `search_tools`), replacing a tool of that name.
+    pub(crate) fn with_tool(&self, tool: Arc<dyn Tool>, source: &str) -> Self {
+        let name = tool.definition().name.clone();
+        let validator = jsonschema::validator_for(&tool.definition().input_schema)
+            .ok()
+            .map(Arc::new);
+        let mut tools: Vec<ExposedTool> = self.tools.iter().filter(|t| t.name != name).cloned().collect();
+        tools.push(ExposedTool {
+            original_name: name.clone(),
+            name,
+            source: source.to_owned(),
+            tool,
+            validator,
+            kind: SourceKind::Native,
+        });
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        Self::assemble(tools, self.warnings.clone(), self.instructions.clone())
     }
 
     /// A catalog with no tools.

@@ -41,6 +41,12 @@ impl TestTool {
         }
     }
 
+    /// The same tool with this description.
+    pub fn describe(mut self, description: &str) -> Self {
+        self.def.description = description.to_owned();
+        self
+    }
+
     pub fn set_annotations(&mut self, annotations: loopwright_core::ToolAnnotations) {
         self.def.annotations = annotations;
     }

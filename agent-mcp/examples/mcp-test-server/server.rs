@@ -1,7 +1,8 @@
 //! The test server's MCP side: its tools, prompts and misbehaviours.
 //!
 //! Tools: echo, add, slow, progress, crash, spawn_grandchild, huge, add_tool
-//! (changes the list and sends list_changed), env, image, fail, noargs,
+//! (changes the list and sends list_changed), env, image, media (a WAV clip
+//! and an embedded PDF resource), fail, noargs,
 //! ask_sampling / ask_elicitation / ask_roots / ask_ping (send that request to the
 //! client mid-call and return what it answered, or its error), header (the
 //! value of an HTTP request header; HTTP mode only). `tools/list` is paged
@@ -28,6 +29,11 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
+
+/// A WAV header with no samples, base64 (the `media` tool's clip).
+pub const SILENT_WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
+/// The smallest PDF's bytes, base64 (the `media` tool's report).
+pub const TINY_PDF: &str = "JVBERi0xLjQKJSVFT0YK";
 
 /// Tools per `tools/list` page: small, so paging is exercised.
 const PAGE: usize = 3;
@@ -110,6 +116,11 @@ impl TestServer {
                 schema(json!({"type": "object", "properties": {"name": {"type": "string"}}})),
             ),
             Tool::new("image", "Return a tiny PNG and a caption.", num(&[])),
+            Tool::new(
+                "media",
+                "Return a WAV clip, an embedded PDF resource and a caption.",
+                num(&[]),
+            ),
             Tool::new("fail", "Return an error result.", num(&[])),
             Tool::new("noargs", "A tool with an empty input schema.", schema(json!({}))),
             Tool::new("ask_sampling", "Ask the client for a completion.", num(&[])),
@@ -427,6 +438,13 @@ impl ServerHandler for TestServer {
             "image" => Ok(CallToolResponse::Complete(CallToolResult::success(vec![
                 ContentBlock::image("iVBORw0KGgo=", "image/png"),
                 ContentBlock::text("a tiny png"),
+            ]))),
+            "media" => Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+                ContentBlock::audio(SILENT_WAV, "audio/wav"),
+                ContentBlock::resource(
+                    ResourceContents::blob(TINY_PDF, "file:///report.pdf").with_mime_type("application/pdf"),
+                ),
+                ContentBlock::text("a clip and a report"),
             ]))),
             "fail" => Ok(CallToolResponse::Complete(CallToolResult::error(vec![
                 ContentBlock::text("it failed on purpose"),

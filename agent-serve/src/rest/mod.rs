@@ -1,6 +1,7 @@
 //! The REST surface: `POST /v1/agents/{name}` with `{prompt | messages,
-//! stream?}` answers the run's result as JSON, or streams the same event
-//! JSON as `loopwright --events` over server-sent events; `GET /health`.
+//! stream?, session?}` answers the run's result as JSON, or streams the
+//! same event JSON as `loopwright --events` over server-sent events;
+//! background runs ([`runs`]), sessions ([`sessions`]); `GET /health`.
 //!
 //! Invariants: a result answers 200 whatever the run's exit (its `exit`
 //! field says how it ended); a request that never ran answers an error
@@ -28,12 +29,21 @@ use crate::error::{ApiError, Kind, Shape};
 use crate::run::Instance;
 use crate::sse::{closed_or, event_stream};
 
+mod runs;
+mod sessions;
+
 const SHAPE: Shape = Shape::Plain;
 
 /// The routes of one instance.
 pub(crate) fn router(instance: Arc<Instance>) -> Router {
     Router::new()
         .route("/v1/agents/{name}", post(run))
+        .route("/v1/agents/{name}/runs", post(runs::start))
+        .route("/v1/runs/{id}", get(runs::show))
+        .route("/v1/runs/{id}/events", get(runs::events))
+        .route("/v1/runs/{id}/approvals", post(runs::approvals))
+        .route("/v1/runs/{id}/cancel", post(runs::cancel))
+        .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
         .route("/health", get(health))
         .with_state(instance)
 }
@@ -57,7 +67,41 @@ struct RunRequest {
     messages: Option<Vec<Message>>,
     #[serde(default)]
     stream: bool,
+    /// A stored conversation to continue (created when new).
+    #[serde(default)]
+    session: Option<String>,
 }
+
+/// The turn's input: `prompt` or `messages`, exactly one.
+fn input(prompt: Option<String>, messages: Option<Vec<Message>>) -> Result<Vec<Message>, ApiError> {
+    match (prompt, messages) {
+        (Some(prompt), None) => Ok(vec![Message::user(prompt)]),
+        (None, Some(messages)) if !messages.is_empty() => Ok(messages),
+        (None, Some(_)) => Err(bad("messages is empty")),
+        (Some(_), Some(_)) => Err(bad("give either prompt or messages, not both")),
+        (None, None) => Err(bad("give prompt or messages")),
+    }
+}
+
+/// A session id as a path segment and store key: 1 to
+/// [`MAX_SESSION_ID`] characters of letters, digits, `-`, `_`, `.`, `:`.
+fn check_session_id(id: &str) -> Result<(), ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_SESSION_ID
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "session {id:?}: a session id is 1 to {MAX_SESSION_ID} letters, digits, '-', '_', '.' or ':'"
+        )))
+    }
+}
+
+/// The longest session id accepted.
+const MAX_SESSION_ID: usize = 128;
 
 fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(SHAPE, Kind::BadRequest, message)
@@ -82,19 +126,24 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
     let request: RunRequest = serde_json::from_slice(&body).map_err(|e| {
         bad(format!(
             "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \
-             \"stream\": {e}"
+             \"stream\" and \"session\": {e}"
         ))
     })?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);
-    let messages = match (request.prompt, request.messages) {
-        (Some(prompt), None) => vec![Message::user(prompt)],
-        (None, Some(messages)) if !messages.is_empty() => messages,
-        (None, Some(_)) => return Err(bad("messages is empty")),
-        (Some(_), Some(_)) => return Err(bad("give either prompt or messages, not both")),
-        (None, None) => return Err(bad("give prompt or messages")),
-    };
+    let turn = input(request.prompt, request.messages)?;
     let served = instance.agent(&name, SHAPE)?.clone();
+    let session = match &request.session {
+        Some(id) => {
+            check_session_id(id)?;
+            Some(sessions::Turn::load(&instance, id, turn.clone()).await?)
+        }
+        None => None,
+    };
+    let messages = match &session {
+        Some(session) => session.messages(),
+        None => turn,
+    };
     let mut started = instance.start(&served, messages, |o| o, SHAPE).await?;
     if !request.stream {
         while started.run.next().await.is_some() {}
@@ -102,7 +151,14 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
             started.run.into_outcome().await.map_err(|aborted| {
                 ApiError::new(SHAPE, Kind::Upstream, format!("the run stopped: {aborted}"))
             })?;
-        return Ok(axum::Json(result).into_response());
+        let mut body = serde_json::to_value(&result).unwrap_or_default();
+        if let Some(session) = session {
+            body["session"] = json!(session.id);
+            if let Some(warning) = session.keep(&instance, &result).await {
+                body["warnings"] = json!([warning]);
+            }
+        }
+        return Ok(axum::Json(body).into_response());
     }
     Ok(event_stream(move |tx| async move {
         let mut started = started;
@@ -120,19 +176,38 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
                 return;
             };
             let finished = matches!(event, AgentEvent::Finished { .. });
-            let data = match serde_json::to_string(&event) {
-                Ok(data) => data,
-                Err(e) => {
-                    json!({"type": "warning", "message": format!("an event could not be written: {e}")})
-                        .to_string()
+            if finished && let Some(session) = &session {
+                // The turn is stored before the client reads `finished`.
+                while started.run.next().await.is_some() {}
+                if let Ok(result) = started.run.into_outcome().await
+                    && let Some(warning) = session.keep(&instance, &result).await
+                {
+                    let _ = tx
+                        .send(
+                            Event::default().data(json!({"type": "warning", "message": warning}).to_string()),
+                        )
+                        .await;
                 }
-            };
-            if tx.send(Event::default().data(data)).await.is_err() || finished {
+                let _ = tx.send(event_data(&event)).await;
+                return;
+            }
+            if tx.send(event_data(&event)).await.is_err() || finished {
                 return;
             }
         }
     })
     .into_response())
+}
+
+/// An event as the data of a server-sent event.
+fn event_data(event: &AgentEvent) -> Event {
+    let data = match serde_json::to_string(event) {
+        Ok(data) => data,
+        Err(e) => {
+            json!({"type": "warning", "message": format!("an event could not be written: {e}")}).to_string()
+        }
+    };
+    Event::default().data(data)
 }
 
 /// A streamed run's end without `finished`: the error object of this

@@ -1,27 +1,31 @@
 //! Anthropic Messages (`POST {base}/messages`, typed SSE events).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use loopwright_core::{
-    ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolOutputPart, Usage,
+    ContentPart, FileSource, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
+    ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolDefinition, ToolOutputPart,
 };
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
+mod decode;
+
+pub(crate) use decode::AnthropicDecoder;
+
 use crate::body::{Body, system_texts};
 use crate::capabilities;
-use crate::driver::{Decoder, drive, truncated};
-use crate::error::{invalid, stream_error};
+use crate::driver::drive;
 use crate::features::json_schema_format;
 use crate::http::Transport;
+use crate::media;
 use crate::settings::{ProviderSettings, settings_methods};
-use crate::sse::{Frame, sse_frames};
-use crate::tools::{PendingCall, complete, finish_reason, merge_options, num, object_schema};
+use crate::sse::sse_frames;
+use crate::tools::{merge_options, object_schema};
 
 /// Anthropic's API root.
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -96,20 +100,27 @@ pub(crate) struct Turns<'a> {
     messages: &'a [Message],
     /// The message whose last block is marked for the prompt cache.
     cache_at: Option<usize>,
+    /// Tools load natively (deferred tools declared): tool references go
+    /// as `tool_reference` blocks.
+    references: bool,
 }
 
 impl<'a> Turns<'a> {
-    fn new(messages: &'a [Message], prompt_caching: bool) -> Self {
+    fn new(messages: &'a [Message], prompt_caching: bool, references: bool) -> Self {
         // The last user-side message with blocks ends the last user turn
         // (only assistant messages, or none, come after it).
         let cache_at = prompt_caching
             .then(|| {
-                messages
-                    .iter()
-                    .rposition(|m| matches!(m.role, Role::User | Role::Tool) && blocks(m).next().is_some())
+                messages.iter().rposition(|m| {
+                    matches!(m.role, Role::User | Role::Tool) && blocks(m, false).next().is_some()
+                })
             })
             .flatten();
-        Self { messages, cache_at }
+        Self {
+            messages,
+            cache_at,
+            references,
+        }
     }
 }
 
@@ -129,7 +140,7 @@ impl Serialize for Turns<'_> {
         let mut start = 0;
         while start < messages.len() {
             let Some(role) =
-                turn_role(&messages[start]).filter(|_| blocks(&messages[start]).next().is_some())
+                turn_role(&messages[start]).filter(|_| blocks(&messages[start], false).next().is_some())
             else {
                 start += 1;
                 continue;
@@ -138,7 +149,7 @@ impl Serialize for Turns<'_> {
             let mut end = start + 1;
             while end < messages.len() {
                 let m = &messages[end];
-                if turn_role(m).is_some_and(|r| r != role) && blocks(m).next().is_some() {
+                if turn_role(m).is_some_and(|r| r != role) && blocks(m, false).next().is_some() {
                     break;
                 }
                 end += 1;
@@ -148,6 +159,7 @@ impl Serialize for Turns<'_> {
                     messages: &messages[start..end],
                     first: start,
                     cache_at: self.cache_at,
+                    references: self.references,
                 },
                 role,
             })?;
@@ -170,6 +182,7 @@ struct TurnBlocks<'a> {
     /// The index of `messages[0]` in the history.
     first: usize,
     cache_at: Option<usize>,
+    references: bool,
 }
 
 impl Serialize for TurnBlocks<'_> {
@@ -179,7 +192,7 @@ impl Serialize for TurnBlocks<'_> {
             if message.role == Role::System {
                 continue;
             }
-            let mut blocks = blocks(message).peekable();
+            let mut blocks = blocks(message, self.references).peekable();
             while let Some(block) = blocks.next() {
                 let last = blocks.peek().is_none() && self.cache_at == Some(self.first + i);
                 seq.serialize_element(&Marked {
@@ -222,6 +235,16 @@ enum SentBlock<'a> {
     },
     Image {
         source: Source<'a>,
+        r#type: &'static str,
+    },
+    Document {
+        source: Source<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+        r#type: &'static str,
+    },
+    ToolReference {
+        tool_name: &'a str,
         r#type: &'static str,
     },
     RedactedThinking {
@@ -270,6 +293,38 @@ impl<'a> SentBlock<'a> {
             r#type: "image",
         }
     }
+
+    /// A file as a document block: a PDF inline or by URL, a text file by
+    /// value; anything else (refused in user messages beforehand) as its
+    /// placeholder.
+    fn document(file: &'a FileSource, title: Option<&'a str>, placeholder: impl FnOnce() -> String) -> Self {
+        let source = match file {
+            FileSource::Base64 { media_type, data } if media::is_pdf(media_type) => Source::Base64 {
+                data,
+                media_type,
+                r#type: "base64",
+            },
+            FileSource::Base64 { media_type, .. } if media::is_text(media_type) => {
+                match file.decoded_text() {
+                    Some(text) => Source::Text {
+                        data: Cow::Owned(text),
+                        media_type: "text/plain",
+                        r#type: "text",
+                    },
+                    None => return Self::text(placeholder()),
+                }
+            }
+            FileSource::Url { url, .. } if file.media_type().is_none_or(media::is_pdf) => {
+                Source::Url { r#type: "url", url }
+            }
+            _ => return Self::text(placeholder()),
+        };
+        Self::Document {
+            source,
+            title,
+            r#type: "document",
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -280,24 +335,51 @@ enum Source<'a> {
         media_type: &'a str,
         r#type: &'static str,
     },
+    Text {
+        data: Cow<'a, str>,
+        media_type: &'static str,
+        r#type: &'static str,
+    },
     Url {
         r#type: &'static str,
         url: &'a str,
     },
 }
 
-/// A tool result's content: its parts as text and image blocks.
-struct ResultBlocks<'a>(&'a [ToolOutputPart]);
+/// A tool result's content: its parts as text, image and document blocks
+/// (audio as its placeholder). With native tool loading, a result naming
+/// tools (`search_tools`) holds their `tool_reference` blocks alone, which
+/// the API expands into their definitions.
+struct ResultBlocks<'a> {
+    parts: &'a [ToolOutputPart],
+    references: bool,
+}
 
 impl Serialize for ResultBlocks<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for part in self.0 {
+        let mut seq = serializer.serialize_seq(None)?;
+        let referencing = self.references
+            && self
+                .parts
+                .iter()
+                .any(|p| matches!(p, ToolOutputPart::ToolReference { .. }));
+        for part in self.parts {
             let block = match part {
+                ToolOutputPart::ToolReference { tool } if referencing => SentBlock::ToolReference {
+                    tool_name: tool,
+                    r#type: "tool_reference",
+                },
+                _ if referencing => continue,
                 ToolOutputPart::Text { text } => SentBlock::text(text.as_str()),
                 ToolOutputPart::Image { image } => SentBlock::image(image),
                 ToolOutputPart::Json { value } => SentBlock::text(value.to_string()),
-                _ => SentBlock::text(""),
+                ToolOutputPart::File { file, filename } => {
+                    SentBlock::document(file, filename.as_deref(), || {
+                        part.placeholder().unwrap_or_default()
+                    })
+                }
+                ToolOutputPart::ToolReference { .. } => continue,
+                other => SentBlock::text(other.placeholder().unwrap_or_default()),
             };
             seq.serialize_element(&block)?;
         }
@@ -307,10 +389,14 @@ impl Serialize for ResultBlocks<'_> {
 
 /// The blocks a message sends (an empty text, and reasoning that cannot
 /// go back, send nothing).
-fn blocks(message: &Message) -> impl Iterator<Item = SentBlock<'_>> {
-    message.content.iter().filter_map(|part| match part {
+fn blocks(message: &Message, references: bool) -> impl Iterator<Item = SentBlock<'_>> {
+    message.content.iter().filter_map(move |part| match part {
         ContentPart::Text { text } if !text.is_empty() => Some(SentBlock::text(text.as_str())),
         ContentPart::Image { image } => Some(SentBlock::image(image)),
+        ContentPart::File { file, filename } => Some(SentBlock::document(file, filename.as_deref(), || {
+            part.placeholder().unwrap_or_default()
+        })),
+        ContentPart::Audio { audio } => Some(SentBlock::text(audio.placeholder("audio"))),
         ContentPart::Reasoning(r) => {
             if let Some(data) = r.provider_data.as_ref().and_then(|d| d.get("redacted_thinking")) {
                 Some(SentBlock::RedactedThinking {
@@ -332,7 +418,10 @@ fn blocks(message: &Message) -> impl Iterator<Item = SentBlock<'_>> {
             r#type: "tool_use",
         }),
         ContentPart::ToolResult(r) => Some(SentBlock::ToolResult {
-            content: ResultBlocks(&r.parts),
+            content: ResultBlocks {
+                parts: &r.parts,
+                references,
+            },
             is_error: r.is_error,
             tool_use_id: &r.call_id,
             r#type: "tool_result",
@@ -393,17 +482,7 @@ impl AnthropicModel {
             };
         }
         if !request.tools.is_empty() {
-            let mut tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": object_schema(t)}))
-                .collect();
-            if request.prompt_caching
-                && let Some(last) = tools.last_mut()
-            {
-                last["cache_control"] = cache_point();
-            }
-            body["tools"] = Value::Array(tools);
+            body["tools"] = Value::Array(tools(request));
             let mut choice = match &request.tool_choice {
                 ToolChoice::Auto => json!({"type": "auto"}),
                 ToolChoice::None => json!({"type": "none"}),
@@ -443,14 +522,95 @@ impl AnthropicModel {
         if let Some((_, schema, _)) = request.response_format.as_ref().and_then(json_schema_format) {
             body["output_config"] = json!({"format": {"type": "json_schema", "schema": schema}});
         }
+        if let Some(tokens) = request.compact_above {
+            body["context_management"] = json!({"edits": [{
+                "type": CLEAR_TOOL_USES,
+                "trigger": {"type": "input_tokens", "value": tokens},
+            }]});
+        }
         merge_options(&mut body, self.options.as_ref());
         merge_options(&mut body, request.options_for("anthropic"));
+        let references = !request.deferred_tools.is_empty();
         Body::new(
             body,
             "messages",
-            Turns::new(&request.messages, request.prompt_caching),
+            Turns::new(&request.messages, request.prompt_caching, references),
         )
     }
+}
+
+/// Anthropic's edit clearing old tool uses (context management).
+const CLEAR_TOOL_USES: &str = "clear_tool_uses_20250919";
+/// The beta that loads deferred tools (`defer_loading`, `tool_reference`).
+pub const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+/// The beta of context management (clearing old tool uses).
+pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+
+/// The betas `request` needs.
+fn betas(request: &ModelRequest) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    if !request.deferred_tools.is_empty() {
+        out.push(("anthropic-beta", TOOL_SEARCH_BETA));
+    }
+    if request.compact_above.is_some() {
+        out.push(("anthropic-beta", CONTEXT_MANAGEMENT_BETA));
+    }
+    out
+}
+
+/// The `tools` of a body: each tool with its `anthropic` options merged;
+/// with tool search, the held-back tools and those a result references
+/// declared with `defer_loading` (after the others, by name, so the list
+/// stays the same from step to step) and the prompt-cache breakpoint on the
+/// last tool loaded up front.
+fn tools(request: &ModelRequest) -> Vec<Value> {
+    let native = !request.deferred_tools.is_empty();
+    let referenced: HashSet<&str> = if native {
+        request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|p| match p {
+                ContentPart::ToolResult(r) => Some(r.parts.iter()),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|p| match p {
+                ToolOutputPart::ToolReference { tool } => Some(tool.as_str()),
+                _ => None,
+            })
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let json_of = |t: &ToolDefinition| {
+        let mut tool =
+            json!({"name": t.name, "description": t.description, "input_schema": object_schema(t)});
+        merge_options(&mut tool, t.options_for("anthropic"));
+        tool
+    };
+    let (deferred_here, mut up_front): (Vec<&ToolDefinition>, Vec<&ToolDefinition>) = request
+        .tools
+        .iter()
+        .partition(|t| referenced.contains(t.name.as_str()));
+    let mut tools: Vec<Value> = up_front.drain(..).map(json_of).collect();
+    if request.prompt_caching
+        && let Some(last) = tools.last_mut()
+        && last.get("cache_control").is_none()
+    {
+        last["cache_control"] = cache_point();
+    }
+    let mut deferred: Vec<&ToolDefinition> = deferred_here
+        .into_iter()
+        .chain(request.deferred_tools.iter())
+        .collect();
+    deferred.sort_by(|a, b| a.name.cmp(&b.name));
+    tools.extend(deferred.into_iter().map(|t| {
+        let mut tool = json_of(t);
+        tool["defer_loading"] = json!(true);
+        tool
+    }));
+    tools
 }
 
 /// A prompt-cache breakpoint (Anthropic caches the prefix up to it; three
@@ -480,264 +640,13 @@ impl LanguageModel for AnthropicModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let request = media::prepare(&request, self.provider(), media::anthropic)?;
         let body = self.request_bytes(&request)?;
         let url = format!("{}/messages", self.base);
-        let bytes = self.transport.open(&url, body, &request).await?;
+        let bytes = self
+            .transport
+            .open_with(&url, body, &request, &betas(&request))
+            .await?;
         Ok(drive(sse_frames(bytes), AnthropicDecoder::default()))
-    }
-}
-
-/// An open content block.
-#[derive(Debug)]
-enum Block {
-    Text,
-    Thinking { signature: Option<String> },
-    Tool { call: PendingCall, initial: Value },
-    Other,
-}
-
-/// Decoder of Anthropic stream events.
-#[derive(Debug, Default)]
-pub(crate) struct AnthropicDecoder {
-    blocks: HashMap<u64, Block>,
-    usage: Usage,
-    stop: Option<FinishReason>,
-    done: bool,
-}
-
-impl AnthropicDecoder {
-    fn set_usage(&mut self, u: &Value, out: &mut Vec<ModelEvent>) {
-        let cache_read = num(u, "cache_read_input_tokens");
-        let cache_write = num(u, "cache_creation_input_tokens");
-        if let Some(input) = num(u, "input_tokens") {
-            let total_input = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
-            self.usage.input_tokens = Some(total_input);
-        }
-        if cache_read.is_some() {
-            self.usage.cached_input_tokens = cache_read;
-        }
-        if cache_write.is_some() {
-            self.usage.cache_write_tokens = cache_write;
-        }
-        if let Some(output) = num(u, "output_tokens") {
-            self.usage.output_tokens = Some(output);
-        }
-        out.push(ModelEvent::Usage { usage: self.usage });
-    }
-
-    fn block_start(&mut self, index: u64, block: &Value, out: &mut Vec<ModelEvent>) {
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
-        let entry = match kind {
-            "text" => {
-                if let Some(text) = block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    out.push(ModelEvent::TextDelta {
-                        text: text.to_owned(),
-                    });
-                }
-                Block::Text
-            }
-            "thinking" => Block::Thinking { signature: None },
-            "redacted_thinking" => {
-                let data = block.get("data").cloned().unwrap_or(Value::Null);
-                out.push(ModelEvent::ReasoningDone {
-                    signature: None,
-                    provider_data: Some(json!({"redacted_thinking": data})),
-                });
-                Block::Other
-            }
-            "tool_use" => {
-                let call = PendingCall {
-                    id: block
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    name: block
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    started: true,
-                    ..PendingCall::default()
-                };
-                out.push(ModelEvent::ToolCallStart {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                });
-                Block::Tool {
-                    call,
-                    initial: block.get("input").cloned().unwrap_or(Value::Null),
-                }
-            }
-            _ => Block::Other,
-        };
-        self.blocks.insert(index, entry);
-    }
-
-    fn block_delta(
-        &mut self,
-        index: u64,
-        delta: Delta,
-        raw: &str,
-        out: &mut Vec<ModelEvent>,
-    ) -> Result<(), ModelError> {
-        let text = |t: Option<String>| t.unwrap_or_default();
-        match (delta.kind.as_str(), self.blocks.get_mut(&index)) {
-            ("text_delta", _) => {
-                let t = text(delta.text);
-                if !t.is_empty() {
-                    out.push(ModelEvent::TextDelta { text: t });
-                }
-            }
-            ("thinking_delta", _) => {
-                let t = text(delta.thinking);
-                if !t.is_empty() {
-                    out.push(ModelEvent::ReasoningDelta { text: t });
-                }
-            }
-            ("signature_delta", Some(Block::Thinking { signature })) => {
-                signature
-                    .get_or_insert_with(String::new)
-                    .push_str(&text(delta.signature));
-            }
-            ("input_json_delta", Some(Block::Tool { call, .. })) => {
-                let t = text(delta.partial_json);
-                if !t.is_empty() {
-                    call.args.push_str(&t);
-                    out.push(ModelEvent::ToolCallDelta {
-                        id: call.id.clone(),
-                        delta: t,
-                    });
-                }
-            }
-            ("input_json_delta" | "signature_delta", None) => {
-                return Err(invalid(format!("{} for unknown block {index}", delta.kind), raw));
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn block_stop(&mut self, index: u64, out: &mut Vec<ModelEvent>) {
-        match self.blocks.remove(&index) {
-            Some(Block::Thinking { signature }) => out.push(ModelEvent::ReasoningDone {
-                signature,
-                provider_data: None,
-            }),
-            Some(Block::Tool { mut call, initial }) => {
-                if call.args.trim().is_empty() && initial.as_object().is_some_and(|o| !o.is_empty()) {
-                    call.args = initial.to_string();
-                }
-                out.push(complete(call));
-            }
-            _ => {}
-        }
-    }
-}
-
-/// A `content_block_delta` event, the bulk of every stream: read straight
-/// into these fields, without building a JSON tree.
-#[derive(Debug, serde::Deserialize)]
-struct DeltaEvent {
-    #[serde(default)]
-    index: u64,
-    delta: Delta,
-}
-
-/// The `delta` of a `content_block_delta` event.
-#[derive(Debug, Default, serde::Deserialize)]
-struct Delta {
-    #[serde(rename = "type", default)]
-    kind: String,
-    text: Option<String>,
-    thinking: Option<String>,
-    partial_json: Option<String>,
-    signature: Option<String>,
-}
-
-impl Decoder for AnthropicDecoder {
-    fn frame(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        let data = frame.data.trim();
-        if frame.event.as_deref() == Some("content_block_delta") {
-            let event: DeltaEvent =
-                serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
-            return self.block_delta(event.index, event.delta, data, out);
-        }
-        let mut event: Value =
-            serde_json::from_str(data).map_err(|e| invalid(format!("unparseable event: {e}"), data))?;
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .or(frame.event.as_deref())
-            .unwrap_or_default()
-            .to_owned();
-        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
-        // Parts are taken out of the parsed event, never deep-copied.
-        let mut take = |key: &str| event.get_mut(key).map(Value::take).unwrap_or(Value::Null);
-        match kind.as_str() {
-            "message_start" => {
-                if let Some(u) = event.pointer("/message/usage") {
-                    self.set_usage(u, out);
-                }
-            }
-            "content_block_start" => {
-                let block = take("content_block");
-                self.block_start(index, &block, out);
-            }
-            "content_block_delta" => {
-                // Without an `event:` name (a proxy dropped it): the same, from the tree.
-                let delta: Delta = serde_json::from_value(take("delta"))
-                    .map_err(|e| invalid(format!("unparseable delta: {e}"), data))?;
-                self.block_delta(index, delta, data, out)?;
-            }
-            "content_block_stop" => self.block_stop(index, out),
-            "message_delta" => {
-                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop = Some(match reason {
-                        "pause_turn" => FinishReason::Other(reason.to_owned()),
-                        other => finish_reason(other),
-                    });
-                }
-                if let Some(u) = event.get("usage") {
-                    self.set_usage(u, out);
-                }
-            }
-            "message_stop" => {
-                let ids: Vec<u64> = self.blocks.keys().copied().collect();
-                for i in ids {
-                    self.block_stop(i, out);
-                }
-                let reason = self.stop.take().unwrap_or(FinishReason::Stop);
-                out.push(ModelEvent::Finish {
-                    reason,
-                    usage: self.usage,
-                });
-                self.done = true;
-            }
-            "error" => {
-                let err = take("error");
-                let message = err
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("stream error")
-                    .to_owned();
-                let kind = err.get("type").and_then(Value::as_str).unwrap_or_default();
-                return Err(stream_error(kind, message));
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn is_done(&self) -> bool {
-        self.done
-    }
-
-    fn end(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ModelError> {
-        Err(truncated("message_stop"))
     }
 }

@@ -1,0 +1,330 @@
+//! `loopwright serve` replicas sharing one real PostgreSQL: a run paused for
+//! approval on replica A survives A's SIGKILL and completes on replica B,
+//! which the approval was posted to; the tool (the in-repo MCP server,
+//! which logs its own calls) runs exactly once; B's event stream from
+//! sequence 0 holds the whole run without gaps or duplicates; a session
+//! started on one replica continues on the other. And a store that goes
+//! down while a run is in flight: routes answer 503, the run fails with a
+//! clear error, and everything recovers once the store is back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::routed::{RoutedServer, chat_answer, chat_calls};
+use common::*;
+use serde_json::{Value, json};
+
+const ASSISTANT: &str = "---
+description: Says hi through the echo tool.
+model: local/chat-model
+mcp: [test]
+tools: [\"test__echo\"]
+---
+You say hi.
+";
+
+const SLEEPER: &str = "---
+description: Sleeps in a tool.
+model: local/slow-model
+mcp: [test]
+tools: [\"test__slow\"]
+---
+You sleep.
+";
+
+/// The config and agent files in `dir`; the config's path.
+fn files(dir: &Path, models: &RoutedServer, log: &Path) -> std::path::PathBuf {
+    let config = json!({
+        "providers": {"local": {"type": "openai-compatible", "baseUrl": models.base_url()}},
+        "mcpServers": {"test": {"command": mcp_test_server(), "env": {"TEST_SERVER_LOG": log}}}
+    });
+    let path = dir.join("agent.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    std::fs::write(dir.join("assistant.md"), ASSISTANT).unwrap();
+    std::fs::write(dir.join("sleeper.md"), SLEEPER).unwrap();
+    path
+}
+
+/// A replica: `serve --rest` on a free port with the store; its base URL.
+async fn replica(dir: &Path, config: &Path, store: &str, approve: &str) -> (tokio::process::Child, String) {
+    let (child, url, _) = replica_with(dir, config, store, approve, &[]).await;
+    (child, url)
+}
+
+/// [`replica`] with `extra` flags; also what it says on stderr.
+async fn replica_with(
+    dir: &Path,
+    config: &Path,
+    store: &str,
+    approve: &str,
+    extra: &[&str],
+) -> (tokio::process::Child, String, Arc<Mutex<Vec<String>>>) {
+    let assistant = dir.join("assistant.md");
+    let sleeper = dir.join("sleeper.md");
+    let mut args = vec![
+        "serve",
+        "--config",
+        config.to_str().unwrap(),
+        "--agent",
+        assistant.to_str().unwrap(),
+        "--agent",
+        sleeper.to_str().unwrap(),
+        "--rest",
+        "0",
+        "--store",
+        store,
+        "--approve",
+        approve,
+    ];
+    args.extend(extra);
+    let mut child = agent_command(&args, &[], dir).spawn().unwrap();
+    let (urls, said) = listening_kept(&mut child, 1).await;
+    assert!(
+        said.lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.starts_with("loopwright serve: store ")),
+        "{said:?}"
+    );
+    (child, urls["rest"].clone(), said)
+}
+
+async fn post(url: &str, body: Value) -> (u16, Value) {
+    let response = reqwest_client().post(url).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(url: &str) -> (u16, Value) {
+    let response = reqwest_client().get(url).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn reqwest_client() -> reqwest::Client {
+    loopwright::providers::install_tls_provider();
+    reqwest::Client::new()
+}
+
+/// Poll `GET base/v1/runs/id` until `check` holds.
+async fn until_run(base: &str, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let (status, view) = get(&format!("{base}/v1/runs/{id}")).await;
+            if status == 200 && check(&view) {
+                return view;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("run {id} never: {what}"))
+}
+
+/// Every event of run `id` from sequence 0 until the stream ends: (id, event).
+async fn all_events(base: &str, id: &str) -> Vec<(u64, Value)> {
+    let text = tokio::time::timeout(HANG_GUARD, async {
+        reqwest_client()
+            .get(format!("{base}/v1/runs/{id}/events"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    })
+    .await
+    .expect("the event stream never ended");
+    text.split("\n\n")
+        .filter_map(|block| {
+            let id = block.lines().find_map(|l| l.strip_prefix("id: "))?.parse().ok()?;
+            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
+            Some((id, serde_json::from_str(data).unwrap()))
+        })
+        .collect()
+}
+
+fn calls_logged(log: &Path, tool: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l == format!("called {tool}"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_on_a_killed_replica_is_approved_and_completed_on_another() {
+    let database = loopwright_test_support::database();
+    let models = RoutedServer::start(vec![(
+        "chat-model",
+        vec![
+            chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
+            chat_answer("The echo said hi."),
+            chat_answer("Hi again."),
+        ],
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = files(dir.path(), &models, &log);
+    let (mut a, a_url) = replica(dir.path(), &config, database.url(), "defer").await;
+    let (mut b, b_url) = replica(dir.path(), &config, database.url(), "defer").await;
+
+    let (status, started) = post(
+        &format!("{a_url}/v1/agents/assistant/runs"),
+        json!({"prompt": "say hi", "session": "shared-chat"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    // B reads what A stored.
+    let view = until_run(&b_url, &id, "awaiting approval", |v| {
+        v["status"] == "awaiting_approval"
+    })
+    .await;
+    assert_eq!(view["pending_approvals"][0]["call_id"], "call_echo", "{view}");
+    assert_eq!(view["pending_approvals"][0]["tool"], "test__echo");
+
+    a.start_kill().unwrap();
+    a.wait().await.unwrap();
+
+    let (status, decided) = post(
+        &format!("{b_url}/v1/runs/{id}/approvals"),
+        json!({"decisions": [{"call_id": "call_echo", "approve": true}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{decided}");
+    let view = until_run(&b_url, &id, "completed", |v| v["status"] == "completed").await;
+    assert_eq!(view["result"]["text"], "The echo said hi.", "{view}");
+    assert_eq!(calls_logged(&log, "echo"), 1, "the tool ran exactly once");
+    // Each model call reached the model once.
+    assert_eq!(models.bodies_for("chat-model").len(), 2);
+    // The same decision again is a conflict, on either side.
+    let (status, body) = post(
+        &format!("{b_url}/v1/runs/{id}/approvals"),
+        json!({"decisions": [{"call_id": "call_echo", "approve": true}]}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+
+    let events = all_events(&b_url, &id).await;
+    let seqs: Vec<u64> = events.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "in order, no gap, no duplicate"
+    );
+    let kinds: Vec<&str> = events.iter().map(|(_, e)| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"run_started"), "{kinds:?}");
+    assert!(kinds.contains(&"awaiting_approval"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"tool_call_finished") || kinds.contains(&"tool_result"),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last(), Some(&"finished"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "finished").count(), 1);
+
+    // The session started on A continues on a new replica in A's place.
+    let (mut a2, a2_url) = replica(dir.path(), &config, database.url(), "defer").await;
+    let (status, turn) = post(
+        &format!("{a2_url}/v1/agents/assistant"),
+        json!({"prompt": "again", "session": "shared-chat"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{turn}");
+    assert_eq!(turn["text"], "Hi again.");
+    let last_request = models.bodies_for("chat-model").pop().unwrap();
+    let history = last_request["messages"].to_string();
+    assert!(
+        history.contains("say hi") && history.contains("The echo said hi."),
+        "{history}"
+    );
+    let (_, session) = get(&format!("{b_url}/v1/sessions/shared-chat")).await;
+    assert_eq!(session["version"], 2, "{session}");
+
+    for child in [&mut b, &mut a2] {
+        child.start_kill().unwrap();
+        child.wait().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_recovers() {
+    let mut postgres = loopwright_test_support::TempPostgres::start();
+    let database = postgres.database();
+    let models = RoutedServer::start(vec![(
+        "slow-model",
+        vec![
+            chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
+            chat_answer("Slept."),
+        ],
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = files(dir.path(), &models, &log);
+    let (mut server, url, said) = replica_with(dir.path(), &config, database.url(), "auto", &["-v"]).await;
+    let (status, started) = post(
+        &format!("{url}/v1/agents/sleeper/runs"),
+        json!({"prompt": "sleep"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HANG_GUARD, async {
+        while calls_logged(&log, "slow") == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the tool never started");
+
+    postgres.stop();
+    let (status, body) = get(&format!("{url}/v1/runs/{id}")).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("unavailable"),
+        "{body}"
+    );
+    let (status, _) = post(
+        &format!("{url}/v1/agents/sleeper/runs"),
+        json!({"prompt": "sleep"}),
+    )
+    .await;
+    assert_eq!(status, 503);
+    // The server itself keeps answering.
+    let (status, _) = get(&format!("{url}/health")).await;
+    assert_eq!(status, 200);
+    // The tool ends, its events cannot be stored, the run gives up and its
+    // record waits for the store.
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !said
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("the run's record could not be written; retrying"))
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the run never gave up on the store: {:?}", said.lock().unwrap()));
+
+    postgres.restart();
+    let view = until_run(&url, &id, "failed", |v| v["status"] == "failed").await;
+    let message = view["error"]["message"].as_str().unwrap();
+    assert!(message.contains("could not be stored"), "{view}");
+    // New runs work again.
+    let (status, _) = post(
+        &format!("{url}/v1/agents/sleeper/runs"),
+        json!({"prompt": "sleep"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+}

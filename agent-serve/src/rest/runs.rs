@@ -1,0 +1,170 @@
+//! Background runs over REST: `POST /v1/agents/{name}/runs` (202 at once),
+//! `GET /v1/runs/{id}`, `GET /v1/runs/{id}/events` (server-sent events from
+//! the store's event log, resumable with `Last-Event-ID` or `?after=N`),
+//! `POST /v1/runs/{id}/approvals`, `POST /v1/runs/{id}/cancel`.
+//!
+//! Invariant: every answer is read from or written to the store, so any
+//! replica sharing it answers alike (see [`crate::runs`]).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use loopwright_core::Message;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{SHAPE, bad, check_session_id, input};
+use crate::error::ApiError;
+use crate::run::Instance;
+use crate::runs::{Decision, RunSpec, new_id, view};
+use crate::sse::event_stream;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartRequest {
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    messages: Option<Vec<Message>>,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionsRequest {
+    decisions: Vec<Decision>,
+}
+
+/// `?after=N` of the events route.
+#[derive(Debug, Deserialize)]
+pub(super) struct After {
+    #[serde(default)]
+    after: Option<u64>,
+}
+
+/// Answer `result`, or its error.
+fn answer(result: Result<Response, ApiError>) -> Response {
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `POST /v1/agents/{name}/runs`.
+pub(super) async fn start(
+    State(instance): State<Arc<Instance>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    answer(
+        async {
+            let body = crate::error::body_or_error(body, SHAPE)?;
+            let request: StartRequest = serde_json::from_slice(&body).map_err(|e| {
+                bad(format!(
+                    "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \
+                     \"session\": {e}"
+                ))
+            })?;
+            drop(body);
+            let turn = input(request.prompt, request.messages)?;
+            let session = match request.session {
+                Some(id) => {
+                    check_session_id(&id)?;
+                    id
+                }
+                None => new_id("sess_"),
+            };
+            let spec = RunSpec {
+                agent: name,
+                input: turn,
+                session: Some(session),
+                ..RunSpec::default()
+            };
+            let record = instance.runs.start(&instance, spec, SHAPE).await?;
+            Ok((
+                StatusCode::ACCEPTED,
+                axum::Json(json!({"id": record.id, "session": record.session, "status": record.status})),
+            )
+                .into_response())
+        }
+        .await,
+    )
+}
+
+/// `GET /v1/runs/{id}`.
+pub(super) async fn show(State(instance): State<Arc<Instance>>, Path(id): Path<String>) -> Response {
+    answer(
+        instance
+            .runs
+            .get(&id, SHAPE)
+            .await
+            .map(|record| axum::Json(view(&record)).into_response()),
+    )
+}
+
+/// `GET /v1/runs/{id}/events`.
+pub(super) async fn events(
+    State(instance): State<Arc<Instance>>,
+    Path(id): Path<String>,
+    Query(query): Query<After>,
+    headers: HeaderMap,
+) -> Response {
+    answer(
+        async {
+            let last_event_id = match headers.get("last-event-id") {
+                Some(value) => Some(
+                    value
+                        .to_str()
+                        .ok()
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .ok_or_else(|| bad("Last-Event-ID must be an event's sequence number"))?,
+                ),
+                None => None,
+            };
+            // The run must exist; the events come from the log.
+            instance.runs.get(&id, SHAPE).await?;
+            let after = last_event_id.or(query.after);
+            let store = instance.runs.store.clone();
+            Ok(event_stream(move |tx| crate::runs::tail(store, id, after, tx)).into_response())
+        }
+        .await,
+    )
+}
+
+/// `POST /v1/runs/{id}/approvals`.
+pub(super) async fn approvals(
+    State(instance): State<Arc<Instance>>,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    answer(
+        async {
+            let body = crate::error::body_or_error(body, SHAPE)?;
+            let request: DecisionsRequest = serde_json::from_slice(&body).map_err(|e| {
+                bad(format!(
+                    "the request body must be {{\"decisions\": [{{\"call_id\": string, \"approve\": bool, \
+                     \"reason\"?: string}}]}}: {e}"
+                ))
+            })?;
+            let record = instance
+                .runs
+                .decide(&instance, &id, &request.decisions, SHAPE)
+                .await?;
+            Ok(axum::Json(view(&record)).into_response())
+        }
+        .await,
+    )
+}
+
+/// `POST /v1/runs/{id}/cancel`.
+pub(super) async fn cancel(State(instance): State<Arc<Instance>>, Path(id): Path<String>) -> Response {
+    answer(
+        instance
+            .runs
+            .cancel(&id, SHAPE)
+            .await
+            .map(|record| axum::Json(view(&record)).into_response()),
+    )
+}

@@ -1,0 +1,435 @@
+//! Driving one background run in this process: wait for a permit, start
+//! (or resume) the agent, write its events to the store's event log as they
+//! come, and record how it ended.
+//!
+//! Invariants:
+//! - only the driver of a run writes its events, numbered from the
+//!   envelope's `next_seq` without gaps; events ready together are one
+//!   append (one transaction);
+//! - the record is written before the `finished` event, so a client that
+//!   read `finished` and then asks for the run sees it ended; a run that
+//!   pauses writes its `awaiting_approval` event and no `finished`;
+//! - the permit is held from the run's start until its record is written,
+//!   and no longer: waiting for a store that is down does not hold it;
+//! - an event append that still fails after [`EVENT_WRITE_ATTEMPTS`] tries
+//!   cancels the run, which ends `failed` naming the store's error; its
+//!   record is written once the store is back (retried for
+//!   [`FINAL_WRITE_PATIENCE`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use loopwright_core::{AgentEvent, AgentResult, AgentRun, ExitReason, Message, RunState};
+use loopwright_store::{RunRecord, RunStatus, Store, StoreError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Runs;
+use super::record::{Decided, Envelope, error_value, result_value};
+use crate::limit::Ticket;
+use crate::run::{Ending, Instance, ending};
+
+/// Tries of one event append before the run is given up.
+pub(crate) const EVENT_WRITE_ATTEMPTS: u32 = 4;
+
+/// The first pause between tries of a store write; it doubles each time.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The longest pause between tries.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// How long the final record of a run is retried while the store is down.
+pub(crate) const FINAL_WRITE_PATIENCE: Duration = Duration::from_secs(600);
+
+/// How often the driver looks whether another replica asked to cancel.
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(500);
+
+/// The most events one append writes.
+const MAX_BATCH: usize = 256;
+
+/// How a run begins on this replica.
+pub(crate) enum Begin {
+    /// A new run on these messages (history, then the turn's input).
+    Fresh(Vec<Message>),
+    /// A paused run, with every pending call decided.
+    Resume(Box<RunState>, Vec<Decided>),
+}
+
+/// A run this replica drives, from its permit to its record.
+pub(crate) struct Driver {
+    pub(crate) runs: Arc<Runs>,
+    pub(crate) instance: Arc<Instance>,
+    pub(crate) record: RunRecord,
+    pub(crate) envelope: Envelope,
+    pub(crate) token: CancellationToken,
+    /// What keeping the conversation said (once kept).
+    pub(crate) warnings: Option<Vec<String>>,
+}
+
+/// How the run ended, for its record.
+struct End {
+    status: RunStatus,
+    result: Option<Value>,
+    error: Option<Value>,
+    /// The `finished` event to write after the record (none when paused).
+    finished: Option<Value>,
+    paused: Option<Value>,
+    /// The run's result, for what keeps its conversation.
+    outcome: Option<AgentResult>,
+    /// The run's input (history, then the turn).
+    input: Vec<Message>,
+}
+
+impl End {
+    fn failed(kind: &str, message: String) -> Self {
+        Self {
+            status: RunStatus::Failed,
+            result: None,
+            error: Some(error_value(kind, &message)),
+            finished: None,
+            paused: None,
+            outcome: None,
+            input: Vec::new(),
+        }
+    }
+}
+
+impl Driver {
+    /// Run to the end (or the pause) and record it.
+    pub(crate) async fn drive(mut self, ticket: Ticket, begin: Begin) {
+        let stopping = self.instance.lifecycle.stopping.clone();
+        let permit = tokio::select! {
+            permit = self.instance.limiter.redeem(ticket, &stopping) => permit.ok(),
+            () = self.token.cancelled() => None,
+        };
+        let end = match permit {
+            None if self.token.is_cancelled() => End {
+                status: RunStatus::Cancelled,
+                ..End::failed("cancelled", "the run was cancelled before it started".into())
+            },
+            None => End::failed(
+                "shutdown",
+                "the server shut down before the run started; start it again".into(),
+            ),
+            Some(permit) => {
+                let end = self.run(begin).await;
+                // The record is written with the permit held, within the
+                // shutdown's drain, unless the store is down.
+                let end = match self.try_record(&end).await {
+                    Ok(()) => {
+                        drop(permit);
+                        self.after_record(&end).await;
+                        return;
+                    }
+                    Err(_) => end,
+                };
+                drop(permit);
+                end
+            }
+        };
+        self.record_patiently(end).await;
+    }
+
+    /// Start or resume the agent and pump its events to the log.
+    async fn run(&mut self, begin: Begin) -> End {
+        let Some(served) = self.instance.agents.get(&self.record.agent).cloned() else {
+            return End::failed(
+                "unknown_agent",
+                format!("agent {:?} is not served by this replica", self.record.agent),
+            );
+        };
+        let options = self.envelope.options.clone();
+        let agent = served
+            .agent()
+            .with_cancellation(self.token.clone())
+            .map_options(|o| super::background_approvals(options.apply(o)));
+        let (run, input) = match begin {
+            Begin::Fresh(messages) => (agent.run(messages.clone()), messages),
+            Begin::Resume(state, decided) => {
+                let input = state.messages.get(..state.input_len).unwrap_or_default().to_vec();
+                let mut resume = agent.resume(*state);
+                for decided in &decided {
+                    resume = resume.decide_at(&decided.agent_path, &decided.call_id, decided.decision());
+                }
+                match resume.run().await {
+                    Ok(run) => (run, input),
+                    Err(e) => return End::failed("resume", format!("the run could not continue: {e}")),
+                }
+            }
+        };
+        let mut end = self.pump(run).await;
+        end.input = input;
+        end
+    }
+
+    /// Write the run's events as they come; the run's end.
+    async fn pump(&mut self, mut run: AgentRun) -> End {
+        let store = self.runs.store.clone();
+        let mut finished: Option<Value> = None;
+        let mut store_failure: Option<String> = None;
+        let _watch = CancelWatch::spawn(store.clone(), self.record.id.clone(), self.token.clone());
+        while let Some(first) = run.next().await {
+            let mut batch = Vec::new();
+            let mut next = Some(first);
+            while let Some(event) = next {
+                if let AgentEvent::Finished { exit, .. } = &event {
+                    if *exit != ExitReason::AwaitingApproval {
+                        finished = serde_json::to_value(&event).ok();
+                    }
+                } else if let Ok(value) = serde_json::to_value(&event) {
+                    batch.push(value);
+                }
+                if batch.len() >= MAX_BATCH {
+                    break;
+                }
+                next = run.next().now_or_never().flatten();
+            }
+            if batch.is_empty() || store_failure.is_some() {
+                continue;
+            }
+            if let Err(e) = self.append(&store, batch).await {
+                store_failure = Some(format!("the run's events could not be stored: {e}"));
+                self.token.cancel();
+            }
+        }
+        let result = match run.into_outcome().await {
+            Ok(result) => result,
+            Err(aborted) => {
+                return End::failed("aborted", format!("the run stopped without a result: {aborted}"));
+            }
+        };
+        if let Some(message) = store_failure {
+            return End {
+                outcome: Some(result),
+                ..End::failed("store_unavailable", message)
+            };
+        }
+        self.end_of(result, finished)
+    }
+
+    fn end_of(&self, result: AgentResult, finished: Option<Value>) -> End {
+        let shutdown = self.instance.lifecycle.hard.is_cancelled();
+        let mut end = End {
+            status: RunStatus::Completed,
+            result: Some(result_value(&result)),
+            error: None,
+            finished,
+            paused: None,
+            outcome: None,
+            input: Vec::new(),
+        };
+        match result.exit {
+            ExitReason::AwaitingApproval => {
+                end.status = RunStatus::AwaitingApproval;
+                end.result = None;
+                end.finished = None;
+                end.paused = result.state.as_ref().and_then(|s| serde_json::to_value(s).ok());
+            }
+            ExitReason::Cancelled if shutdown => {
+                end.status = RunStatus::Failed;
+                end.error = Some(error_value(
+                    "shutdown",
+                    "the server shut down while the run was in flight; start it again",
+                ));
+            }
+            ExitReason::Cancelled => end.status = RunStatus::Cancelled,
+            _ => {
+                if let Ending::Failed(message) = ending(&result) {
+                    end.status = RunStatus::Failed;
+                    end.error = Some(error_value("run_failed", &message));
+                }
+            }
+        }
+        end.outcome = Some(result);
+        end
+    }
+
+    /// Append events at the next sequence numbers, retrying a store that
+    /// is briefly unavailable.
+    async fn append(&mut self, store: &Arc<dyn Store>, batch: Vec<Value>) -> Result<(), StoreError> {
+        let first = self.envelope.next_seq;
+        let numbered: Vec<(u64, Value)> = (first..).zip(batch).collect();
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            match store.append_events(&self.record.id, &numbered).await {
+                Ok(()) => {
+                    self.envelope.next_seq = first + numbered.len() as u64;
+                    return Ok(());
+                }
+                Err(e) if e.is_unavailable() && attempt < EVENT_WRITE_ATTEMPTS => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The record of `end`, written once (a cancel request that moved the
+    /// record's version meanwhile is read and written over).
+    async fn try_record(&mut self, end: &End) -> Result<(), StoreError> {
+        let store = self.runs.store.clone();
+        if self.warnings.is_none() {
+            let warnings = match &end.outcome {
+                Some(result) if end.status == RunStatus::Completed => {
+                    self.keep_conversation(&store, end, result).await
+                }
+                _ => Vec::new(),
+            };
+            self.warnings = Some(warnings);
+        }
+        loop {
+            let mut record = self.record.clone();
+            record.status = end.status;
+            record.result = end.result.clone();
+            if let (Some(Value::Object(result)), Some(warnings)) = (&mut record.result, &self.warnings)
+                && !warnings.is_empty()
+            {
+                result.insert("warnings".into(), serde_json::json!(warnings));
+            }
+            record.error = end.error.clone();
+            record.owner = None;
+            let mut envelope = self.envelope.clone();
+            envelope.paused = end.paused.clone();
+            envelope.decisions.clear();
+            envelope.cancel_requested = false;
+            record.state = Some(envelope.to_value());
+            match store.update_run(&record, self.record.version).await {
+                Ok(version) => {
+                    record.version = version;
+                    self.record = record;
+                    return Ok(());
+                }
+                Err(e) if e.is_conflict() => match store.load_run(&self.record.id).await? {
+                    Some(newer) => self.record.version = newer.version,
+                    None => return Ok(()),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// After the record: the `finished` event.
+    async fn after_record(&mut self, end: &End) {
+        let Some(finished) = end.finished.clone().or_else(|| finished_event(end)) else {
+            return;
+        };
+        let store = self.runs.store.clone();
+        if let Err(e) = self.append(&store, vec![finished]).await {
+            tracing::warn!(run = %self.record.id, error = %e, "the run's finished event could not be stored");
+        }
+    }
+
+    /// Write the record, retrying while the store is down; then the
+    /// `finished` event.
+    async fn record_patiently(mut self, end: End) {
+        let deadline = tokio::time::Instant::now() + FINAL_WRITE_PATIENCE;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            match self.try_record(&end).await {
+                Ok(()) => {
+                    self.after_record(&end).await;
+                    return;
+                }
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::warn!(run = %self.record.id, error = %e, "the run's record could not be written; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Err(e) => {
+                    tracing::error!(run = %self.record.id, error = %e, "the run's record could not be written; giving up");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Append the completed turn to its session, or save the whole history
+    /// as a snapshot: what went wrong, as warnings for the run's result (the
+    /// answer stands).
+    async fn keep_conversation(
+        &self,
+        store: &Arc<dyn Store>,
+        end: &End,
+        result: &AgentResult,
+    ) -> Vec<String> {
+        let keep = &self.envelope.keep;
+        let mut warnings = Vec::new();
+        if let Some(session) = &keep.session {
+            let mut turn = keep.turn.clone();
+            turn.extend(result.messages.iter().cloned());
+            if let Err(e) = store.append_turn(session, keep.session_version, &turn).await {
+                tracing::warn!(run = %self.record.id, %session, error = %e, "the turn was not stored in its session");
+                warnings.push(format!("session {session}: this turn was not stored: {e}"));
+            }
+        }
+        if let Some(snapshot) = &keep.snapshot {
+            let mut all = end.input.clone();
+            all.extend(result.messages.iter().cloned());
+            if let Err(e) = store.append_turn(snapshot, 0, &all).await {
+                tracing::warn!(run = %self.record.id, %snapshot, error = %e, "the conversation was not stored");
+                warnings.push(format!("conversation {snapshot}: not stored: {e}"));
+            }
+        }
+        warnings
+    }
+}
+
+/// Cancels a run when its record says a client asked to (through another
+/// replica); stops when dropped.
+struct CancelWatch(tokio::task::JoinHandle<()>);
+
+impl CancelWatch {
+    fn spawn(store: Arc<dyn Store>, id: String, token: CancellationToken) -> Self {
+        Self(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(CANCEL_POLL) => {}
+                    () = token.cancelled() => return,
+                }
+                if let Ok(Some(record)) = store.load_run(&id).await
+                    && Envelope::of(&record).is_ok_and(|e| e.cancel_requested)
+                {
+                    token.cancel();
+                    return;
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for CancelWatch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The `finished` event of a run that ended without one of its own (it
+/// failed before or outside the loop, or was cancelled while paused).
+fn finished_event(end: &End) -> Option<Value> {
+    if end.status == RunStatus::AwaitingApproval {
+        return None;
+    }
+    let exit = match end.status {
+        RunStatus::Cancelled => ExitReason::Cancelled,
+        _ => ExitReason::ModelError,
+    };
+    let error = end
+        .error
+        .as_ref()
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    serde_json::to_value(AgentEvent::Finished {
+        exit,
+        text: String::new(),
+        usage: Default::default(),
+        tree_usage: Default::default(),
+        steps: 0,
+        error,
+    })
+    .ok()
+}

@@ -1,0 +1,473 @@
+//! Background runs: started by one request, read, streamed, approved and
+//! cancelled by others, on this replica or any other sharing the store.
+//!
+//! Invariants:
+//! - a run is one [`RunRecord`] in the store and its events the store's
+//!   event log for it: what a replica answers about a run it reads there,
+//!   never from its memory, so every replica answers alike;
+//! - one process drives a run at a time: it creates the record, or claims
+//!   a paused one by compare-and-set from `awaiting_approval` to `running`
+//!   when the last pending call is decided, so of two replicas receiving
+//!   decisions at once exactly one continues the run, and no call runs
+//!   twice;
+//! - a decision for a call that is not pending, or was decided already, is
+//!   refused naming the call, and changes nothing;
+//! - a run awaiting approval is only its record: no task, no permit;
+//! - cancelling reaches the run wherever it runs: at once in this process,
+//!   within [`CANCEL_POLL`](drive::CANCEL_POLL) through the record on
+//!   another replica; a paused run is cancelled by its record alone.
+
+mod drive;
+mod options;
+mod record;
+mod tail;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use loopwright_core::history::check_history;
+use loopwright_core::{AgentOptions, ApprovalDecision, ApprovalRequest, Approver, Message};
+use loopwright_store::{RunRecord, RunStatus, Store};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use options::RunOptions;
+pub(crate) use record::view;
+pub(crate) use tail::tail;
+
+use crate::error::{ApiError, Kind, Shape};
+use crate::run::Instance;
+use drive::{Begin, Driver};
+use record::{Decided, Envelope, Keep};
+
+/// Compare-and-set attempts of one request before it answers 409.
+const CAS_ATTEMPTS: usize = 16;
+
+/// A new background run, as a surface asks for it.
+#[derive(Debug, Default)]
+pub(crate) struct RunSpec {
+    /// The served agent's name.
+    pub(crate) agent: String,
+    /// The turn's input.
+    pub(crate) input: Vec<Message>,
+    /// History before the input that is not this run's session (the
+    /// conversation of a previous response).
+    pub(crate) history: Vec<Message>,
+    /// The session the run continues (created when new), if any.
+    pub(crate) session: Option<String>,
+    /// Save the whole conversation under this id once completed.
+    pub(crate) snapshot: Option<String>,
+    /// What the request changed of the agent's options.
+    pub(crate) options: RunOptions,
+    /// The run's id (a fresh one when `None`).
+    pub(crate) id: Option<String>,
+}
+
+/// A decision as `POST /v1/runs/{id}/approvals` takes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Decision {
+    pub(crate) call_id: String,
+    pub(crate) approve: bool,
+    #[serde(default)]
+    pub(crate) reason: Option<String>,
+    /// Which agent's call, when a call id is pending in several.
+    #[serde(default)]
+    pub(crate) agent_path: Option<String>,
+}
+
+/// The background runs of one server, over its store.
+pub(crate) struct Runs {
+    pub(crate) store: Arc<dyn Store>,
+    /// This replica's name (the `owner` of the runs it drives).
+    pub(crate) replica: String,
+    /// Cancellation of the runs driven here, by id.
+    local: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs")
+            .field("store", &self.store)
+            .field("replica", &self.replica)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runs {
+    pub(crate) fn new(store: Arc<dyn Store>, replica: String) -> Self {
+        Self {
+            store,
+            replica,
+            local: Mutex::default(),
+        }
+    }
+
+    /// Start a background run: its record is stored before this returns;
+    /// it waits for a permit of `instance` in the background.
+    pub(crate) async fn start(
+        self: &Arc<Self>,
+        instance: &Arc<Instance>,
+        spec: RunSpec,
+        shape: Shape,
+    ) -> Result<RunRecord, ApiError> {
+        instance.agent(&spec.agent, shape)?;
+        spec.options
+            .check()
+            .map_err(|e| ApiError::new(shape, Kind::BadRequest, format!("the output schema: {e}")))?;
+        let (session_history, session_version) = match &spec.session {
+            Some(session) => match self.store.load_conversation(session).await {
+                Ok(Some(stored)) => (stored.messages, stored.version),
+                Ok(None) => (Vec::new(), 0),
+                Err(e) => return Err(ApiError::store(shape, &format!("session {session}"), &e)),
+            },
+            None => (Vec::new(), 0),
+        };
+        let mut messages = spec.history;
+        messages.extend(session_history);
+        messages.extend(spec.input.iter().cloned());
+        check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
+        let ticket = instance
+            .limiter
+            .ticket(true, &instance.lifecycle.stopping)
+            .map_err(|refused| ApiError::refused(shape, refused))?;
+        let id = spec.id.unwrap_or_else(|| new_id("run_"));
+        let envelope = Envelope {
+            options: spec.options,
+            keep: Keep {
+                session: spec.session.clone(),
+                session_version,
+                turn: spec.input,
+                snapshot: spec.snapshot,
+            },
+            ..Envelope::default()
+        };
+        let mut record = RunRecord::new(&id, &spec.agent)
+            .with_owner(&self.replica)
+            .with_state(envelope.to_value());
+        if let Some(session) = spec.session {
+            record = record.with_session(session);
+        }
+        self.store
+            .create_run(&record)
+            .await
+            .map_err(|e| ApiError::store(shape, &format!("run {id}"), &e))?;
+        self.spawn(instance, record.clone(), envelope, ticket, Begin::Fresh(messages));
+        Ok(record)
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        instance: &Arc<Instance>,
+        record: RunRecord,
+        envelope: Envelope,
+        ticket: crate::limit::Ticket,
+        begin: Begin,
+    ) {
+        let token = instance.lifecycle.hard.child_token();
+        let id = record.id.clone();
+        self.lock_local().insert(id.clone(), token.clone());
+        let driver = Driver {
+            runs: self.clone(),
+            instance: instance.clone(),
+            record,
+            envelope,
+            token,
+            warnings: None,
+        };
+        let runs = self.clone();
+        tokio::spawn(async move {
+            driver.drive(ticket, begin).await;
+            runs.lock_local().remove(&id);
+        });
+    }
+
+    fn lock_local(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        self.local.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Run `id`'s record, or 404 naming it.
+    pub(crate) async fn get(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
+        match self.store.load_run(id).await {
+            Ok(Some(record)) => Ok(record),
+            Ok(None) => Err(ApiError::new(
+                shape,
+                Kind::Missing,
+                format!("no run with id {id:?}"),
+            )),
+            Err(e) => Err(ApiError::store(shape, &format!("run {id}"), &e)),
+        }
+    }
+
+    /// Record decisions for a paused run's calls; once every pending call
+    /// has one, claim the run and continue it here.
+    pub(crate) async fn decide(
+        self: &Arc<Self>,
+        instance: &Arc<Instance>,
+        id: &str,
+        decisions: &[Decision],
+        shape: Shape,
+    ) -> Result<RunRecord, ApiError> {
+        if decisions.is_empty() {
+            return Err(ApiError::new(shape, Kind::BadRequest, "decisions is empty"));
+        }
+        for _ in 0..CAS_ATTEMPTS {
+            let mut record = self.get(id, shape).await?;
+            if record.status != RunStatus::AwaitingApproval {
+                return Err(ApiError::new(
+                    shape,
+                    Kind::Conflict,
+                    format!("run {id} is {}: it has no pending approvals", record.status),
+                ));
+            }
+            let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+            let state = envelope
+                .paused_state()
+                .map_err(|e| ApiError::new(shape, Kind::Internal, format!("run {id}: {e}")))?
+                .ok_or_else(|| {
+                    ApiError::new(shape, Kind::Internal, format!("run {id} has no paused state"))
+                })?;
+            let added = match_decisions(id, &envelope, &state.pending(), decisions)
+                .map_err(|(kind, message)| ApiError::new(shape, kind, message))?;
+            envelope.decisions.extend(added);
+            let complete = envelope.undecided().is_empty();
+            if complete {
+                record.status = RunStatus::Running;
+                record.owner = Some(self.replica.clone());
+            }
+            record.state = Some(envelope.to_value());
+            match self.store.update_run(&record, record.version).await {
+                Ok(version) => {
+                    record.version = version;
+                    if complete {
+                        let ticket = instance
+                            .limiter
+                            .ticket(false, &instance.lifecycle.stopping)
+                            .map_err(|refused| ApiError::refused(shape, refused));
+                        let decided = std::mem::take(&mut envelope.decisions);
+                        match ticket {
+                            Ok(ticket) => self.spawn(
+                                instance,
+                                record.clone(),
+                                envelope,
+                                ticket,
+                                Begin::Resume(Box::new(state), decided),
+                            ),
+                            // Stopping: the claim is given back, decisions kept.
+                            Err(error) => {
+                                self.unclaim(&record, decided).await;
+                                return Err(error);
+                            }
+                        }
+                    }
+                    return Ok(record);
+                }
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(ApiError::store(shape, &format!("run {id}"), &e)),
+            }
+        }
+        Err(ApiError::new(
+            shape,
+            Kind::Conflict,
+            format!("run {id} kept changing while the decisions were recorded; send them again"),
+        ))
+    }
+
+    /// Put a claimed run back to awaiting approval (this replica is
+    /// stopping and cannot continue it).
+    async fn unclaim(&self, record: &RunRecord, decided: Vec<Decided>) {
+        let mut back = record.clone();
+        back.status = RunStatus::AwaitingApproval;
+        back.owner = None;
+        let mut envelope = Envelope::of(record).unwrap_or_default();
+        envelope.decisions = decided;
+        back.state = Some(envelope.to_value());
+        if let Err(e) = self.store.update_run(&back, record.version).await {
+            tracing::warn!(run = %record.id, error = %e, "a claimed run could not be given back");
+        }
+    }
+
+    /// Cancel run `id`: at once when this replica drives it or it is
+    /// paused, else through its record.
+    pub(crate) async fn cancel(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
+        for _ in 0..CAS_ATTEMPTS {
+            let mut record = self.get(id, shape).await?;
+            if record.status.is_finished() {
+                return Err(ApiError::new(
+                    shape,
+                    Kind::Conflict,
+                    format!("run {id} has already ended ({})", record.status),
+                ));
+            }
+            let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+            let paused = record.status == RunStatus::AwaitingApproval;
+            if paused {
+                record.status = RunStatus::Cancelled;
+                record.error = Some(record::error_value(
+                    "cancelled",
+                    "the run was cancelled while it awaited approval",
+                ));
+                envelope.paused = None;
+                envelope.decisions.clear();
+            } else {
+                if let Some(token) = self.lock_local().get(id) {
+                    token.cancel();
+                }
+                envelope.cancel_requested = true;
+            }
+            let seq = envelope.next_seq;
+            if paused {
+                envelope.next_seq += 1;
+            }
+            record.state = Some(envelope.to_value());
+            match self.store.update_run(&record, record.version).await {
+                Ok(version) => {
+                    record.version = version;
+                    if paused {
+                        let finished = serde_json::to_value(loopwright_core::AgentEvent::Finished {
+                            exit: loopwright_core::ExitReason::Cancelled,
+                            text: String::new(),
+                            usage: Default::default(),
+                            tree_usage: Default::default(),
+                            steps: 0,
+                            error: None,
+                        })
+                        .unwrap_or_default();
+                        if let Err(e) = self.store.append_events(id, &[(seq, finished)]).await {
+                            tracing::warn!(run = %id, error = %e, "the cancelled run's finished event could not be stored");
+                        }
+                    }
+                    return Ok(record);
+                }
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(ApiError::store(shape, &format!("run {id}"), &e)),
+            }
+        }
+        Err(ApiError::new(
+            shape,
+            Kind::Conflict,
+            format!("run {id} kept changing while it was cancelled; try again"),
+        ))
+    }
+}
+
+/// The decisions of a request, checked against what is pending: each names
+/// a pending, undecided call, once.
+fn match_decisions(
+    id: &str,
+    envelope: &Envelope,
+    pending: &[loopwright_core::PendingCall],
+    decisions: &[Decision],
+) -> Result<Vec<Decided>, (Kind, String)> {
+    let mut added: Vec<Decided> = Vec::new();
+    for decision in decisions {
+        let candidates: Vec<_> = pending
+            .iter()
+            .filter(|p| p.call_id == decision.call_id)
+            .filter(|p| {
+                decision
+                    .agent_path
+                    .as_ref()
+                    .is_none_or(|path| &p.agent_path == path)
+            })
+            .collect();
+        let call = match candidates.as_slice() {
+            [one] => *one,
+            [] => {
+                let names: Vec<&str> = pending.iter().map(|p| p.call_id.as_str()).collect();
+                return Err((
+                    Kind::Conflict,
+                    format!(
+                        "call {} is not pending in run {id} (pending: {})",
+                        decision.call_id,
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                ));
+            }
+            several => {
+                let paths: Vec<&str> = several.iter().map(|p| p.agent_path.as_str()).collect();
+                return Err((
+                    Kind::BadRequest,
+                    format!(
+                        "call {} is pending in several agents ({}): add \"agent_path\"",
+                        decision.call_id,
+                        paths.join(", ")
+                    ),
+                ));
+            }
+        };
+        let seen = |d: &Decided| d.call_id == call.call_id && d.agent_path == call.agent_path;
+        if envelope.decisions.iter().any(seen) {
+            return Err((
+                Kind::Conflict,
+                format!("call {} of run {id} was already decided", call.call_id),
+            ));
+        }
+        if added.iter().any(seen) {
+            return Err((
+                Kind::BadRequest,
+                format!("call {} is decided twice in this request", call.call_id),
+            ));
+        }
+        added.push(Decided {
+            call_id: call.call_id.clone(),
+            agent_path: call.agent_path.clone(),
+            approve: decision.approve,
+            reason: decision.reason.clone(),
+        });
+    }
+    Ok(added)
+}
+
+/// A fresh id: `prefix` and 128 random bits in hex.
+pub(crate) fn new_id(prefix: &str) -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+        // No system randomness: time and a counter are still unique here.
+        return crate::run::response_id(prefix);
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}{hex}")
+}
+
+/// Refuses, on a surface that cannot pause, the calls a person would be
+/// asked about.
+struct NobodyToAsk;
+
+/// What the model is told when a call needed a person on a surface that
+/// cannot pause.
+pub(crate) const NOBODY_TO_ASK: &str = "this call needs a person's approval, and this request cannot wait for one \
+     (start a background run, POST /v1/agents/{name}/runs, to have calls approved)";
+
+#[async_trait::async_trait]
+impl Approver for NobodyToAsk {
+    async fn decide(&self, _request: &ApprovalRequest) -> ApprovalDecision {
+        ApprovalDecision::deny(NOBODY_TO_ASK)
+    }
+}
+
+/// A background run's approvals: calls that would ask a person through
+/// events (nobody reads them here) pause the run instead; an approver the
+/// application gave decides as it does anywhere.
+pub(crate) fn background_approvals(options: AgentOptions) -> AgentOptions {
+    match options.approvals.clone() {
+        Some(approvals) if approvals.is_via_events() => options.approvals(approvals.deferred()),
+        _ => options,
+    }
+}
+
+/// A synchronous request's approvals: calls that would pause or ask
+/// through events are denied, with a reason the model reads.
+pub(crate) fn foreground_approvals(options: AgentOptions) -> AgentOptions {
+    match options.approvals.clone() {
+        Some(approvals) if approvals.is_deferred() || approvals.is_via_events() => {
+            options.approvals(approvals.route_to(NobodyToAsk))
+        }
+        _ => options,
+    }
+}

@@ -1,0 +1,207 @@
+//! What a background run's store record holds beyond the store's own
+//! fields ([`Envelope`], kept as the record's `state`), and how a record
+//! looks to clients ([`view`]).
+//!
+//! Invariant: everything a replica needs to continue, show or cancel a run
+//! is in its record (the paused state, the decisions so far, the next
+//! event's sequence number, the options the request changed, where the
+//! conversation is kept); nothing about a run lives only in one process.
+
+use loopwright_core::{AgentResult, ApprovalDecision, Message, PendingCall, RunState};
+use loopwright_store::{RunRecord, RunStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::options::RunOptions;
+
+/// A background run's own part of its record.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Envelope {
+    /// What the request changed of the agent's options.
+    #[serde(default)]
+    pub(crate) options: RunOptions,
+    /// The paused state, while the run awaits approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) paused: Option<Value>,
+    /// The decisions recorded so far for the pending calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) decisions: Vec<Decided>,
+    /// The sequence number of the run's next event.
+    #[serde(default)]
+    pub(crate) next_seq: u64,
+    /// Where the run's conversation is kept when it completes.
+    #[serde(default)]
+    pub(crate) keep: Keep,
+    /// A client asked to cancel it (the replica running it sees this).
+    #[serde(default)]
+    pub(crate) cancel_requested: bool,
+}
+
+/// One decision for a pending call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Decided {
+    pub(crate) call_id: String,
+    pub(crate) agent_path: String,
+    pub(crate) approve: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+}
+
+impl Decided {
+    /// As the core's decision.
+    pub(crate) fn decision(&self) -> ApprovalDecision {
+        if self.approve {
+            ApprovalDecision::Approve
+        } else {
+            ApprovalDecision::deny(
+                self.reason
+                    .clone()
+                    .unwrap_or_else(|| "a person denied this call".to_owned()),
+            )
+        }
+    }
+}
+
+/// Where a completed run's conversation goes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Keep {
+    /// The session this run is a turn of, and the session's version when
+    /// the turn began: the turn is appended at that version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) session: Option<String>,
+    #[serde(default)]
+    pub(crate) session_version: u64,
+    /// The turn's own input (after the session's history).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) turn: Vec<Message>,
+    /// A conversation to save the whole history under (a stored response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) snapshot: Option<String>,
+}
+
+impl Envelope {
+    /// The envelope of `record` (a record written by something else, or
+    /// damaged, is an error naming the run).
+    pub(crate) fn of(record: &RunRecord) -> Result<Self, String> {
+        match &record.state {
+            None => Ok(Self::default()),
+            Some(value) => serde_json::from_value(value.clone())
+                .map_err(|e| format!("run {}: its stored record is not a served run's: {e}", record.id)),
+        }
+    }
+
+    /// As the record's state.
+    pub(crate) fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The paused state, decoded.
+    pub(crate) fn paused_state(&self) -> Result<Option<RunState>, String> {
+        self.paused
+            .clone()
+            .map(RunState::from_value)
+            .transpose()
+            .map_err(|e| format!("its paused state cannot be read: {e}"))
+    }
+
+    /// The calls still waiting for a decision.
+    pub(crate) fn undecided(&self) -> Vec<PendingCall> {
+        let pending = self
+            .paused_state()
+            .ok()
+            .flatten()
+            .map(|s| s.pending())
+            .unwrap_or_default();
+        pending
+            .into_iter()
+            .filter(|p| {
+                !self
+                    .decisions
+                    .iter()
+                    .any(|d| d.call_id == p.call_id && d.agent_path == p.agent_path)
+            })
+            .collect()
+    }
+}
+
+/// What a finished run's record keeps as its `result`.
+pub(crate) fn result_value(result: &AgentResult) -> Value {
+    json!({
+        "text": result.text,
+        "output": result.output,
+        "usage": result.tree_usage,
+        "exit": result.exit,
+        "steps": result.steps,
+    })
+}
+
+/// An error as a record keeps it and clients read it.
+pub(crate) fn error_value(kind: &str, message: &str) -> Value {
+    json!({"type": kind, "message": message})
+}
+
+/// A run as `GET /v1/runs/{id}` shows it.
+pub(crate) fn view(record: &RunRecord) -> Value {
+    let envelope = Envelope::of(record).unwrap_or_default();
+    let mut out = json!({
+        "id": record.id,
+        "agent": record.agent,
+        "session": record.session,
+        "status": record.status,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    });
+    if record.status == RunStatus::AwaitingApproval {
+        out["pending_approvals"] = Value::Array(
+            envelope
+                .undecided()
+                .iter()
+                .map(|p| {
+                    json!({
+                        "call_id": p.call_id,
+                        "tool": p.tool,
+                        "arguments": p.arguments,
+                        "agent_path": p.agent_path,
+                        "kind": p.kind,
+                    })
+                })
+                .collect(),
+        );
+    }
+    if let Some(result) = &record.result {
+        out["result"] = result.clone();
+    }
+    if let Some(error) = &record.error {
+        out["error"] = error.clone();
+    }
+    if record.status == RunStatus::Running && envelope.cancel_requested {
+        out["cancel_requested"] = json!(true);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn an_envelope_round_trips_through_a_record() {
+        let envelope = Envelope {
+            next_seq: 7,
+            decisions: vec![Decided {
+                call_id: "c1".into(),
+                agent_path: "main".into(),
+                approve: false,
+                reason: Some("not today".into()),
+            }],
+            ..Envelope::default()
+        };
+        let record = RunRecord::new("r1", "main").with_state(envelope.to_value());
+        let back = Envelope::of(&record).unwrap();
+        assert_eq!(back.next_seq, 7);
+        assert_eq!(back.decisions[0].decision(), ApprovalDecision::deny("not today"));
+        let damaged = RunRecord::new("r2", "main").with_state(json!({"next_seq": "seven"}));
+        assert!(Envelope::of(&damaged).unwrap_err().contains("run r2"));
+    }
+}
