@@ -475,3 +475,63 @@ async fn a_run_id_without_an_engine_reaches_the_tools_only() {
     assert_eq!(text_deltas(&events), ["thinking", "done"]);
     assert_eq!(json!(DurableRun::new("x").idempotency_key("y")), json!("x/y"));
 }
+
+#[tokio::test]
+async fn cancelling_a_durable_run_reaches_the_running_tool() {
+    let engine = Arc::new(MemoryEngine::default());
+    let started = Arc::new(Notify::new());
+    let noticed = Arc::new(AtomicBool::new(false));
+    let (signal, flag) = (started.clone(), noticed.clone());
+    let tool = TestTool::new("work", object_schema(), move |_, ctx| {
+        let (signal, flag) = (signal.clone(), flag.clone());
+        async move {
+            signal.notify_one();
+            ctx.cancellation().cancelled().await;
+            flag.store(true, Ordering::SeqCst);
+            Ok(ToolOutput::text("stopped"))
+        }
+    });
+    let model = ScriptedModel::new(vec![thinking_then_work()]);
+    let mut run = durable_agent(&model, vec![tool], &engine).prompt("go");
+    until(&started, &mut run).await;
+    run.cancel();
+    let result = run.into_outcome().await.unwrap();
+    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert!(
+        noticed.load(Ordering::SeqCst),
+        "the tool never saw the cancellation"
+    );
+    assert_history_invariant(&result.messages);
+}
+
+/// An engine that cannot journal: every step fails.
+struct Down;
+
+#[async_trait::async_trait]
+impl Durability for Down {
+    async fn step(&self, _key: StepKey, _run: StepFn<'_>) -> Result<StepRecord, DurableError> {
+        Err(DurableError::engine("the journal is unreachable"))
+    }
+
+    async fn decision(&self, _key: &DecisionKey, _request: Value) -> Result<Value, DurableError> {
+        Err(DurableError::engine("the journal is unreachable"))
+    }
+}
+
+#[tokio::test]
+async fn an_engine_that_cannot_journal_stops_the_run_saying_why() {
+    let model = ScriptedModel::new(vec![ScriptedStep::text("never")]);
+    let agent = Agent::builder(Arc::new(model.clone()))
+        .build()
+        .map_options(|o| o.durable(DurableRun::new("run-1").engine(Arc::new(Down))));
+    let (events, result) = collect(agent.prompt("go")).await;
+    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert!(model.requests().is_empty());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Warning { message } if message.contains("unreachable"))),
+        "{events:?}"
+    );
+    assert!(matches!(events.last(), Some(AgentEvent::Finished { .. })));
+}
