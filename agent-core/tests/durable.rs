@@ -343,10 +343,12 @@ async fn every_call_of_an_interrupted_batch_gets_exactly_one_result() {
     );
 }
 
-#[tokio::test]
-async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
-    let engine = Arc::new(MemoryEngine::default());
-    let keys = Arc::new(Mutex::new(Vec::new()));
+/// Run id and idempotency key each call saw.
+type SeenKeys = Arc<Mutex<Vec<(Option<String>, Option<String>)>>>;
+
+/// A tool `work` that records the run id and idempotency key of its calls.
+fn key_recorder() -> (TestTool, SeenKeys) {
+    let keys = SeenKeys::default();
     let seen = keys.clone();
     let tool = TestTool::new("work", object_schema(), move |_, ctx| {
         seen.lock()
@@ -354,6 +356,13 @@ async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
             .push((ctx.run_id().map(str::to_owned), ctx.idempotency_key()));
         async { Ok(ToolOutput::text("42")) }
     });
+    (tool, keys)
+}
+
+#[tokio::test]
+async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
+    let engine = Arc::new(MemoryEngine::default());
+    let (tool, keys) = key_recorder();
     // Both the parent and the child number their calls from c1.
     let child_model = ScriptedModel::new(vec![
         ScriptedStep::tool_calls(&[("c1", "work", "{}")]),
@@ -454,14 +463,7 @@ async fn a_denied_decision_is_the_calls_result() {
 
 #[tokio::test]
 async fn a_run_id_without_an_engine_reaches_the_tools_only() {
-    let keys = Arc::new(Mutex::new(Vec::new()));
-    let seen = keys.clone();
-    let tool = TestTool::new("work", object_schema(), move |_, ctx| {
-        seen.lock()
-            .unwrap()
-            .push((ctx.run_id().map(str::to_owned), ctx.idempotency_key()));
-        async { Ok(ToolOutput::text("42")) }
-    });
+    let (tool, keys) = key_recorder();
     let model = ScriptedModel::new(vec![thinking_then_work(), ScriptedStep::text("done")]);
     let agent = Agent::builder(Arc::new(model))
         .tools(tools(vec![tool]))

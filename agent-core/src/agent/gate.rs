@@ -50,6 +50,17 @@ pub(crate) async fn pass(
     }
 }
 
+/// The `approval_requested` event of `request`, answered through
+/// `responder`.
+pub(crate) fn requested(request: &ApprovalRequest, responder: ApprovalResponder) -> AgentEvent {
+    AgentEvent::ApprovalRequested {
+        call_id: request.call_id.clone(),
+        tool: request.tool.clone(),
+        input: request.input.clone(),
+        responder,
+    }
+}
+
 /// Whether the call's tier asks (not auto, nor a tool approved for the
 /// session).
 pub(crate) fn needs_asking(approvals: &Approvals, request: &ApprovalRequest) -> bool {
@@ -70,14 +81,7 @@ async fn ask(
     // answer any more. An event still waiting unread in the channel keeps
     // its responder, so the call waits for the reader (or the timeout).
     let (responder, answer) = ApprovalResponder::new();
-    let _ = emit
-        .send(AgentEvent::ApprovalRequested {
-            call_id: request.call_id.clone(),
-            tool: request.tool.clone(),
-            input: request.input.clone(),
-            responder,
-        })
-        .await;
+    let _ = emit.send(requested(&request, responder)).await;
     let events_only = matches!(approvals.channel, ApprovalChannel::Events);
     let from_approver = async {
         match &approvals.channel {

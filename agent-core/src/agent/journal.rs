@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
-use super::events::AgentEvent;
 use super::gate;
 use super::step::{StepFailure, StepOutput};
 use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
@@ -111,14 +110,7 @@ impl Journal {
             }
             // Nobody answers through the event: the responder is dropped.
             let (responder, _) = crate::approval::ApprovalResponder::new();
-            let _ = emit
-                .send(AgentEvent::ApprovalRequested {
-                    call_id: request.call_id.clone(),
-                    tool: request.tool.clone(),
-                    input: request.input.clone(),
-                    responder,
-                })
-                .await;
+            let _ = emit.send(gate::requested(&request, responder)).await;
             waiting.push((approvals, request));
         }
         if waiting.is_empty() {
