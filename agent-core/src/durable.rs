@@ -18,7 +18,7 @@
 //!   (after a crash, on another process), the engine returns the journaled
 //!   value ([`StepRecord::Replayed`]) and the step's closure is not called;
 //! - a step that was interrupted runs again (at least once), with the same
-//!   idempotency key: the run id and the call id, in the tool's
+//!   idempotency key: the run id, the step and the call id, in the tool's
 //!   [`ToolContext`](crate::ToolContext) and, for MCP tools, in the request's
 //!   `_meta`;
 //! - events: while the engine replays journaled steps the run's events are
@@ -39,7 +39,7 @@
 //! use loopwright_core::durable::DurableRun;
 //! let durable = DurableRun::new("run-42");
 //! assert_eq!(durable.run_id(), "run-42");
-//! assert_eq!(durable.idempotency_key("call_1"), "run-42/call_1");
+//! assert_eq!(durable.idempotency_key(3, "call_1"), "run-42/3/call_1");
 //! ```
 
 use std::fmt;
@@ -49,11 +49,11 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-/// Separates the run id from the call id in an idempotency key.
+/// Separates the run id, the step and the call id in an idempotency key.
 pub const IDEMPOTENCY_KEY_SEPARATOR: char = '/';
 
 /// The `_meta` key of an MCP `tools/call` carrying the idempotency key (run
-/// id, `/`, call id) of a call made by a run with a run id.
+/// id, step, call id, `/`-separated) of a call made by a run with a run id.
 pub const MCP_META_IDEMPOTENCY_KEY: &str = "loopwright.dev/idempotencyKey";
 
 /// What a durable step is: a model call or a step's tool batch.
@@ -106,24 +106,32 @@ impl fmt::Display for StepKey {
     }
 }
 
-/// The name of a durable decision: one tool call's approval.
+/// The name of a durable decision: the approval of one tool call of one
+/// step (some providers number calls afresh each step).
 ///
 /// ```
-/// let key = loopwright_core::durable::DecisionKey::approval("call_1");
-/// assert_eq!(key.to_string(), "approval-call_1");
-/// assert_eq!(key.call_id(), "call_1");
+/// let key = loopwright_core::durable::DecisionKey::approval(2, "call_1");
+/// assert_eq!(key.to_string(), "approval-2-call_1");
+/// assert_eq!((key.step(), key.call_id()), (2, "call_1"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DecisionKey {
+    step: u32,
     call_id: String,
 }
 
 impl DecisionKey {
-    /// The approval of call `call_id`.
-    pub fn approval(call_id: impl Into<String>) -> Self {
+    /// The approval of call `call_id` of step `step`.
+    pub fn approval(step: u32, call_id: impl Into<String>) -> Self {
         Self {
+            step,
             call_id: call_id.into(),
         }
+    }
+
+    /// The step of the call it decides.
+    pub fn step(&self) -> u32 {
+        self.step
     }
 
     /// The call it decides.
@@ -134,7 +142,7 @@ impl DecisionKey {
 
 impl fmt::Display for DecisionKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "approval-{}", self.call_id)
+        write!(f, "approval-{}-{}", self.step, self.call_id)
     }
 }
 
@@ -308,9 +316,9 @@ impl DurableRun {
         self.engine.is_some()
     }
 
-    /// The idempotency key of call `call_id` of this run.
-    pub fn idempotency_key(&self, call_id: &str) -> String {
-        idempotency_key(&self.run_id, call_id)
+    /// The idempotency key of call `call_id` of step `step` of this run.
+    pub fn idempotency_key(&self, step: u32, call_id: &str) -> String {
+        idempotency_key(&self.run_id, step, call_id)
     }
 
     pub(crate) fn engine_ref(&self) -> Option<&Arc<dyn Durability>> {
@@ -331,7 +339,8 @@ impl fmt::Debug for DurableRun {
     }
 }
 
-/// `run_id/call_id`.
-pub(crate) fn idempotency_key(run_id: &str, call_id: &str) -> String {
-    format!("{run_id}{IDEMPOTENCY_KEY_SEPARATOR}{call_id}")
+/// `prefix/step/call_id`.
+pub(crate) fn idempotency_key(prefix: &str, step: u32, call_id: &str) -> String {
+    let sep = IDEMPOTENCY_KEY_SEPARATOR;
+    format!("{prefix}{sep}{step}{sep}{call_id}")
 }

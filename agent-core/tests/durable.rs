@@ -57,7 +57,7 @@ impl Default for MemoryEngine {
 impl MemoryEngine {
     fn decide(&self, call_id: &str, decision: ApprovalDecision) {
         self.journal.decisions.lock().unwrap().insert(
-            DecisionKey::approval(call_id).to_string(),
+            DecisionKey::approval(1, call_id).to_string(),
             serde_json::to_value(decision).unwrap(),
         );
         self.journal.decided.notify_waiters();
@@ -202,7 +202,7 @@ async fn an_interrupted_step_runs_again_with_the_same_key() {
     assert_eq!(result.exit, ExitReason::Completed);
     // Model call 1 was journaled: only call 2 reached the model again.
     assert_eq!((model.requests().len(), model2.requests().len()), (1, 1));
-    assert_eq!(*keys.lock().unwrap(), ["run-1/c1", "run-1/c1"]);
+    assert_eq!(*keys.lock().unwrap(), ["run-1/1/c1", "run-1/1/c1"]);
     // The retried step's events go out again; the replayed step's delta does not.
     assert_eq!(text_deltas(&events), ["done"]);
     let calls: Vec<_> = events
@@ -315,7 +315,7 @@ async fn every_call_of_an_interrupted_batch_gets_exactly_one_result() {
     // the same in both executions.
     let mut keys = keys.lock().unwrap().clone();
     keys.sort();
-    let key = |name: &str, id: &str| (name.to_owned(), format!("run-1/{id}"));
+    let key = |name: &str, id: &str| (name.to_owned(), format!("run-1/1/{id}"));
     assert_eq!(
         keys,
         [
@@ -385,7 +385,7 @@ async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
     assert_eq!(result.exit, ExitReason::Completed);
     assert_eq!(
         *keys.lock().unwrap(),
-        [(Some("run-1".to_owned()), Some("run-1/c1/c1".to_owned()))]
+        [(Some("run-1".to_owned()), Some("run-1/1/c1/1/c1".to_owned()))]
     );
     // Only the root journals: the child runs inside its tool step.
     assert_eq!(engine.ran(), ["model-1", "tools-1", "model-2"]);
@@ -472,10 +472,13 @@ async fn a_run_id_without_an_engine_reaches_the_tools_only() {
     let (events, _) = collect(agent.prompt("go")).await;
     assert_eq!(
         *keys.lock().unwrap(),
-        [(Some("run-9".to_owned()), Some("run-9/c1".to_owned()))]
+        [(Some("run-9".to_owned()), Some("run-9/1/c1".to_owned()))]
     );
     assert_eq!(text_deltas(&events), ["thinking", "done"]);
-    assert_eq!(json!(DurableRun::new("x").idempotency_key("y")), json!("x/y"));
+    assert_eq!(
+        json!(DurableRun::new("x").idempotency_key(2, "y")),
+        json!("x/2/y")
+    );
 }
 
 #[tokio::test]
@@ -536,4 +539,25 @@ async fn an_engine_that_cannot_journal_stops_the_run_saying_why() {
         "{events:?}"
     );
     assert!(matches!(events.last(), Some(AgentEvent::Finished { .. })));
+}
+
+#[tokio::test]
+async fn a_call_id_used_again_in_a_later_step_gets_a_key_of_its_own() {
+    // Providers without call ids number them afresh each step.
+    let engine = Arc::new(MemoryEngine::default());
+    let (tool, keys) = key_recorder();
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("call_0", "work", "{}")]),
+        ScriptedStep::tool_calls(&[("call_0", "work", "{}")]),
+        ScriptedStep::text("done"),
+    ]);
+    let (_, result) = collect(durable_agent(&model, vec![tool], &engine).prompt("go")).await;
+    assert_eq!(result.exit, ExitReason::Completed);
+    let keys: Vec<_> = keys
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, k)| k.clone().unwrap())
+        .collect();
+    assert_eq!(keys, ["run-1/1/call_0", "run-1/2/call_0"]);
 }

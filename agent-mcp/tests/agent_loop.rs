@@ -317,7 +317,7 @@ async fn a_run_with_an_id_sends_each_calls_idempotency_key_in_meta() {
     let meta: serde_json::Value = serde_json::from_str(&results[0].2).unwrap();
     assert_eq!(
         meta[loopwright_core::durable::MCP_META_IDEMPOTENCY_KEY],
-        "run-3/call_7",
+        "run-3/1/call_7",
         "{meta}"
     );
 

@@ -363,6 +363,7 @@ impl Run {
                         g.results_gate(projected)
                     });
                     let mut batch = Batch {
+                        step,
                         calls: &output.calls,
                         bad_json: &output.bad_json,
                         catalog: &catalog,
@@ -384,7 +385,10 @@ impl Run {
                     let decided;
                     if self.journal.is_durable() && self.options.approvals.is_some() {
                         let requests = approval_requests(&batch);
-                        decided = self.journal.decide(requests, &self.emit, &self.cancel).await;
+                        decided = self
+                            .journal
+                            .decide(step, requests, &self.emit, &self.cancel)
+                            .await;
                         batch.denied = &decided;
                         batch.pre_approved = true;
                     }

@@ -49,6 +49,8 @@ const MAX_NAMES_LISTED: usize = 50;
 
 /// Calls a step asked for, and what to do with them.
 pub(crate) struct Batch<'a> {
+    /// The loop's step these calls are of (part of their idempotency keys).
+    pub step: u32,
     pub calls: &'a [ToolCall],
     /// Calls whose arguments were not JSON: (call id, parse error).
     pub bad_json: &'a [(String, String)],
@@ -206,6 +208,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
         let scope = batch.scope.clone();
+        let step = batch.step;
         let resume = batch
             .resumes
             .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone())));
@@ -245,6 +248,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             let started = Instant::now();
             let deadline = started + timeout;
             let ctx = ToolContext::new(call_id.clone())
+                .with_step(step)
                 .with_cancellation(token.clone())
                 .with_deadline(deadline)
                 .with_progress(progress)

@@ -95,6 +95,7 @@ impl Journal {
     /// result each gets. A cancelled run denies what is still undecided.
     pub async fn decide(
         &self,
+        step: u32,
         requests: Vec<(Approvals, ApprovalRequest)>,
         emit: &Emitter,
         cancel: &CancellationToken,
@@ -118,7 +119,7 @@ impl Journal {
         }
         emit.release().await;
         for (approvals, request) in waiting {
-            let key = DecisionKey::approval(request.call_id.clone());
+            let key = DecisionKey::approval(step, request.call_id.clone());
             let asked = serde_json::to_value(&request).unwrap_or_default();
             let decision = tokio::select! {
                 biased;

@@ -339,10 +339,7 @@ impl AgentTool {
                 let mut child = lineage.clone();
                 child.names.push(agent.name().to_owned());
                 child.ids.push(agent.id);
-                child.key_prefix = lineage
-                    .key_prefix
-                    .as_deref()
-                    .map(|prefix| Arc::from(crate::durable::idempotency_key(prefix, ctx.call_id())));
+                child.key_prefix = ctx.idempotency_key().map(Arc::from);
                 // The tree's budget; a sub-agent with limits of its own
                 // under a tree without any gets one for its subtree.
                 if child.budget.is_none() {
