@@ -532,6 +532,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub queue: Option<usize>,
 
+    /// How long this replica may go without writing a background run it
+    /// drives before other replicas on the store record the run failed
+    /// (replica_lost) [default: 60s, at least 3s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub run_lease: Option<std::time::Duration>,
+
     /// Connections open at once per instance; one more is answered 503 and
     /// closed [default: 256].
     #[arg(long, value_name = "N")]

@@ -225,6 +225,9 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     if let Some(n) = args.queue {
         serve = serve.queue(n);
     }
+    if let Some(lease) = args.run_lease {
+        serve = serve.run_lease(lease);
+    }
     if let Some(grace) = args.shutdown_grace {
         serve = serve.shutdown_grace(grace);
     }

@@ -252,6 +252,85 @@ async fn a_run_paused_on_a_killed_replica_is_approved_and_completed_on_another()
     }
 }
 
+/// A run in flight on a replica that is killed is recorded failed
+/// (`replica_lost`) by another replica once the lease runs out, and its
+/// event stream ends; a run whose replica lives is kept alive past the
+/// lease by its heartbeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_in_flight_on_a_killed_replica_is_failed_after_its_lease_by_another() {
+    let database = loopwright_test_support::database();
+    let models = RoutedServer::start(vec![(
+        "slow-model",
+        vec![
+            chat_calls(&[("call_slow", "test__slow", json!({"ms": 5000}))]),
+            chat_answer("Slept."),
+            chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))]),
+            chat_answer("Never."),
+        ],
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = files(dir.path(), &models, &log);
+    let lease = ["--run-lease", "3s"];
+    let (mut a, a_url, _) = replica_with(dir.path(), &config, database.url(), "auto", &lease).await;
+    let (mut b, b_url, _) = replica_with(dir.path(), &config, database.url(), "auto", &lease).await;
+
+    // B runs a 5 s tool, longer than the lease: A keeps reading it, and it
+    // stays running until it completes.
+    let (status, started) = post(
+        &format!("{b_url}/v1/agents/sleeper/runs"),
+        json!({"prompt": "sleep"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let alive = started["id"].as_str().unwrap().to_owned();
+    let view = until_run(&a_url, &alive, "ended", |v| v["status"] != "running").await;
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["result"]["text"], "Slept.");
+
+    // A runs the same tool and is killed in it.
+    let (status, started) = post(
+        &format!("{a_url}/v1/agents/sleeper/runs"),
+        json!({"prompt": "sleep"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let lost = started["id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(HANG_GUARD, async {
+        while calls_logged(&log, "slow") < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the slow tool never started on A");
+    a.start_kill().unwrap();
+    a.wait().await.unwrap();
+    let (_, view) = get(&format!("{b_url}/v1/runs/{lost}")).await;
+    assert_eq!(view["status"], "running", "within its lease: {view}");
+    let view = until_run(&b_url, &lost, "failed", |v| v["status"] != "running").await;
+    assert_eq!(view["status"], "failed", "{view}");
+    assert_eq!(view["error"]["type"], "replica_lost", "{view}");
+    let message = view["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("stopped") && message.contains("start the run again"),
+        "{message}"
+    );
+    let events = all_events(&b_url, &lost).await;
+    let seqs: Vec<u64> = events.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "in order, no gap"
+    );
+    assert_eq!(events.last().unwrap().1["type"], "finished", "{events:?}");
+    // Ended: a cancel is a conflict, not a hang.
+    let (status, body) = post(&format!("{b_url}/v1/runs/{lost}/cancel"), json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    b.start_kill().unwrap();
+    b.wait().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_recovers() {
     let mut postgres = loopwright_test_support::TempPostgres::start();

@@ -152,6 +152,7 @@ pub struct Serve {
     mcp_session_idle: Duration,
     store: Option<Arc<dyn loopwright_store::Store>>,
     replica: Option<String>,
+    run_lease: Duration,
 }
 
 impl Default for Serve {
@@ -183,6 +184,7 @@ impl Serve {
             mcp_session_idle: DEFAULT_MCP_SESSION_IDLE,
             store: None,
             replica: None,
+            run_lease: crate::runs::lease::DEFAULT_RUN_LEASE,
         }
     }
 
@@ -211,6 +213,22 @@ impl Serve {
     /// (default: host name, process id and a random suffix).
     pub fn replica(mut self, name: impl Into<String>) -> Self {
         self.replica = Some(name.into());
+        self
+    }
+
+    /// How long a replica may go without writing a background run it drives
+    /// (it rewrites the record every sixth of this while the run goes)
+    /// before any replica reading the run records it `failed`
+    /// (`replica_lost`): what ends the runs of a replica that was killed.
+    /// Default [`DEFAULT_RUN_LEASE`](crate::DEFAULT_RUN_LEASE) (60 s), at
+    /// least [`MIN_RUN_LEASE`](crate::MIN_RUN_LEASE) (3 s); replicas'
+    /// clocks must agree to well within it.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().run_lease(std::time::Duration::from_secs(30));
+    /// ```
+    pub fn run_lease(mut self, lease: Duration) -> Self {
+        self.run_lease = lease;
         self
     }
 
@@ -384,7 +402,11 @@ impl Serve {
             .clone()
             .unwrap_or_else(|| Arc::new(loopwright_store::MemoryStore::new()));
         let replica = self.replica.clone().unwrap_or_else(default_replica);
-        let runs = Arc::new(Runs::new(store, replica));
+        let runs = Arc::new(Runs::new(
+            store,
+            replica,
+            crate::runs::lease::Lease::new(self.run_lease),
+        ));
         let mut listeners = Vec::new();
         for (surface, addr) in &self.listeners {
             let listener = tokio::net::TcpListener::bind(addr)

@@ -11,6 +11,8 @@
 //!   pauses writes its `awaiting_approval` event and no `finished`;
 //! - the permit is held from the run's start until its record is written,
 //!   and no longer: waiting for a store that is down does not hold it;
+//! - while it drives a run, a [`Watch`] keeps the run's lease and
+//!   cancels the run when its record asks to (see [`super::lease`]);
 //! - an event append that still fails after [`EVENT_WRITE_ATTEMPTS`] tries
 //!   cancels the run, which ends `failed` naming the store's error; its
 //!   record is written once the store is back (retried for
@@ -26,6 +28,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Runs;
+use super::lease::Watch;
 use super::record::{Decided, Envelope, error_value, result_value};
 use crate::limit::Ticket;
 use crate::run::{Ending, Instance, ending};
@@ -41,9 +44,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// How long the final record of a run is retried while the store is down.
 pub(crate) const FINAL_WRITE_PATIENCE: Duration = Duration::from_secs(600);
-
-/// How often the driver looks whether another replica asked to cancel.
-pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(500);
 
 /// The most events one append writes.
 const MAX_BATCH: usize = 256;
@@ -98,6 +98,12 @@ impl End {
 impl Driver {
     /// Run to the end (or the pause) and record it.
     pub(crate) async fn drive(mut self, ticket: Ticket, begin: Begin) {
+        let _watch = Watch::spawn(
+            self.runs.store.clone(),
+            self.record.id.clone(),
+            self.token.clone(),
+            self.runs.lease,
+        );
         let stopping = self.instance.lifecycle.stopping.clone();
         let permit = tokio::select! {
             permit = self.instance.limiter.redeem(ticket, &stopping) => permit.ok(),
@@ -168,7 +174,6 @@ impl Driver {
         let store = self.runs.store.clone();
         let mut finished: Option<Value> = None;
         let mut store_failure: Option<String> = None;
-        let _watch = CancelWatch::spawn(store.clone(), self.record.id.clone(), self.token.clone());
         while let Some(first) = run.next().await {
             let mut batch = Vec::new();
             let mut next = Some(first);
@@ -304,6 +309,11 @@ impl Driver {
                     return Ok(());
                 }
                 Err(e) if e.is_conflict() => match store.load_run(&self.record.id).await? {
+                    // Ended elsewhere (its lease expired): that record stands.
+                    Some(newer) if newer.status.is_finished() => {
+                        self.record = newer;
+                        return Ok(());
+                    }
                     Some(newer) => self.record.version = newer.version,
                     None => return Ok(()),
                 },
@@ -314,6 +324,10 @@ impl Driver {
 
     /// After the record: the `finished` event.
     async fn after_record(&mut self, end: &End) {
+        if self.record.status != end.status {
+            // Another replica ended the run (and wrote its `finished`).
+            return;
+        }
         let Some(finished) = end.finished.clone().or_else(|| finished_event(end)) else {
             return;
         };
@@ -378,48 +392,23 @@ impl Driver {
     }
 }
 
-/// Cancels a run when its record says a client asked to (through another
-/// replica); stops when dropped.
-struct CancelWatch(tokio::task::JoinHandle<()>);
-
-impl CancelWatch {
-    fn spawn(store: Arc<dyn Store>, id: String, token: CancellationToken) -> Self {
-        Self(tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(CANCEL_POLL) => {}
-                    () = token.cancelled() => return,
-                }
-                if let Ok(Some(record)) = store.load_run(&id).await
-                    && Envelope::of(&record).is_ok_and(|e| e.cancel_requested)
-                {
-                    token.cancel();
-                    return;
-                }
-            }
-        }))
-    }
-}
-
-impl Drop for CancelWatch {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// The `finished` event of a run that ended without one of its own (it
 /// failed before or outside the loop, or was cancelled while paused).
 fn finished_event(end: &End) -> Option<Value> {
-    if end.status == RunStatus::AwaitingApproval {
+    finished_value(end.status, end.error.as_ref())
+}
+
+/// The `finished` event of a run that ended `status` with `error` (none
+/// for a paused run).
+pub(crate) fn finished_value(status: RunStatus, error: Option<&Value>) -> Option<Value> {
+    if status == RunStatus::AwaitingApproval {
         return None;
     }
-    let exit = match end.status {
+    let exit = match status {
         RunStatus::Cancelled => ExitReason::Cancelled,
         _ => ExitReason::ModelError,
     };
-    let error = end
-        .error
-        .as_ref()
+    let error = error
         .and_then(|e| e.get("message"))
         .and_then(Value::as_str)
         .map(str::to_owned);

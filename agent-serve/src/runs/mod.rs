@@ -14,10 +14,13 @@
 //!   refused naming the call, and changes nothing;
 //! - a run awaiting approval is only its record: no task, no permit;
 //! - cancelling reaches the run wherever it runs: at once in this process,
-//!   within [`CANCEL_POLL`](drive::CANCEL_POLL) through the record on
-//!   another replica; a paused run is cancelled by its record alone.
+//!   within [`CANCEL_POLL`](lease::CANCEL_POLL) through the record on
+//!   another replica; a paused run is cancelled by its record alone;
+//! - a running run whose replica went silent for its whole lease is
+//!   recorded failed by the first replica that reads it ([`lease`]).
 
 mod drive;
+pub(crate) mod lease;
 mod options;
 mod record;
 mod tail;
@@ -81,6 +84,8 @@ pub(crate) struct Runs {
     pub(crate) store: Arc<dyn Store>,
     /// This replica's name (the `owner` of the runs it drives).
     pub(crate) replica: String,
+    /// How long a replica may go without writing a run it drives.
+    pub(crate) lease: lease::Lease,
     /// Cancellation of the runs driven here, by id.
     local: Mutex<HashMap<String, CancellationToken>>,
 }
@@ -95,10 +100,11 @@ impl std::fmt::Debug for Runs {
 }
 
 impl Runs {
-    pub(crate) fn new(store: Arc<dyn Store>, replica: String) -> Self {
+    pub(crate) fn new(store: Arc<dyn Store>, replica: String, lease: lease::Lease) -> Self {
         Self {
             store,
             replica,
+            lease,
             local: Mutex::default(),
         }
     }
@@ -186,10 +192,15 @@ impl Runs {
         self.local.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Run `id`'s record, or 404 naming it.
+    /// Run `id`'s record (recorded failed first if its lease expired), or
+    /// 404 naming it.
     pub(crate) async fn get(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
         match self.store.load_run(id).await {
-            Ok(Some(record)) => Ok(record),
+            Ok(Some(record)) => self
+                .lease
+                .settle(&self.store, record)
+                .await
+                .map_err(|e| ApiError::store(shape, &format!("run {id}"), &e)),
             Ok(None) => Err(ApiError::new(
                 shape,
                 Kind::Missing,
