@@ -41,6 +41,7 @@ pub mod agent;
 pub mod approval;
 pub mod budget;
 pub mod compaction;
+pub mod durable;
 mod duration;
 pub mod fallback;
 pub mod history;

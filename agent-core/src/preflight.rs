@@ -304,7 +304,7 @@ impl Preflight {
 
     /// Nobody is asked now: the run pauses with the plan pending (exit
     /// `awaiting_approval`, the plan under call id
-    /// [`PLAN_CALL_ID`](crate::PLAN_CALL_ID) in its
+    /// [`PLAN_CALL_ID`](crate::agent::PLAN_CALL_ID) in its
     /// [`RunState`](crate::RunState)), and
     /// [`Agent::resume`](crate::Agent::resume) follows or rejects it, as
     /// [`Approvals::defer`](crate::Approvals::defer) does for tool calls.

@@ -310,6 +310,8 @@ pub struct ToolContext {
     /// The calling run's place in its tree of agents (absent when the
     /// tool is called directly).
     scope: Option<crate::agent::SharedScope>,
+    /// The loop's step the call is of (0 when called directly).
+    step: u32,
 }
 
 impl ToolContext {
@@ -328,6 +330,7 @@ impl ToolContext {
             cancellation: CancellationToken::new(),
             deadline: None,
             scope: None,
+            step: 0,
         }
     }
 
@@ -370,6 +373,11 @@ impl ToolContext {
         self
     }
 
+    pub(crate) fn with_step(mut self, step: u32) -> Self {
+        self.step = step;
+        self
+    }
+
     pub(crate) fn with_scope(mut self, scope: crate::agent::SharedScope) -> Self {
         self.scope = Some(scope);
         self
@@ -387,6 +395,34 @@ impl ToolContext {
     /// ```
     pub fn agent_path(&self) -> Option<&str> {
         self.scope.as_deref().map(|s| s.path.as_str())
+    }
+
+    /// The id of the run that made this call, when it has one
+    /// ([`DurableRun`](crate::durable::DurableRun)); a sub-agent's calls
+    /// carry the id of the run at the root of its tree.
+    ///
+    /// ```
+    /// assert_eq!(loopwright_core::ToolContext::new("c").run_id(), None);
+    /// ```
+    pub fn run_id(&self) -> Option<&str> {
+        self.scope.as_deref().and_then(|s| s.lineage.run_id.as_deref())
+    }
+
+    /// The call's idempotency key, `run_id/step/call_id` (a sub-agent's
+    /// call: the key of the call that started the sub-agent, `/step/call_id`),
+    /// when the run has an id: the same in every execution of a durable
+    /// run, so a tool with side effects can make a call that is run again
+    /// (after a crash) do its work once. The step is in it because some
+    /// providers number calls afresh each step (`call_0`).
+    /// MCP tools send it in the request's `_meta`
+    /// ([`MCP_META_IDEMPOTENCY_KEY`](crate::durable::MCP_META_IDEMPOTENCY_KEY)).
+    ///
+    /// ```
+    /// assert_eq!(loopwright_core::ToolContext::new("c").idempotency_key(), None);
+    /// ```
+    pub fn idempotency_key(&self) -> Option<String> {
+        let prefix = self.scope.as_deref()?.lineage.key_prefix.as_deref()?;
+        Some(crate::durable::idempotency_key(prefix, self.step, &self.call_id))
     }
 
     /// The id of the call being run.

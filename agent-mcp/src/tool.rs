@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use loopwright_core::durable::MCP_META_IDEMPOTENCY_KEY;
 use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, RequestMetaObject, ServerResult};
 use serde_json::{Map, Value};
 
 use crate::request::RequestError;
@@ -68,8 +69,10 @@ impl McpTool {
                 )));
             }
         };
+        let meta = idempotency_meta(ctx);
         let request = |round: &crate::mrtr::Round| {
             let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments.clone());
+            params.meta.clone_from(&meta);
             params.input_responses.clone_from(&round.input_responses);
             params.request_state.clone_from(&round.request_state);
             ClientRequest::CallToolRequest(CallToolRequest::new(params))
@@ -104,6 +107,17 @@ impl McpTool {
             ) => error(&message),
         })
     }
+}
+
+/// The request `_meta` carrying the call's idempotency key, when its run
+/// has an id ([`ToolContext::idempotency_key`]): a durable run's call that
+/// runs again after a crash carries the same key, so a server can do its
+/// work once. rmcp adds the progress token beside it.
+fn idempotency_meta(ctx: &ToolContext) -> Option<RequestMetaObject> {
+    let key = ctx.idempotency_key()?;
+    let mut meta = RequestMetaObject::new();
+    meta.insert(MCP_META_IDEMPOTENCY_KEY.to_owned(), Value::String(key));
+    Some(meta)
 }
 
 #[async_trait]

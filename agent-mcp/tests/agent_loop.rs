@@ -1,6 +1,7 @@
 //! MCP sources driven through loopwright-core's loop (scripted model, real
 //! servers): namespaced names, original names on the wire, progress events,
-//! a crashed server, the agent's tool timeout.
+//! a crashed server, the agent's tool timeout, a run's idempotency keys in
+//! the request `_meta`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -297,4 +298,39 @@ async fn mcp_connected_reports_who_is_in_and_the_run_goes_on_without_the_failed(
         [("c1".to_string(), false, "in".to_string())]
     );
     connected.close_all().await;
+}
+
+#[tokio::test]
+async fn a_run_with_an_id_sends_each_calls_idempotency_key_in_meta() {
+    let source = connect(test_server("test")).await;
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("call_7", "test__meta", "{}")]),
+        ScriptedStep::text("done"),
+    ]);
+    let agent = Agent::builder(Arc::new(model))
+        .tools(ToolSet::builder().source(source.clone()).build())
+        .build()
+        .map_options(|o| o.durable(loopwright_core::durable::DurableRun::new("run-3")));
+    let result = agent.prompt("use the tools").into_outcome().await.unwrap();
+    let results = tool_results(&result);
+    assert_eq!(results.len(), 1, "{results:?}");
+    let meta: serde_json::Value = serde_json::from_str(&results[0].2).unwrap();
+    assert_eq!(
+        meta[loopwright_core::durable::MCP_META_IDEMPOTENCY_KEY],
+        "run-3/1/call_7",
+        "{meta}"
+    );
+
+    // A run without an id sends none.
+    let steps = vec![
+        ScriptedStep::tool_calls(&[("call_7", "test__meta", "{}")]),
+        ScriptedStep::text("done"),
+    ];
+    let (_, result) = run_agent(source.clone(), steps, Duration::from_secs(10)).await;
+    let meta = &tool_results(&result)[0].2;
+    assert!(
+        !meta.contains(loopwright_core::durable::MCP_META_IDEMPOTENCY_KEY),
+        "{meta}"
+    );
+    source.close().await;
 }

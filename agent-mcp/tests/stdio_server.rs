@@ -35,6 +35,7 @@ async fn discovers_every_page_and_the_instructions() {
             "huge",
             "image",
             "media",
+            "meta",
             "noargs",
             "progress",
             "slow",

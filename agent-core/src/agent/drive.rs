@@ -17,7 +17,7 @@ use super::account::{Accountant, LlmAttempt};
 use super::compact::{Admission, Admit};
 use super::emit::Emitter;
 use super::events::{AgentEvent, AgentResult, ExitReason};
-use super::exec::{Batch, execute};
+use super::exec::{Batch, approval_requests, execute};
 use super::guard::Guard;
 use super::hooks::{StepContext, StepSummary};
 use super::options::AgentOptions;
@@ -29,6 +29,7 @@ use super::state::{Paused, RunState};
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
 use super::structured::{Structured, Verdict};
 use crate::accounting::EntryStatus;
+use crate::durable::{StepKey, StepKind};
 use crate::fallback::model_label;
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{LanguageModel, ModelRequest};
@@ -63,6 +64,8 @@ pub(super) struct Run {
     pub scope: super::scope::SharedScope,
     /// Set by the run's deadline when it passes.
     pub stopped_by: super::limits::StoppedBy,
+    /// Where steps and decisions go (straight through without an engine).
+    pub journal: super::journal::Journal,
 }
 
 /// What the loop has gathered so far.
@@ -359,7 +362,8 @@ impl Run {
                         let projected = g.project(step_system.as_deref(), &step_tools.tools, &history, &[]);
                         g.results_gate(projected)
                     });
-                    let executed = execute(Batch {
+                    let mut batch = Batch {
+                        step,
                         calls: &output.calls,
                         bad_json: &output.bad_json,
                         catalog: &catalog,
@@ -375,8 +379,28 @@ impl Run {
                         accountant: &self.accountant,
                         scope: &self.scope,
                         gate: gate.as_ref(),
-                    })
-                    .await;
+                    };
+                    // A durable run decides its approvals before the step,
+                    // outside the journaled batch.
+                    let decided;
+                    if self.journal.is_durable() && self.options.approvals.is_some() {
+                        let requests = approval_requests(&batch);
+                        decided = self
+                            .journal
+                            .decide(step, requests, &self.emit, &self.cancel)
+                            .await;
+                        batch.denied = &decided;
+                        batch.pre_approved = true;
+                    }
+                    let key = StepKey::new(StepKind::Tools, step);
+                    let executed = match self.journal.step(key, &self.emit, execute(batch)).await {
+                        Ok(executed) => executed,
+                        Err(e) => {
+                            self.journal_failed(&e).await;
+                            progress.add(&mut history, tool_message(not_run(&output.calls)));
+                            break (ExitReason::Cancelled, None);
+                        }
+                    };
                     if executed.over_budget {
                         if let Some(g) = &guard {
                             g.record("tool_result", "result_replaced");
@@ -429,6 +453,7 @@ impl Run {
                 }
             }
         };
+        self.journal.finish(&self.emit).await;
         debug_assert!(compacted || history.len() == input_len + progress.new_messages.len());
         let state = paused_at.map(|paused| {
             self.state(PauseAt {
@@ -542,6 +567,33 @@ impl Run {
         if let Some(budget) = budget {
             budget.take_call().map_err(StepFailure::Budget)?;
         }
+        let key = self.journal.next_model_call();
+        let journaled = self
+            .journal
+            .step(key, &self.emit, self.model_call(model, request, quiet))
+            .await;
+        let outcome = match journaled {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                self.journal_failed(&e).await;
+                Err(StepFailure::Cancelled)
+            }
+        };
+        if let (Some(budget), Ok(output)) = (budget, &outcome) {
+            budget.add(&output.usage);
+        }
+        outcome
+    }
+
+    /// The model call itself (one journaled step of a durable run, a
+    /// summarising call included): the stream, its span and its accounting
+    /// entry.
+    async fn model_call(
+        &self,
+        model: &dyn LanguageModel,
+        request: ModelRequest,
+        quiet: bool,
+    ) -> Result<StepOutput, StepFailure> {
         let mut attempt = AttemptInfo {
             label: model_label(model),
             started: Instant::now(),
@@ -571,9 +623,6 @@ impl Run {
                 (EntryStatus::Cancelled, None)
             }
         };
-        if let (Some(budget), Ok(output)) = (budget, &outcome) {
-            budget.add(&output.usage);
-        }
         self.accountant
             .llm(LlmAttempt {
                 label: &attempt.label,
@@ -585,6 +634,17 @@ impl Run {
             })
             .await;
         outcome
+    }
+
+    /// The engine could not journal a step: the run stops (the engine runs
+    /// it again, or was cancelling it).
+    async fn journal_failed(&self, error: &crate::durable::DurableError) {
+        if !matches!(error, crate::durable::DurableError::Cancelled) {
+            let message = format!("the run stopped: {error}");
+            tracing::warn!(target: "loopwright_core", "{message}");
+            self.tell(AgentEvent::Warning { message }).await;
+        }
+        self.cancel.cancel();
     }
 
     /// The system prompt: the options' prompt, then the sources' instructions.
@@ -617,6 +677,20 @@ impl Run {
 /// The result of a call made on the concluding step, which runs no tool.
 const NOT_RUN_CONCLUDING: &str =
     "Not run: tools are no longer available (the step limit or the context budget was reached).";
+
+/// The results of calls a stopped run never ran.
+fn not_run(calls: &[crate::message::ToolCall]) -> Vec<crate::message::ToolResult> {
+    calls
+        .iter()
+        .map(|call| crate::message::ToolResult {
+            call_id: call.id.clone(),
+            parts: vec![crate::message::ToolOutputPart::text(
+                "The tool call was cancelled.",
+            )],
+            is_error: true,
+        })
+        .collect()
+}
 
 /// How a run that got an answer (or reached its concluding step) ends.
 fn exit_after_answer(concluding: bool, budget_forced: bool) -> ExitReason {

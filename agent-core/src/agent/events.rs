@@ -242,6 +242,22 @@ pub enum AgentEvent {
         /// Its usage.
         usage: Usage,
     },
+    /// A durable run is executed again (after its process died, on this
+    /// process or another): the events that follow are this execution's,
+    /// `attempt` (the first execution is 1 and sends no `resumed`). Steps
+    /// the engine had journaled are not run again and send nothing; the
+    /// step that was interrupted runs again and sends its events again. A
+    /// client keeps, of each step (by its `step_started` number) and each
+    /// tool call (by its `call_id`), what the highest attempt sent.
+    ///
+    /// ```
+    /// let e = loopwright_core::AgentEvent::Resumed { attempt: 2 };
+    /// assert_eq!(serde_json::to_value(&e).unwrap(), serde_json::json!({"type": "resumed", "attempt": 2}));
+    /// ```
+    Resumed {
+        /// The execution, from 1 ([`Durability::attempt`](crate::durable::Durability::attempt)).
+        attempt: u32,
+    },
     /// A model attempt failed and the step starts over on the next model;
     /// the partial output of the failed attempt is not in the history.
     ModelFallback {

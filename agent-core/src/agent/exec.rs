@@ -28,13 +28,13 @@ use super::resume::{Decisions, SharedDecisions};
 use super::state::{PendingCall, PendingKind, RunState, SuspendedCall};
 use super::truncate::truncate_output;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
-use crate::approval::ApprovalRequest;
+use crate::approval::{ApprovalRequest, Approvals};
 use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::message::{ToolCall, ToolResult};
 use crate::progress::ProgressQueue;
 use crate::telemetry;
 use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
-use crate::toolset::ToolCatalog;
+use crate::toolset::{ExposedTool, ToolCatalog};
 use crate::util::rfc3339_now;
 
 /// After a run is cancelled, how long running tools get to notice their
@@ -49,6 +49,8 @@ const MAX_NAMES_LISTED: usize = 50;
 
 /// Calls a step asked for, and what to do with them.
 pub(crate) struct Batch<'a> {
+    /// The loop's step these calls are of (part of their idempotency keys).
+    pub step: u32,
     pub calls: &'a [ToolCall],
     /// Calls whose arguments were not JSON: (call id, parse error).
     pub bad_json: &'a [(String, String)],
@@ -80,6 +82,7 @@ pub(crate) struct Batch<'a> {
 }
 
 /// A call that paused for a person instead of getting its result.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) enum Pause {
     /// Its approval waits ([`Approvals::defer`](crate::Approvals::defer)).
     Deferred(PendingCall),
@@ -87,7 +90,8 @@ pub(crate) enum Pause {
     Suspended(SuspendedCall),
 }
 
-/// What a batch produced.
+/// What a batch produced (journaled whole by a durable run).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Executed {
     /// One per call that did not pause, in call order.
     pub results: Vec<ToolResult>,
@@ -187,62 +191,13 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             })
             .await
             .is_ok();
-        if let Some(output) = batch.answered.get(&call.id) {
-            outcomes[i] = Some(Outcome {
-                output: output.clone(),
-                duration: Duration::ZERO,
-                details: Some("final_answer"),
-                budget: None,
-                paused: None,
-            });
-            continue;
-        }
-        if let Some(reason) = batch.refuse {
-            outcomes[i] = Some(error_outcome(reason, "not_run"));
-            continue;
-        }
-        if let Some(message) = batch.denied.get(&call.id) {
-            outcomes[i] = Some(error_outcome(message.clone(), "denied"));
-            continue;
-        }
-        if let Some(offered) = batch.offered
-            && !offered.contains(&call.name)
-        {
-            outcomes[i] = Some(error_outcome(
-                not_offered_message(&call.name, offered, batch.catalog),
-                "unknown_tool",
-            ));
-            continue;
-        }
-        let Some(exposed) = exposed else {
-            outcomes[i] = Some(error_outcome(
-                unknown_tool_message(&call.name, batch.catalog),
-                "unknown_tool",
-            ));
-            continue;
+        let exposed = match check(&batch, call, &bad_json) {
+            Ok(exposed) => exposed,
+            Err(outcome) => {
+                outcomes[i] = Some(*outcome);
+                continue;
+            }
         };
-        if let Some(err) = bad_json.get(call.id.as_str()) {
-            outcomes[i] = Some(error_outcome(
-                format!(
-                    "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
-                 matching its input schema.",
-                    call.name
-                ),
-                "invalid_input",
-            ));
-            continue;
-        }
-        if let Err(message) = exposed.validate(&call.input) {
-            outcomes[i] = Some(error_outcome(
-                format!(
-                    "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
-                 it again.",
-                    call.name
-                ),
-                "invalid_input",
-            ));
-            continue;
-        }
         let tool = exposed.tool.clone();
         let input = call.input.clone();
         let token = batch.cancel.child_token();
@@ -253,28 +208,12 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         let semaphore = semaphore.clone();
         let call_id = call.id.clone();
         let scope = batch.scope.clone();
+        let step = batch.step;
         let resume = batch
             .resumes
             .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone())));
         let exposed_name = exposed.name.clone();
-        let approval = batch
-            .options
-            .approvals
-            .clone()
-            .filter(|_| !batch.pre_approved)
-            .map(|approvals| {
-                let request = ApprovalRequest {
-                    call_id: call.id.clone(),
-                    tool: exposed.name.clone(),
-                    source: exposed.source.clone(),
-                    original_name: exposed.original_name.clone(),
-                    input: call.input.clone(),
-                    tier: approvals
-                        .policy
-                        .tier_for(&exposed.name, &exposed.tool.definition().annotations),
-                };
-                (approvals, request, batch.emit.clone())
-            });
+        let approval = gate_request(&batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone()));
         let span = telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
         let handle = tasks.spawn(async move {
             // Waiting for approval holds no concurrency slot and does not
@@ -309,6 +248,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             let started = Instant::now();
             let deadline = started + timeout;
             let ctx = ToolContext::new(call_id.clone())
+                .with_step(step)
                 .with_cancellation(token.clone())
                 .with_deadline(deadline)
                 .with_progress(progress)
@@ -431,6 +371,105 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         attached,
         over_budget,
     }
+}
+
+/// Whether call `call` may run: the tool it names, or the outcome it gets
+/// instead (already answered, refused, denied, not offered, unknown, bad
+/// or invalid arguments).
+fn check<'b>(
+    batch: &Batch<'b>,
+    call: &ToolCall,
+    bad_json: &HashMap<&str, &str>,
+) -> Result<&'b ExposedTool, Box<Outcome>> {
+    if let Some(output) = batch.answered.get(&call.id) {
+        return Err(Box::new(Outcome {
+            output: output.clone(),
+            duration: Duration::ZERO,
+            details: Some("final_answer"),
+            budget: None,
+            paused: None,
+        }));
+    }
+    if let Some(reason) = batch.refuse {
+        return Err(Box::new(error_outcome(reason, "not_run")));
+    }
+    if let Some(message) = batch.denied.get(&call.id) {
+        return Err(Box::new(error_outcome(message.clone(), "denied")));
+    }
+    if let Some(offered) = batch.offered
+        && !offered.contains(&call.name)
+    {
+        return Err(Box::new(error_outcome(
+            not_offered_message(&call.name, offered, batch.catalog),
+            "unknown_tool",
+        )));
+    }
+    let Some(exposed) = batch.catalog.get(&call.name) else {
+        return Err(Box::new(error_outcome(
+            unknown_tool_message(&call.name, batch.catalog),
+            "unknown_tool",
+        )));
+    };
+    if let Some(err) = bad_json.get(call.id.as_str()) {
+        return Err(Box::new(error_outcome(
+            format!(
+                "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
+             matching its input schema.",
+                call.name
+            ),
+            "invalid_input",
+        )));
+    }
+    if let Err(message) = exposed.validate(&call.input) {
+        return Err(Box::new(error_outcome(
+            format!(
+                "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
+             it again.",
+                call.name
+            ),
+            "invalid_input",
+        )));
+    }
+    Ok(exposed)
+}
+
+/// The approval request of a call that passes the gate first (approvals
+/// installed and the batch not approved already).
+fn gate_request(
+    batch: &Batch<'_>,
+    call: &ToolCall,
+    exposed: &ExposedTool,
+) -> Option<(Approvals, ApprovalRequest)> {
+    let approvals = batch.options.approvals.clone().filter(|_| !batch.pre_approved)?;
+    let request = ApprovalRequest {
+        call_id: call.id.clone(),
+        tool: exposed.name.clone(),
+        source: exposed.source.clone(),
+        original_name: exposed.original_name.clone(),
+        input: call.input.clone(),
+        tier: approvals
+            .policy
+            .tier_for(&exposed.name, &exposed.tool.definition().annotations),
+    };
+    Some((approvals, request))
+}
+
+/// The calls of `batch` that would ask for approval before they run (those
+/// that pass every other check), with the approval settings.
+pub(crate) fn approval_requests(batch: &Batch<'_>) -> Vec<(Approvals, ApprovalRequest)> {
+    let bad_json: HashMap<&str, &str> = batch
+        .bad_json
+        .iter()
+        .map(|(id, e)| (id.as_str(), e.as_str()))
+        .collect();
+    batch
+        .calls
+        .iter()
+        .filter_map(|call| {
+            let exposed = check(batch, call, &bad_json).ok()?;
+            gate_request(batch, call, exposed)
+        })
+        .collect()
 }
 
 /// Send the progress reports waiting; false when the receiver is gone.

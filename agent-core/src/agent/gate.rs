@@ -38,9 +38,7 @@ pub(crate) async fn pass(
     request: ApprovalRequest,
     cancel: &CancellationToken,
 ) -> Verdict {
-    if request.tier == ApprovalTier::Auto
-        || (request.tier == ApprovalTier::Session && approvals.session.is_approved(&request.tool))
-    {
+    if !needs_asking(approvals, &request) {
         return Verdict::Run;
     }
     if approvals.is_deferred() {
@@ -50,6 +48,24 @@ pub(crate) async fn pass(
         Ok(()) => Verdict::Run,
         Err(refusal) => Verdict::Refused(refusal),
     }
+}
+
+/// The `approval_requested` event of `request`, answered through
+/// `responder`.
+pub(crate) fn requested(request: &ApprovalRequest, responder: ApprovalResponder) -> AgentEvent {
+    AgentEvent::ApprovalRequested {
+        call_id: request.call_id.clone(),
+        tool: request.tool.clone(),
+        input: request.input.clone(),
+        responder,
+    }
+}
+
+/// Whether the call's tier asks (not auto, nor a tool approved for the
+/// session).
+pub(crate) fn needs_asking(approvals: &Approvals, request: &ApprovalRequest) -> bool {
+    !(request.tier == ApprovalTier::Auto
+        || (request.tier == ApprovalTier::Session && approvals.session.is_approved(&request.tool)))
 }
 
 /// Ask through the channel and wait for the answer (or the timeout).
@@ -65,14 +81,7 @@ async fn ask(
     // answer any more. An event still waiting unread in the channel keeps
     // its responder, so the call waits for the reader (or the timeout).
     let (responder, answer) = ApprovalResponder::new();
-    let _ = emit
-        .send(AgentEvent::ApprovalRequested {
-            call_id: request.call_id.clone(),
-            tool: request.tool.clone(),
-            input: request.input.clone(),
-            responder,
-        })
-        .await;
+    let _ = emit.send(requested(&request, responder)).await;
     let events_only = matches!(approvals.channel, ApprovalChannel::Events);
     let from_approver = async {
         match &approvals.channel {
@@ -115,6 +124,17 @@ async fn ask(
             reason: format!("no answer within {timeout:?}"),
         },
     };
+    resolve(approvals, emit, &request, decision).await
+}
+
+/// Apply a decision: remember a session approval, send `approval_resolved`,
+/// and refuse a denied call.
+pub(crate) async fn resolve(
+    approvals: &Approvals,
+    emit: &Emitter,
+    request: &ApprovalRequest,
+    decision: ApprovalDecision,
+) -> Result<(), Refusal> {
     let (approved, reason) = match &decision {
         ApprovalDecision::Approve => (true, None),
         ApprovalDecision::ApproveForSession => {

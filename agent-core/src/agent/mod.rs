@@ -23,6 +23,7 @@ mod exec;
 mod gate;
 mod guard;
 mod hooks;
+mod journal;
 mod limits;
 mod options;
 mod paused;
@@ -281,7 +282,12 @@ fn start(
     if let Some(timeout) = options.run_timeout {
         limits::deadline(timeout, cancel.clone(), stopped_by.clone());
     }
-    let (emit, events) = Emitter::new();
+    let journal = journal::Journal::new(options.durable.as_ref());
+    let (emit, events) = if let Some(attempt) = journal.attempt() {
+        Emitter::holding(attempt)
+    } else {
+        Emitter::new()
+    };
     let (result_tx, result_rx) = oneshot::channel();
     let sink = lineage.sink.clone().or_else(|| options.accounting.clone());
     // A child of the current span: a sub-agent's run nests under the
@@ -301,6 +307,7 @@ fn start(
         accountant,
         scope,
         stopped_by,
+        journal,
     };
     tokio::spawn(
         async move {

@@ -152,6 +152,8 @@ pub struct AgentOptions {
     /// What a provider does with a file or audio part of a user message
     /// it cannot take (default: fail before sending).
     pub unsupported_media: MediaFallback,
+    /// The run's id and durable engine; see [`AgentOptions::durable`].
+    pub durable: Option<crate::durable::DurableRun>,
 }
 
 impl Default for AgentOptions {
@@ -186,6 +188,7 @@ impl Default for AgentOptions {
             compaction: None,
             tool_search: None,
             unsupported_media: MediaFallback::Error,
+            durable: None,
         }
     }
 }
@@ -553,6 +556,21 @@ impl AgentOptions {
         self
     }
 
+    /// Give runs an id and, with an engine, make them durable (see
+    /// [`crate::durable`]): each model call and each step's tool batch is
+    /// journaled, approvals wait for durable decisions. Set per run (an id
+    /// names one run), usually with [`Agent::map_options`](crate::Agent::map_options).
+    ///
+    /// ```
+    /// let opts = loopwright_core::AgentOptions::default()
+    ///     .durable(loopwright_core::durable::DurableRun::new("run-1"));
+    /// assert!(opts.durable.is_some());
+    /// ```
+    pub fn durable(mut self, durable: crate::durable::DurableRun) -> Self {
+        self.durable = Some(durable);
+        self
+    }
+
     /// These options with every setting that `other` sets laid over them.
     /// A setting counts as set when it is `Some` (system prompt, sampling,
     /// approvals, accounting, budget, each hook) or differs from its default
@@ -572,7 +590,7 @@ impl AgentOptions {
         // Every field is named (no `..`): a new option must be merged here too.
         merge_fields!(self, other, defaults;
             set: name, system, temperature, top_p, max_output_tokens, approvals, preflight, accounting, budget, output,
-                reasoning, max_model_calls, max_tree_tokens, run_timeout, compaction, tool_search;
+                reasoning, max_model_calls, max_tree_tokens, run_timeout, compaction, tool_search, durable;
             changed: max_depth, max_steps, tool_timeout, tool_concurrency, max_tool_output_bytes, tool_choice, parallel_tool_calls,
                 max_output_retries, prompt_caching, unsupported_media;
             added: cancellation, provider_options;

@@ -178,6 +178,7 @@ impl Run {
             .cloned()
             .collect();
         let executed = execute(Batch {
+            step: paused.step,
             calls: &open,
             bad_json: &[],
             catalog,

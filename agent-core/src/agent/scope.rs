@@ -34,6 +34,13 @@ pub(crate) struct Lineage {
     pub sink: Option<Arc<dyn AccountingSink>>,
     /// The tree's budget of model calls and tokens (the root's), if any.
     pub budget: Option<Arc<TreeBudget>>,
+    /// The root run's id ([`DurableRun`](crate::durable::DurableRun)).
+    pub run_id: Option<Arc<str>>,
+    /// What this run's tools' idempotency keys start with: the root's run
+    /// id, then, for a sub-agent, the ids of the calls that started it
+    /// (`run/call_3/call_1`), so calls of two sub-agent runs never share a
+    /// key even when their models number calls alike.
+    pub key_prefix: Option<Arc<str>>,
 }
 
 impl Lineage {
@@ -45,6 +52,14 @@ impl Lineage {
             max_depth: options.max_depth,
             sink: options.accounting.clone(),
             budget: TreeBudget::from_options(options),
+            run_id: options
+                .durable
+                .as_ref()
+                .map(crate::durable::DurableRun::shared_id),
+            key_prefix: options
+                .durable
+                .as_ref()
+                .map(crate::durable::DurableRun::shared_id),
         }
     }
 

@@ -17,6 +17,7 @@ use crate::model_error::ModelError;
 use crate::usage::{FinishReason, Usage};
 
 /// A step whose stream completed.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct StepOutput {
     pub parts: Vec<ContentPart>,
     pub text: String,

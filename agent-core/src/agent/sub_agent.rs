@@ -292,7 +292,10 @@ impl AgentTool {
             Err(refused) => return Ok(refused),
         };
         let path = lineage.path();
-        let options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        let mut options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        // A durable tree is journaled at its root: the child runs inside
+        // the root's journaled tool step, so it journals nothing itself.
+        options.durable = None;
         let run = start(agent.model.clone(), agent.tools.clone(), input, options, lineage);
         self.follow(run, path, parent.as_ref(), ctx).await
     }
@@ -336,6 +339,7 @@ impl AgentTool {
                 let mut child = lineage.clone();
                 child.names.push(agent.name().to_owned());
                 child.ids.push(agent.id);
+                child.key_prefix = ctx.idempotency_key().map(Arc::from);
                 // The tree's budget; a sub-agent with limits of its own
                 // under a tree without any gets one for its subtree.
                 if child.budget.is_none() {

@@ -2,7 +2,7 @@
 //! messages and the latest user message aside) become one summary, written
 //! by a model from a transcript of them.
 //!
-//! Invariants: the summary replaces whole units (see [`super::units`]), so
+//! Invariants: the summary replaces whole units (see the `units` module), so
 //! the history it leaves pairs every call with its result; system messages
 //! stay (first, in their order), the latest user message stays, the tail
 //! stays as it was; an earlier summary is folded into the new one. The

@@ -127,6 +127,7 @@ impl TestServer {
             Tool::new("ask_elicitation", "Ask the client's user for input.", num(&[])),
             Tool::new("ask_roots", "Ask the client for its roots.", num(&[])),
             Tool::new("ask_ping", "Ping the client mid-call.", num(&[])),
+            Tool::new("meta", "The request's _meta, as JSON.", num(&[])),
             Tool::new(
                 "header",
                 "Value of an HTTP request header.",
@@ -361,6 +362,8 @@ impl ServerHandler for TestServer {
         log(&format!("called {}", request.name));
         match request.name.as_ref() {
             "echo" => Ok(text(arg_str(&request, "text"))),
+            // rmcp moves the request's `_meta` into the context.
+            "meta" => Ok(text(serde_json::to_string(&context.meta).unwrap_or_default())),
             "job" if self.modern => {
                 let ask = request
                     .arguments
