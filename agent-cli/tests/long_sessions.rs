@@ -160,7 +160,7 @@ async fn a_session_over_the_window_compacts_and_completes_unless_told_not_to() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_catalog_is_searched_unless_told_not_to() {
     let dir = tempfile::tempdir().unwrap();
-    // The in-repo server under four names: 72 tools, above the threshold.
+    // The in-repo server under four names: 76 tools, above the threshold.
     let servers = json!({"a": test_server(), "b": test_server(), "c": test_server(), "d": test_server()});
     let server = SessionServer::start(vec![
         tool_call("search_tools", json!({"query": "add numbers"})),
@@ -192,7 +192,7 @@ async fn a_big_catalog_is_searched_unless_told_not_to() {
     let config = server.config(dir.path(), 128_000, servers, json!({}));
     let out = run_local(&config, &["--no-tool-search", "hi"], &[], dir.path()).await;
     assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
-    assert_eq!(names(&server.bodies()[0]).len(), 4 * 18);
+    assert_eq!(names(&server.bodies()[0]).len(), 4 * 19);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
