@@ -97,7 +97,11 @@ async fn one_run(http: &reqwest::Client, start: &str, stream: &str) -> (Duration
         .await
         .unwrap();
     let id = started["id"].as_str().expect("a run id");
-    let mut response = http.get(format!("{stream}/v1/runs/{id}/events")).send().await.unwrap();
+    let mut response = http
+        .get(format!("{stream}/v1/runs/{id}/events"))
+        .send()
+        .await
+        .unwrap();
     assert!(response.status().is_success());
     let mut first = None;
     let mut seen = String::new();
@@ -115,7 +119,11 @@ async fn one_run(http: &reqwest::Client, start: &str, stream: &str) -> (Duration
 
 /// `clients` clients over `bases` (start on one, stream from the next);
 /// runs per second and the latencies.
-async fn load(http: &reqwest::Client, bases: &[String], clients: usize) -> (f64, Vec<Duration>, Vec<Duration>) {
+async fn load(
+    http: &reqwest::Client,
+    bases: &[String],
+    clients: usize,
+) -> (f64, Vec<Duration>, Vec<Duration>) {
     let per_client = (RUNS / clients).max(MIN_RUNS_PER_CLIENT);
     let began = Instant::now();
     let tasks: Vec<_> = (0..clients)
@@ -155,7 +163,10 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 async fn measure(label: &str, bases: &[String]) {
     loopwright::providers::install_tls_provider();
-    let http = reqwest::Client::builder().pool_max_idle_per_host(128).build().unwrap();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(128)
+        .build()
+        .unwrap();
     for _ in 0..WARM_UP {
         one_run(&http, &bases[0], &bases[bases.len() - 1]).await;
     }
