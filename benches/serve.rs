@@ -13,41 +13,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use futures::StreamExt;
+use loopwright::Agent;
 use loopwright::serve::{Serve, ServedAgent, Surface};
-use loopwright::{
-    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
-};
 use serde_json::json;
 
 /// Requests per load batch.
 const BATCH: usize = 1_000;
 
-/// A model that answers "hi" at once.
-struct Instant_;
-
-#[async_trait::async_trait]
-impl LanguageModel for Instant_ {
-    fn provider(&self) -> &str {
-        "bench"
-    }
-    fn model_id(&self) -> &str {
-        "instant"
-    }
-    async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
-        Ok(futures::stream::iter(vec![
-            Ok(ModelEvent::TextDelta { text: "hi".into() }),
-            Ok(ModelEvent::Finish {
-                reason: FinishReason::Stop,
-                usage: Usage::new(10, 1),
-            }),
-        ])
-        .boxed())
-    }
-}
+#[path = "common/instant_model.rs"]
+mod instant_model;
+use instant_model::InstantModel;
 
 fn agent() -> Agent {
-    Agent::builder(Arc::new(Instant_)).name("bench").build()
+    Agent::builder(Arc::new(InstantModel)).name("bench").build()
 }
 
 fn chat_body(stream: bool) -> serde_json::Value {

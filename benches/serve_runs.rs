@@ -23,11 +23,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use loopwright::Agent;
 use loopwright::serve::{Running, Serve, ServedAgent, Surface};
-use loopwright::{
-    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
-};
 use serde_json::json;
 
 /// Client counts measured.
@@ -43,32 +40,13 @@ const MIN_RUNS_PER_CLIENT: usize = 4;
 /// Runs before the measured ones (connections, pools, caches).
 const WARM_UP: usize = 20;
 
-/// A model that answers "hi" at once.
-struct Instant_;
-
-#[async_trait::async_trait]
-impl LanguageModel for Instant_ {
-    fn provider(&self) -> &str {
-        "bench"
-    }
-    fn model_id(&self) -> &str {
-        "instant"
-    }
-    async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
-        Ok(futures::stream::iter(vec![
-            Ok(ModelEvent::TextDelta { text: "hi".into() }),
-            Ok(ModelEvent::Finish {
-                reason: FinishReason::Stop,
-                usage: Usage::new(10, 1),
-            }),
-        ])
-        .boxed())
-    }
-}
+#[path = "common/instant_model.rs"]
+mod instant_model;
+use instant_model::InstantModel;
 
 /// A replica on `store`: its REST base URL and its handle.
 async fn replica(store: Arc<dyn loopwright::store::Store>, name: &str) -> (String, Running) {
-    let agent = Agent::builder(Arc::new(Instant_)).name("bench").build();
+    let agent = Agent::builder(Arc::new(InstantModel)).name("bench").build();
     let running = Serve::new()
         .agent(ServedAgent::new(agent))
         .rest("127.0.0.1:0".parse().unwrap())
