@@ -538,6 +538,25 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub run_lease: Option<std::time::Duration>,
 
+    /// Make background runs durable Restate workflows: Restate's admin API
+    /// (this replica registers its endpoint there at start). Needs --store,
+    /// --restate-ingress and --restate-listen.
+    #[arg(long, value_name = "URL", requires_all = ["restate_ingress", "restate_listen"])]
+    pub restate_admin: Option<String>,
+
+    /// Restate's ingress (durable runs are started and decided through it).
+    #[arg(long, value_name = "URL", requires = "restate_admin")]
+    pub restate_ingress: Option<String>,
+
+    /// The address this replica's Restate endpoint listens on.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, requires = "restate_admin")]
+    pub restate_listen: Option<std::net::SocketAddr>,
+
+    /// The address Restate reaches the replicas at (a load balancer in
+    /// front of every replica) [default: http://RESTATE_LISTEN].
+    #[arg(long, value_name = "URL", requires = "restate_admin")]
+    pub restate_advertise: Option<String>,
+
     /// Connections open at once per instance; one more is answered 503 and
     /// closed [default: 256].
     #[arg(long, value_name = "N")]

@@ -107,6 +107,22 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
     for bound in running.addresses() {
         eprintln!("loopwright serve: {} on {}", bound.surface, bound.url());
     }
+    if let (Some(admin), Some(listen), Some(deployment)) = (
+        &args.restate_admin,
+        args.restate_listen,
+        running.restate_deployment(),
+    ) {
+        let advertised = args
+            .restate_advertise
+            .clone()
+            .unwrap_or_else(|| format!("http://{listen}"));
+        eprintln!(
+            "loopwright serve: durable runs on Restate: endpoint on {listen}, registered with {} as {} (deployment {})",
+            crate::escape::line(admin),
+            crate::escape::line(&advertised),
+            crate::escape::line(deployment)
+        );
+    }
     if args.mcp_stdio {
         eprintln!("loopwright serve: mcp on standard input and output");
     }
@@ -227,6 +243,15 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     }
     if let Some(lease) = args.run_lease {
         serve = serve.run_lease(lease);
+    }
+    if let (Some(admin), Some(ingress), Some(listen)) =
+        (&args.restate_admin, &args.restate_ingress, args.restate_listen)
+    {
+        let mut restate = loopwright::serve::Restate::new(admin.clone(), ingress.clone(), listen);
+        if let Some(advertise) = &args.restate_advertise {
+            restate = restate.advertise(advertise.clone());
+        }
+        serve = serve.restate(restate);
     }
     if let Some(grace) = args.shutdown_grace {
         serve = serve.shutdown_grace(grace);

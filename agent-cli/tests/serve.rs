@@ -11,21 +11,13 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use common::rest::ASSISTANT;
 use common::routed::{RoutedServer, chat_answer, chat_calls, chat_reasoned_answer};
 use common::*;
 use serde_json::{Value, json};
 
 /// The key clients must send.
 const KEY: &str = "serve-test-key-7781";
-
-const ASSISTANT: &str = "---
-description: Says hi through the echo tool.
-model: local/chat-model
-mcp: [test]
-tools: [\"test__echo\"]
----
-You say hi.
-";
 
 const EXTRACTOR: &str = "---
 description: Finds a city.

@@ -14,40 +14,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::rest::*;
 use common::routed::{RoutedServer, chat_answer, chat_calls};
 use common::*;
-use serde_json::{Value, json};
-
-const ASSISTANT: &str = "---
-description: Says hi through the echo tool.
-model: local/chat-model
-mcp: [test]
-tools: [\"test__echo\"]
----
-You say hi.
-";
-
-const SLEEPER: &str = "---
-description: Sleeps in a tool.
-model: local/slow-model
-mcp: [test]
-tools: [\"test__slow\"]
----
-You sleep.
-";
-
-/// The config and agent files in `dir`; the config's path.
-fn files(dir: &Path, models: &RoutedServer, log: &Path) -> std::path::PathBuf {
-    let config = json!({
-        "providers": {"local": {"type": "openai-compatible", "baseUrl": models.base_url()}},
-        "mcpServers": {"test": {"command": mcp_test_server(), "env": {"TEST_SERVER_LOG": log}}}
-    });
-    let path = dir.join("agent.json");
-    std::fs::write(&path, config.to_string()).unwrap();
-    std::fs::write(dir.join("assistant.md"), ASSISTANT).unwrap();
-    std::fs::write(dir.join("sleeper.md"), SLEEPER).unwrap();
-    path
-}
+use serde_json::json;
 
 /// A replica: `serve --rest` on a free port with the store; its base URL.
 async fn replica(dir: &Path, config: &Path, store: &str, approve: &str) -> (tokio::process::Child, String) {
@@ -91,69 +61,6 @@ async fn replica_with(
         "{said:?}"
     );
     (child, urls["rest"].clone(), said)
-}
-
-async fn post(url: &str, body: Value) -> (u16, Value) {
-    let response = reqwest_client().post(url).json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-async fn get(url: &str) -> (u16, Value) {
-    let response = reqwest_client().get(url).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-fn reqwest_client() -> reqwest::Client {
-    loopwright::providers::install_tls_provider();
-    reqwest::Client::new()
-}
-
-/// Poll `GET base/v1/runs/id` until `check` holds.
-async fn until_run(base: &str, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    tokio::time::timeout(HANG_GUARD, async {
-        loop {
-            let (status, view) = get(&format!("{base}/v1/runs/{id}")).await;
-            if status == 200 && check(&view) {
-                return view;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("run {id} never: {what}"))
-}
-
-/// Every event of run `id` from sequence 0 until the stream ends: (id, event).
-async fn all_events(base: &str, id: &str) -> Vec<(u64, Value)> {
-    let text = tokio::time::timeout(HANG_GUARD, async {
-        reqwest_client()
-            .get(format!("{base}/v1/runs/{id}/events"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    })
-    .await
-    .expect("the event stream never ended");
-    text.split("\n\n")
-        .filter_map(|block| {
-            let id = block.lines().find_map(|l| l.strip_prefix("id: "))?.parse().ok()?;
-            let data = block.lines().find_map(|l| l.strip_prefix("data: "))?;
-            Some((id, serde_json::from_str(data).unwrap()))
-        })
-        .collect()
-}
-
-fn calls_logged(log: &Path, tool: &str) -> usize {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| *l == format!("called {tool}"))
-        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,6 +41,17 @@ pub enum ServeError {
         /// The surface.
         surface: &'static str,
     },
+    /// Durable runs were asked for without a store every replica shares.
+    #[error(
+        "durable runs (Restate) need a store every replica shares: give one (--store postgres://... or sqlite:FILE)"
+    )]
+    DurableWithoutStore,
+    /// Restate did not take this replica's endpoint.
+    #[error("{message}")]
+    Restate {
+        /// What Restate said, and what was asked.
+        message: String,
+    },
 }
 
 /// Whether reading a body failed on the body limit (http-body-util's

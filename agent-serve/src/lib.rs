@@ -34,6 +34,8 @@
 mod agents;
 #[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg(feature = "restate")]
+pub mod durable;
 mod error;
 mod guard;
 mod limit;
@@ -54,6 +56,8 @@ mod server;
 mod sse;
 
 pub use agents::ServedAgent;
+#[cfg(feature = "restate")]
+pub use durable::Restate;
 pub use error::ServeError;
 pub use guard::LOOPBACK_HOSTS;
 pub use limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, IN_FLIGHT_GAUGE, QUEUED_GAUGE, RETRY_AFTER_SECS};

@@ -154,6 +154,8 @@ pub struct Serve {
     store: Option<Arc<dyn loopwright_store::Store>>,
     replica: Option<String>,
     run_lease: Duration,
+    #[cfg(feature = "restate")]
+    restate: Option<crate::durable::Restate>,
 }
 
 impl Default for Serve {
@@ -186,7 +188,35 @@ impl Serve {
             store: None,
             replica: None,
             run_lease: crate::runs::lease::DEFAULT_RUN_LEASE,
+            #[cfg(feature = "restate")]
+            restate: None,
         }
+    }
+
+    /// Make background runs durable workflows on Restate (feature
+    /// `restate`): this replica serves Restate's endpoint on
+    /// [`Restate::listen`](crate::Restate::listen) and registers it at
+    /// start; a run survives the death of the replica running it (see
+    /// [`crate::durable`]). Needs a [`store`](Self::store) every replica
+    /// shares.
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: loopwright_core::Agent) -> Result<(), Box<dyn std::error::Error>> {
+    /// use loopwright_serve::{Restate, Serve, ServedAgent};
+    /// let running = Serve::new()
+    ///     .agent(ServedAgent::new(agent))
+    ///     .rest("0.0.0.0:8080".parse()?)
+    ///     .store(loopwright_store::open("postgres://loopwright@db/agents").await?)
+    ///     .restate(Restate::new("http://restate:9070", "http://restate:8080", "0.0.0.0:9080".parse()?)
+    ///         .advertise("http://agents-lb:9080"))
+    ///     .start()
+    ///     .await?;
+    /// # running.shutdown().await; Ok(()) }
+    /// ```
+    #[cfg(feature = "restate")]
+    pub fn restate(mut self, restate: crate::durable::Restate) -> Self {
+        self.restate = Some(restate);
+        self
     }
 
     /// Keep background runs, their events, sessions and stored responses in
@@ -403,11 +433,20 @@ impl Serve {
             .clone()
             .unwrap_or_else(|| Arc::new(loopwright_store::MemoryStore::new()));
         let replica = self.replica.clone().unwrap_or_else(default_replica);
-        let runs = Arc::new(Runs::new(
-            store,
-            replica,
-            crate::runs::lease::Lease::new(self.run_lease),
-        ));
+        let runs = Runs::new(store, replica, crate::runs::lease::Lease::new(self.run_lease));
+        #[cfg(feature = "restate")]
+        let runs = match &self.restate {
+            Some(_) if self.store.is_none() => return Err(ServeError::DurableWithoutStore),
+            Some(restate) => {
+                runs.with_restate(crate::durable::Client::new(restate.clone()).map_err(|e| {
+                    ServeError::Restate {
+                        message: e.to_string(),
+                    }
+                })?)
+            }
+            None => runs,
+        };
+        let runs = Arc::new(runs);
         let mut listeners = Vec::new();
         for (surface, addr) in &self.listeners {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -452,6 +491,23 @@ impl Serve {
         if self.mcp_stdio && !cfg!(feature = "mcp") {
             return Err(ServeError::NotBuilt { surface: "mcp-stdio" });
         }
+        #[cfg(feature = "restate")]
+        let durable = match (&self.restate, &runs.restate) {
+            (Some(restate), Some(client)) => {
+                let instance = self.instance(
+                    &agents,
+                    format!("restate@{}", restate.listen()),
+                    Some(restate.listen()),
+                    &lifecycle,
+                    &runs,
+                );
+                let (task, deployment) =
+                    crate::durable::endpoint::start(client, runs.clone(), instance.clone(), &lifecycle)
+                        .await?;
+                Some((task, instance, deployment))
+            }
+            _ => None,
+        };
         let mut running = Running {
             bound: Vec::new(),
             lifecycle: lifecycle.clone(),
@@ -459,6 +515,8 @@ impl Serve {
             tasks: Vec::new(),
             stdio: None,
             grace: self.grace,
+            #[cfg(feature = "restate")]
+            deployment: None,
         };
         // From here on nothing fails.
         for (surface, listener, addr, instance, app, shape) in apps {
@@ -470,6 +528,12 @@ impl Serve {
             running.instances.push(instance);
             running.bound.push(Bound { surface, addr });
             tracing::info!(%surface, %addr, "serving");
+        }
+        #[cfg(feature = "restate")]
+        if let Some((task, instance, deployment)) = durable {
+            running.tasks.push(task);
+            running.instances.push(instance);
+            running.deployment = Some(deployment);
         }
         if self.mcp_stdio {
             let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle, &runs);
@@ -564,9 +628,27 @@ pub struct Running {
     tasks: Vec<JoinHandle<()>>,
     stdio: Option<JoinHandle<()>>,
     grace: Duration,
+    /// Restate's id of this replica's deployment (durable runs).
+    #[cfg(feature = "restate")]
+    deployment: Option<String>,
 }
 
 impl Running {
+    /// The Restate deployment this replica registered (with
+    /// [`Serve::restate`]): its id, as Restate's admin API names it.
+    ///
+    /// ```no_run
+    /// # fn demo(running: &loopwright_serve::Running) {
+    /// if let Some(id) = running.restate_deployment() {
+    ///     eprintln!("durable runs: deployment {id}");
+    /// }
+    /// # }
+    /// ```
+    #[cfg(feature = "restate")]
+    pub fn restate_deployment(&self) -> Option<&str> {
+        self.deployment.as_deref()
+    }
+
     /// Where each surface listens.
     pub fn addresses(&self) -> &[Bound] {
         &self.bound

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod pty;
+pub mod rest;
 pub mod routed;
 
 use futures::StreamExt;

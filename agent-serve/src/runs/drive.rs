@@ -65,6 +65,8 @@ pub(crate) struct Driver {
     pub(crate) token: CancellationToken,
     /// What keeping the conversation said (once kept).
     pub(crate) warnings: Option<Vec<String>>,
+    /// The engine journaling the run (a durable run's execution).
+    pub(crate) durable: Option<loopwright_core::durable::DurableRun>,
 }
 
 /// How the run ended, for its record.
@@ -146,10 +148,17 @@ impl Driver {
             );
         };
         let options = self.envelope.options.clone();
+        let durable = self.durable.take();
         let agent = served
             .agent()
             .with_cancellation(self.token.clone())
-            .map_options(|o| options.apply_for_background(o));
+            .map_options(|o| {
+                let o = options.apply_for_background(o);
+                match durable {
+                    Some(durable) => o.durable(durable),
+                    None => o,
+                }
+            });
         let (run, input) = match begin {
             Begin::Fresh(messages) => (agent.run(messages.clone()), messages),
             Begin::Resume(state, decided) => {

@@ -71,7 +71,9 @@ impl Lease {
         store: &Arc<dyn Store>,
         record: RunRecord,
     ) -> Result<RunRecord, StoreError> {
-        if !self.expired(&record, now_millis()) {
+        // A durable run's engine retries it instead.
+        let durable = Envelope::of(&record).is_ok_and(|e| e.durable.is_some());
+        if durable || !self.expired(&record, now_millis()) {
             return Ok(record);
         }
         let silent = now_millis().saturating_sub(record.updated_at) / 1000;

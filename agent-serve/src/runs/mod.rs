@@ -19,10 +19,10 @@
 //! - a running run whose replica went silent for its whole lease is
 //!   recorded failed by the first replica that reads it ([`lease`]).
 
-mod drive;
+pub(crate) mod drive;
 pub(crate) mod lease;
 mod options;
-mod record;
+pub(crate) mod record;
 mod tail;
 
 use std::collections::HashMap;
@@ -90,6 +90,9 @@ pub(crate) struct Decision {
 /// The background runs of one server, over its store.
 pub(crate) struct Runs {
     pub(crate) store: Arc<dyn Store>,
+    /// Restate, when background runs are durable workflows.
+    #[cfg(feature = "restate")]
+    pub(crate) restate: Option<crate::durable::Client>,
     /// This replica's name (the `owner` of the runs it drives).
     pub(crate) replica: String,
     /// How long a replica may go without writing a run it drives.
@@ -114,7 +117,26 @@ impl Runs {
             replica,
             lease,
             local: Mutex::default(),
+            #[cfg(feature = "restate")]
+            restate: None,
         }
+    }
+
+    /// The same runs, durable on Restate.
+    #[cfg(feature = "restate")]
+    pub(crate) fn with_restate(mut self, client: crate::durable::Client) -> Self {
+        self.restate = Some(client);
+        self
+    }
+
+    /// Note that run `id` runs here, cancelled through `token`.
+    pub(crate) fn list(&self, id: &str, token: CancellationToken) {
+        self.lock_local().insert(id.to_owned(), token);
+    }
+
+    /// Run `id` no longer runs here.
+    pub(crate) fn unlist(&self, id: &str) {
+        self.lock_local().remove(id);
     }
 
     /// Start a background run: its record is stored before this returns;
@@ -146,6 +168,10 @@ impl Runs {
             .ticket(true, &instance.lifecycle.stopping)
             .map_err(|refused| ApiError::refused(shape, refused))?;
         let id = spec.id.unwrap_or_else(|| new_id("run_"));
+        #[cfg(feature = "restate")]
+        let durable = self.restate.as_ref().map(|_| record::DurableInfo::default());
+        #[cfg(not(feature = "restate"))]
+        let durable = None;
         let envelope = Envelope {
             options: spec.options,
             keep: Keep {
@@ -155,6 +181,7 @@ impl Runs {
                 snapshot: spec.snapshot,
             },
             surface: spec.surface,
+            durable,
             ..Envelope::default()
         };
         let mut record = RunRecord::new(&id, &spec.agent)
@@ -167,6 +194,12 @@ impl Runs {
             .create_run(&record)
             .await
             .map_err(|e| ApiError::store(shape, &format!("run {id}"), &e))?;
+        #[cfg(feature = "restate")]
+        if let Some(client) = &self.restate {
+            // Restate runs it, on whichever replica it picks.
+            drop(ticket);
+            return crate::durable::runs::submit(self, client, record, envelope, messages, shape).await;
+        }
         self.spawn(instance, record.clone(), envelope, ticket, Begin::Fresh(messages));
         Ok(record)
     }
@@ -181,7 +214,7 @@ impl Runs {
     ) {
         let token = instance.lifecycle.hard.child_token();
         let id = record.id.clone();
-        self.lock_local().insert(id.clone(), token.clone());
+        self.list(&id, token.clone());
         let driver = Driver {
             runs: self.clone(),
             instance: instance.clone(),
@@ -189,11 +222,12 @@ impl Runs {
             envelope,
             token,
             warnings: None,
+            durable: None,
         };
         let runs = self.clone();
         tokio::spawn(async move {
             driver.drive(ticket, begin).await;
-            runs.lock_local().remove(&id);
+            runs.unlist(&id);
         });
     }
 
@@ -241,6 +275,9 @@ impl Runs {
                 ));
             }
             let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+            if envelope.durable.is_some() {
+                return self.decide_durable(record, decisions, shape).await;
+            }
             let state = envelope
                 .paused_state()
                 .map_err(|e| ApiError::new(shape, Kind::Internal, format!("run {id}: {e}")))?
@@ -320,7 +357,9 @@ impl Runs {
                 ));
             }
             let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
-            let paused = record.status == RunStatus::AwaitingApproval;
+            // A durable run's workflow ends it, wherever it runs.
+            let durable = envelope.durable.clone();
+            let paused = record.status == RunStatus::AwaitingApproval && durable.is_none();
             if paused {
                 record.status = RunStatus::Cancelled;
                 record.error = Some(record::error_value(
@@ -343,6 +382,9 @@ impl Runs {
             match self.store.update_run(&record, record.version).await {
                 Ok(version) => {
                     record.version = version;
+                    if let Some(durable) = &durable {
+                        self.cancel_durable(id, durable).await;
+                    }
                     if paused {
                         let finished = serde_json::to_value(loopwright_core::AgentEvent::Finished {
                             exit: loopwright_core::ExitReason::Cancelled,
@@ -369,6 +411,29 @@ impl Runs {
             format!("run {id} kept changing while it was cancelled; try again"),
         ))
     }
+}
+
+#[cfg(not(feature = "restate"))]
+impl Runs {
+    /// A durable run is decided through a replica with Restate.
+    async fn decide_durable(
+        &self,
+        record: RunRecord,
+        _decisions: &[Decision],
+        shape: Shape,
+    ) -> Result<RunRecord, ApiError> {
+        Err(ApiError::new(
+            shape,
+            Kind::Conflict,
+            format!(
+                "run {} is a durable run: decide it through a replica built with Restate (feature `restate`)",
+                record.id
+            ),
+        ))
+    }
+
+    /// Nothing to tell Restate in a build without it.
+    async fn cancel_durable(&self, _id: &str, _durable: &record::DurableInfo) {}
 }
 
 /// The decisions of a request, checked against what is pending: each names

@@ -39,6 +39,34 @@ pub(crate) struct Envelope {
     /// response's echo of its request), opaque here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) surface: Option<Value>,
+    /// The run is a durable workflow (Restate's, see `crate::durable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) durable: Option<DurableInfo>,
+}
+
+/// What a durable run's record keeps about its workflow.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct DurableInfo {
+    /// Restate's invocation id (for cancelling it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) invocation: Option<String>,
+    /// Executions so far (the current one's attempt number).
+    #[serde(default)]
+    pub(crate) attempts: u32,
+    /// The calls the run waits for decisions on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pending: Vec<DurablePending>,
+}
+
+/// A call a durable run waits for a decision on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DurablePending {
+    /// The loop's step (part of the decision's key).
+    pub(crate) step: u32,
+    pub(crate) call_id: String,
+    pub(crate) tool: String,
+    #[serde(default)]
+    pub(crate) arguments: Value,
 }
 
 /// One decision for a pending call.
@@ -155,7 +183,16 @@ pub(crate) fn view(record: &RunRecord) -> Value {
         "created_at": record.created_at,
         "updated_at": record.updated_at,
     });
-    if record.status == RunStatus::AwaitingApproval {
+    if record.status == RunStatus::AwaitingApproval
+        && let Some(durable) = &envelope.durable
+    {
+        out["pending_approvals"] = durable
+            .pending
+            .iter()
+            .filter(|p| !envelope.decisions.iter().any(|d| d.call_id == p.call_id))
+            .map(|p| json!({"call_id": p.call_id, "tool": p.tool, "arguments": p.arguments, "agent_path": "", "kind": "approval"}))
+            .collect();
+    } else if record.status == RunStatus::AwaitingApproval {
         out["pending_approvals"] = Value::Array(
             envelope
                 .undecided()
@@ -180,6 +217,12 @@ pub(crate) fn view(record: &RunRecord) -> Value {
     }
     if record.status == RunStatus::Running && envelope.cancel_requested {
         out["cancel_requested"] = json!(true);
+    }
+    if let Some(durable) = &envelope.durable {
+        out["durable"] = json!({"attempt": durable.attempts});
+    }
+    if let (Some(owner), false) = (&record.owner, record.status.is_finished()) {
+        out["replica"] = json!(owner);
     }
     out
 }
