@@ -71,6 +71,8 @@ pub struct RestateServer {
     admin: u16,
     node: u16,
     child: Option<Child>,
+    /// Settings added to (or over) the harness's own.
+    extra: Vec<(String, String)>,
 }
 
 impl RestateServer {
@@ -82,6 +84,17 @@ impl RestateServer {
     /// When the binary is missing (run `npm ci --prefix tests-deps`) or the
     /// server is not ready within a minute (the message holds its log).
     pub fn start() -> Result<Self, String> {
+        Self::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with `settings` (`RESTATE_*` environment
+    /// variables) added to the harness's own, e.g. a bench's
+    /// `RESTATE_LOG_SERVER__ROCKSDB_DISABLE_WAL_FSYNC=true`.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_with(settings: &[(&str, &str)]) -> Result<Self, String> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let bin = binary()?;
         sweep(&std::env::temp_dir());
@@ -97,6 +110,10 @@ impl RestateServer {
             admin: 0,
             node: 0,
             child: None,
+            extra: settings
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         };
         let mut last = String::new();
         for _ in 0..PORT_ATTEMPTS {
@@ -209,6 +226,7 @@ impl RestateServer {
             .arg(&self.dir)
             .arg("--no-logo")
             .envs(SETTINGS)
+            .envs(self.extra.iter().map(|(k, v)| (k, v)))
             .env("RESTATE_INGRESS__BIND_ADDRESS", local(self.ingress))
             .env("RESTATE_ADMIN__BIND_ADDRESS", local(self.admin))
             .env("RESTATE_BIND_ADDRESS", local(self.node))
