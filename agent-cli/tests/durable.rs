@@ -66,6 +66,7 @@ impl Replica {
         let listen = listen.to_string();
         let args = [
             "serve",
+            "-v",
             "--config",
             config.to_str().unwrap(),
             "--agent",
@@ -490,4 +491,66 @@ async fn journal_steps(restate: &RestateServer, id: &str) -> Vec<String> {
         .iter()
         .map(|row| row["name"].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_run_waits_out_a_store_outage_and_goes_on() {
+    let restate = RestateServer::start().unwrap();
+    let mut postgres = loopwright_test_support::TempPostgres::start();
+    let database = postgres.database();
+    let models = RoutedServer::start(vec![(
+        "slow-model",
+        vec![
+            chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
+            chat_answer("Slept through it."),
+        ],
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = files(dir.path(), &models, &log);
+    let addr = free_addr();
+    let advertised = format!("http://{addr}/");
+    let mut replica = Replica::start(
+        dir.path(),
+        &config,
+        database.url(),
+        &restate,
+        addr,
+        &advertised,
+        "auto",
+    )
+    .await;
+    let (status, started) = post(
+        &format!("{}/v1/agents/sleeper/runs", replica.rest),
+        json!({"prompt": "sleep"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    until_logged(&log, "called slow", 1).await;
+    postgres.stop();
+    // The tool ends while the store is down: its events cannot be stored,
+    // so the execution stops (nothing recorded) and Restate retries it.
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !replica
+            .said
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("the store is unavailable"))
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the execution never stopped: {:?}", replica.said.lock().unwrap()));
+    postgres.restart();
+    let view = until_run(&replica.rest, &id, "ended", |v| v["status"] != "running").await;
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["result"]["text"], "Slept through it.");
+    // The tool's batch was journaled before the outage mattered: it ran once.
+    assert_eq!(calls_logged(&log, "slow"), 1);
+    assert_eq!(models.bodies_for("slow-model").len(), 2);
+    replica.kill().await;
 }

@@ -97,6 +97,7 @@ impl RunWorkflow {
             .map_err(|refused| HandlerError::from(format!("this replica takes no run now ({refused:?})")))?;
         let (requests, mut incoming) = mpsc::channel(1);
         let engine = Bridge { requests, attempt };
+        let abandoned = tokio_util::sync::CancellationToken::new();
         let driver = Driver {
             runs: self.runs.clone(),
             instance: self.instance.clone(),
@@ -105,16 +106,21 @@ impl RunWorkflow {
             token,
             warnings: None,
             durable: Some(DurableRun::new(&id).engine(Arc::new(engine))),
+            abandoned: Some(abandoned.clone()),
         };
         let mut task = AbortOnDrop(tokio::spawn(driver.drive(ticket, Begin::Fresh(input.messages))));
+        let mut open = true;
         loop {
             tokio::select! {
-                request = incoming.recv() => match request {
+                biased;
+                () = abandoned.cancelled() => {
+                    return Err(HandlerError::from(format!(
+                        "run {id}: the store is unavailable; the execution stops and is retried"
+                    )));
+                }
+                request = incoming.recv(), if open => match request {
                     Some(request) => self.serve(&ctx, &id, request).await,
-                    None => {
-                        let _ = (&mut task.0).await;
-                        break;
-                    }
+                    None => open = false,
                 },
                 _ = &mut task.0 => break,
             }

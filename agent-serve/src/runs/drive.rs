@@ -16,7 +16,8 @@
 //! - an event append that still fails after [`EVENT_WRITE_ATTEMPTS`] tries
 //!   cancels the run, which ends `failed` naming the store's error; its
 //!   record is written once the store is back (retried for
-//!   [`FINAL_WRITE_PATIENCE`]).
+//!   [`FINAL_WRITE_PATIENCE`]); a durable run's execution is abandoned
+//!   instead (its engine retries it, and it goes on where its journal ends).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +68,10 @@ pub(crate) struct Driver {
     pub(crate) warnings: Option<Vec<String>>,
     /// The engine journaling the run (a durable run's execution).
     pub(crate) durable: Option<loopwright_core::durable::DurableRun>,
+    /// A durable execution's way out when the store is down: cancelled,
+    /// the execution is abandoned (nothing recorded; the engine retries it)
+    /// instead of the run failing.
+    pub(crate) abandoned: Option<CancellationToken>,
 }
 
 /// How the run ended, for its record.
@@ -203,6 +208,12 @@ impl Driver {
                 continue;
             }
             if let Err(e) = self.append(&store, batch).await {
+                if let Some(abandoned) = &self.abandoned {
+                    tracing::warn!(run = %self.record.id, error = %e, "the store is unavailable: this execution of the durable run stops, and Restate retries it");
+                    abandoned.cancel();
+                    // The workflow's handler drops this task.
+                    return std::future::pending().await;
+                }
                 store_failure = Some(format!("the run's events could not be stored: {e}"));
                 self.token.cancel();
             }

@@ -223,6 +223,7 @@ impl Runs {
             token,
             warnings: None,
             durable: None,
+            abandoned: None,
         };
         let runs = self.clone();
         tokio::spawn(async move {
