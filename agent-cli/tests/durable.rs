@@ -44,6 +44,8 @@ fn free_addr() -> SocketAddr {
 struct Replica {
     child: tokio::process::Child,
     rest: String,
+    /// The OpenAI surface (Chat Completions, Responses).
+    openai: String,
     said: Arc<Mutex<Vec<String>>>,
 }
 
@@ -75,6 +77,8 @@ impl Replica {
             sleeper.to_str().unwrap(),
             "--rest",
             "0",
+            "--openai",
+            "0",
             "--store",
             store,
             "--approve",
@@ -89,7 +93,7 @@ impl Replica {
             advertise,
         ];
         let mut child = agent_command(&args, &[], dir).spawn().unwrap();
-        let (urls, said) = listening_kept(&mut child, 1).await;
+        let (urls, said) = listening_kept(&mut child, 2).await;
         tokio::time::timeout(HANG_GUARD, async {
             while !said
                 .lock()
@@ -105,6 +109,7 @@ impl Replica {
         Self {
             child,
             rest: urls["rest"].clone(),
+            openai: urls["openai"].trim_end_matches("/v1").to_owned(),
             said,
         }
     }
@@ -553,4 +558,107 @@ async fn a_durable_run_waits_out_a_store_outage_and_goes_on() {
     assert_eq!(calls_logged(&log, "slow"), 1);
     assert_eq!(models.bodies_for("slow-model").len(), 2);
     replica.kill().await;
+}
+
+/// A background response of the Responses API is a durable run too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_response_is_a_durable_run() {
+    let restate = RestateServer::start().unwrap();
+    let database = loopwright_test_support::database();
+    let models = RoutedServer::start(vec![(
+        "slow-model",
+        vec![
+            chat_calls(&[("call_slow", "test__slow", json!({"ms": 200}))]),
+            chat_answer("Slept."),
+        ],
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = files(dir.path(), &models, &log);
+    let addr = free_addr();
+    let advertised = format!("http://{addr}/");
+    let mut replica = Replica::start(
+        dir.path(),
+        &config,
+        database.url(),
+        &restate,
+        addr,
+        &advertised,
+        "auto",
+    )
+    .await;
+    let (status, created) = post(
+        &format!("{}/v1/responses", replica.openai),
+        json!({"model": "sleeper", "input": "sleep", "background": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["status"], "queued", "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let done = tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let (_, response) = get(&format!("{}/v1/responses/{id}", replica.openai)).await;
+            if !matches!(response["status"].as_str(), Some("queued" | "in_progress")) {
+                return response;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done.to_string().contains("Slept."), "{done}");
+    let (_, run) = get(&format!("{}/v1/runs/{id}", replica.rest)).await;
+    assert_eq!(run["durable"]["attempt"], 1, "{run}");
+    replica.kill().await;
+}
+
+/// Durable runs need a store every replica shares: `serve` says so and
+/// does not start.
+#[tokio::test]
+async fn durable_runs_without_a_store_are_refused_at_start() {
+    let models = RoutedServer::start(vec![]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = files(dir.path(), &models, &dir.path().join("mcp.log"));
+    let agent = dir.path().join("assistant.md");
+    let out = run_agent(
+        &[
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--rest",
+            "0",
+            "--restate-admin",
+            "http://127.0.0.1:9",
+            "--restate-ingress",
+            "http://127.0.0.1:9",
+            "--restate-listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+        dir.path(),
+    )
+    .await;
+    assert_exit(&out, 2, "need a store every replica shares");
+    // The Restate flags go together.
+    let out = run_agent(
+        &[
+            "serve",
+            "--agent",
+            agent.to_str().unwrap(),
+            "--rest",
+            "0",
+            "--restate-ingress",
+            "http://x",
+        ],
+        &[],
+        dir.path(),
+    )
+    .await;
+    let (_, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--restate-admin"), "{stderr}");
 }
