@@ -21,13 +21,14 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::rest::*;
 use common::routed::{RoutedServer, chat_answer, chat_calls};
 use common::*;
+use loopwright_test_support::TempDatabase;
 use loopwright_test_support::proxy::Balancer;
 use loopwright_test_support::restate::RestateServer;
 use serde_json::{Value, json};
@@ -40,7 +41,61 @@ fn free_addr() -> SocketAddr {
         .unwrap()
 }
 
-/// A `serve` replica with durable runs.
+/// One test's world: a Restate server, a database, a model server playing
+/// `model`'s script, and the config and agent files.
+struct World {
+    restate: RestateServer,
+    database: TempDatabase,
+    models: RoutedServer,
+    model: String,
+    dir: tempfile::TempDir,
+    /// The MCP server's log of its calls.
+    log: PathBuf,
+    config: PathBuf,
+}
+
+impl World {
+    async fn new(model: &str, script: Vec<String>, database: TempDatabase) -> Self {
+        let restate = RestateServer::start().unwrap();
+        let models = RoutedServer::start(vec![(model, script)]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("mcp.log");
+        let config = files(dir.path(), &models, &log);
+        Self {
+            restate,
+            database,
+            models,
+            model: model.to_owned(),
+            dir,
+            log,
+            config,
+        }
+    }
+
+    /// A replica whose endpoint listens on `listen`, registered as
+    /// `advertise`.
+    async fn replica(&self, listen: SocketAddr, advertise: &str, approve: &str) -> Replica {
+        Replica::start(self, listen, advertise, approve).await
+    }
+
+    /// A replica alone at its own address.
+    async fn lone_replica(&self, approve: &str) -> Replica {
+        let listen = free_addr();
+        self.replica(listen, &format!("http://{listen}/"), approve).await
+    }
+
+    /// The requests the model server got.
+    fn model_calls(&self) -> usize {
+        self.models.bodies_for(&self.model).len()
+    }
+
+    /// How many times the MCP server's tool `tool` was called.
+    fn tool_calls(&self, tool: &str) -> usize {
+        calls_logged(&self.log, tool)
+    }
+}
+
+/// A `serve` replica with durable runs (REST and OpenAI on free ports).
 struct Replica {
     child: tokio::process::Child,
     rest: String,
@@ -50,27 +105,17 @@ struct Replica {
 }
 
 impl Replica {
-    /// Start one: REST on a free port, Restate's endpoint on `listen`,
-    /// registered as `advertise`.
-    async fn start(
-        dir: &Path,
-        config: &Path,
-        store: &str,
-        restate: &RestateServer,
-        listen: SocketAddr,
-        advertise: &str,
-        approve: &str,
-    ) -> Self {
+    async fn start(world: &World, listen: SocketAddr, advertise: &str, approve: &str) -> Self {
+        let dir = world.dir.path();
         let assistant = dir.join("assistant.md");
         let sleeper = dir.join("sleeper.md");
-        let admin = restate.admin_url();
-        let ingress = restate.ingress_url();
+        let (admin, ingress) = (world.restate.admin_url(), world.restate.ingress_url());
         let listen = listen.to_string();
         let args = [
             "serve",
             "-v",
             "--config",
-            config.to_str().unwrap(),
+            world.config.to_str().unwrap(),
             "--agent",
             assistant.to_str().unwrap(),
             "--agent",
@@ -80,7 +125,7 @@ impl Replica {
             "--openai",
             "0",
             "--store",
-            store,
+            world.database.url(),
             "--approve",
             approve,
             "--restate-admin",
@@ -94,18 +139,7 @@ impl Replica {
         ];
         let mut child = agent_command(&args, &[], dir).spawn().unwrap();
         let (urls, said) = listening_kept(&mut child, 2).await;
-        tokio::time::timeout(HANG_GUARD, async {
-            while !said
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|l| l.contains("durable runs on Restate"))
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("never registered: {:?}", said.lock().unwrap()));
+        until_said(&said, "durable runs on Restate", HANG_GUARD).await;
         Self {
             child,
             rest: urls["rest"].clone(),
@@ -118,13 +152,29 @@ impl Replica {
         self.child.id().unwrap()
     }
 
+    /// Start a background run of `agent` on `body`; its id.
+    async fn start_run(&self, agent: &str, body: Value) -> String {
+        let (status, started) = post(&format!("{}/v1/agents/{agent}/runs", self.rest), body).await;
+        assert_eq!(status, 202, "{started}");
+        started["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Wait until run `id` is no longer `running` (or `awaiting_approval`);
+    /// its view.
+    async fn ended(&self, id: &str) -> Value {
+        until_run(&self.rest, id, "ended", |v| {
+            v["status"] != "running" && v["status"] != "awaiting_approval"
+        })
+        .await
+    }
+
     async fn kill(&mut self) {
         self.child.start_kill().unwrap();
         self.child.wait().await.unwrap();
     }
 }
 
-/// Wait until the MCP server logged `count` lines `line`.
+/// Wait until the MCP server logged `count` lines starting with `line`.
 async fn until_logged(log: &Path, line: &str, count: usize) {
     tokio::time::timeout(HANG_GUARD, async {
         while std::fs::read_to_string(log)
@@ -192,45 +242,32 @@ fn assert_whole(events: &[(u64, Value)], resumed: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
-    let restate = RestateServer::start().unwrap();
-    let database = loopwright_test_support::database();
     let slow = json!({"ms": 3000});
-    let models = RoutedServer::start(vec![(
-        "slow-model",
-        vec![
-            chat_calls(&[("call_slow", "test__slow", slow.clone())]),
-            chat_answer("Slept."),
-            chat_calls(&[("call_slow2", "test__slow", slow.clone())]),
-            chat_answer("Slept again."),
-        ],
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mcp.log");
-    let config = files(dir.path(), &models, &log);
-    let (a_addr, b_addr) = (free_addr(), free_addr());
-    let balancer = Balancer::start(vec![a_addr, b_addr]).unwrap();
+    let script = vec![
+        chat_calls(&[("call_slow", "test__slow", slow.clone())]),
+        chat_answer("Slept."),
+        chat_calls(&[("call_slow2", "test__slow", slow.clone())]),
+        chat_answer("Slept again."),
+    ];
+    let world = World::new("slow-model", script, loopwright_test_support::database()).await;
+    let addrs = [free_addr(), free_addr()];
+    let balancer = Balancer::start(addrs.to_vec()).unwrap();
     let lb = balancer.url();
-    let start = |addr| Replica::start(dir.path(), &config, database.url(), &restate, addr, &lb, "auto");
-    let mut replicas = [start(a_addr).await, start(b_addr).await];
+    let mut replicas = [
+        world.replica(addrs[0], &lb, "auto").await,
+        world.replica(addrs[1], &lb, "auto").await,
+    ];
 
     // Run 1: the replica running it dies in the tool; the other one, behind
     // the same address, continues it.
-    let (status, started) = post(
-        &format!("{}/v1/agents/sleeper/runs", replicas[0].rest),
-        json!({"prompt": "sleep", "session": "one"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{started}");
-    let id = started["id"].as_str().unwrap().to_owned();
-    until_logged(&log, "called slow", 1).await;
+    let id = replicas[0]
+        .start_run("sleeper", json!({"prompt": "sleep", "session": "one"}))
+        .await;
+    until_logged(&world.log, "called slow", 1).await;
     let dead = runner(&replicas[0].rest, &id, &[&replicas[0], &replicas[1]]).await;
     replicas[dead].kill().await;
     let alive = 1 - dead;
-    let view = until_run(&replicas[alive].rest, &id, "completed", |v| {
-        v["status"] != "running"
-    })
-    .await;
+    let view = replicas[alive].ended(&id).await;
     assert_eq!(
         view["status"],
         "completed",
@@ -242,13 +279,13 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     // The first model call completed before the kill: it reached the model
     // once; the tool ran twice (interrupted, then again); its result is
     // once in the history.
-    assert_eq!(models.bodies_for("slow-model").len(), 2);
-    assert_eq!(calls_logged(&log, "slow"), 2);
+    assert_eq!(world.model_calls(), 2);
+    assert_eq!(world.tool_calls("slow"), 2);
     assert_eq!(
         results_in_session(&replicas[alive].rest, "one", "call_slow").await,
         1
     );
-    let last = models.bodies_for("slow-model").pop().unwrap();
+    let last = world.models.bodies_for("slow-model").pop().unwrap();
     let tool_messages = last["messages"]
         .as_array()
         .unwrap()
@@ -259,60 +296,30 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     assert_whole(&all_events(&replicas[alive].rest, &id).await, true);
 
     // Run 2: its replica dies, and one started in its place continues it.
-    let (status, started) = post(
-        &format!("{}/v1/agents/sleeper/runs", replicas[alive].rest),
-        json!({"prompt": "sleep"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{started}");
-    let id = started["id"].as_str().unwrap().to_owned();
-    until_logged(&log, "called slow", 3).await;
+    let id = replicas[alive]
+        .start_run("sleeper", json!({"prompt": "sleep"}))
+        .await;
+    until_logged(&world.log, "called slow", 3).await;
     replicas[alive].kill().await;
-    let addr = if alive == 0 { a_addr } else { b_addr };
-    let mut again = start(addr).await;
-    let view = until_run(&again.rest, &id, "completed", |v| v["status"] != "running").await;
+    let mut again = world.replica(addrs[alive], &lb, "auto").await;
+    let view = again.ended(&id).await;
     assert_eq!(view["status"], "completed", "{view}");
     assert_eq!(view["result"]["text"], "Slept again.");
-    assert_eq!(models.bodies_for("slow-model").len(), 4);
-    assert_eq!(calls_logged(&log, "slow"), 4);
+    assert_eq!(world.model_calls(), 4);
+    assert_eq!(world.tool_calls("slow"), 4);
     assert_whole(&all_events(&again.rest, &id).await, true);
     again.kill().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
-    let mut restate = RestateServer::start().unwrap();
-    let database = loopwright_test_support::database();
-    let models = RoutedServer::start(vec![(
-        "chat-model",
-        vec![
-            chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
-            chat_answer("The echo said hi."),
-        ],
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mcp.log");
-    let config = files(dir.path(), &models, &log);
-    let addr = free_addr();
-    let advertised = format!("http://{addr}/");
-    let mut replica = Replica::start(
-        dir.path(),
-        &config,
-        database.url(),
-        &restate,
-        addr,
-        &advertised,
-        "defer",
-    )
-    .await;
-    let (status, started) = post(
-        &format!("{}/v1/agents/assistant/runs", replica.rest),
-        json!({"prompt": "say hi"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{started}");
-    let id = started["id"].as_str().unwrap().to_owned();
+    let script = vec![
+        chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
+        chat_answer("The echo said hi."),
+    ];
+    let mut world = World::new("chat-model", script, loopwright_test_support::database()).await;
+    let mut replica = world.lone_replica("defer").await;
+    let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;
     let view = until_run(&replica.rest, &id, "awaiting approval", |v| {
         v["status"] == "awaiting_approval"
     })
@@ -320,37 +327,28 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
     assert_eq!(view["pending_approvals"][0]["call_id"], "call_echo", "{view}");
     assert_eq!(view["pending_approvals"][0]["tool"], "test__echo", "{view}");
 
-    restate.stop();
-    restate.restart().unwrap();
+    world.restate.stop();
+    world.restate.restart().unwrap();
 
+    let approvals = format!("{}/v1/runs/{id}/approvals", replica.rest);
     // Unknown calls are refused, naming what is pending.
     let (status, body) = post(
-        &format!("{}/v1/runs/{id}/approvals", replica.rest),
+        &approvals,
         json!({"decisions": [{"call_id": "call_nope", "approve": true}]}),
     )
     .await;
     assert_eq!(status, 409, "{body}");
     assert!(body.to_string().contains("call_echo"), "{body}");
-    let (status, body) = post(
-        &format!("{}/v1/runs/{id}/approvals", replica.rest),
-        json!({"decisions": [{"call_id": "call_echo", "approve": true}]}),
-    )
-    .await;
+    let approve = json!({"decisions": [{"call_id": "call_echo", "approve": true}]});
+    let (status, body) = post(&approvals, approve.clone()).await;
     assert_eq!(status, 200, "{body}");
-    let view = until_run(&replica.rest, &id, "completed", |v| {
-        v["status"] != "running" && v["status"] != "awaiting_approval"
-    })
-    .await;
-    assert_eq!(view["status"], "completed", "{view}\n{}", restate.log());
+    let view = replica.ended(&id).await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", world.restate.log());
     assert_eq!(view["result"]["text"], "The echo said hi.");
-    assert_eq!(calls_logged(&log, "echo"), 1, "the tool ran once");
-    assert_eq!(models.bodies_for("chat-model").len(), 2, "each model call once");
+    assert_eq!(world.tool_calls("echo"), 1, "the tool ran once");
+    assert_eq!(world.model_calls(), 2, "each model call once");
     // Decided already: a conflict.
-    let (status, body) = post(
-        &format!("{}/v1/runs/{id}/approvals", replica.rest),
-        json!({"decisions": [{"call_id": "call_echo", "approve": true}]}),
-    )
-    .await;
+    let (status, body) = post(&approvals, approve).await;
     assert_eq!(status, 409, "{body}");
     let events = all_events(&replica.rest, &id).await;
     assert_eq!(events.last().unwrap().1["type"], "finished", "{events:?}");
@@ -359,54 +357,27 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_run_cancelled_while_its_tool_runs_ends_cancelled() {
-    let restate = RestateServer::start().unwrap();
-    let database = loopwright_test_support::database();
-    let models = RoutedServer::start(vec![(
-        "slow-model",
-        vec![chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))])],
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mcp.log");
-    let config = files(dir.path(), &models, &log);
-    let addr = free_addr();
-    let advertised = format!("http://{addr}/");
-    let mut replica = Replica::start(
-        dir.path(),
-        &config,
-        database.url(),
-        &restate,
-        addr,
-        &advertised,
-        "auto",
-    )
-    .await;
-    let (status, started) = post(
-        &format!("{}/v1/agents/sleeper/runs", replica.rest),
-        json!({"prompt": "sleep"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{started}");
-    let id = started["id"].as_str().unwrap().to_owned();
-    until_logged(&log, "called slow", 1).await;
+    let script = vec![chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))])];
+    let world = World::new("slow-model", script, loopwright_test_support::database()).await;
+    let mut replica = world.lone_replica("auto").await;
+    let id = replica.start_run("sleeper", json!({"prompt": "sleep"})).await;
+    until_logged(&world.log, "called slow", 1).await;
     let (status, body) = post(&format!("{}/v1/runs/{id}/cancel", replica.rest), json!({})).await;
     assert_eq!(status, 200, "{body}");
-    let view = until_run(&replica.rest, &id, "ended", |v| v["status"] != "running").await;
+    let view = replica.ended(&id).await;
     assert_eq!(view["status"], "cancelled", "{view}");
-    until_logged(&log, "cancelled slow", 1).await;
+    until_logged(&world.log, "cancelled slow", 1).await;
     let events = all_events(&replica.rest, &id).await;
     let finished = &events.last().unwrap().1;
     assert_eq!(finished["type"], "finished", "{events:?}");
     assert_eq!(finished["exit"], "cancelled", "{finished}");
-    assert_eq!(calls_logged(&log, "slow"), 1);
+    assert_eq!(world.tool_calls("slow"), 1);
     replica.kill().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
     const STEPS: usize = 100;
-    let restate = RestateServer::start().unwrap();
-    let database = loopwright_test_support::database();
     let mut script: Vec<String> = (0..STEPS)
         .map(|i| {
             chat_calls(&[(
@@ -417,43 +388,22 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
         })
         .collect();
     script.push(chat_answer("Done."));
-    let models = RoutedServer::start(vec![("chat-model", script)]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mcp.log");
-    let config = files(dir.path(), &models, &log);
-    let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let world = World::new("chat-model", script, loopwright_test_support::database()).await;
+    let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&world.config).unwrap()).unwrap();
     settings["defaults"] = json!({"maxSteps": STEPS + 1});
-    std::fs::write(&config, settings.to_string()).unwrap();
-    let addr = free_addr();
-    let advertised = format!("http://{addr}/");
-    let mut replica = Replica::start(
-        dir.path(),
-        &config,
-        database.url(),
-        &restate,
-        addr,
-        &advertised,
-        "auto",
-    )
-    .await;
-    let (status, started) = post(
-        &format!("{}/v1/agents/assistant/runs", replica.rest),
-        json!({"prompt": "echo a hundred times"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{started}");
-    let id = started["id"].as_str().unwrap().to_owned();
-    let view = tokio::time::timeout(
-        Duration::from_secs(120),
-        until_run(&replica.rest, &id, "ended", |v| v["status"] != "running"),
-    )
-    .await
-    .unwrap();
+    std::fs::write(&world.config, settings.to_string()).unwrap();
+    let mut replica = world.lone_replica("auto").await;
+    let id = replica
+        .start_run("assistant", json!({"prompt": "echo a hundred times"}))
+        .await;
+    let view = tokio::time::timeout(Duration::from_secs(120), replica.ended(&id))
+        .await
+        .unwrap();
     assert_eq!(view["status"], "completed", "{view}");
     assert_eq!(view["result"]["text"], "Done.");
     assert_eq!(view["result"]["steps"], STEPS + 1, "{view}");
-    assert_eq!(calls_logged(&log, "echo"), STEPS);
-    assert_eq!(models.bodies_for("chat-model").len(), STEPS + 1);
+    assert_eq!(world.tool_calls("echo"), STEPS);
+    assert_eq!(world.model_calls(), STEPS + 1);
 
     let events = all_events(&replica.rest, &id).await;
     assert_whole(&events, false);
@@ -461,7 +411,7 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
     assert_eq!(count("step_started"), STEPS + 1);
 
     // Restate's journal: one step per model call, one per tool batch.
-    let journal = journal_steps(&restate, &id).await;
+    let journal = journal_steps(&world.restate, &id).await;
     let models_journaled = journal.iter().filter(|n| n.starts_with("model-")).count();
     let tools_journaled = journal.iter().filter(|n| n.starts_with("tools-")).count();
     assert_eq!(
@@ -500,94 +450,43 @@ async fn journal_steps(restate: &RestateServer, id: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_run_waits_out_a_store_outage_and_goes_on() {
-    let restate = RestateServer::start().unwrap();
     let mut postgres = loopwright_test_support::TempPostgres::start();
-    let database = postgres.database();
-    let models = RoutedServer::start(vec![(
-        "slow-model",
-        vec![
-            chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
-            chat_answer("Slept through it."),
-        ],
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mcp.log");
-    let config = files(dir.path(), &models, &log);
-    let addr = free_addr();
-    let advertised = format!("http://{addr}/");
-    let mut replica = Replica::start(
-        dir.path(),
-        &config,
-        database.url(),
-        &restate,
-        addr,
-        &advertised,
-        "auto",
-    )
-    .await;
-    let (status, started) = post(
-        &format!("{}/v1/agents/sleeper/runs", replica.rest),
-        json!({"prompt": "sleep"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{started}");
-    let id = started["id"].as_str().unwrap().to_owned();
-    until_logged(&log, "called slow", 1).await;
+    let script = vec![
+        chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
+        chat_answer("Slept through it."),
+    ];
+    let world = World::new("slow-model", script, postgres.database()).await;
+    let mut replica = world.lone_replica("auto").await;
+    let id = replica.start_run("sleeper", json!({"prompt": "sleep"})).await;
+    until_logged(&world.log, "called slow", 1).await;
     postgres.stop();
     // The tool ends while the store is down: its events cannot be stored,
     // so the execution stops (nothing recorded) and Restate retries it.
-    tokio::time::timeout(Duration::from_secs(120), async {
-        while !replica
-            .said
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("the store is unavailable"))
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the execution never stopped: {:?}", replica.said.lock().unwrap()));
+    until_said(
+        &replica.said,
+        "the store is unavailable",
+        Duration::from_secs(120),
+    )
+    .await;
     postgres.restart();
-    let view = until_run(&replica.rest, &id, "ended", |v| v["status"] != "running").await;
+    let view = replica.ended(&id).await;
     assert_eq!(view["status"], "completed", "{view}");
     assert_eq!(view["result"]["text"], "Slept through it.");
     // The tool's batch was journaled before the outage mattered: it ran once.
-    assert_eq!(calls_logged(&log, "slow"), 1);
-    assert_eq!(models.bodies_for("slow-model").len(), 2);
+    assert_eq!(world.tool_calls("slow"), 1);
+    assert_eq!(world.model_calls(), 2);
     replica.kill().await;
 }
 
 /// A background response of the Responses API is a durable run too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_response_is_a_durable_run() {
-    let restate = RestateServer::start().unwrap();
-    let database = loopwright_test_support::database();
-    let models = RoutedServer::start(vec![(
-        "slow-model",
-        vec![
-            chat_calls(&[("call_slow", "test__slow", json!({"ms": 200}))]),
-            chat_answer("Slept."),
-        ],
-    )])
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("mcp.log");
-    let config = files(dir.path(), &models, &log);
-    let addr = free_addr();
-    let advertised = format!("http://{addr}/");
-    let mut replica = Replica::start(
-        dir.path(),
-        &config,
-        database.url(),
-        &restate,
-        addr,
-        &advertised,
-        "auto",
-    )
-    .await;
+    let script = vec![
+        chat_calls(&[("call_slow", "test__slow", json!({"ms": 200}))]),
+        chat_answer("Slept."),
+    ];
+    let world = World::new("slow-model", script, loopwright_test_support::database()).await;
+    let mut replica = world.lone_replica("auto").await;
     let (status, created) = post(
         &format!("{}/v1/responses", replica.openai),
         json!({"model": "sleeper", "input": "sleep", "background": true}),

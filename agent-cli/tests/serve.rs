@@ -11,7 +11,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::rest::ASSISTANT;
+use common::rest::{ASSISTANT, SLEEPER};
 use common::routed::{RoutedServer, chat_answer, chat_calls, chat_reasoned_answer};
 use common::*;
 use serde_json::{Value, json};
@@ -31,15 +31,6 @@ output:
   additionalProperties: false
 ---
 You find cities.
-";
-
-const SLEEPER: &str = "---
-description: Sleeps in a tool.
-model: local/slow-model
-mcp: [test]
-tools: [\"test__slow\"]
----
-You sleep.
 ";
 
 /// An agent whose model the model server does not know: every run fails.

@@ -287,18 +287,12 @@ async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_rec
     assert_eq!(status, 200);
     // The tool ends, its events cannot be stored, the run gives up and its
     // record waits for the store.
-    tokio::time::timeout(Duration::from_secs(120), async {
-        while !said
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.contains("the run's record could not be written; retrying"))
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the run never gave up on the store: {:?}", said.lock().unwrap()));
+    until_said(
+        &said,
+        "the run's record could not be written; retrying",
+        Duration::from_secs(120),
+    )
+    .await;
 
     postgres.restart();
     let view = until_run(&url, &id, "failed", |v| v["status"] == "failed").await;

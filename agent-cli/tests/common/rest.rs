@@ -105,3 +105,19 @@ pub fn calls_logged(log: &Path, tool: &str) -> usize {
         .filter(|l| *l == format!("called {tool}"))
         .count()
 }
+
+/// Wait until a server said a line containing `needle` (on its kept
+/// stderr), at most `patience`.
+pub async fn until_said(
+    said: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    needle: &str,
+    patience: Duration,
+) {
+    tokio::time::timeout(patience, async {
+        while !said.lock().unwrap().iter().any(|l| l.contains(needle)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never said {needle:?}: {:?}", said.lock().unwrap()));
+}
