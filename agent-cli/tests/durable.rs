@@ -222,15 +222,7 @@ async fn results_in_session(base: &str, session: &str, call_id: &str) -> usize {
 /// Assert the stream of a completed run: numbered from 0 without gaps,
 /// one `finished` at the end, a `resumed` from the second attempt.
 fn assert_whole(events: &[(u64, Value)], resumed: bool) {
-    let seqs: Vec<u64> = events.iter().map(|(s, _)| *s).collect();
-    assert_eq!(
-        seqs,
-        (0..events.len() as u64).collect::<Vec<_>>(),
-        "in order, no gap"
-    );
-    let kinds: Vec<&str> = events.iter().map(|(_, e)| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds.last(), Some(&"finished"), "{kinds:?}");
-    assert_eq!(kinds.iter().filter(|k| **k == "finished").count(), 1, "{kinds:?}");
+    let kinds = assert_numbered(events);
     if resumed {
         let attempt = events
             .iter()

@@ -121,3 +121,21 @@ pub async fn until_said(
     .await
     .unwrap_or_else(|_| panic!("never said {needle:?}: {:?}", said.lock().unwrap()));
 }
+
+/// Assert that a run's events are numbered from 0 without gaps or
+/// duplicates and end with one `finished`; their types.
+pub fn assert_numbered(events: &[(u64, Value)]) -> Vec<String> {
+    let seqs: Vec<u64> = events.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "in order, no gap, no duplicate"
+    );
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("finished"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "finished").count(), 1, "{kinds:?}");
+    kinds
+}
