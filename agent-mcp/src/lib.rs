@@ -23,6 +23,7 @@ pub use rmcp;
 
 mod config;
 mod config_fields;
+mod config_parse;
 mod connect;
 mod connect_all;
 mod delivery;
@@ -53,10 +54,8 @@ mod trace;
 #[cfg(feature = "websocket")]
 mod ws;
 
-pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, MCP_SERVER_KEYS, McpServerConfig, McpTransport, RemoteConfig, StdioConfig,
-    parse_mcp_servers,
-};
+pub use config::{DEFAULT_CONNECT_TIMEOUT, McpServerConfig, McpTransport, RemoteConfig, StdioConfig};
+pub use config_parse::{MCP_SERVER_KEYS, parse_mcp_servers};
 pub use connect_all::{ConnectFailure, Connected, connect_all, connect_all_with};
 pub use discovery::{MAX_PROMPT_PAGES, MAX_TOOL_PAGES};
 pub use env::{SAFE_BASE_ENV, interpolate, scoped_env};
