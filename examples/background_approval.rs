@@ -19,26 +19,21 @@
 //! directory. The model comes from the environment as in the quickstart
 //! (`LOOPWRIGHT_MODEL`, a provider key, or a local server).
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use loopwright::serve::{Serve, ServedAgent, Surface};
-use loopwright::{Agent, Approvals, tool_fn};
+use loopwright::{Agent, Approvals};
 use serde_json::{Value, json};
 
 #[path = "common/model.rs"]
 mod model;
+#[path = "common/notes.rs"]
+mod notes;
 
 /// How often the client reads the run while it works.
 const POLL: Duration = Duration::from_millis(50);
 /// How long the client waits for the run to ask or end.
 const PATIENCE: Duration = Duration::from_secs(120);
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Note {
-    /// The note to append.
-    text: String,
-}
 
 #[tokio::main]
 async fn main() {
@@ -107,21 +102,9 @@ async fn run() -> i32 {
 /// The agent: a tool that appends a note (it changes a file, so it needs
 /// approval) and approvals deferred to whoever answers over HTTP.
 fn notes_agent(model: std::sync::Arc<dyn loopwright::LanguageModel>) -> Agent {
-    let append = tool_fn(
-        "append_note",
-        "Append a note to notes.txt.",
-        |note: Note| async move {
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open("notes.txt")?;
-            writeln!(file, "{}", note.text)?;
-            Ok("appended")
-        },
-    );
     Agent::builder(model)
         .name("notes")
-        .tool(append)
+        .tool(notes::append_note())
         .approvals(Approvals::defer())
         .system("You keep notes with the append_note tool, then say in one short sentence what you did.")
         .build()

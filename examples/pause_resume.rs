@@ -19,20 +19,15 @@
 //! claims the stored run first (a compare-and-set), so two processes
 //! resuming it at once cannot both run the call.
 
-use std::io::Write as _;
 use std::sync::Arc;
 
 use loopwright::store::{RunRecord, RunStatus, Store};
-use loopwright::{Agent, Approvals, ExitReason, RunState, tool_fn};
+use loopwright::{Agent, Approvals, ExitReason, RunState};
 
 #[path = "common/model.rs"]
 mod model;
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Note {
-    /// The note to append.
-    text: String,
-}
+#[path = "common/notes.rs"]
+mod notes;
 
 #[tokio::main]
 async fn main() {
@@ -73,21 +68,9 @@ async fn run() -> i32 {
 async fn agent() -> Result<Agent, String> {
     let (model, selector) = model::model_from_env().await?;
     eprintln!("model {selector}");
-    let append = tool_fn(
-        "append_note",
-        "Append a note to notes.txt.",
-        |note: Note| async move {
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open("notes.txt")?;
-            writeln!(file, "{}", note.text)?;
-            Ok("appended")
-        },
-    );
     Ok(Agent::builder(model)
         .name("notes")
-        .tool(append)
+        .tool(notes::append_note())
         .approvals(Approvals::defer())
         .system("You keep notes. Use append_note for each note, then say briefly what you did.")
         .build())
