@@ -11,7 +11,10 @@
 //!   under a [`StepKey`] and its value journaled as JSON;
 //! - **decisions**: a call that needs approval waits for a decision the
 //!   engine keeps ([`DecisionKey`]), however long it takes and whichever
-//!   process is running the run when it comes.
+//!   process is running the run when it comes; the engine says when it
+//!   starts waiting ([`Waiting::now`]), and a decision it has at once (one
+//!   made in an earlier execution) is replayed like a step: the request's
+//!   events are not sent again unless a later step runs.
 //!
 //! Semantics, for every engine:
 //! - a step that completed is never run again: when a run is executed again
@@ -213,6 +216,37 @@ impl DurableError {
     }
 }
 
+/// An engine's word to the loop that a decision is not known yet and it
+/// starts waiting for it (see [`Durability::decision`]).
+///
+/// ```
+/// let mut waiting = loopwright_core::durable::Waiting::detached();
+/// waiting.now(); // nobody listens: nothing happens
+/// waiting.now(); // once is enough; later calls do nothing
+/// ```
+#[derive(Debug)]
+pub struct Waiting(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Waiting {
+    /// A signal and what hears it.
+    pub(crate) fn new() -> (Self, tokio::sync::oneshot::Receiver<()>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (Self(Some(tx)), rx)
+    }
+
+    /// A signal nobody hears (for an engine's own tests).
+    pub fn detached() -> Self {
+        Self(None)
+    }
+
+    /// The engine waits now (the first call counts).
+    pub fn now(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
 /// A step's work, called at most once by the engine, when the journal does
 /// not hold the step's value yet. Its value is always `Ok` for the loop's own
 /// steps (their failures are values too); an `Err` is the engine's to retry.
@@ -229,7 +263,7 @@ pub type StepFn<'a> = Box<dyn FnOnce() -> BoxFuture<'a, Result<Value, DurableErr
 /// execution.
 ///
 /// ```
-/// use loopwright_core::durable::{DecisionKey, Durability, DurableError, StepFn, StepKey, StepRecord};
+/// use loopwright_core::durable::{DecisionKey, Durability, DurableError, StepFn, StepKey, StepRecord, Waiting};
 ///
 /// /// Journals nothing: every step runs (what a run without an engine does).
 /// struct Forgetful;
@@ -239,7 +273,7 @@ pub type StepFn<'a> = Box<dyn FnOnce() -> BoxFuture<'a, Result<Value, DurableErr
 ///     async fn step(&self, _key: StepKey, run: StepFn<'_>) -> Result<StepRecord, DurableError> {
 ///         Ok(StepRecord::Ran(run().await?))
 ///     }
-///     async fn decision(&self, _key: &DecisionKey, _request: serde_json::Value)
+///     async fn decision(&self, _key: &DecisionKey, _request: serde_json::Value, _waiting: Waiting)
 ///         -> Result<serde_json::Value, DurableError> {
 ///         Err(DurableError::engine("nobody decides here"))
 ///     }
@@ -251,10 +285,18 @@ pub trait Durability: Send + Sync {
     async fn step(&self, key: StepKey, run: StepFn<'_>) -> Result<StepRecord, DurableError>;
 
     /// Wait for the decision `key` (the [`ApprovalDecision`](crate::ApprovalDecision)
-    /// of a call, as JSON) until someone makes it, across restarts; a
-    /// decision made in an earlier execution is returned at once.
+    /// of a call, as JSON) until someone makes it, across restarts.
     /// `request` is the [`ApprovalRequest`](crate::ApprovalRequest), as JSON.
-    async fn decision(&self, key: &DecisionKey, request: Value) -> Result<Value, DurableError>;
+    /// Call [`waiting.now()`](Waiting::now) before waiting: the loop then
+    /// lets the run's events out (the request among them); a decision known
+    /// at once (made in an earlier execution) is returned without it, and
+    /// the loop keeps the events held, as for a replayed step.
+    async fn decision(
+        &self,
+        key: &DecisionKey,
+        request: Value,
+        waiting: Waiting,
+    ) -> Result<Value, DurableError>;
 
     /// Which execution of the run this is, from 1 (the default): an
     /// execution after a crash or a retry is a later one, and its events
@@ -296,7 +338,7 @@ impl DurableRun {
     /// # struct E;
     /// # #[async_trait::async_trait] impl Durability for E {
     /// #   async fn step(&self, _: StepKey, run: StepFn<'_>) -> Result<StepRecord, DurableError> { Ok(StepRecord::Ran(run().await?)) }
-    /// #   async fn decision(&self, _: &DecisionKey, _: serde_json::Value) -> Result<serde_json::Value, DurableError> { Err(DurableError::Cancelled) }
+    /// #   async fn decision(&self, _: &DecisionKey, _: serde_json::Value, _: Waiting) -> Result<serde_json::Value, DurableError> { Err(DurableError::Cancelled) }
     /// # }
     /// let run = DurableRun::new("run-1").engine(std::sync::Arc::new(E));
     /// assert!(run.is_journaled());

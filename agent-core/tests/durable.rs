@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use futures::{FutureExt, StreamExt};
 use loopwright_core::durable::{
-    DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepRecord,
+    DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepRecord, Waiting,
 };
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
@@ -94,12 +94,18 @@ impl Durability for MemoryEngine {
         Ok(StepRecord::Ran(value))
     }
 
-    async fn decision(&self, key: &DecisionKey, _request: Value) -> Result<Value, DurableError> {
+    async fn decision(
+        &self,
+        key: &DecisionKey,
+        _request: Value,
+        mut waiting: Waiting,
+    ) -> Result<Value, DurableError> {
         loop {
             let notified = self.journal.decided.notified();
             if let Some(value) = self.journal.decisions.lock().unwrap().get(&key.to_string()) {
                 return Ok(value.clone());
             }
+            waiting.now();
             notified.await;
         }
     }
@@ -518,7 +524,12 @@ impl Durability for Down {
         Err(DurableError::engine("the journal is unreachable"))
     }
 
-    async fn decision(&self, _key: &DecisionKey, _request: Value) -> Result<Value, DurableError> {
+    async fn decision(
+        &self,
+        _key: &DecisionKey,
+        _request: Value,
+        _waiting: Waiting,
+    ) -> Result<Value, DurableError> {
         Err(DurableError::engine("the journal is unreachable"))
     }
 }

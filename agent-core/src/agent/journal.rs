@@ -19,7 +19,7 @@ use super::emit::Emitter;
 use super::gate;
 use super::step::{StepFailure, StepOutput};
 use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
-use crate::durable::{DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepKind};
+use crate::durable::{DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepKind, Waiting};
 use crate::model_error::ModelError;
 
 pub(crate) struct Journal {
@@ -80,12 +80,15 @@ impl Journal {
                 Ok(json)
             })
         });
-        let record = engine.step(key, run).await?;
-        if record.replayed() {
-            emit.discard_held();
-        }
+        let record = engine.step(key, run).await;
+        // The work ran here: its value stands, even when the engine then
+        // failed to journal it (a cancellation that came meanwhile).
         if let Some(value) = slot.lock().unwrap_or_else(PoisonError::into_inner).take() {
             return Ok(value);
+        }
+        let record = record?;
+        if record.replayed() {
+            emit.discard_held();
         }
         T::from_journal(record.into_value()).map_err(unreadable)
     }
@@ -114,17 +117,27 @@ impl Journal {
             let _ = emit.send(gate::requested(&request, responder)).await;
             waiting.push((approvals, request));
         }
-        if waiting.is_empty() {
-            return denied;
-        }
-        emit.release().await;
         for (approvals, request) in waiting {
             let key = DecisionKey::approval(step, request.call_id.clone());
             let asked = serde_json::to_value(&request).unwrap_or_default();
-            let decision = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(DurableError::Cancelled),
-                d = engine.decision(&key, asked) => d,
+            // The held events go out only when the engine has to wait: a
+            // decision it has at once was made in an earlier execution,
+            // whose events went out then.
+            let (signal, mut heard) = Waiting::new();
+            let mut decided = std::pin::pin!(engine.decision(&key, asked, signal));
+            let mut listening = true;
+            let decision = loop {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break Err(DurableError::Cancelled),
+                    d = &mut decided => break d,
+                    waits = &mut heard, if listening => {
+                        listening = false;
+                        if waits.is_ok() {
+                            emit.release().await;
+                        }
+                    }
+                }
             };
             let decision = match decision.map(serde_json::from_value::<ApprovalDecision>) {
                 Ok(Ok(decision)) => decision,

@@ -10,7 +10,7 @@
 //! fails, and the loop's task is aborted by the handler's guard anyway.
 
 use async_trait::async_trait;
-use loopwright_core::durable::{DecisionKey, Durability, DurableError, StepFn, StepKey, StepRecord};
+use loopwright_core::durable::{DecisionKey, Durability, DurableError, StepFn, StepKey, StepRecord, Waiting};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -25,10 +25,12 @@ pub(crate) enum Request {
         value: oneshot::Receiver<Result<Value, DurableError>>,
         reply: oneshot::Sender<Result<Value, DurableError>>,
     },
-    /// Wait for a decision.
+    /// Wait for a decision (saying so through `waiting` when it is not
+    /// known at once).
     Decision {
         key: DecisionKey,
         request: Value,
+        waiting: Waiting,
         reply: oneshot::Sender<Result<Value, DurableError>>,
     },
 }
@@ -67,12 +69,18 @@ impl Durability for Bridge {
         reply_rx.await.map_err(|_| gone())?.map(StepRecord::Replayed)
     }
 
-    async fn decision(&self, key: &DecisionKey, request: Value) -> Result<Value, DurableError> {
+    async fn decision(
+        &self,
+        key: &DecisionKey,
+        request: Value,
+        waiting: Waiting,
+    ) -> Result<Value, DurableError> {
         let (reply_tx, reply_rx) = oneshot::channel();
         self.requests
             .send(Request::Decision {
                 key: key.clone(),
                 request,
+                waiting,
                 reply: reply_tx,
             })
             .await

@@ -136,6 +136,37 @@ impl Client {
         Err(failed(&what, format!("{status}: {text}")))
     }
 
+    /// The invocation id of run `run_id`'s workflow, asked of the admin
+    /// API's SQL introspection (for a run whose record lost it).
+    pub(crate) async fn invocation_of(&self, run_id: &str) -> Result<Option<String>, RestateError> {
+        let url = format!("{}/query", self.config.admin());
+        let what = format!("the invocation of run {run_id}");
+        // A run id is ours (`run_` and hex, or a response id): still quoted.
+        let key = run_id.replace('\'', "''");
+        let query = format!(
+            "SELECT id FROM sys_invocation WHERE target_service_name = '{SERVICE_NAME}' \
+             AND target_service_key = '{key}' AND target_handler_name = 'run'"
+        );
+        let response = self
+            .http
+            .post(&url)
+            .header("accept", "application/json")
+            .json(&json!({"query": query}))
+            .send()
+            .await
+            .map_err(|e| failed(&what, e))?;
+        let status = response.status();
+        let value: Value = response.json().await.unwrap_or_default();
+        if !status.is_success() {
+            return Err(failed(&what, format!("{status}: {value}")));
+        }
+        Ok(value["rows"]
+            .as_array()
+            .and_then(|rows| rows.first())
+            .and_then(|row| row["id"].as_str())
+            .map(str::to_owned))
+    }
+
     /// Cancel invocation `invocation` (a run waiting for a decision wakes
     /// up cancelled); one that ended already is left as it is.
     pub(crate) async fn cancel(&self, invocation: &str) -> Result<(), RestateError> {

@@ -9,14 +9,16 @@
 
 use std::sync::Arc;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use restate_sdk::hyper::HyperEndpoint;
 use restate_sdk::prelude::{Endpoint, IntoServiceDefinition};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
 
 use super::{Client, RunWorkflow};
 use crate::ServeError;
+use crate::listen::{H2_KEEP_ALIVE_INTERVAL, H2_KEEP_ALIVE_TIMEOUT};
 use crate::run::{Instance, Lifecycle};
 use crate::runs::Runs;
 
@@ -74,19 +76,23 @@ pub(crate) async fn start(
     }
 }
 
-/// Accept Restate's HTTP/2 connections until the server stops accepting;
-/// drop every connection (and the executions on it) at the hard stop.
+/// Accept Restate's HTTP/2 connections (pinged like every surface's, so a
+/// half-open one is closed, and its executions with it) until the server
+/// stops accepting: then the listener closes (Restate's next connection
+/// goes to another replica), each connection is told to take no new
+/// invocation (GOAWAY) and finishes what it carries; at the hard stop every
+/// connection (and the executions on it) is dropped.
 async fn serve(
     listener: TcpListener,
     endpoint: Endpoint,
-    stopping: tokio_util::sync::CancellationToken,
-    hard: tokio_util::sync::CancellationToken,
+    stopping: CancellationToken,
+    hard: CancellationToken,
 ) {
     let endpoint = HyperEndpoint::new(endpoint);
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
-            accepted = listener.accept(), if !stopping.is_cancelled() => {
+            accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 // Each journal entry is a small frame answered by another:
                 // Nagle's algorithm would hold each for the peer's delayed
@@ -94,19 +100,36 @@ async fn serve(
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::debug!(error = %e, "TCP_NODELAY not set on a Restate connection");
                 }
-                let endpoint = endpoint.clone();
-                connections.spawn(async move {
-                    let served = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), endpoint)
-                        .await;
-                    if let Err(e) = served {
-                        tracing::debug!(error = %e, "a Restate connection ended");
-                    }
-                });
+                connections.spawn(connection(stream, endpoint.clone(), stopping.clone()));
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = stopping.cancelled() => break,
             () = hard.cancelled() => break,
         }
     }
-    connections.abort_all();
+    drop(listener);
+    tokio::select! {
+        () = async { while connections.join_next().await.is_some() {} } => {}
+        () = hard.cancelled() => connections.abort_all(),
+    }
+}
+
+/// One of Restate's connections, until it ends or is told to stop.
+async fn connection(stream: tokio::net::TcpStream, endpoint: HyperEndpoint, stopping: CancellationToken) {
+    let served = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_KEEP_ALIVE_INTERVAL)
+        .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), endpoint);
+    let mut served = std::pin::pin!(served);
+    let ended = tokio::select! {
+        ended = served.as_mut() => ended,
+        () = stopping.cancelled() => {
+            served.as_mut().graceful_shutdown();
+            served.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(error = %e, "a Restate connection ended");
+    }
 }

@@ -86,7 +86,14 @@ async fn change(
         let Some(mut record) = store.load_run(id).await? else {
             return Ok(None);
         };
-        let mut envelope = Envelope::of(&record).unwrap_or_default();
+        let mut envelope = match Envelope::of(&record) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                // Not ours to rewrite: left as it is.
+                tracing::warn!(run = %id, error = %e, "a durable run's record could not be read");
+                return Ok(None);
+            }
+        };
         if !edit(&mut record, &mut envelope) {
             return Ok(None);
         }
@@ -121,8 +128,10 @@ pub(crate) async fn begin(runs: &Runs, id: &str) -> Result<Option<Execution>, Ha
             ended = true;
             return false;
         }
-        envelope.durable.get_or_insert_default().attempts += 1;
         envelope.next_seq = envelope.next_seq.max(next_seq);
+        let durable = envelope.durable.get_or_insert_default();
+        durable.attempts += 1;
+        durable.from_seq = envelope.next_seq;
         if record.status != RunStatus::AwaitingApproval {
             record.status = RunStatus::Running;
         }
@@ -164,12 +173,14 @@ async fn end_of_log(store: &Arc<dyn Store>, id: &str) -> Result<u64, StoreError>
     }
 }
 
-/// The calls of run `id` its log shows waiting for a decision: asked for,
-/// not resolved yet, with the step each was asked in.
-async fn requested(store: &Arc<dyn Store>, id: &str) -> Result<Vec<DurablePending>, StoreError> {
+/// The calls of run `id` its log shows waiting for a decision (from event
+/// `from` on: the current execution's): asked for, not resolved yet, with
+/// the step each was asked in (as the log tells it; the record's word
+/// is the execution's own, see [`mark_awaiting`]).
+async fn requested(store: &Arc<dyn Store>, id: &str, from: u64) -> Result<Vec<DurablePending>, StoreError> {
     let mut pending: Vec<DurablePending> = Vec::new();
     let mut step = 0;
-    let mut after = None;
+    let mut after = from.checked_sub(1);
     loop {
         let page = store.read_events(id, after, PAGE).await?;
         for (_, event) in &page {
@@ -215,17 +226,23 @@ async fn requested(store: &Arc<dyn Store>, id: &str) -> Result<Vec<DurablePendin
 /// The execution waits for decision `key`: once its request is in the log
 /// (or after [`REQUESTED_PATIENCE`]), the run is recorded awaiting
 /// approval, with every call waiting.
-pub(crate) async fn mark_awaiting(runs: &Runs, id: &str, key: &DecisionKey, request: &Value) {
+pub(crate) async fn mark_awaiting(runs: &Runs, id: &str, from: u64, key: &DecisionKey, request: &Value) {
     let deadline = tokio::time::Instant::now() + REQUESTED_PATIENCE;
     let mut waiting = Vec::new();
     loop {
-        if let Ok(found) = requested(&runs.store, id).await {
+        if let Ok(found) = requested(&runs.store, id, from).await {
             waiting = found;
         }
         if waiting.iter().any(|p| p.call_id == key.call_id()) || tokio::time::Instant::now() >= deadline {
             break;
         }
         tokio::time::sleep(REQUESTED_POLL).await;
+    }
+    // The calls waiting now are the current step's batch: the step is the
+    // loop's own number, whatever the log said (a replayed step's
+    // `step_started` may never have been stored).
+    for pending in &mut waiting {
+        pending.step = key.step();
     }
     if !waiting.iter().any(|p| p.call_id == key.call_id()) {
         waiting.push(DurablePending {
@@ -282,12 +299,29 @@ impl Runs {
         let Some(client) = &self.restate else {
             return Err(not_durable_here(&id, shape));
         };
-        let store_error = |e: StoreError| ApiError::store(shape, &format!("run {id}"), &e);
-        let mut waiting = requested(&self.store, &id).await.map_err(store_error)?;
+        if decisions.is_empty() {
+            return Err(ApiError::new(shape, Kind::BadRequest, "decisions is empty"));
+        }
+        if record.status.is_finished() {
+            return Err(ApiError::new(
+                shape,
+                Kind::Conflict,
+                format!("run {id} is {}: it has no pending approvals", record.status),
+            ));
+        }
         let envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
-        for marked in envelope.durable.iter().flat_map(|d| d.pending.iter()) {
-            if !waiting.iter().any(|p| p.call_id == marked.call_id) {
-                waiting.push(marked.clone());
+        let durable = envelope.durable.clone().unwrap_or_default();
+        let store_error = |e: StoreError| ApiError::store(shape, &format!("run {id}"), &e);
+        // What the execution marked (its own step numbers), then what its
+        // log asks for that it has not marked yet (the same step's batch).
+        let mut waiting = durable.pending.clone();
+        for asked in requested(&self.store, &id, durable.from_seq)
+            .await
+            .map_err(store_error)?
+        {
+            if !waiting.iter().any(|p| p.call_id == asked.call_id) {
+                let step = waiting.first().map_or(asked.step, |p| p.step);
+                waiting.push(DurablePending { step, ..asked });
             }
         }
         let mut chosen: Vec<(DurablePending, Decided)> = Vec::new();
@@ -325,20 +359,27 @@ impl Runs {
                 },
             ));
         }
+        // Recorded once; the same decision again is sent again (a request
+        // whose answer was lost is retried), a different one is refused.
         let mut refused: Option<String> = None;
         let updated = change(&self.store, &id, |record, envelope| {
             if record.status.is_finished() {
                 refused = Some(format!("run {id} has already ended ({})", record.status));
                 return false;
             }
-            if let Some((_, seen)) = chosen
-                .iter()
-                .find(|(_, d)| envelope.decisions.iter().any(|e| e.call_id == d.call_id))
-            {
-                refused = Some(format!("call {} of run {id} was already decided", seen.call_id));
-                return false;
+            for (_, decided) in &chosen {
+                match envelope.decisions.iter().find(|d| d.call_id == decided.call_id) {
+                    Some(earlier) if earlier != decided => {
+                        refused = Some(format!(
+                            "call {} of run {id} was already decided",
+                            decided.call_id
+                        ));
+                        return false;
+                    }
+                    Some(_) => {}
+                    None => envelope.decisions.push(decided.clone()),
+                }
             }
-            envelope.decisions.extend(chosen.iter().map(|(_, d)| d.clone()));
             true
         })
         .await
@@ -352,7 +393,11 @@ impl Runs {
             let decision: ApprovalDecision = decided.decision();
             let value = serde_json::to_value(&decision).unwrap_or_default();
             if let Err(e) = client.decide(&id, &key, &value).await {
-                return Err(ApiError::new(shape, Kind::Unavailable, e.to_string()));
+                return Err(ApiError::new(
+                    shape,
+                    Kind::Unavailable,
+                    format!("{e} (the decision is recorded: send it again)"),
+                ));
             }
         }
         Ok(record)
@@ -361,10 +406,18 @@ impl Runs {
     /// Cancel durable run `id` in Restate too, so a run suspended while it
     /// waits for a decision wakes up and ends.
     pub(crate) async fn cancel_durable(&self, id: &str, durable: &DurableInfo) {
-        let (Some(client), Some(invocation)) = (&self.restate, &durable.invocation) else {
+        let Some(client) = &self.restate else {
             return;
         };
-        if let Err(e) = client.cancel(invocation).await {
+        let invocation = match &durable.invocation {
+            Some(invocation) => Some(invocation.clone()),
+            None => client.invocation_of(id).await.ok().flatten(),
+        };
+        let Some(invocation) = invocation else {
+            tracing::warn!(run = %id, "Restate has no invocation of this run to cancel; it ends at its next step");
+            return;
+        };
+        if let Err(e) = client.cancel(&invocation).await {
             tracing::warn!(run = %id, error = %e, "Restate did not take the cancellation; the run still ends at its next step");
         }
     }

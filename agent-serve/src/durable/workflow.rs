@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use loopwright_core::Message;
 use loopwright_core::durable::{DurableError, DurableRun};
+use loopwright_store::RunStatus;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, Request};
 use super::runs::{Execution, begin, mark_awaiting, mark_running};
@@ -74,6 +76,11 @@ impl RunWorkflow {
         Json(input): Json<RunInput>,
     ) -> Result<Json<Value>, HandlerError> {
         let id = ctx.key().to_owned();
+        let ticket = self
+            .instance
+            .limiter
+            .ticket(false, &self.instance.lifecycle.stopping)
+            .map_err(|refused| HandlerError::from(format!("this replica takes no run now ({refused:?})")))?;
         let Some(Execution {
             record,
             envelope,
@@ -84,52 +91,63 @@ impl RunWorkflow {
         };
         // Not the server's: at its hard stop the execution is dropped (and
         // continued elsewhere), not cancelled.
-        let token = tokio_util::sync::CancellationToken::new();
+        let token = CancellationToken::new();
         if envelope.cancel_requested {
             token.cancel();
         }
+        let from_seq = envelope.durable.as_ref().map_or(0, |d| d.from_seq);
         self.runs.list(&id, token.clone());
         let _unlisted = Unlisted(&self.runs, &id);
-        let ticket = self
-            .instance
-            .limiter
-            .ticket(false, &self.instance.lifecycle.stopping)
-            .map_err(|refused| HandlerError::from(format!("this replica takes no run now ({refused:?})")))?;
         let (requests, mut incoming) = mpsc::channel(1);
         let engine = Bridge { requests, attempt };
-        let abandoned = tokio_util::sync::CancellationToken::new();
+        let abandoned = CancellationToken::new();
         let driver = Driver {
             runs: self.runs.clone(),
             instance: self.instance.clone(),
             record,
             envelope,
-            token,
+            token: token.clone(),
             warnings: None,
             durable: Some(DurableRun::new(&id).engine(Arc::new(engine))),
             abandoned: Some(abandoned.clone()),
         };
         let mut task = AbortOnDrop(tokio::spawn(driver.drive(ticket, Begin::Fresh(input.messages))));
+        let stop = || {
+            HandlerError::from(format!(
+                "run {id}: this execution stopped (the store is unavailable, or the replica is stopping); Restate retries it"
+            ))
+        };
         let mut open = true;
         loop {
             tokio::select! {
                 biased;
-                () = abandoned.cancelled() => {
-                    return Err(HandlerError::from(format!(
-                        "run {id}: the store is unavailable; the execution stops and is retried"
-                    )));
-                }
+                () = abandoned.cancelled() => return Err(stop()),
                 request = incoming.recv(), if open => match request {
-                    Some(request) => self.serve(&ctx, &id, request).await,
+                    Some(request) => tokio::select! {
+                        biased;
+                        () = abandoned.cancelled() => return Err(stop()),
+                        () = self.serve(&ctx, &id, &token, from_seq, request) => {}
+                    },
                     None => open = false,
                 },
                 _ = &mut task.0 => break,
             }
         }
-        let status = match self.runs.store.load_run(&id).await {
-            Ok(Some(record)) => record.status.to_string(),
-            _ => "unknown".to_owned(),
-        };
-        Ok(Json(json!({"id": id, "status": status})))
+        // The run's record says how it ended; one that does not (its
+        // driver gave up on the store, or panicked) is executed again.
+        match self.runs.store.load_run(&id).await {
+            Ok(Some(record))
+                if record.status.is_finished() || record.status == RunStatus::AwaitingApproval =>
+            {
+                Ok(Json(json!({"id": id, "status": record.status.to_string()})))
+            }
+            Ok(Some(record)) => Err(HandlerError::from(format!(
+                "run {id} is still {} after its execution: executed again",
+                record.status
+            ))),
+            Ok(None) => Ok(Json(json!({"id": id, "status": "deleted"}))),
+            Err(e) => Err(HandlerError::from(format!("run {id}: {e}"))),
+        }
     }
 
     /// Resolve one of the run's decisions.
@@ -146,8 +164,16 @@ impl RunWorkflow {
 
 impl RunWorkflow {
     /// Journal one request of the loop. (When Restate abandons the
-    /// execution meanwhile, it drops the handler, and this with it.)
-    async fn serve(&self, ctx: &WorkflowContext<'_>, id: &str, request: Request) {
+    /// execution meanwhile, it drops the handler, and this with it.) A
+    /// cancellation from Restate cancels the run.
+    async fn serve(
+        &self,
+        ctx: &WorkflowContext<'_>,
+        id: &str,
+        token: &CancellationToken,
+        from_seq: u64,
+        request: Request,
+    ) {
         match request {
             Request::Step {
                 key,
@@ -166,29 +192,46 @@ impl RunWorkflow {
                     })
                     .name(key)
                     .await;
-                match journaled {
-                    Ok(Json(value)) => {
-                        let _ = reply.send(Ok(value));
-                    }
-                    Err(e) if e.code() == CANCELLED => {
-                        let _ = reply.send(Err(DurableError::Cancelled));
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(DurableError::engine(e.to_string())));
-                    }
-                }
+                let _ = reply.send(match journaled {
+                    Ok(Json(value)) => Ok(value),
+                    Err(e) => Err(failure(&e, token)),
+                });
             }
-            Request::Decision { key, request, reply } => {
+            Request::Decision {
+                key,
+                request,
+                mut waiting,
+                reply,
+            } => {
                 let name = key.to_string();
-                mark_awaiting(&self.runs, id, &key, &request).await;
-                let decided = ctx.promise::<Json<Value>>(&name).await;
-                mark_running(&self.runs, id).await;
+                let mut promise = std::pin::pin!(ctx.promise::<Json<Value>>(&name));
+                // Known at once: decided in an earlier execution (replayed).
+                let decided = match futures::poll!(promise.as_mut()) {
+                    std::task::Poll::Ready(decided) => decided,
+                    std::task::Poll::Pending => {
+                        waiting.now();
+                        mark_awaiting(&self.runs, id, from_seq, &key, &request).await;
+                        let decided = promise.await;
+                        mark_running(&self.runs, id).await;
+                        decided
+                    }
+                };
                 let _ = reply.send(match decided {
                     Ok(Json(value)) => Ok(value),
-                    Err(e) if e.code() == CANCELLED => Err(DurableError::Cancelled),
-                    Err(e) => Err(DurableError::engine(e.to_string())),
+                    Err(e) => Err(failure(&e, token)),
                 });
             }
         }
+    }
+}
+
+/// What a failed context call means for the loop: Restate's cancellation
+/// cancels the run; anything else is the engine's failure.
+fn failure(error: &TerminalError, token: &CancellationToken) -> DurableError {
+    if error.code() == CANCELLED {
+        token.cancel();
+        DurableError::Cancelled
+    } else {
+        DurableError::engine(error.to_string())
     }
 }

@@ -117,6 +117,14 @@ impl Driver {
             () = self.token.cancelled() => None,
         };
         let end = match permit {
+            // A durable execution that cannot start here (the replica is
+            // stopping) is continued by another one.
+            None if !self.token.is_cancelled() && self.abandoned.is_some() => {
+                if let Some(abandoned) = &self.abandoned {
+                    abandoned.cancel();
+                }
+                return;
+            }
             None if self.token.is_cancelled() => End {
                 status: RunStatus::Cancelled,
                 ..End::failed("cancelled", "the run was cancelled before it started".into())

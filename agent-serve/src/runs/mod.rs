@@ -268,16 +268,19 @@ impl Runs {
         }
         for _ in 0..CAS_ATTEMPTS {
             let mut record = self.get(id, shape).await?;
+            let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+            // A durable run waits for its decisions in its workflow (one
+            // that paused outside it, as a sub-agent's pause does, resumes
+            // as any paused run, in this process).
+            if envelope.durable.is_some() && envelope.paused.is_none() {
+                return self.decide_durable(record, decisions, shape).await;
+            }
             if record.status != RunStatus::AwaitingApproval {
                 return Err(ApiError::new(
                     shape,
                     Kind::Conflict,
                     format!("run {id} is {}: it has no pending approvals", record.status),
                 ));
-            }
-            let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
-            if envelope.durable.is_some() {
-                return self.decide_durable(record, decisions, shape).await;
             }
             let state = envelope
                 .paused_state()
@@ -292,6 +295,8 @@ impl Runs {
             if complete {
                 record.status = RunStatus::Running;
                 record.owner = Some(self.replica.clone());
+                // Continued here, outside any journal: its lease applies.
+                envelope.durable = None;
             }
             record.state = Some(envelope.to_value());
             match self.store.update_run(&record, record.version).await {
@@ -359,7 +364,7 @@ impl Runs {
             }
             let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
             // A durable run's workflow ends it, wherever it runs.
-            let durable = envelope.durable.clone();
+            let durable = envelope.durable.clone().filter(|_| envelope.paused.is_none());
             let paused = record.status == RunStatus::AwaitingApproval && durable.is_none();
             if paused {
                 record.status = RunStatus::Cancelled;

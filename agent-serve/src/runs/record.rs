@@ -53,6 +53,10 @@ pub(crate) struct DurableInfo {
     /// Executions so far (the current one's attempt number).
     #[serde(default)]
     pub(crate) attempts: u32,
+    /// The sequence number of the current execution's first event: what
+    /// it asks for (its approval requests) is in the log from there on.
+    #[serde(default)]
+    pub(crate) from_seq: u64,
     /// The calls the run waits for decisions on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) pending: Vec<DurablePending>,
