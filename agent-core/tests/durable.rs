@@ -56,8 +56,12 @@ impl Default for MemoryEngine {
 
 impl MemoryEngine {
     fn decide(&self, call_id: &str, decision: ApprovalDecision) {
+        self.decide_at(1, call_id, decision);
+    }
+
+    fn decide_at(&self, step: u32, call_id: &str, decision: ApprovalDecision) {
         self.journal.decisions.lock().unwrap().insert(
-            DecisionKey::approval(1, call_id).to_string(),
+            DecisionKey::approval(step, call_id).to_string(),
             serde_json::to_value(decision).unwrap(),
         );
         self.journal.decided.notify_waiters();
@@ -449,6 +453,90 @@ async fn an_approval_waits_for_a_durable_decision() {
             .iter()
             .any(|e| matches!(e, AgentEvent::ApprovalResolved { approved: true, .. }))
     );
+}
+
+/// A step that calls `name` as call `id`.
+fn calling(id: &str, name: &str) -> ScriptedStep {
+    ScriptedStep::events(vec![
+        ModelEvent::ToolCallComplete {
+            id: id.into(),
+            name: name.into(),
+            input_json: "{}".into(),
+            provider_data: None,
+        },
+        ModelEvent::Finish {
+            reason: FinishReason::ToolCalls,
+            usage: Usage::new(10, 5),
+        },
+    ])
+}
+
+#[tokio::test]
+async fn a_decision_replayed_from_the_journal_sends_nothing_again() {
+    let engine = Arc::new(MemoryEngine::default());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(Notify::new());
+    let block = |crash: bool| {
+        let started = started.clone();
+        TestTool::new("block", object_schema(), move |_, _| {
+            let started = started.clone();
+            async move {
+                if crash {
+                    started.notify_one();
+                    std::future::pending::<()>().await;
+                }
+                Ok(ToolOutput::text("unblocked"))
+            }
+        })
+    };
+    let approvals = Approvals::defer().policy(ApprovalPolicy::default().default_tier(ApprovalTier::Always));
+    // Step 1 asks for `work` (approved), step 2's `block` (approved) is
+    // where the first execution dies.
+    let model = ScriptedModel::new(vec![calling("c1", "work"), calling("c2", "block")]);
+    let agent = durable_agent(&model, vec![destructive_work(&runs), block(true)], &engine)
+        .map_options(|o| o.approvals(approvals.clone()));
+    let mut first = agent.prompt("go");
+    let decider = engine.clone();
+    let mut step = 0;
+    tokio::select! {
+        () = started.notified() => {}
+        () = async {
+            while let Some(event) = first.next().await {
+                match event {
+                    AgentEvent::StepStarted { step: s } => step = s,
+                    AgentEvent::ApprovalRequested { call_id, .. } => {
+                        decider.decide_at(step, &call_id, ApprovalDecision::Approve);
+                    }
+                    _ => {}
+                }
+            }
+        } => panic!("the first execution ended"),
+    }
+    let engine = engine.next_execution();
+    drop(first);
+
+    let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
+    let agent2 = durable_agent(&model2, vec![destructive_work(&runs), block(false)], &engine)
+        .map_options(|o| o.approvals(approvals.clone()));
+    let (events, result) = collect(agent2.prompt("go")).await;
+    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the approved work ran once");
+    assert_eq!(model2.requests().len(), 1, "two model calls replayed");
+    // Step 1 (its approval, its tool) is not sent again; step 2, whose
+    // tool was interrupted, is, with its approval.
+    let asked: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ApprovalRequested { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["c2"], "{events:?}");
+    assert!(
+        !events.iter().any(|e| matches!(e, AgentEvent::StepStarted { step: 1 })),
+        "{events:?}"
+    );
+    assert_history_invariant(&result.messages);
 }
 
 #[tokio::test]
