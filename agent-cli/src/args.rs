@@ -557,6 +557,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "URL", requires = "restate_admin")]
     pub restate_advertise: Option<String>,
 
+    /// How long a durable run may go without a journal entry before Restate
+    /// suspends it (a run waiting for a decision then holds nothing on any
+    /// replica) [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, requires = "restate_admin")]
+    pub restate_suspend_after: Option<std::time::Duration>,
+
     /// Connections open at once per instance; one more is answered 503 and
     /// closed [default: 256].
     #[arg(long, value_name = "N")]

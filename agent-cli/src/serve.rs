@@ -251,6 +251,9 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
         if let Some(advertise) = &args.restate_advertise {
             restate = restate.advertise(advertise.clone());
         }
+        if let Some(after) = args.restate_suspend_after {
+            restate = restate.suspend_after(after);
+        }
         serve = serve.restate(restate);
     }
     if let Some(grace) = args.shutdown_grace {

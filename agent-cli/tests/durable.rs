@@ -52,6 +52,8 @@ struct World {
     /// The MCP server's log of its calls.
     log: PathBuf,
     config: PathBuf,
+    /// Flags every replica gets besides the usual ones.
+    extra: Vec<String>,
 }
 
 impl World {
@@ -69,6 +71,7 @@ impl World {
             dir,
             log,
             config,
+            extra: Vec::new(),
         }
     }
 
@@ -111,7 +114,7 @@ impl Replica {
         let sleeper = dir.join("sleeper.md");
         let (admin, ingress) = (world.restate.admin_url(), world.restate.ingress_url());
         let listen = listen.to_string();
-        let args = [
+        let mut args = vec![
             "serve",
             "-v",
             "--config",
@@ -137,6 +140,7 @@ impl Replica {
             "--restate-advertise",
             advertise,
         ];
+        args.extend(world.extra.iter().map(String::as_str));
         let mut child = agent_command(&args, &[], dir).spawn().unwrap();
         let (urls, said) = listening_kept(&mut child, 2).await;
         until_said(&said, "durable runs on Restate", HANG_GUARD).await;
@@ -552,4 +556,73 @@ async fn durable_runs_without_a_store_are_refused_at_start() {
     let (_, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--restate-admin"), "{stderr}");
+}
+
+/// The state of run `id`'s workflow invocation in Restate.
+async fn invocation_status(restate: &RestateServer, id: &str) -> String {
+    let query = format!(
+        "SELECT status FROM sys_invocation WHERE target_service_key = '{id}' AND target_handler_name = 'run'"
+    );
+    let response = reqwest_client()
+        .post(format!("{}/query", restate.admin_url()))
+        .header("accept", "application/json")
+        .json(&json!({"query": query}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    body["rows"][0]["status"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A run waiting for a decision longer than `--restate-suspend-after` is
+/// suspended (nothing of it on any replica); a cancel wakes it up and it
+/// ends `cancelled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_run_is_cancelled() {
+    let script = vec![chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))])];
+    let mut world = World::new("chat-model", script, loopwright_test_support::database()).await;
+    world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
+    let mut replica = world.lone_replica("defer").await;
+    let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;
+    until_run(&replica.rest, &id, "awaiting approval", |v| {
+        v["status"] == "awaiting_approval"
+    })
+    .await;
+    tokio::time::timeout(HANG_GUARD, async {
+        while invocation_status(&world.restate, &id).await != "suspended" {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the waiting run was never suspended");
+    let (status, body) = post(&format!("{}/v1/runs/{id}/cancel", replica.rest), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let view = replica.ended(&id).await;
+    assert_eq!(view["status"], "cancelled", "{view}");
+    let events = all_events(&replica.rest, &id).await;
+    let finished = &events.last().unwrap().1;
+    assert_eq!(finished["exit"], "cancelled", "{events:?}");
+    assert_eq!(world.tool_calls("echo"), 0, "the call was never approved");
+    replica.kill().await;
+}
+
+/// A step longer than `--restate-suspend-after` (a slow tool) is journaled
+/// when it ends; the run goes on, nothing repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_longer_than_the_suspension_time_is_not_repeated() {
+    let script = vec![
+        chat_calls(&[("call_slow", "test__slow", json!({"ms": 3000}))]),
+        chat_answer("Slept long."),
+    ];
+    let mut world = World::new("slow-model", script, loopwright_test_support::database()).await;
+    world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
+    let mut replica = world.lone_replica("auto").await;
+    let id = replica.start_run("sleeper", json!({"prompt": "sleep"})).await;
+    let view = replica.ended(&id).await;
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["result"]["text"], "Slept long.");
+    assert_eq!(world.tool_calls("slow"), 1, "the slow tool ran once");
+    assert_eq!(world.model_calls(), 2, "each model call once");
+    assert_whole(&all_events(&replica.rest, &id).await, false);
+    replica.kill().await;
 }

@@ -533,7 +533,9 @@ async fn a_decision_replayed_from_the_journal_sends_nothing_again() {
         .collect();
     assert_eq!(asked, ["c2"], "{events:?}");
     assert!(
-        !events.iter().any(|e| matches!(e, AgentEvent::StepStarted { step: 1 })),
+        !events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::StepStarted { step: 1 })),
         "{events:?}"
     );
     assert_history_invariant(&result.messages);

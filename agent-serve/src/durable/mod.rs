@@ -57,9 +57,12 @@ pub const DEFAULT_RETRY_ATTEMPTS: u64 = 120_000;
 /// before Restate aborts the execution and retries it.
 pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(3600);
 
-/// How long an execution waits for a decision before Restate suspends it
-/// (it holds nothing while suspended, and resumes on the decision).
-pub const DEFAULT_SUSPEND_AFTER: Duration = Duration::from_secs(60);
+/// How long an execution may go without a journal entry before Restate
+/// suspends it: a run waiting longer for a decision then holds nothing on
+/// any replica (the decision resumes it, in a new execution); a step that
+/// runs longer (a long tool) is journaled when it ends and the run goes on
+/// in a new execution, which replays the journal (nothing done is repeated).
+pub const DEFAULT_SUSPEND_AFTER: Duration = Duration::from_secs(600);
 
 /// Where this replica meets Restate: its admin API (registration,
 /// cancellation), its ingress (starting and deciding runs), the address this
@@ -80,6 +83,7 @@ pub struct Restate {
     advertise: Option<String>,
     retry_initial: Duration,
     retry_max: Duration,
+    suspend_after: Duration,
 }
 
 impl Restate {
@@ -93,6 +97,7 @@ impl Restate {
             advertise: None,
             retry_initial: DEFAULT_RETRY_INITIAL,
             retry_max: DEFAULT_RETRY_MAX,
+            suspend_after: DEFAULT_SUSPEND_AFTER,
         }
     }
 
@@ -127,6 +132,20 @@ impl Restate {
         self
     }
 
+    /// How long an execution may go without a journal entry before Restate
+    /// suspends it (default [`DEFAULT_SUSPEND_AFTER`]).
+    ///
+    /// ```
+    /// # use loopwright_serve::Restate;
+    /// let r = Restate::new("http://a", "http://i", "127.0.0.1:9080".parse().unwrap())
+    ///     .suspend_after(std::time::Duration::from_secs(60));
+    /// # drop(r);
+    /// ```
+    pub fn suspend_after(mut self, after: Duration) -> Self {
+        self.suspend_after = after;
+        self
+    }
+
     /// The admin API's URL.
     pub fn admin(&self) -> &str {
         &self.admin
@@ -153,7 +172,7 @@ impl Restate {
 
     pub(crate) fn service_options(&self) -> restate_sdk::prelude::ServiceOptions {
         restate_sdk::prelude::ServiceOptions::new()
-            .inactivity_timeout(DEFAULT_SUSPEND_AFTER)
+            .inactivity_timeout(self.suspend_after)
             .abort_timeout(DEFAULT_STEP_LIMIT)
             .retry_policy_initial_interval(self.retry_initial)
             .retry_policy_exponentiation_factor(2.0)
