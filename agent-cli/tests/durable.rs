@@ -277,6 +277,14 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     // once in the history.
     assert_eq!(world.model_calls(), 2);
     assert_eq!(world.tool_calls("slow"), 2);
+    // Both executions gave the tool the same idempotency key.
+    let keys: Vec<String> = std::fs::read_to_string(&world.log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("key slow "))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(keys, [format!("{id}/1/call_slow"), format!("{id}/1/call_slow")]);
     assert_eq!(
         results_in_session(&replicas[alive].rest, "one", "call_slow").await,
         1
@@ -324,9 +332,15 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
     assert_eq!(view["pending_approvals"][0]["tool"], "test__echo", "{view}");
 
     world.restate.stop();
+    let approvals = format!("{}/v1/runs/{id}/approvals", replica.rest);
+    let approve = json!({"decisions": [{"call_id": "call_echo", "approve": true}]});
+    // With Restate down the decision is recorded but cannot reach the
+    // run: 503, send it again.
+    let (status, body) = post(&approvals, approve.clone()).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.to_string().contains("send it again"), "{body}");
     world.restate.restart().unwrap();
 
-    let approvals = format!("{}/v1/runs/{id}/approvals", replica.rest);
     // Unknown calls are refused, naming what is pending.
     let (status, body) = post(
         &approvals,
@@ -335,7 +349,13 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
     .await;
     assert_eq!(status, 409, "{body}");
     assert!(body.to_string().contains("call_echo"), "{body}");
-    let approve = json!({"decisions": [{"call_id": "call_echo", "approve": true}]});
+    // A different decision for it is refused; the same one goes through.
+    let (status, body) = post(
+        &approvals,
+        json!({"decisions": [{"call_id": "call_echo", "approve": false}]}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
     let (status, body) = post(&approvals, approve.clone()).await;
     assert_eq!(status, 200, "{body}");
     let view = replica.ended(&id).await;

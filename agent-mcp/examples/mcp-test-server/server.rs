@@ -360,6 +360,14 @@ impl ServerHandler for TestServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         log(&format!("called {}", request.name));
+        // A durable run's idempotency key, logged so tests compare executions.
+        if let Some(key) = context
+            .meta
+            .get("loopwright.dev/idempotencyKey")
+            .and_then(|k| k.as_str())
+        {
+            log(&format!("key {} {key}", request.name));
+        }
         match request.name.as_ref() {
             "echo" => Ok(text(arg_str(&request, "text"))),
             // rmcp moves the request's `_meta` into the context.

@@ -47,7 +47,8 @@ pub(crate) async fn submit(
     shape: Shape,
 ) -> Result<RunRecord, ApiError> {
     let id = record.id.clone();
-    let input = serde_json::to_value(RunInput { messages }).unwrap_or_default();
+    let input = serde_json::to_value(RunInput { messages })
+        .map_err(|e| ApiError::new(shape, Kind::Internal, format!("run {id}: its input: {e}")))?;
     match client.start(&id, &input).await {
         Ok(invocation) => {
             let updated = change(&runs.store, &id, |_, envelope| {

@@ -217,7 +217,7 @@ impl Driver {
             }
             if let Err(e) = self.append(&store, batch).await {
                 if let Some(abandoned) = &self.abandoned {
-                    tracing::warn!(run = %self.record.id, error = %e, "the store is unavailable: this execution of the durable run stops, and Restate retries it");
+                    tracing::warn!(run = %self.record.id, error = %e, "the run's events could not be stored (the store is unavailable): this execution of the durable run stops, and Restate retries it");
                     abandoned.cancel();
                     // The workflow's handler drops this task.
                     return std::future::pending().await;
