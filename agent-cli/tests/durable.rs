@@ -438,14 +438,8 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
     replica.kill().await;
 }
 
-/// The names of the `run` steps in the journal of run `id`'s workflow, from
-/// Restate's SQL introspection.
-async fn journal_steps(restate: &RestateServer, id: &str) -> Vec<String> {
-    let query = format!(
-        "SELECT j.name FROM sys_journal j JOIN sys_invocation i ON j.id = i.id \
-         WHERE i.target_service_key = '{id}' AND i.target_handler_name = 'run' AND j.entry_type = 'Command: Run' \
-         ORDER BY j.index"
-    );
+/// The rows Restate's SQL introspection (admin `POST /query`) answers.
+async fn restate_query(restate: &RestateServer, query: &str) -> Vec<Value> {
     let response = reqwest_client()
         .post(format!("{}/query", restate.admin_url()))
         .header("accept", "application/json")
@@ -458,7 +452,19 @@ async fn journal_steps(restate: &RestateServer, id: &str) -> Vec<String> {
     assert!(status.is_success(), "{body}");
     body["rows"]
         .as_array()
+        .cloned()
         .unwrap_or_else(|| panic!("{body}"))
+}
+
+/// The names of the `run` steps in the journal of run `id`'s workflow.
+async fn journal_steps(restate: &RestateServer, id: &str) -> Vec<String> {
+    let query = format!(
+        "SELECT j.name FROM sys_journal j JOIN sys_invocation i ON j.id = i.id \
+         WHERE i.target_service_key = '{id}' AND i.target_handler_name = 'run' AND j.entry_type = 'Command: Run' \
+         ORDER BY j.index"
+    );
+    restate_query(restate, &query)
+        .await
         .iter()
         .map(|row| row["name"].as_str().unwrap_or_default().to_owned())
         .collect()
@@ -583,15 +589,11 @@ async fn invocation_status(restate: &RestateServer, id: &str) -> String {
     let query = format!(
         "SELECT status FROM sys_invocation WHERE target_service_key = '{id}' AND target_handler_name = 'run'"
     );
-    let response = reqwest_client()
-        .post(format!("{}/query", restate.admin_url()))
-        .header("accept", "application/json")
-        .json(&json!({"query": query}))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = response.json().await.unwrap();
-    body["rows"][0]["status"].as_str().unwrap_or_default().to_owned()
+    let rows = restate_query(restate, &query).await;
+    rows.first()
+        .and_then(|row| row["status"].as_str())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// A run waiting for a decision longer than `--restate-suspend-after` is

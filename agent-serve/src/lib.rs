@@ -29,6 +29,11 @@
 //!
 //! The agents are shared by every request: their MCP connections are one
 //! per configured server, calls multiplexed, never one per request.
+//!
+//! Background runs (`POST /v1/agents/{name}/runs`) live in a store
+//! ([`Serve::store`]) every replica can share; with the `restate` feature
+//! they can be durable workflows on Restate (`Serve::restate`, the
+//! `durable` module): a replica's death then costs nothing already done.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agents;

@@ -97,18 +97,7 @@ impl Client {
     pub(crate) async fn start(&self, run_id: &str, input: &Value) -> Result<String, RestateError> {
         let url = format!("{}/{SERVICE_NAME}/{run_id}/run/send", self.config.ingress());
         let what = format!("start of run {run_id}");
-        let response = self
-            .http
-            .post(&url)
-            .json(input)
-            .send()
-            .await
-            .map_err(|e| failed(&what, e))?;
-        let status = response.status();
-        let value: Value = response.json().await.unwrap_or_default();
-        if !status.is_success() {
-            return Err(failed(&what, format!("{status}: {value}")));
-        }
+        let value = answer(&what, self.http.post(&url).json(input)).await?;
         value
             .get("invocationId")
             .and_then(Value::as_str)
@@ -147,19 +136,12 @@ impl Client {
             "SELECT id FROM sys_invocation WHERE target_service_name = '{SERVICE_NAME}' \
              AND target_service_key = '{key}' AND target_handler_name = 'run'"
         );
-        let response = self
+        let request = self
             .http
             .post(&url)
             .header("accept", "application/json")
-            .json(&json!({"query": query}))
-            .send()
-            .await
-            .map_err(|e| failed(&what, e))?;
-        let status = response.status();
-        let value: Value = response.json().await.unwrap_or_default();
-        if !status.is_success() {
-            return Err(failed(&what, format!("{status}: {value}")));
-        }
+            .json(&json!({"query": query}));
+        let value = answer(&what, request).await?;
         Ok(value["rows"]
             .as_array()
             .and_then(|rows| rows.first())
@@ -183,4 +165,15 @@ impl Client {
         let text = response.text().await.unwrap_or_default();
         Err(failed(&what, format!("{status}: {text}")))
     }
+}
+
+/// Send `request` (asking `what`): its JSON answer, or what went wrong.
+async fn answer(what: &str, request: reqwest::RequestBuilder) -> Result<Value, RestateError> {
+    let response = request.send().await.map_err(|e| failed(what, e))?;
+    let status = response.status();
+    let value: Value = response.json().await.unwrap_or_default();
+    if !status.is_success() {
+        return Err(failed(what, format!("{status}: {value}")));
+    }
+    Ok(value)
 }
