@@ -648,3 +648,36 @@ async fn a_step_longer_than_the_suspension_time_is_not_repeated() {
     assert_whole(&all_events(&replica.rest, &id).await, false);
     replica.kill().await;
 }
+
+/// A durable run whose workflow is killed in Restate (by an operator) is
+/// recorded failed once its lease has run out, saying why, and its stream
+/// ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_workflow_is_killed_in_restate_is_recorded_failed() {
+    let script = vec![chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))])];
+    let mut world = World::new("slow-model", script, loopwright_test_support::database()).await;
+    world.extra = vec!["--run-lease".into(), "3s".into()];
+    let mut replica = world.lone_replica("auto").await;
+    let id = replica.start_run("sleeper", json!({"prompt": "sleep"})).await;
+    until_logged(&world.log, "called slow", 1).await;
+    let query = format!(
+        "SELECT id FROM sys_invocation WHERE target_service_key = '{id}' AND target_handler_name = 'run'"
+    );
+    let rows = restate_query(&world.restate, &query).await;
+    let invocation = rows[0]["id"].as_str().unwrap().to_owned();
+    let killed = reqwest_client()
+        .patch(format!(
+            "{}/invocations/{invocation}/kill",
+            world.restate.admin_url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(killed.status().is_success(), "{}", killed.status());
+    let view = replica.ended(&id).await;
+    assert_eq!(view["status"], "failed", "{view}");
+    assert_eq!(view["error"]["type"], "restate_invocation_ended", "{view}");
+    let events = all_events(&replica.rest, &id).await;
+    assert_eq!(events.last().unwrap().1["type"], "finished", "{events:?}");
+    replica.kill().await;
+}

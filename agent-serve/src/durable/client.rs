@@ -128,12 +128,24 @@ impl Client {
     /// The invocation id of run `run_id`'s workflow, asked of the admin
     /// API's SQL introspection (for a run whose record lost it).
     pub(crate) async fn invocation_of(&self, run_id: &str) -> Result<Option<String>, RestateError> {
+        self.invocation_field(run_id, "id").await
+    }
+
+    /// The state of run `run_id`'s workflow invocation in Restate
+    /// (`running`, `backing-off`, `suspended`, `completed`, ...), `None`
+    /// when Restate has none.
+    pub(crate) async fn invocation_status(&self, run_id: &str) -> Result<Option<String>, RestateError> {
+        self.invocation_field(run_id, "status").await
+    }
+
+    /// Column `field` of `sys_invocation` for run `run_id`'s workflow.
+    async fn invocation_field(&self, run_id: &str, field: &str) -> Result<Option<String>, RestateError> {
         let url = format!("{}/query", self.config.admin());
         let what = format!("the invocation of run {run_id}");
         // A run id is ours (`run_` and hex, or a response id): still quoted.
         let key = run_id.replace('\'', "''");
         let query = format!(
-            "SELECT id FROM sys_invocation WHERE target_service_name = '{SERVICE_NAME}' \
+            "SELECT {field} FROM sys_invocation WHERE target_service_name = '{SERVICE_NAME}' \
              AND target_service_key = '{key}' AND target_handler_name = 'run'"
         );
         let request = self
@@ -145,7 +157,7 @@ impl Client {
         Ok(value["rows"]
             .as_array()
             .and_then(|rows| rows.first())
-            .and_then(|row| row["id"].as_str())
+            .and_then(|row| row[field].as_str())
             .map(str::to_owned))
     }
 

@@ -404,6 +404,36 @@ impl Runs {
         Ok(record)
     }
 
+    /// `record`, or, when it is a durable run recorded running that has
+    /// written nothing for a whole lease and Restate no longer executes it
+    /// (its invocation was killed, or ended without the run's record), the
+    /// record of its failure. A run Restate still retries (every replica
+    /// down, the store down) stays running.
+    pub(crate) async fn settle_durable(&self, record: RunRecord) -> Result<RunRecord, StoreError> {
+        let Some(client) = &self.restate else {
+            return Ok(record);
+        };
+        let durable = Envelope::of(&record).is_ok_and(|e| e.durable.is_some());
+        if !durable || !self.lease.expired(&record, crate::runs::lease::now_millis()) {
+            return Ok(record);
+        }
+        let status = match client.invocation_status(&record.id).await {
+            Ok(status) => status,
+            // Restate is not answering: nothing can be said yet.
+            Err(_) => return Ok(record),
+        };
+        if !matches!(status.as_deref(), None | Some("completed")) {
+            return Ok(record);
+        }
+        let message = format!(
+            "Restate no longer executes this run's workflow ({}) and its record was not ended: \
+             it was killed or cancelled in Restate, or its retries ran out; start the run again",
+            status.as_deref().unwrap_or("no invocation")
+        );
+        tracing::warn!(run = %record.id, "a durable run's workflow ended without it; the run is recorded failed");
+        crate::runs::lease::fail(&self.store, record, "restate_invocation_ended", &message).await
+    }
+
     /// Cancel durable run `id` in Restate too, so a run suspended while it
     /// waits for a decision wakes up and ends.
     pub(crate) async fn cancel_durable(&self, id: &str, durable: &DurableInfo) {

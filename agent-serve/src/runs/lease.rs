@@ -58,7 +58,7 @@ impl Lease {
 
     /// Whether `record` is a running run whose driver has been silent for
     /// the whole lease, as of `now` (Unix milliseconds).
-    fn expired(self, record: &RunRecord, now: i64) -> bool {
+    pub(crate) fn expired(self, record: &RunRecord, now: i64) -> bool {
         let lease = i64::try_from(self.0.as_millis()).unwrap_or(i64::MAX);
         record.status == RunStatus::Running && now.saturating_sub(record.updated_at) > lease
     }
@@ -78,38 +78,51 @@ impl Lease {
         }
         let silent = now_millis().saturating_sub(record.updated_at) / 1000;
         let owner = record.owner.clone().unwrap_or_else(|| "unknown".into());
-        let mut lost = record.clone();
-        lost.status = RunStatus::Failed;
-        lost.owner = None;
-        lost.error = Some(error_value(
-            "replica_lost",
-            &format!(
-                "the replica running this run ({owner}) stopped: nothing from it for {silent} s (the lease is {} s); \
-                 what it did after its last event is lost; start the run again",
-                self.0.as_secs()
-            ),
-        ));
-        if let Ok(mut envelope) = Envelope::of(&record) {
-            envelope.cancel_requested = false;
-            lost.state = Some(envelope.to_value());
+        let message = format!(
+            "the replica running this run ({owner}) stopped: nothing from it for {silent} s (the lease is {} s); \
+             what it did after its last event is lost; start the run again",
+            self.0.as_secs()
+        );
+        let lost = fail(store, record, "replica_lost", &message).await?;
+        if lost.status == RunStatus::Failed {
+            tracing::warn!(run = %lost.id, %owner, silent_s = silent, "a run's replica went silent; the run is recorded failed");
         }
-        match store.update_run(&lost, record.version).await {
-            Ok(version) => lost.version = version,
-            Err(e) if e.is_conflict() => {
-                return Ok(store.load_run(&record.id).await?.unwrap_or(record));
-            }
-            Err(e) => return Err(e),
-        }
-        let next = next_seq(store, &record.id).await?;
-        let finished = super::drive::finished_value(RunStatus::Failed, lost.error.as_ref());
-        if let Some(finished) = finished
-            && let Err(e) = store.append_events(&record.id, &[(next, finished)]).await
-        {
-            tracing::warn!(run = %record.id, error = %e, "the lost run's finished event could not be stored");
-        }
-        tracing::warn!(run = %record.id, %owner, silent_s = silent, "a run's replica went silent; the run is recorded failed");
         Ok(lost)
     }
+}
+
+/// Record `record` failed with error `kind`/`message` (by compare-and-set,
+/// its `finished` event appended); a record someone else changed meanwhile
+/// is read again and returned as it is.
+pub(crate) async fn fail(
+    store: &Arc<dyn Store>,
+    record: RunRecord,
+    kind: &str,
+    message: &str,
+) -> Result<RunRecord, StoreError> {
+    let mut lost = record.clone();
+    lost.status = RunStatus::Failed;
+    lost.owner = None;
+    lost.error = Some(error_value(kind, message));
+    if let Ok(mut envelope) = Envelope::of(&record) {
+        envelope.cancel_requested = false;
+        lost.state = Some(envelope.to_value());
+    }
+    match store.update_run(&lost, record.version).await {
+        Ok(version) => lost.version = version,
+        Err(e) if e.is_conflict() => {
+            return Ok(store.load_run(&record.id).await?.unwrap_or(record));
+        }
+        Err(e) => return Err(e),
+    }
+    let next = next_seq(store, &record.id).await?;
+    let finished = super::drive::finished_value(RunStatus::Failed, lost.error.as_ref());
+    if let Some(finished) = finished
+        && let Err(e) = store.append_events(&record.id, &[(next, finished)]).await
+    {
+        tracing::warn!(run = %record.id, error = %e, "the lost run's finished event could not be stored");
+    }
+    Ok(lost)
 }
 
 /// The sequence number after the last event in `id`'s log.
@@ -170,7 +183,7 @@ impl Drop for Watch {
 }
 
 /// Now, in Unix milliseconds (the stores' clock).
-fn now_millis() -> i64 {
+pub(crate) fn now_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

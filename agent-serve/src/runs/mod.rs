@@ -240,11 +240,15 @@ impl Runs {
     /// 404 naming it.
     pub(crate) async fn get(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
         match self.store.load_run(id).await {
-            Ok(Some(record)) => self
-                .lease
-                .settle(&self.store, record)
-                .await
-                .map_err(|e| ApiError::store(shape, &format!("run {id}"), &e)),
+            Ok(Some(record)) => {
+                let record = self.lease.settle(&self.store, record).await;
+                #[cfg(feature = "restate")]
+                let record = match record {
+                    Ok(record) => self.settle_durable(record).await,
+                    failed => failed,
+                };
+                record.map_err(|e| ApiError::store(shape, &format!("run {id}"), &e))
+            }
             Ok(None) => Err(ApiError::new(
                 shape,
                 Kind::Missing,
