@@ -426,10 +426,10 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
     let count = |kind: &str| events.iter().filter(|(_, e)| e["type"] == kind).count();
     assert_eq!(count("step_started"), STEPS + 1);
 
-    // Restate's journal: one step per model call, one per tool batch.
+    // Restate's journal: one step per model call, one per tool call.
     let journal = journal_steps(&world.restate, &id).await;
     let models_journaled = journal.iter().filter(|n| n.starts_with("model-")).count();
-    let tools_journaled = journal.iter().filter(|n| n.starts_with("tools-")).count();
+    let tools_journaled = journal.iter().filter(|n| n.starts_with("tool-")).count();
     assert_eq!(
         (models_journaled, tools_journaled),
         (STEPS + 1, STEPS),

@@ -6,9 +6,12 @@
 //! of work through its [`Durability`] engine:
 //!
 //! - **steps**: each model call (its assembled message, usage and finish
-//!   reason, or its error) and each step's tool batch (its results; the
-//!   batch's calls still run concurrently, inside the one step) is run once
-//!   under a [`StepKey`] and its value journaled as JSON;
+//!   reason, or its error) and each tool call (its result) is run once
+//!   under a [`StepKey`] and its value journaled as JSON. A step's calls
+//!   still run concurrently; they are journaled in call order, each as soon
+//!   as it and the calls before it have ended, so an execution after a
+//!   crash skips the calls journaled (a prefix of the batch) and runs the
+//!   rest again, concurrently;
 //! - **decisions**: a call that needs approval waits for a decision the
 //!   engine keeps ([`DecisionKey`]), however long it takes and whichever
 //!   process is running the run when it comes; the engine says when it
@@ -59,21 +62,22 @@ pub const IDEMPOTENCY_KEY_SEPARATOR: char = '/';
 /// id, step, call id, `/`-separated) of a call made by a run with a run id.
 pub const MCP_META_IDEMPOTENCY_KEY: &str = "loopwright.dev/idempotencyKey";
 
-/// What a durable step is: a model call or a step's tool batch.
+/// What a durable step is: a model call or one tool call.
 ///
 /// ```
 /// use loopwright_core::durable::{StepKey, StepKind};
 /// let key = StepKey::new(StepKind::Model, 3);
 /// assert_eq!(key.to_string(), "model-3");
-/// assert_eq!(StepKey::new(StepKind::Tools, 3).to_string(), "tools-3");
+/// assert_eq!(StepKey::tool_call(3, 0).to_string(), "tool-3-0");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StepKind {
     /// One model call (numbered by the run's model calls, from 1).
     Model,
-    /// One step's tool calls (numbered by the loop's step).
-    Tools,
+    /// One tool call: `index` is the loop's step, `call` the call's place
+    /// in the step's batch (from 0).
+    ToolCall,
 }
 
 /// The name of a durable step, the same in every execution of a run: an
@@ -83,29 +87,45 @@ pub enum StepKind {
 pub struct StepKey {
     /// What the step does.
     pub kind: StepKind,
-    /// Its number, from 1.
+    /// Its number, from 1 (a tool call's: its loop step's).
     pub index: u32,
+    /// A tool call's place in its step's batch, from 0 (0 for a model call).
+    pub call: u32,
 }
 
 impl StepKey {
     /// The key of the `index`th step of `kind`.
     ///
     /// ```
-    /// let key = loopwright_core::durable::StepKey::new(loopwright_core::durable::StepKind::Tools, 1);
+    /// let key = loopwright_core::durable::StepKey::new(loopwright_core::durable::StepKind::Model, 1);
     /// assert_eq!(key.index, 1);
     /// ```
     pub fn new(kind: StepKind, index: u32) -> Self {
-        Self { kind, index }
+        Self { kind, index, call: 0 }
+    }
+
+    /// The key of call `call` (its place in the batch, from 0) of loop step
+    /// `step`.
+    ///
+    /// ```
+    /// let key = loopwright_core::durable::StepKey::tool_call(2, 1);
+    /// assert_eq!((key.index, key.call), (2, 1));
+    /// ```
+    pub fn tool_call(step: u32, call: u32) -> Self {
+        Self {
+            kind: StepKind::ToolCall,
+            index: step,
+            call,
+        }
     }
 }
 
 impl fmt::Display for StepKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.kind {
-            StepKind::Model => "model",
-            StepKind::Tools => "tools",
-        };
-        write!(f, "{kind}-{}", self.index)
+        match self.kind {
+            StepKind::Model => write!(f, "model-{}", self.index),
+            StepKind::ToolCall => write!(f, "tool-{}-{}", self.index, self.call),
+        }
     }
 }
 

@@ -164,7 +164,7 @@ async fn completed_steps_come_from_the_journal() {
     assert_eq!(result.exit, ExitReason::Completed);
     assert_eq!(text_deltas(&first), ["thinking", "done"]);
     assert!(!first.iter().any(|e| matches!(e, AgentEvent::Resumed { .. })));
-    assert_eq!(engine.ran(), ["model-1", "tools-1", "model-2"]);
+    assert_eq!(engine.ran(), ["model-1", "tool-1-0", "model-2"]);
 
     // The same run executed again: every step is journaled.
     let (work, again) = counted_tool("work", "42");
@@ -318,23 +318,29 @@ async fn every_call_of_an_interrupted_batch_gets_exactly_one_result() {
 
     let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
     let agent2 = durable_agent(&model2, vec![tool("fast", false), tool("slow", false)], &engine);
-    let (_, result) = collect(agent2.prompt("go")).await;
+    let (events, result) = collect(agent2.prompt("go")).await;
     assert_eq!(result.exit, ExitReason::Completed);
-    assert_eq!(engine.ran(), ["model-1", "tools-1", "tools-1", "model-2"]);
-    // The batch is one step: both calls ran again, each with its own key,
-    // the same in both executions.
+    // Each call is a step: `fast` (the first call, ended) was journaled and
+    // is not run again; `slow` (interrupted) runs again, with the same key.
+    assert_eq!(
+        engine.ran(),
+        ["model-1", "tool-1-0", "tool-1-1", "tool-1-1", "model-2"]
+    );
     let mut keys = keys.lock().unwrap().clone();
     keys.sort();
     let key = |name: &str, id: &str| (name.to_owned(), format!("run-1/1/{id}"));
-    assert_eq!(
-        keys,
-        [
-            key("fast", "c1"),
-            key("fast", "c1"),
-            key("slow", "c2"),
-            key("slow", "c2")
-        ]
-    );
+    assert_eq!(keys, [key("fast", "c1"), key("slow", "c2"), key("slow", "c2")]);
+    // Only the call that ran again sends its events again.
+    let calls: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { call_id, .. } | AgentEvent::ToolResult { call_id, .. } => {
+                Some(call_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["c2", "c2"], "{events:?}");
     // One result per call in the history, the second execution's.
     assert_history_invariant(&result.messages);
     let results = results_by_id(&result);
@@ -398,7 +404,7 @@ async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
         [(Some("run-1".to_owned()), Some("run-1/1/c1/1/c1".to_owned()))]
     );
     // Only the root journals: the child runs inside its tool step.
-    assert_eq!(engine.ran(), ["model-1", "tools-1", "model-2"]);
+    assert_eq!(engine.ran(), ["model-1", "tool-1-0", "model-2"]);
 }
 
 fn destructive_work(runs: &Arc<AtomicUsize>) -> TestTool {

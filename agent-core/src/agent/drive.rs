@@ -7,7 +7,7 @@
 //! [`AgentEvent::Finished`] is the last event, and the result is delivered
 //! before it, so whoever has seen `Finished` can take the result.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -29,7 +29,6 @@ use super::state::{Paused, RunState};
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
 use super::structured::{Structured, Verdict};
 use crate::accounting::EntryStatus;
-use crate::durable::{StepKey, StepKind};
 use crate::fallback::model_label;
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{LanguageModel, ModelRequest};
@@ -379,9 +378,10 @@ impl Run {
                         accountant: &self.accountant,
                         scope: &self.scope,
                         gate: gate.as_ref(),
+                        journal: None,
                     };
                     // A durable run decides its approvals before the step,
-                    // outside the journaled batch.
+                    // outside the journaled calls.
                     let decided;
                     if self.journal.is_durable() && self.options.approvals.is_some() {
                         let requests = approval_requests(&batch);
@@ -392,15 +392,31 @@ impl Run {
                         batch.denied = &decided;
                         batch.pre_approved = true;
                     }
-                    let key = StepKey::new(StepKind::Tools, step);
-                    let executed = match self.journal.step(key, &self.emit, execute(batch)).await {
-                        Ok(executed) => executed,
-                        Err(e) => {
-                            self.journal_failed(&e).await;
-                            progress.add(&mut history, tool_message(not_run(&output.calls)));
-                            break (ExitReason::Cancelled, None);
-                        }
-                    };
+                    batch.journal = Some(&self.journal);
+                    let executed = execute(batch).await;
+                    if let Some(e) = &executed.journal_error {
+                        // The calls that ran keep their results; the others
+                        // were not run.
+                        self.journal_failed(e).await;
+                        let mut results = executed.results;
+                        let answered: HashSet<String> = results.iter().map(|r| r.call_id.clone()).collect();
+                        let missing: Vec<_> = output
+                            .calls
+                            .iter()
+                            .filter(|c| !answered.contains(&c.id))
+                            .cloned()
+                            .collect();
+                        results.extend(not_run(&missing));
+                        let order: HashMap<&str, usize> = output
+                            .calls
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (c.id.as_str(), i))
+                            .collect();
+                        results.sort_by_key(|r| order.get(r.call_id.as_str()).copied().unwrap_or(usize::MAX));
+                        progress.add(&mut history, tool_message(results));
+                        break (ExitReason::Cancelled, None);
+                    }
                     if executed.over_budget {
                         if let Some(g) = &guard {
                             g.record("tool_result", "result_replaced");

@@ -30,6 +30,7 @@ use super::truncate::truncate_output;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::{ApprovalRequest, Approvals};
 use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
+use crate::durable::DurableError;
 use crate::message::{ToolCall, ToolResult};
 use crate::progress::ProgressQueue;
 use crate::telemetry;
@@ -79,6 +80,9 @@ pub(crate) struct Batch<'a> {
     /// Paused calls to continue ([`Tool::resume`](crate::Tool::resume)),
     /// by call id, with the run tree's decisions.
     pub resumes: Option<(&'a HashMap<String, Box<RunState>>, &'a SharedDecisions)>,
+    /// The run's journal: a durable run journals each call (see
+    /// [`Journal::calls`](super::journal::Journal::calls)).
+    pub journal: Option<&'a super::journal::Journal>,
 }
 
 /// A call that paused for a person instead of getting its result.
@@ -90,8 +94,7 @@ pub(crate) enum Pause {
     Suspended(SuspendedCall),
 }
 
-/// What a batch produced (journaled whole by a durable run).
-#[derive(serde::Serialize, serde::Deserialize)]
+/// What a batch produced.
 pub(crate) struct Executed {
     /// One per call that did not pause, in call order.
     pub results: Vec<ToolResult>,
@@ -102,6 +105,8 @@ pub(crate) struct Executed {
     pub attached: bool,
     /// A result was replaced because the context window would overflow.
     pub over_budget: bool,
+    /// A durable run's engine could not journal the calls (the run stops).
+    pub journal_error: Option<DurableError>,
 }
 
 /// Settle call `i`'s outcome: the `on_tool_result` hook, then the context
@@ -161,9 +166,139 @@ fn paused_outcome(pause: Pause) -> Outcome {
     }
 }
 
-/// Run a step's calls and return one result per call, in call order. The
-/// `bool` is false when the event receiver went away (the run should stop).
+/// What the `details` of a journaled outcome can be (journaled as text,
+/// read back as these).
+const DETAILS: &[&str] = &[
+    "cancelled",
+    "timeout",
+    "panic",
+    "paused",
+    "denied",
+    "not_run",
+    "final_answer",
+    "unknown_tool",
+    "invalid_input",
+    "budget_exceeded",
+];
+
+/// A call's outcome as a durable run journals it: before the
+/// `on_tool_result` hook and the budget, which apply again on replay.
+#[derive(serde::Serialize)]
+struct JournaledRef<'a> {
+    output: &'a ToolOutput,
+    duration_ms: u64,
+    details: Option<&'a str>,
+    paused: Option<&'a Pause>,
+}
+
+/// [`JournaledRef`], read back.
+#[derive(serde::Deserialize)]
+struct Journaled {
+    output: ToolOutput,
+    #[serde(default)]
+    duration_ms: u64,
+    #[serde(default)]
+    details: Option<String>,
+    #[serde(default)]
+    paused: Option<Pause>,
+}
+
+impl Outcome {
+    fn to_journal(&self) -> serde_json::Value {
+        serde_json::to_value(JournaledRef {
+            output: &self.output,
+            duration_ms: u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            details: self.details,
+            paused: self.paused.as_ref(),
+        })
+        .unwrap_or_default()
+    }
+
+    fn from_journal(value: serde_json::Value) -> Self {
+        match serde_json::from_value::<Journaled>(value) {
+            Ok(journaled) => Outcome {
+                output: journaled.output,
+                duration: Duration::from_millis(journaled.duration_ms),
+                details: journaled
+                    .details
+                    .and_then(|d| DETAILS.iter().find(|known| **known == d).copied()),
+                budget: None,
+                paused: journaled.paused,
+            },
+            Err(e) => error_outcome(
+                format!("The journaled result of this call cannot be read: {e}"),
+                "panic",
+            ),
+        }
+    }
+}
+
+/// What running (some of) a batch's calls produced.
+struct Ran {
+    outcomes: Vec<Option<Outcome>>,
+    attached: bool,
+    over_budget: bool,
+}
+
+/// Run a step's calls and return one result per call, in call order. A
+/// durable run journals each call's outcome in call order, and runs only
+/// the calls its journal does not hold yet (the rest of the batch from the
+/// first one missing), their outcomes replayed for the others.
 pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
+    let n = batch.calls.len();
+    let Some(calls) = batch.journal.and_then(|j| j.calls(batch.step, n)) else {
+        let ran = run_calls(&batch, 0, Vec::new()).await;
+        return assemble(&batch, ran, None);
+    };
+    let senders: Vec<Option<_>> = calls.values.into_iter().map(Some).collect();
+    let runner = async {
+        // Dropped unsent: every call is journaled (or the engine failed).
+        let first = calls.start.await.ok()?;
+        batch.emit.release().await;
+        Some(run_calls(&batch, first, senders).await)
+    };
+    let ((journaled, journal_error), ran) = tokio::join!(calls.driver, runner);
+    let ran_any = ran.is_some();
+    let mut ran = ran.unwrap_or(Ran {
+        outcomes: (0..n).map(|_| None).collect(),
+        attached: true,
+        over_budget: false,
+    });
+    for (i, value) in journaled.into_iter().enumerate() {
+        if let Some(value) = value {
+            let mut outcome = Outcome::from_journal(value);
+            if outcome.paused.is_none() {
+                ran.over_budget |= settle(&batch, i, &mut outcome);
+            }
+            ran.outcomes[i] = Some(outcome);
+        }
+    }
+    if !ran_any && journal_error.is_none() {
+        // The whole batch came from the journal: its events went out then.
+        batch.emit.discard_held();
+    }
+    assemble(&batch, ran, journal_error)
+}
+
+/// Send call `i`'s outcome to its journal sender, once.
+fn journal_outcome(
+    senders: &mut [Option<tokio::sync::oneshot::Sender<serde_json::Value>>],
+    i: usize,
+    outcome: &Outcome,
+) {
+    if let Some(sender) = senders.get_mut(i).and_then(Option::take) {
+        let _ = sender.send(outcome.to_journal());
+    }
+}
+
+/// Run calls `start..` of the batch (the ones before it come from the
+/// journal), sending each outcome to its journal sender (when any) as soon
+/// as it is known.
+async fn run_calls(
+    batch: &Batch<'_>,
+    start: usize,
+    mut senders: Vec<Option<tokio::sync::oneshot::Sender<serde_json::Value>>>,
+) -> Ran {
     let n = batch.calls.len();
     let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
     let mut attached = true;
@@ -178,7 +313,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
     let mut tasks: JoinSet<Outcome> = JoinSet::new();
     let mut task_index: HashMap<tokio::task::Id, usize> = HashMap::new();
 
-    for (i, call) in batch.calls.iter().enumerate() {
+    for (i, call) in batch.calls.iter().enumerate().skip(start) {
         let exposed = batch.catalog.get(&call.name);
         attached &= batch
             .emit
@@ -191,9 +326,10 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             })
             .await
             .is_ok();
-        let exposed = match check(&batch, call, &bad_json) {
+        let exposed = match check(batch, call, &bad_json) {
             Ok(exposed) => exposed,
             Err(outcome) => {
+                journal_outcome(&mut senders, i, &outcome);
                 outcomes[i] = Some(*outcome);
                 continue;
             }
@@ -213,7 +349,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
             .resumes
             .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone())));
         let exposed_name = exposed.name.clone();
-        let approval = gate_request(&batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone()));
+        let approval = gate_request(batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone()));
         let span = telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
         let handle = tasks.spawn(async move {
             // Waiting for approval holds no concurrency slot and does not
@@ -293,8 +429,8 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
     let mut over_budget = false;
     for (i, outcome) in outcomes.iter_mut().enumerate() {
         if let Some(outcome) = outcome {
-            over_budget |= settle(&batch, i, outcome);
-            attached &= report(&batch, i, outcome).await;
+            over_budget |= settle(batch, i, outcome);
+            attached &= report(batch, i, outcome).await;
         }
     }
 
@@ -325,20 +461,21 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
                     }
                 };
                 if let Some(&i) = task_index.get(&id) {
+                    journal_outcome(&mut senders, i, &outcome);
                     // Progress reported before the result goes first; later
                     // reports of this call are dropped.
-                    attached &= emit_progress(&batch, &progress_queue).await;
+                    attached &= emit_progress(batch, &progress_queue).await;
                     progress_queue.finish(&batch.calls[i].id);
                     let mut outcome = outcome;
                     if outcome.paused.is_none() {
-                        over_budget |= settle(&batch, i, &mut outcome);
-                        attached &= report(&batch, i, &outcome).await;
+                        over_budget |= settle(batch, i, &mut outcome);
+                        attached &= report(batch, i, &outcome).await;
                     }
                     outcomes[i] = Some(outcome);
                 }
             }
             () = progress_queue.notified() => {
-                attached &= emit_progress(&batch, &progress_queue).await;
+                attached &= emit_progress(batch, &progress_queue).await;
             }
             _ = batch.cancel.cancelled(), if cancelled_at.is_none() => {
                 cancelled_at = Some(Instant::now());
@@ -350,7 +487,28 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         }
     }
 
-    let mut results = Vec::with_capacity(n);
+    // Every call run here has an outcome, journaled.
+    for (i, outcome) in outcomes.iter_mut().enumerate().skip(start) {
+        let outcome =
+            outcome.get_or_insert_with(|| error_outcome("The tool call was cancelled.", "cancelled"));
+        journal_outcome(&mut senders, i, outcome);
+    }
+    Ran {
+        outcomes,
+        attached,
+        over_budget,
+    }
+}
+
+/// One result per call, in call order (a call without an outcome, which the
+/// journal failed to give, was not run), and the calls that paused.
+fn assemble(batch: &Batch<'_>, ran: Ran, journal_error: Option<DurableError>) -> Executed {
+    let Ran {
+        outcomes,
+        attached,
+        over_budget,
+    } = ran;
+    let mut results = Vec::with_capacity(outcomes.len());
     let mut paused = Vec::new();
     for (call, outcome) in batch.calls.iter().zip(outcomes) {
         let outcome = outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled.", "cancelled"));
@@ -370,6 +528,7 @@ pub(crate) async fn execute(batch: Batch<'_>) -> Executed {
         paused,
         attached,
         over_budget,
+        journal_error,
     }
 }
 

@@ -7,19 +7,23 @@
 //! drops the events held since the step before, and a step that runs, a
 //! decision waited for and the end of the run release them (see
 //! [`crate::durable`]). Model calls are numbered in the order the run makes
-//! them, so every execution names them alike.
+//! them, so every execution names them alike; a step's tool calls are
+//! journaled one by one in call order ([`Journal::calls`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
 use super::gate;
 use super::step::{StepFailure, StepOutput};
 use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
-use crate::durable::{DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepKind, Waiting};
+use crate::durable::{
+    DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepKind, StepRecord, Waiting,
+};
 use crate::model_error::ModelError;
 
 pub(crate) struct Journal {
@@ -152,6 +156,48 @@ impl Journal {
         denied
     }
 
+    /// Journal the `n` calls of loop step `step` one by one, in call order
+    /// (a durable run only): the driver, which the caller runs beside the
+    /// calls; `start` tells the caller the first call to run (the ones
+    /// before it are journaled: their values are the driver's answer, and
+    /// none runs when the whole batch is); each call that runs sends its
+    /// value to its sender in `values`, and the driver journals it once the
+    /// calls before it are.
+    pub fn calls(&self, step: u32, n: usize) -> Option<CallsJournal<'_>> {
+        let engine = self.engine.as_ref()?;
+        let (start_tx, start) = oneshot::channel();
+        let (values, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| oneshot::channel()).unzip();
+        let start_tx = Mutex::new(Some(start_tx));
+        let driver = Box::pin(async move {
+            let mut journaled = vec![None; receivers.len()];
+            for (i, receiver) in receivers.into_iter().enumerate() {
+                let key = StepKey::tool_call(step, u32::try_from(i).unwrap_or(u32::MAX));
+                let start_tx = &start_tx;
+                let run: StepFn<'_> = Box::new(move || {
+                    Box::pin(async move {
+                        if let Some(tx) = start_tx.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                            let _ = tx.send(i);
+                        }
+                        receiver
+                            .await
+                            .map_err(|_| DurableError::engine("a tool call ended without its result"))
+                    })
+                });
+                match engine.step(key, run).await {
+                    Ok(StepRecord::Replayed(value)) => journaled[i] = Some(value),
+                    Ok(StepRecord::Ran(_)) => {}
+                    Err(e) => return (journaled, Some(e)),
+                }
+            }
+            (journaled, None)
+        });
+        Some(CallsJournal {
+            driver,
+            start,
+            values,
+        })
+    }
+
     /// The run ended: whatever is held goes out.
     pub async fn finish(&self, emit: &Emitter) {
         if self.engine.is_some() {
@@ -160,20 +206,21 @@ impl Journal {
     }
 }
 
+/// The journal's side of one step's tool calls (see [`Journal::calls`]).
+pub(crate) struct CallsJournal<'a> {
+    /// Journals the calls in order: the values of those replayed, and the
+    /// engine's failure that stopped it, if any.
+    pub driver: futures::future::BoxFuture<'a, (Vec<Option<serde_json::Value>>, Option<DurableError>)>,
+    /// The first call to run (dropped unsent when every call is journaled).
+    pub start: oneshot::Receiver<usize>,
+    /// Where each call that runs sends its value.
+    pub values: Vec<oneshot::Sender<serde_json::Value>>,
+}
+
 /// A step's value as the journal keeps it.
 pub(crate) trait Journaled: Sized {
     fn to_journal(&self) -> serde_json::Result<serde_json::Value>;
     fn from_journal(value: serde_json::Value) -> serde_json::Result<Self>;
-}
-
-impl Journaled for super::exec::Executed {
-    fn to_journal(&self) -> serde_json::Result<serde_json::Value> {
-        serde_json::to_value(self)
-    }
-
-    fn from_journal(value: serde_json::Value) -> serde_json::Result<Self> {
-        serde_json::from_value(value)
-    }
 }
 
 impl Journaled for Result<StepOutput, StepFailure> {

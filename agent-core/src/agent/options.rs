@@ -557,7 +557,7 @@ impl AgentOptions {
     }
 
     /// Give runs an id and, with an engine, make them durable (see
-    /// [`crate::durable`]): each model call and each step's tool batch is
+    /// [`crate::durable`]): each model call and each tool call is
     /// journaled, approvals wait for durable decisions. Set per run (an id
     /// names one run), usually with [`Agent::map_options`](crate::Agent::map_options).
     ///

@@ -194,6 +194,7 @@ impl Run {
             gate: None,
             pre_approved: true,
             resumes: Some((&states, decisions)),
+            journal: None,
         })
         .await;
         let mut results = paused.results;

@@ -8,15 +8,16 @@
 //! endpoint ([`Restate::listen`]) and by every replica registered under the
 //! same address ([`Restate::advertise`], a load balancer in front of them).
 //! The loop journals through the engine-neutral seam
-//! ([`loopwright_core::durable`]): each model call and each step's tool batch
-//! is one `ctx.run` step, each approval a durable promise.
+//! ([`loopwright_core::durable`]): each model call and each tool call is
+//! one `ctx.run` step (a loop step's calls journaled in call order), each
+//! approval a durable promise.
 //!
 //! Invariants:
 //! - Restate decides where and when a run executes; the run's record and
 //!   event log stay in the store, written by the execution that holds the
 //!   run (one at a time: Restate runs one execution of a workflow at once);
 //! - an execution after a crash replays the journal: a step that completed
-//!   is never repeated (no model call billed twice, no tool batch run again),
+//!   is never repeated (no model call billed twice, no tool call run again),
 //!   an interrupted step runs again with the same idempotency keys; the
 //!   execution's events start with `resumed {attempt}`;
 //! - a run's record is written only by an execution that reached the run's
@@ -53,7 +54,7 @@ pub const DEFAULT_RETRY_MAX: Duration = Duration::from_secs(5);
 /// retries at [`DEFAULT_RETRY_MAX`]: every replica down for that long).
 pub const DEFAULT_RETRY_ATTEMPTS: u64 = 120_000;
 
-/// How long one journaled step (a model call, a step's tool batch) may run
+/// How long one journaled step (a model call, a tool call) may run
 /// before Restate aborts the execution and retries it.
 pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(3600);
 
