@@ -112,6 +112,7 @@ impl Replica {
         let dir = world.dir.path();
         let assistant = dir.join("assistant.md");
         let sleeper = dir.join("sleeper.md");
+        let worker = dir.join("worker.md");
         let (admin, ingress) = (world.restate.admin_url(), world.restate.ingress_url());
         let listen = listen.to_string();
         let mut args = vec![
@@ -123,6 +124,8 @@ impl Replica {
             assistant.to_str().unwrap(),
             "--agent",
             sleeper.to_str().unwrap(),
+            "--agent",
+            worker.to_str().unwrap(),
             "--rest",
             "0",
             "--openai",
@@ -239,8 +242,12 @@ fn assert_whole(events: &[(u64, Value)], resumed: bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     let slow = json!({"ms": 3000});
+    // Step 1 of run 1 is a batch: a quick echo, then the slow tool.
     let script = vec![
-        chat_calls(&[("call_slow", "test__slow", slow.clone())]),
+        chat_calls(&[
+            ("call_echo", "test__echo", json!({"text": "first"})),
+            ("call_slow", "test__slow", slow.clone()),
+        ]),
         chat_answer("Slept."),
         chat_calls(&[("call_slow2", "test__slow", slow.clone())]),
         chat_answer("Slept again."),
@@ -257,7 +264,7 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     // Run 1: the replica running it dies in the tool; the other one, behind
     // the same address, continues it.
     let id = replicas[0]
-        .start_run("sleeper", json!({"prompt": "sleep", "session": "one"}))
+        .start_run("worker", json!({"prompt": "work", "session": "one"}))
         .await;
     until_logged(&world.log, "called slow", 1).await;
     let dead = runner(&replicas[0].rest, &id, &[&replicas[0], &replicas[1]]).await;
@@ -273,9 +280,10 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     assert_eq!(view["result"]["text"], "Slept.");
     assert!(view["durable"]["attempt"].as_u64().unwrap() >= 2, "{view}");
     // The first model call completed before the kill: it reached the model
-    // once; the tool ran twice (interrupted, then again); its result is
-    // once in the history.
+    // once; the echo (journaled before the kill) ran once, the slow tool
+    // twice (interrupted, then again); each result is once in the history.
     assert_eq!(world.model_calls(), 2);
+    assert_eq!(world.tool_calls("echo"), 1);
     assert_eq!(world.tool_calls("slow"), 2);
     // Both executions gave the tool the same idempotency key.
     let keys: Vec<String> = std::fs::read_to_string(&world.log)
@@ -285,10 +293,13 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
         .map(str::to_owned)
         .collect();
     assert_eq!(keys, [format!("{id}/1/call_slow"), format!("{id}/1/call_slow")]);
-    assert_eq!(
-        results_in_session(&replicas[alive].rest, "one", "call_slow").await,
-        1
-    );
+    for call in ["call_echo", "call_slow"] {
+        assert_eq!(
+            results_in_session(&replicas[alive].rest, "one", call).await,
+            1,
+            "{call}"
+        );
+    }
     let last = world.models.bodies_for("slow-model").pop().unwrap();
     let tool_messages = last["messages"]
         .as_array()
@@ -296,7 +307,13 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
         .iter()
         .filter(|m| m["role"] == "tool")
         .count();
-    assert_eq!(tool_messages, 1, "{last}");
+    let results = last["messages"].to_string();
+    assert_eq!(tool_messages, 2, "{last}");
+    assert_eq!(
+        results.matches("first").count(),
+        2,
+        "the echo's call and its result: {results}"
+    );
     assert_whole(&all_events(&replicas[alive].rest, &id).await, true);
 
     // Run 2: its replica dies, and one started in its place continues it.

@@ -30,6 +30,15 @@ tools: [\"test__slow\"]
 You sleep.
 ";
 
+pub const WORKER: &str = "---
+description: Echoes and sleeps, in one step.
+model: local/slow-model
+mcp: [test]
+tools: [\"test__echo\", \"test__slow\"]
+---
+You work.
+";
+
 /// The config and agent files in `dir`; the config's path.
 pub fn files(dir: &Path, models: &RoutedServer, log: &Path) -> std::path::PathBuf {
     let config = json!({
@@ -40,6 +49,7 @@ pub fn files(dir: &Path, models: &RoutedServer, log: &Path) -> std::path::PathBu
     std::fs::write(&path, config.to_string()).unwrap();
     std::fs::write(dir.join("assistant.md"), ASSISTANT).unwrap();
     std::fs::write(dir.join("sleeper.md"), SLEEPER).unwrap();
+    std::fs::write(dir.join("worker.md"), WORKER).unwrap();
     path
 }
 
