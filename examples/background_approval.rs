@@ -25,6 +25,8 @@ use loopwright::serve::{Serve, ServedAgent, Surface};
 use loopwright::{Agent, Approvals};
 use serde_json::{Value, json};
 
+#[path = "common/events.rs"]
+mod events;
 #[path = "common/model.rs"]
 mod model;
 #[path = "common/notes.rs"]
@@ -153,25 +155,7 @@ async fn client(base: &str, task: &str, approve: bool) -> Result<String, String>
         .await?;
         view = wait_while_running(&http, &run_url).await?;
     }
-    // The whole event log, from sequence 0; the stream ends after `finished`.
-    eprintln!("$ curl -N {run_url}/events");
-    let events = http
-        .get(format!("{run_url}/events"))
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| format!("{run_url}/events: {e}"))?
-        .text()
-        .await
-        .map_err(|e| format!("{run_url}/events: {e}"))?;
-    for block in events.split("\n\n") {
-        let id = block.lines().find_map(|l| l.strip_prefix("id: "));
-        let data = block.lines().find_map(|l| l.strip_prefix("data: "));
-        if let (Some(id), Some(data)) = (id, data) {
-            let event: Value = serde_json::from_str(data).unwrap_or(Value::Null);
-            eprintln!("  event {id}: {}", event["type"].as_str().unwrap_or("?"));
-        }
-    }
+    events::print_events(&http, &run_url).await?;
     match view["status"].as_str() {
         Some("completed") => Ok(view["result"]["text"].as_str().unwrap_or_default().to_owned()),
         other => Err(format!(

@@ -35,6 +35,8 @@ use loopwright::{Agent, LanguageModel, tool_fn};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+#[path = "common/events.rs"]
+mod events;
 #[path = "common/model.rs"]
 mod model;
 
@@ -135,7 +137,7 @@ async fn demo(model: Arc<dyn LanguageModel>, task: &str) -> Result<String, Strin
         "status {} after {} attempts",
         view["status"], view["durable"]["attempt"]
     );
-    print_events(&http, &run_url).await?;
+    events::print_events(&http, &run_url).await?;
     second.shutdown().await;
     match view["status"].as_str() {
         Some("completed") => Ok(view["result"]["text"].as_str().unwrap_or_default().to_owned()),
@@ -203,34 +205,6 @@ fn counter(model: Arc<dyn LanguageModel>, started: Arc<Notify>) -> Agent {
             "You count sheep with the count_sheep tool, then say in one short sentence how many you counted.",
         )
         .build()
-}
-
-/// Print the run's events (the log from sequence 0), with each execution's
-/// `resumed` marker: what a later attempt sends replaces what the earlier
-/// one sent of the same step.
-async fn print_events(http: &reqwest::Client, run_url: &str) -> Result<(), String> {
-    let text = http
-        .get(format!("{run_url}/events"))
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| format!("{run_url}/events: {e}"))?
-        .text()
-        .await
-        .map_err(|e| format!("{run_url}/events: {e}"))?;
-    for block in text.split("\n\n") {
-        let id = block.lines().find_map(|l| l.strip_prefix("id: "));
-        let data = block.lines().find_map(|l| l.strip_prefix("data: "));
-        if let (Some(id), Some(data)) = (id, data) {
-            let event: Value = serde_json::from_str(data).unwrap_or(Value::Null);
-            match event["type"].as_str() {
-                Some("resumed") => eprintln!("  event {id}: resumed (attempt {})", event["attempt"]),
-                Some(kind) => eprintln!("  event {id}: {kind}"),
-                None => {}
-            }
-        }
-    }
-    Ok(())
 }
 
 /// One request, printed as its curl line; the JSON answer.
