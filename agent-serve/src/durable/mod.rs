@@ -147,22 +147,46 @@ impl Restate {
         self
     }
 
-    /// The admin API's URL.
+    /// The admin API's URL (without a trailing `/`).
+    ///
+    /// ```
+    /// # use loopwright_serve::Restate;
+    /// let r = Restate::new("http://restate:9070/", "http://restate:8080", "127.0.0.1:9080".parse().unwrap());
+    /// assert_eq!(r.admin(), "http://restate:9070");
+    /// ```
     pub fn admin(&self) -> &str {
         &self.admin
     }
 
-    /// The ingress's URL.
+    /// The ingress's URL (without a trailing `/`).
+    ///
+    /// ```
+    /// # use loopwright_serve::Restate;
+    /// let r = Restate::new("http://restate:9070", "http://restate:8080/", "127.0.0.1:9080".parse().unwrap());
+    /// assert_eq!(r.ingress(), "http://restate:8080");
+    /// ```
     pub fn ingress(&self) -> &str {
         &self.ingress
     }
 
     /// The address this replica's Restate endpoint listens on.
+    ///
+    /// ```
+    /// # use loopwright_serve::Restate;
+    /// let r = Restate::new("http://a", "http://i", "0.0.0.0:9080".parse().unwrap());
+    /// assert_eq!(r.listen().port(), 9080);
+    /// ```
     pub fn listen(&self) -> SocketAddr {
         self.listen
     }
 
     /// The URL registered with Restate (ends with `/`).
+    ///
+    /// ```
+    /// # use loopwright_serve::Restate;
+    /// let r = Restate::new("http://a", "http://i", "127.0.0.1:9080".parse().unwrap()).advertise("http://lb:9080/");
+    /// assert_eq!(r.advertised(), "http://lb:9080/");
+    /// ```
     pub fn advertised(&self) -> String {
         let url = self
             .advertise
