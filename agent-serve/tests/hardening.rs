@@ -2,8 +2,8 @@
 //! connections that send nothing or half their headers, more connections
 //! than the cap, bodies over the limit, invalid JSON and MCP sessions past
 //! their cap, MCP arguments that do not match the schema, tool histories
-//! that do not pair up, HTTP/2 clients, a full default queue, and an MCP
-//! call cut off by a shutdown.
+//! that do not pair up, HTTP/2 clients, a full default queue, an MCP
+//! call cut off by a shutdown, and a cancel overtaken by the run's end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -447,4 +447,172 @@ async fn the_queue_is_bounded_by_default() {
     for w in waiting {
         let _ = w.await;
     }
+}
+
+/// A store whose first write of a cancellation waits until the run has
+/// ended: the run's own end (its cancellation token fired first) lands
+/// between the cancel's read and its write, as it may on a loaded machine.
+#[derive(Debug)]
+struct CancelLands {
+    inner: Arc<dyn loopwright_store::Store>,
+    held: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl loopwright_store::ConversationStore for CancelLands {
+    async fn load_conversation(
+        &self,
+        id: &str,
+    ) -> Result<Option<loopwright_store::StoredConversation>, loopwright_store::StoreError> {
+        self.inner.load_conversation(id).await
+    }
+    async fn append_turn(
+        &self,
+        id: &str,
+        expected_version: u64,
+        messages: &[loopwright_core::Message],
+    ) -> Result<u64, loopwright_store::StoreError> {
+        self.inner.append_turn(id, expected_version, messages).await
+    }
+    async fn delete_conversation(&self, id: &str) -> Result<bool, loopwright_store::StoreError> {
+        self.inner.delete_conversation(id).await
+    }
+}
+
+#[async_trait::async_trait]
+impl loopwright_store::RunStore for CancelLands {
+    async fn create_run(
+        &self,
+        run: &loopwright_store::RunRecord,
+    ) -> Result<(), loopwright_store::StoreError> {
+        self.inner.create_run(run).await
+    }
+    async fn load_run(
+        &self,
+        id: &str,
+    ) -> Result<Option<loopwright_store::RunRecord>, loopwright_store::StoreError> {
+        self.inner.load_run(id).await
+    }
+    async fn update_run(
+        &self,
+        run: &loopwright_store::RunRecord,
+        expected_version: u64,
+    ) -> Result<u64, loopwright_store::StoreError> {
+        let cancelling = run
+            .state
+            .as_ref()
+            .is_some_and(|state| state["cancel_requested"] == json!(true));
+        if cancelling && !self.held.swap(true, Ordering::SeqCst) {
+            tokio::time::timeout(HANG_GUARD, async {
+                while !self
+                    .inner
+                    .load_run(&run.id)
+                    .await
+                    .unwrap()
+                    .is_some_and(|record| record.status.is_finished())
+                {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .expect("the run never ended before its cancellation was written");
+        }
+        self.inner.update_run(run, expected_version).await
+    }
+    async fn list_runs(
+        &self,
+        status: Option<loopwright_store::RunStatus>,
+        limit: usize,
+    ) -> Result<Vec<loopwright_store::RunRecord>, loopwright_store::StoreError> {
+        self.inner.list_runs(status, limit).await
+    }
+    async fn delete_run(&self, id: &str) -> Result<bool, loopwright_store::StoreError> {
+        self.inner.delete_run(id).await
+    }
+}
+
+#[async_trait::async_trait]
+impl loopwright_store::EventLog for CancelLands {
+    async fn append_events(
+        &self,
+        run_id: &str,
+        events: &[(u64, Value)],
+    ) -> Result<(), loopwright_store::StoreError> {
+        self.inner.append_events(run_id, events).await
+    }
+    async fn read_events(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, Value)>, loopwright_store::StoreError> {
+        self.inner.read_events(run_id, after, limit).await
+    }
+    async fn subscribe_events(
+        &self,
+        run_id: &str,
+    ) -> Result<loopwright_store::EventSubscription, loopwright_store::StoreError> {
+        self.inner.subscribe_events(run_id).await
+    }
+}
+
+/// A cancel whose run ends (cancelled) before the cancel's own write is
+/// answered with the cancelled run, not refused as already ended: the
+/// official openai client's `responses.cancel` got that 409 on a loaded CI
+/// machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_overtaken_by_the_runs_end_answers_the_cancelled_run() {
+    let (model, agent) = gated();
+    let store = Arc::new(CancelLands {
+        inner: loopwright_store::open("memory:").await.unwrap(),
+        held: Default::default(),
+    });
+    let running = Serve::new()
+        .agent(agent)
+        .rest(local())
+        .store(store.clone())
+        .start()
+        .await
+        .unwrap();
+    let base = format!("http://{}", running.address(Surface::Rest).unwrap());
+    let started: Value = http()
+        .post(format!("{base}/v1/agents/gated/runs"))
+        .json(&json!({"prompt": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = started["id"].as_str().unwrap().to_owned();
+    until("the model is called", || {
+        model.started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let response = http()
+        .post(format!("{base}/v1/runs/{id}/cancel"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let view: Value = response.json().await.unwrap();
+    assert!(
+        store.held.load(Ordering::SeqCst),
+        "the cancel's write was not held"
+    );
+    assert_eq!(
+        (status, view["status"].as_str()),
+        (200, Some("cancelled")),
+        "{view}"
+    );
+    // Cancelled again, it has ended: 409.
+    let again = http()
+        .post(format!("{base}/v1/runs/{id}/cancel"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status().as_u16(), 409);
+    running.shutdown().await;
 }

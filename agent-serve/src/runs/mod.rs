@@ -356,9 +356,17 @@ impl Runs {
 
     /// Cancel run `id`: at once when this replica drives it or it is
     /// paused, else through its record.
+    ///
+    /// A run that ends while its cancellation is recorded (the local token,
+    /// fired first, ends it before the record is written) is answered as it
+    /// ended, not refused as already ended.
     pub(crate) async fn cancel(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
+        let mut fired = false;
         for _ in 0..CAS_ATTEMPTS {
             let mut record = self.get(id, shape).await?;
+            if record.status.is_finished() && fired {
+                return Ok(record);
+            }
             if record.status.is_finished() {
                 return Err(ApiError::new(
                     shape,
@@ -381,6 +389,7 @@ impl Runs {
             } else {
                 if let Some(token) = self.lock_local().get(id) {
                     token.cancel();
+                    fired = true;
                 }
                 envelope.cancel_requested = true;
             }
