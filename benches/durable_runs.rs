@@ -8,7 +8,8 @@
 //!   The same background run is timed from `POST /v1/agents/{name}/runs`
 //!   to its record's end in process and as a durable run on a real
 //!   `restate-server`; the difference over 100 steps is the journal's cost
-//!   per step (two `ctx.run` entries: the model call, the tool batch).
+//!   per step (two `ctx.run` entries: the model call, then the tool call,
+//!   whose confirmation by Restate's log overlaps the next model call).
 //! - **Failover.** Two replicas as real processes (this binary again)
 //!   behind a loopback load balancer, a run in a 500 ms tool, the replica
 //!   running it SIGKILLed: the time from the kill to the tool starting
@@ -18,7 +19,7 @@
 //! A plain bench binary (not criterion): each figure involves a server
 //! process and real sockets; what is reported is the median and the
 //! spread over the repetitions. Run with
-//! `cargo bench --features restate,store --bench durable_runs` (the Restate
+//! `cargo bench --features restate,store,mcp --bench durable_runs` (the Restate
 //! server comes from tests-deps: `npm ci --prefix tests-deps`).
 
 use std::net::SocketAddr;

@@ -81,6 +81,19 @@ impl World {
         Replica::start(self, listen, advertise, approve).await
     }
 
+    /// Two replicas behind one loopback load balancer (kept alive with
+    /// them), registered under its address.
+    async fn pair(&self, approve: &str) -> (Balancer, [Replica; 2]) {
+        let addrs = [free_addr(), free_addr()];
+        let balancer = Balancer::start(addrs.to_vec()).unwrap();
+        let lb = balancer.url();
+        let replicas = [
+            self.replica(addrs[0], &lb, approve).await,
+            self.replica(addrs[1], &lb, approve).await,
+        ];
+        (balancer, replicas)
+    }
+
     /// A replica alone at its own address.
     async fn lone_replica(&self, approve: &str) -> Replica {
         let listen = free_addr();
@@ -226,6 +239,46 @@ async fn results_in_session(base: &str, session: &str, call_id: &str) -> usize {
         .count()
 }
 
+/// Every event of run `id` on `base` (owned, for a task).
+async fn all_events_after(base: String, id: String) -> Vec<(u64, Value)> {
+    all_events(&base, &id).await
+}
+
+/// Assert that call `call_id` was interrupted and ran again: the first
+/// execution sent its `tool_call`, the second (after `resumed`) sent it
+/// again with its one `tool_result`, which a client keeps by call id.
+fn assert_retried(events: &[(u64, Value)], call_id: &str) {
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|(_, e)| {
+            format!(
+                "{} {}",
+                e["type"].as_str().unwrap(),
+                e["call_id"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let resumed = kinds.iter().position(|k| k.starts_with("resumed")).unwrap();
+    let at = |kind: &str| -> Vec<usize> {
+        let wanted = format!("{kind} {call_id}");
+        kinds
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k == wanted)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (calls, results) = (at("tool_call"), at("tool_result"));
+    assert!(
+        calls.len() == 2 && calls[0] < resumed && calls[1] > resumed,
+        "{call_id}: {kinds:?}"
+    );
+    assert!(
+        results.len() == 1 && results[0] > calls[1],
+        "{call_id}: {kinds:?}"
+    );
+}
+
 /// Assert the stream of a completed run: numbered from 0 without gaps,
 /// one `finished` at the end, a `resumed` from the second attempt.
 fn assert_whole(events: &[(u64, Value)], resumed: bool) {
@@ -268,8 +321,10 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
         .await;
     until_logged(&world.log, "called slow", 1).await;
     let dead = runner(&replicas[0].rest, &id, &[&replicas[0], &replicas[1]]).await;
-    replicas[dead].kill().await;
     let alive = 1 - dead;
+    // A client follows the run live, on the replica that survives.
+    let live = tokio::spawn(all_events_after(replicas[alive].rest.clone(), id.clone()));
+    replicas[dead].kill().await;
     let view = replicas[alive].ended(&id).await;
     assert_eq!(
         view["status"],
@@ -314,7 +369,11 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
         2,
         "the echo's call and its result: {results}"
     );
-    assert_whole(&all_events(&replicas[alive].rest, &id).await, true);
+    let events = all_events(&replicas[alive].rest, &id).await;
+    assert_whole(&events, true);
+    // The live stream went through the kill: the same events as stored.
+    assert_eq!(live.await.unwrap(), events);
+    assert_retried(&events, "call_slow");
 
     // Run 2: its replica dies, and one started in its place continues it.
     let id = replicas[alive]
@@ -339,14 +398,19 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
         chat_answer("The echo said hi."),
     ];
     let mut world = World::new("chat-model", script, loopwright_test_support::database()).await;
-    let mut replica = world.lone_replica("defer").await;
-    let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;
-    let view = until_run(&replica.rest, &id, "awaiting approval", |v| {
+    let (_balancer, mut replicas) = world.pair("defer").await;
+    let id = replicas[0]
+        .start_run("assistant", json!({"prompt": "say hi"}))
+        .await;
+    let view = until_run(&replicas[0].rest, &id, "awaiting approval", |v| {
         v["status"] == "awaiting_approval"
     })
     .await;
     assert_eq!(view["pending_approvals"][0]["call_id"], "call_echo", "{view}");
     assert_eq!(view["pending_approvals"][0]["tool"], "test__echo", "{view}");
+    // Decided on the replica that does not run it.
+    let running = runner(&replicas[0].rest, &id, &[&replicas[0], &replicas[1]]).await;
+    let replica = &replicas[1 - running];
 
     world.restate.stop();
     let approvals = format!("{}/v1/runs/{id}/approvals", replica.rest);
@@ -385,16 +449,21 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
     assert_eq!(status, 409, "{body}");
     let events = all_events(&replica.rest, &id).await;
     assert_eq!(events.last().unwrap().1["type"], "finished", "{events:?}");
-    replica.kill().await;
+    for replica in &mut replicas {
+        replica.kill().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_run_cancelled_while_its_tool_runs_ends_cancelled() {
     let script = vec![chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))])];
     let world = World::new("slow-model", script, loopwright_test_support::database()).await;
-    let mut replica = world.lone_replica("auto").await;
-    let id = replica.start_run("sleeper", json!({"prompt": "sleep"})).await;
+    let (_balancer, mut replicas) = world.pair("auto").await;
+    let id = replicas[0].start_run("sleeper", json!({"prompt": "sleep"})).await;
     until_logged(&world.log, "called slow", 1).await;
+    // Cancelled on the replica that does not run it.
+    let running = runner(&replicas[0].rest, &id, &[&replicas[0], &replicas[1]]).await;
+    let replica = &replicas[1 - running];
     let (status, body) = post(&format!("{}/v1/runs/{id}/cancel", replica.rest), json!({})).await;
     assert_eq!(status, 200, "{body}");
     let view = replica.ended(&id).await;
@@ -405,7 +474,17 @@ async fn a_durable_run_cancelled_while_its_tool_runs_ends_cancelled() {
     assert_eq!(finished["type"], "finished", "{events:?}");
     assert_eq!(finished["exit"], "cancelled", "{finished}");
     assert_eq!(world.tool_calls("slow"), 1);
-    replica.kill().await;
+    // Restate's workflow ended too (not left to retry).
+    tokio::time::timeout(HANG_GUARD, async {
+        while invocation_status(&world.restate, &id).await != "completed" {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the cancelled run's workflow never completed in Restate");
+    for replica in &mut replicas {
+        replica.kill().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -442,15 +521,38 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
     assert_whole(&events, false);
     let count = |kind: &str| events.iter().filter(|(_, e)| e["type"] == kind).count();
     assert_eq!(count("step_started"), STEPS + 1);
+    // Each call once, in order, with its own result.
+    let of = |kind: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|(_, e)| e["type"] == kind)
+            .map(|(_, e)| e["call_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let ids: Vec<String> = (0..STEPS).map(|i| format!("call_{i}")).collect();
+    assert_eq!((of("tool_call"), of("tool_result")), (ids.clone(), ids));
+    for (i, (_, result)) in events
+        .iter()
+        .filter(|(_, e)| e["type"] == "tool_result")
+        .enumerate()
+    {
+        assert!(
+            result["output"].to_string().contains(&format!("step {i}")),
+            "{result}"
+        );
+    }
 
-    // Restate's journal: one step per model call, one per tool call.
+    // Restate's journal: each model call, then its step's tool call, in
+    // the loop's order, each once; the view counts the same steps.
     let journal = journal_steps(&world.restate, &id).await;
-    let models_journaled = journal.iter().filter(|n| n.starts_with("model-")).count();
-    let tools_journaled = journal.iter().filter(|n| n.starts_with("tool-")).count();
+    let mut expected: Vec<String> = (1..=STEPS)
+        .flat_map(|step| [format!("model-{step}"), format!("tool-{step}-0")])
+        .collect();
+    expected.push(format!("model-{}", STEPS + 1));
+    assert_eq!(journal, expected);
     assert_eq!(
-        (models_journaled, tools_journaled),
-        (STEPS + 1, STEPS),
-        "{journal:?}"
+        journal.iter().filter(|n| n.starts_with("model-")).count(),
+        view["result"]["steps"].as_u64().unwrap() as usize
     );
     replica.kill().await;
 }

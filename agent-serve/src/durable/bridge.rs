@@ -3,14 +3,21 @@
 //! which owns Restate's workflow context, journals them.
 //!
 //! Invariants: requests come one at a time, in the loop's order (so Restate
-//! sees one `ctx.run` at a time, named alike in every execution); a step's
-//! work runs in the loop's task, only after the handler's `ctx.run` closure
-//! said so: a replayed step's closure never runs, and the work is dropped
-//! unrun; when the handler is gone (its execution abandoned) every request
-//! fails, and the loop's task is aborted by the handler's guard anyway.
+//! sees the `ctx.run`s in the same order, named alike, in every execution);
+//! a step's work runs in the loop's task, only after the handler's
+//! `ctx.run` closure said so: a replayed step's closure never runs, and the
+//! work is dropped unrun; a tool call's value is answered as soon as it is
+//! handed to Restate when the call was short (`confirmed: false`, see
+//! [`Durability`](loopwright_core::durable::Durability) and
+//! [`OVERLAP_SHARE`](super::OVERLAP_SHARE)), a model call's and a long tool
+//! call's once Restate's log has it; when the handler is gone (its execution
+//! abandoned) every request fails, and the loop's task is aborted by the
+//! handler's guard anyway.
 
 use async_trait::async_trait;
-use loopwright_core::durable::{DecisionKey, Durability, DurableError, StepFn, StepKey, StepRecord, Waiting};
+use loopwright_core::durable::{
+    DecisionKey, Durability, DurableError, StepFn, StepKey, StepKind, StepRecord, Waiting,
+};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -21,6 +28,10 @@ pub(crate) enum Request {
     /// journaled one when the closure did not run).
     Step {
         key: String,
+        /// Answer only once Restate's log has the value (a model call);
+        /// else as soon as the value is handed to Restate, if the call was
+        /// short (a tool call).
+        confirmed: bool,
         ready: oneshot::Sender<()>,
         value: oneshot::Receiver<Result<Value, DurableError>>,
         reply: oneshot::Sender<Result<Value, DurableError>>,
@@ -54,6 +65,7 @@ impl Durability for Bridge {
         self.requests
             .send(Request::Step {
                 key: key.to_string(),
+                confirmed: key.kind != StepKind::ToolCall,
                 ready: ready_tx,
                 value: value_rx,
                 reply: reply_tx,

@@ -45,9 +45,13 @@ pub(crate) async fn start(
     })?;
     let endpoint = Endpoint::builder()
         .bind(
-            RunWorkflow { runs, instance }
-                .into_service_definition()
-                .options(config.service_options()),
+            RunWorkflow {
+                runs,
+                instance,
+                overlap_below: config.overlap_below(),
+            }
+            .into_service_definition()
+            .options(config.service_options()),
         )
         .build();
     let task = tokio::spawn(serve(

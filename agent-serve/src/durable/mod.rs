@@ -65,6 +65,14 @@ pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(3600);
 /// in a new execution, which replays the journal (nothing done is repeated).
 pub const DEFAULT_SUSPEND_AFTER: Duration = Duration::from_secs(600);
 
+/// A tool call's value goes on to the next model call before Restate's log
+/// confirms it (the confirmation overlaps that call) only when the call
+/// took less than the suspension time ([`Restate::suspend_after`]) divided
+/// by this: a longer one may find Restate asking the execution to suspend,
+/// which would drop the model call already made (billed again in the next
+/// execution); its value waits for the confirmation instead.
+pub const OVERLAP_SHARE: u32 = 2;
+
 /// Where this replica meets Restate: its admin API (registration,
 /// cancellation), its ingress (starting and deciding runs), the address this
 /// replica's endpoint listens on, and the address Restate reaches the
@@ -193,6 +201,12 @@ impl Restate {
             .clone()
             .unwrap_or_else(|| format!("http://{}", self.listen));
         format!("{}/", url.trim_end_matches('/'))
+    }
+
+    /// The longest a tool call may take for its value to go on before
+    /// Restate's log confirms it (see [`OVERLAP_SHARE`]).
+    pub(crate) fn overlap_below(&self) -> Duration {
+        self.suspend_after / OVERLAP_SHARE
     }
 
     pub(crate) fn service_options(&self) -> restate_sdk::prelude::ServiceOptions {

@@ -6,17 +6,24 @@
 //! task is aborted when the handler is dropped (Restate abandoned the
 //! execution: suspended, cut off, or the replica stopping), so an abandoned
 //! execution writes no record; an execution that ends returns the run's
-//! status, and the run's record says the same.
+//! status, and the run's record says the same; a short tool call's entry
+//! may still be on its way to Restate's log while the loop goes on (the
+//! next entry, confirmed, comes after it on the same stream and in the same
+//! log).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
 use loopwright_core::Message;
 use loopwright_core::durable::{DurableError, DurableRun};
 use loopwright_store::RunStatus;
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, Request};
@@ -46,6 +53,9 @@ pub(crate) struct DecideInput {
 pub(crate) struct RunWorkflow {
     pub(crate) runs: Arc<Runs>,
     pub(crate) instance: Arc<Instance>,
+    /// A tool call that took less goes on before Restate's log confirms it
+    /// ([`Restate::overlap_below`](super::Restate::overlap_below)).
+    pub(crate) overlap_below: Duration,
 }
 
 /// Aborts the loop's task when the handler is dropped.
@@ -117,20 +127,29 @@ impl RunWorkflow {
                 "run {id}: this execution stopped (the store is unavailable, or the replica is stopping); Restate retries it"
             ))
         };
+        // The requests being journaled: a tool call's stays here after the
+        // loop has its value, until Restate's log has it.
+        let mut journaling = InFlight::default();
         let mut open = true;
         loop {
             tokio::select! {
                 biased;
                 () = abandoned.cancelled() => return Err(stop()),
+                () = journaling.progress(), if !journaling.is_empty() => {}
                 request = incoming.recv(), if open => match request {
-                    Some(request) => tokio::select! {
-                        biased;
-                        () = abandoned.cancelled() => return Err(stop()),
-                        () = self.serve(&ctx, &id, &token, from_seq, request) => {}
-                    },
+                    Some(request) => journaling.push(self.serve(&ctx, &id, &token, from_seq, request)),
                     None => open = false,
                 },
                 _ = &mut task.0 => break,
+            }
+        }
+        // What is still waited for (a decision the loop gave up on when it
+        // was cancelled: Restate's cancellation ends it) ends first.
+        while !journaling.is_empty() {
+            tokio::select! {
+                biased;
+                () = abandoned.cancelled() => return Err(stop()),
+                () = journaling.progress() => {}
             }
         }
         // The run's record says how it ended; one that does not (its
@@ -166,43 +185,66 @@ impl RunWorkflow {
     /// Journal one request of the loop. (When Restate abandons the
     /// execution meanwhile, it drops the handler, and this with it.) A
     /// cancellation from Restate cancels the run.
-    async fn serve(
-        &self,
-        ctx: &WorkflowContext<'_>,
-        id: &str,
-        token: &CancellationToken,
+    fn serve<'a, 'c: 'a>(
+        &'a self,
+        ctx: &'a WorkflowContext<'c>,
+        id: &'a str,
+        token: &'a CancellationToken,
         from_seq: u64,
         request: Request,
-    ) {
+    ) -> Entry<'a> {
         match request {
             Request::Step {
                 key,
+                confirmed,
                 ready,
                 value,
                 reply,
             } => {
+                // Answered by the closure when the value need not wait for
+                // Restate's log (the closure's end hands it over), else
+                // with what the log has.
+                let reply = Arc::new(Mutex::new(Some(reply)));
+                let early = (!confirmed).then(|| reply.clone());
+                let overlap_below = self.overlap_below;
                 let journaled = ctx
                     .run(move || async move {
+                        let started = Instant::now();
                         let _ = ready.send(());
                         match value.await {
-                            Ok(Ok(value)) => Ok(Json(value)),
+                            Ok(Ok(value)) => {
+                                let early = early.filter(|_| started.elapsed() < overlap_below);
+                                if let Some(reply) = early.as_ref().and_then(|r| take(r)) {
+                                    let _ = reply.send(Ok(value.clone()));
+                                }
+                                Ok(Json(value))
+                            }
                             Ok(Err(e)) => Err(HandlerError::from(e.to_string())),
                             Err(_) => Err(HandlerError::from("the run's step was dropped before its value")),
                         }
                     })
-                    .name(key)
-                    .await;
-                let _ = reply.send(match journaled {
-                    Ok(Json(value)) => Ok(value),
-                    Err(e) => Err(failure(&e, token)),
+                    .name(key);
+                let slot = reply.clone();
+                let future = Box::pin(async move {
+                    let journaled = journaled
+                        .await
+                        .map(|Json(value)| value)
+                        .map_err(|e| failure(&e, token));
+                    if let Some(reply) = take(&slot) {
+                        let _ = reply.send(journaled);
+                    }
                 });
+                Entry {
+                    future,
+                    answered: (!confirmed).then_some(reply),
+                }
             }
             Request::Decision {
                 key,
                 request,
                 mut waiting,
                 reply,
-            } => {
+            } => Entry::awaited(Box::pin(async move {
                 let name = key.to_string();
                 let mut promise = std::pin::pin!(ctx.promise::<Json<Value>>(&name));
                 // Known at once: decided in an earlier execution (replayed).
@@ -220,9 +262,84 @@ impl RunWorkflow {
                     Ok(Json(value)) => Ok(value),
                     Err(e) => Err(failure(&e, token)),
                 });
-            }
+            })),
         }
     }
+}
+
+/// The reply slot of a step's answer.
+type ReplySlot = Arc<Mutex<Option<oneshot::Sender<Result<Value, DurableError>>>>>;
+
+/// One journal request in flight.
+struct Entry<'a> {
+    future: BoxFuture<'a, ()>,
+    /// A tool call's reply, which its closure may answer with the value it
+    /// hands to Restate: once it has, the request is let go (see
+    /// [`InFlight`]).
+    answered: Option<ReplySlot>,
+}
+
+impl<'a> Entry<'a> {
+    fn awaited(future: BoxFuture<'a, ()>) -> Self {
+        Self {
+            future,
+            answered: None,
+        }
+    }
+
+    /// Poll it; whether it is done (ended, or let go).
+    fn poll_done(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        if self.future.as_mut().poll(cx).is_ready() {
+            return true;
+        }
+        self.answered
+            .as_ref()
+            .is_some_and(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).is_none())
+    }
+}
+
+/// The journal requests in flight, every one polled whenever the handler
+/// is woken.
+///
+/// Restate's Rust SDK (0.13) lets one context future at a time wait for
+/// Restate's answers: a second one waiting beside it can miss the answer
+/// the first one read, and wait forever. So a tool call whose closure
+/// answered the loop early is let go as soon as that poll returns (the same
+/// poll handed its value to Restate): its confirmation is read, with the
+/// next entry's, by whichever future waits next, and a cancellation from
+/// Restate reaches that one. Only model calls, long tool calls and
+/// decisions are waited for here, one at a time (the loop asks for one at
+/// a time).
+#[derive(Default)]
+struct InFlight<'a>(Vec<Entry<'a>>);
+
+impl<'a> InFlight<'a> {
+    fn push(&mut self, entry: Entry<'a>) {
+        self.0.push(entry);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Resolves once at least one request is done (each is polled).
+    async fn progress(&mut self) {
+        std::future::poll_fn(|cx| {
+            let before = self.0.len();
+            self.0.retain_mut(|entry| !entry.poll_done(cx));
+            if self.0.len() < before {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+}
+
+/// The reply of a step, once: whoever takes it answers the loop.
+fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner).take()
 }
 
 /// What a failed context call means for the loop: Restate's cancellation
