@@ -34,9 +34,11 @@
 //!   release them. So an execution after a crash sends again only the events
 //!   from the last journaled step on, after an
 //!   [`AgentEvent::Resumed`](crate::AgentEvent::Resumed) carrying its attempt
-//!   number ([`Durability::attempt`]); a client replaces what it has of a
-//!   step (by its `step_started` number, a tool call by its `call_id`) with
-//!   what a higher attempt sends.
+//!   number ([`Durability::attempt`]): an interrupted model call's step from
+//!   its `step_started`, or, for an interrupted tool call, its step's
+//!   `step_finished` and then the calls not journaled. A client keeps, for
+//!   each step (by its number) and each tool call (by its `call_id`), what
+//!   the highest attempt sent.
 //!
 //! With no engine (the default, and [`DurableRun::new`] alone) nothing is
 //! journaled, nothing is held, and a step costs one branch.
