@@ -15,7 +15,10 @@
 //! - a durable run cancelled while its tool runs: the tool's cancellation
 //!   fires, the run ends `cancelled`;
 //! - a run of 100 steps: `GET /v1/runs/{id}`, the event stream and Restate's
-//!   journal agree.
+//!   journal agree;
+//! - approvals and cancels through the replica that does not run the run;
+//!   cancels of runs waiting for a decision, suspended or not; a run that
+//!   outlives a store outage; a step longer than the suspension time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -475,13 +478,7 @@ async fn a_durable_run_cancelled_while_its_tool_runs_ends_cancelled() {
     assert_eq!(finished["exit"], "cancelled", "{finished}");
     assert_eq!(world.tool_calls("slow"), 1);
     // Restate's workflow ended too (not left to retry).
-    tokio::time::timeout(HANG_GUARD, async {
-        while invocation_status(&world.restate, &id).await != "completed" {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("the cancelled run's workflow never completed in Restate");
+    until_invocation(&world.restate, &id, "completed").await;
     for replica in &mut replicas {
         replica.kill().await;
     }
@@ -715,6 +712,17 @@ async fn invocation_status(restate: &RestateServer, id: &str) -> String {
         .to_owned()
 }
 
+/// Wait until run `id`'s workflow invocation is `status` in Restate.
+async fn until_invocation(restate: &RestateServer, id: &str, status: &str) {
+    tokio::time::timeout(HANG_GUARD, async {
+        while invocation_status(restate, id).await != status {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("run {id}'s workflow never became {status} in Restate"));
+}
+
 /// A run waiting for a decision longer than `--restate-suspend-after` is
 /// suspended (nothing of it on any replica); a cancel wakes it up and it
 /// ends `cancelled`.
@@ -729,13 +737,7 @@ async fn a_suspended_run_is_cancelled() {
         v["status"] == "awaiting_approval"
     })
     .await;
-    tokio::time::timeout(HANG_GUARD, async {
-        while invocation_status(&world.restate, &id).await != "suspended" {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("the waiting run was never suspended");
+    until_invocation(&world.restate, &id, "suspended").await;
     let (status, body) = post(&format!("{}/v1/runs/{id}/cancel", replica.rest), json!({})).await;
     assert_eq!(status, 200, "{body}");
     let view = replica.ended(&id).await;
@@ -744,6 +746,31 @@ async fn a_suspended_run_is_cancelled() {
     let finished = &events.last().unwrap().1;
     assert_eq!(finished["exit"], "cancelled", "{events:?}");
     assert_eq!(world.tool_calls("echo"), 0, "the call was never approved");
+    replica.kill().await;
+}
+
+/// A run waiting for a decision, not suspended, cancelled on the replica
+/// running it: the loop gives up on the decision at once (the call is
+/// denied, never run), the run ends `cancelled`, and its workflow completes
+/// in Restate (nothing left waiting on the promise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_awaiting_approval_is_cancelled_before_it_suspends() {
+    let script = vec![chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))])];
+    let world = World::new("chat-model", script, loopwright_test_support::database()).await;
+    let mut replica = world.lone_replica("defer").await;
+    let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;
+    until_run(&replica.rest, &id, "awaiting approval", |v| {
+        v["status"] == "awaiting_approval"
+    })
+    .await;
+    let (status, body) = post(&format!("{}/v1/runs/{id}/cancel", replica.rest), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let view = replica.ended(&id).await;
+    assert_eq!(view["status"], "cancelled", "{view}");
+    let events = all_events(&replica.rest, &id).await;
+    assert_eq!(events.last().unwrap().1["exit"], "cancelled", "{events:?}");
+    assert_eq!(world.tool_calls("echo"), 0, "the call was never approved");
+    until_invocation(&world.restate, &id, "completed").await;
     replica.kill().await;
 }
 

@@ -286,12 +286,13 @@ pub type StepFn<'a> = Box<dyn FnOnce() -> BoxFuture<'a, Result<Value, DurableErr
 ///
 /// An engine whose journal keeps its entries in order (a later entry
 /// confirmed means every earlier one is) may return a tool call's value
-/// ([`StepKind::ToolCall`]) as soon as it has handed it to the journal,
-/// before the journal confirms it: the next model call then overlaps that
-/// confirmation, and a crash in between loses both (the call runs again,
-/// as an interrupted step does). A model call's value is returned only
-/// once confirmed: the tools it asks for act on it, and a crash must not
-/// give them a different answer to act on.
+/// ([`StepKind::ToolCall`]) before its journal confirms it, as long as the
+/// value is in the journal's hands before the engine takes the next step:
+/// the next step (the batch's next call, or the next model call) then
+/// overlaps that confirmation, and a crash in between may lose both (the
+/// call runs again, as an interrupted step does). A model call's value is
+/// returned only once confirmed: the tools it asks for act on it, and a
+/// crash must not give them a different answer to act on.
 ///
 /// ```
 /// use loopwright_core::durable::{DecisionKey, Durability, DurableError, StepFn, StepKey, StepRecord, Waiting};

@@ -6,8 +6,9 @@
 //! sees the `ctx.run`s in the same order, named alike, in every execution);
 //! a step's work runs in the loop's task, only after the handler's
 //! `ctx.run` closure said so: a replayed step's closure never runs, and the
-//! work is dropped unrun; a tool call's value is answered as soon as it is
-//! handed to Restate when the call was short (`confirmed: false`, see
+//! work is dropped unrun; a tool call's value is answered as its closure
+//! ends (handed to Restate before the next request is taken) when the call
+//! was short (`confirmed: false`, see
 //! [`Durability`](loopwright_core::durable::Durability) and
 //! [`OVERLAP_SHARE`](super::OVERLAP_SHARE)), a model call's and a long tool
 //! call's once Restate's log has it; when the handler is gone (its execution
@@ -29,8 +30,7 @@ pub(crate) enum Request {
     Step {
         key: String,
         /// Answer only once Restate's log has the value (a model call);
-        /// else as soon as the value is handed to Restate, if the call was
-        /// short (a tool call).
+        /// else as the closure ends, if the call was short (a tool call).
         confirmed: bool,
         ready: oneshot::Sender<()>,
         value: oneshot::Receiver<Result<Value, DurableError>>,

@@ -65,11 +65,14 @@ pub const DEFAULT_STEP_LIMIT: Duration = Duration::from_secs(3600);
 /// in a new execution, which replays the journal (nothing done is repeated).
 pub const DEFAULT_SUSPEND_AFTER: Duration = Duration::from_secs(600);
 
-/// A tool call's value goes on to the next model call before Restate's log
-/// confirms it (the confirmation overlaps that call) only when the call
-/// took less than the suspension time ([`Restate::suspend_after`]) divided
-/// by this: a longer one may find Restate asking the execution to suspend,
-/// which would drop the model call already made (billed again in the next
+/// A tool call's value goes on to the next step before Restate's log
+/// confirms it (the confirmation overlaps that step) only when the call's
+/// entry was open for less than the suspension time
+/// ([`Restate::suspend_after`]) divided by this, counted from when the
+/// entry was opened (for a later call of a batch, once the call before it
+/// was journaled: the time Restate heard nothing from the execution). A
+/// longer one may find Restate asking the execution to suspend, which
+/// would drop a model call made meanwhile (billed again in the next
 /// execution); its value waits for the confirmation instead.
 pub const OVERLAP_SHARE: u32 = 2;
 

@@ -7,9 +7,8 @@
 //! execution: suspended, cut off, or the replica stopping), so an abandoned
 //! execution writes no record; an execution that ends returns the run's
 //! status, and the run's record says the same; a short tool call's entry
-//! may still be on its way to Restate's log while the loop goes on (the
-//! next entry, confirmed, comes after it on the same stream and in the same
-//! log).
+//! may still be on its way to Restate's log while the loop goes on (any
+//! later entry comes after it on the same stream and in the same log).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -243,7 +242,7 @@ impl RunWorkflow {
                 key,
                 request,
                 mut waiting,
-                reply,
+                mut reply,
             } => Entry::awaited(Box::pin(async move {
                 let name = key.to_string();
                 let mut promise = std::pin::pin!(ctx.promise::<Json<Value>>(&name));
@@ -253,7 +252,14 @@ impl RunWorkflow {
                     std::task::Poll::Pending => {
                         waiting.now();
                         mark_awaiting(&self.runs, id, from_seq, &key, &request).await;
-                        let decided = promise.await;
+                        // A loop that gave up on the decision (its run was
+                        // cancelled) goes on journaling: the promise is let
+                        // go, so no two context futures wait at once.
+                        let decided = tokio::select! {
+                            biased;
+                            () = reply.closed() => return,
+                            decided = &mut promise => decided,
+                        };
                         mark_running(&self.runs, id).await;
                         decided
                     }
@@ -305,11 +311,12 @@ impl<'a> Entry<'a> {
 /// Restate's answers: a second one waiting beside it can miss the answer
 /// the first one read, and wait forever. So a tool call whose closure
 /// answered the loop early is let go as soon as that poll returns (the same
-/// poll handed its value to Restate): its confirmation is read, with the
-/// next entry's, by whichever future waits next, and a cancellation from
-/// Restate reaches that one. Only model calls, long tool calls and
-/// decisions are waited for here, one at a time (the loop asks for one at
-/// a time).
+/// poll handed its value to Restate, before the handler takes the loop's
+/// next request); its confirmation is read by whichever future waits next
+/// (and kept by the SDK until the execution ends), and a cancellation from
+/// Restate reaches that one. A decision the loop gave up on ends at once.
+/// So what waits here is one model call, long tool call or decision at a
+/// time: the loop asks for one at a time.
 #[derive(Default)]
 struct InFlight<'a>(Vec<Entry<'a>>);
 
