@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::post;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -104,13 +106,6 @@ async fn serve(steps: Vec<ScriptedStep>, gated: bool, concurrency: usize) -> Fix
 
 fn write_call(id: &str) -> ScriptedStep {
     ScriptedStep::tool_calls(&[(id, "write", "{}")])
-}
-
-async fn post(url: &str, body: Value) -> (u16, Value) {
-    let response = common::http().post(url).json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
 async fn get(url: &str) -> (u16, Value) {

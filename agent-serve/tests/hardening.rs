@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{GatedModel, HANG_GUARD, http, until};
+use common::{GatedModel, HANG_GUARD, http, post, until};
 use loopwright_core::Agent;
 use loopwright_serve::{DEFAULT_QUEUE, Running, Serve, ServedAgent, Surface};
 use serde_json::{Value, json};
@@ -575,28 +575,14 @@ async fn a_cancel_overtaken_by_the_runs_end_answers_the_cancelled_run() {
         .await
         .unwrap();
     let base = format!("http://{}", running.address(Surface::Rest).unwrap());
-    let started: Value = http()
-        .post(format!("{base}/v1/agents/gated/runs"))
-        .json(&json!({"prompt": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, started) = post(&format!("{base}/v1/agents/gated/runs"), json!({"prompt": "go"})).await;
     let id = started["id"].as_str().unwrap().to_owned();
     until("the model is called", || {
         model.started.load(Ordering::SeqCst) == 1
     })
     .await;
-    let response = http()
-        .post(format!("{base}/v1/runs/{id}/cancel"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let view: Value = response.json().await.unwrap();
+    let cancel = format!("{base}/v1/runs/{id}/cancel");
+    let (status, view) = post(&cancel, json!({})).await;
     assert!(
         store.held.load(Ordering::SeqCst),
         "the cancel's write was not held"
@@ -607,12 +593,6 @@ async fn a_cancel_overtaken_by_the_runs_end_answers_the_cancelled_run() {
         "{view}"
     );
     // Cancelled again, it has ended: 409.
-    let again = http()
-        .post(format!("{base}/v1/runs/{id}/cancel"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status().as_u16(), 409);
+    assert_eq!(post(&cancel, json!({})).await.0, 409);
     running.shutdown().await;
 }

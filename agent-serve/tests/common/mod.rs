@@ -26,6 +26,18 @@ pub fn install_tls() {
     }
 }
 
+/// POST `body` as JSON to `url`: the status and the answer (JSON, or its
+/// text as a string).
+pub async fn post(url: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let response = http().post(url).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+    )
+}
+
 /// Upper bound used only to detect a hang.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
