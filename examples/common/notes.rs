@@ -23,7 +23,8 @@ pub fn append_note() -> Arc<dyn Tool> {
                 .create(true)
                 .append(true)
                 .open("notes.txt")?;
-            writeln!(file, "{}", note.text)?;
+            // One write a note: concurrent calls never interleave a line.
+            file.write_all(format!("{}\n", note.text).as_bytes())?;
             Ok("appended")
         },
     ))

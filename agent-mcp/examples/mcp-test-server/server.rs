@@ -75,12 +75,14 @@ fn num(props: &[&str]) -> Arc<serde_json::Map<String, Value>> {
     schema(json!({"type": "object", "properties": p}))
 }
 
-/// Append `line` to the file `TEST_SERVER_LOG` names, if set.
+/// Append `line` to the file `TEST_SERVER_LOG` names, if set: one write of
+/// the whole line (`writeln!` writes the line and its newline apart, so two
+/// calls logging at once interleaved as `called echocalled slow`).
 pub fn log(line: &str) {
     if let Ok(path) = std::env::var("TEST_SERVER_LOG")
         && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path)
     {
-        let _ = writeln!(f, "{line}");
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }
 
