@@ -74,6 +74,12 @@ pub const DEFAULT_SUSPEND_AFTER: Duration = Duration::from_secs(600);
 /// longer one may find Restate asking the execution to suspend, which
 /// would drop a model call made meanwhile (billed again in the next
 /// execution); its value waits for the confirmation instead.
+///
+/// ```
+/// use loopwright_serve::durable::{DEFAULT_SUSPEND_AFTER, OVERLAP_SHARE};
+/// // With the defaults, a tool call under 5 minutes overlaps its confirmation.
+/// assert_eq!(DEFAULT_SUSPEND_AFTER / OVERLAP_SHARE, std::time::Duration::from_secs(300));
+/// ```
 pub const OVERLAP_SHARE: u32 = 2;
 
 /// Where this replica meets Restate: its admin API (registration,

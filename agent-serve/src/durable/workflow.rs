@@ -11,7 +11,6 @@
 //! later entry comes after it on the same stream and in the same log).
 
 use std::sync::{Arc, Mutex, PoisonError};
-
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -142,8 +141,8 @@ impl RunWorkflow {
                 _ = &mut task.0 => break,
             }
         }
-        // What is still waited for (a decision the loop gave up on when it
-        // was cancelled: Restate's cancellation ends it) ends first.
+        // Anything still in flight ends first (normally nothing: the loop
+        // waited for each answer, and a decision it gave up on ends at once).
         while !journaling.is_empty() {
             tokio::select! {
                 biased;
@@ -212,8 +211,9 @@ impl RunWorkflow {
                         let _ = ready.send(());
                         match value.await {
                             Ok(Ok(value)) => {
-                                let early = early.filter(|_| started.elapsed() < overlap_below);
-                                if let Some(reply) = early.as_ref().and_then(|r| take(r)) {
+                                if let Some(slot) = early.filter(|_| started.elapsed() < overlap_below)
+                                    && let Some(reply) = take(&slot)
+                                {
                                     let _ = reply.send(Ok(value.clone()));
                                 }
                                 Ok(Json(value))
@@ -298,9 +298,7 @@ impl<'a> Entry<'a> {
         if self.future.as_mut().poll(cx).is_ready() {
             return true;
         }
-        self.answered
-            .as_ref()
-            .is_some_and(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).is_none())
+        self.answered.as_ref().is_some_and(|slot| taken(slot))
     }
 }
 
@@ -347,6 +345,11 @@ impl<'a> InFlight<'a> {
 /// The reply of a step, once: whoever takes it answers the loop.
 fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
     slot.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// Whether the reply was taken (the loop has its answer).
+fn taken<T>(slot: &Mutex<Option<T>>) -> bool {
+    slot.lock().unwrap_or_else(PoisonError::into_inner).is_none()
 }
 
 /// What a failed context call means for the loop: Restate's cancellation

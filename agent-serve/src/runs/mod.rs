@@ -364,10 +364,10 @@ impl Runs {
         let mut fired = false;
         for _ in 0..CAS_ATTEMPTS {
             let mut record = self.get(id, shape).await?;
-            if record.status.is_finished() && fired {
-                return Ok(record);
-            }
             if record.status.is_finished() {
+                if fired {
+                    return Ok(record);
+                }
                 return Err(ApiError::new(
                     shape,
                     Kind::Conflict,
