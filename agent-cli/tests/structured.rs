@@ -181,6 +181,25 @@ async fn a_bad_schema_or_effort_is_a_usage_error() {
     assert_exit(&out, 2, "nope.json");
     let out = run_local(&config, &["--reasoning", "extreme", "hi"], &[], dir.path()).await;
     assert_exit(&out, 2, "unknown reasoning effort `extreme`");
+    // A schema whose unions multiply (2^20 branches to validate an answer)
+    // is refused before any model call, naming why.
+    let mut defs = serde_json::Map::new();
+    for i in 0..20 {
+        let next = json!({"$ref": format!("#/$defs/l{}", i + 1)});
+        defs.insert(format!("l{i}"), json!({"oneOf": [next.clone(), next]}));
+    }
+    defs.insert("l20".into(), json!(false));
+    let hostile = dir.path().join("hostile.json");
+    std::fs::write(&hostile, json!({"$ref": "#/$defs/l0", "$defs": defs}).to_string()).unwrap();
+    let out = run_local(
+        &config,
+        &["--no-mcp", "--output-schema", hostile.to_str().unwrap(), "hi"],
+        &[],
+        dir.path(),
+    )
+    .await;
+    assert_exit(&out, 2, "too complex");
+    assert!(server.bodies().is_empty(), "no model call was made");
 }
 
 /// `loopwright --output-schema SCHEMA --output-mode native --no-mcp "Oslo?"`.

@@ -9,14 +9,13 @@
 //! with the validator's errors, at most `max_output_retries` times.
 
 use std::fmt;
-use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::schema::input_schema_for;
+use crate::schema::{SchemaError, Validator, input_schema_for};
 use crate::toolset::sanitize_tool_name;
 
 /// Name of the synthetic tool through which the model gives its final answer
@@ -79,18 +78,20 @@ pub struct OutputSpec {
     wire: Value,
     wrapped: bool,
     mode: OutputMode,
-    validator: Result<Arc<jsonschema::Validator>, String>,
+    validator: Result<Validator, SchemaError>,
 }
 
-/// A raw output schema that cannot be used.
+/// A raw output schema that cannot be used: it does not compile, or it is
+/// over the [`SchemaLimits`](crate::schema::SchemaLimits) (a client's
+/// schema on a served surface can be hostile).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("output schema {name}: {message}")]
+#[error("output schema {name}: {error}")]
 #[non_exhaustive]
 pub struct OutputSchemaError {
     /// The schema's name.
     pub name: String,
     /// What is wrong.
-    pub message: String,
+    pub error: SchemaError,
 }
 
 impl OutputSpec {
@@ -115,18 +116,16 @@ impl OutputSpec {
         let spec = Self::build(name.into(), schema);
         match &spec.validator {
             Ok(_) => Ok(spec),
-            Err(message) => Err(OutputSchemaError {
+            Err(error) => Err(OutputSchemaError {
                 name: spec.name.clone(),
-                message: message.clone(),
+                error: error.clone(),
             }),
         }
     }
 
     fn build(name: String, schema: Value) -> Self {
         let name = sanitize_tool_name(&name);
-        let validator = jsonschema::validator_for(&schema)
-            .map(Arc::new)
-            .map_err(|e| format!("does not compile: {e}"));
+        let validator = Validator::new(&schema);
         let wrapped = !is_object_schema(&schema);
         let wire = if wrapped { wrap(&schema) } else { schema.clone() };
         Self {
@@ -169,8 +168,23 @@ impl OutputSpec {
     /// Check a value against the schema as given; `Err` lists each error
     /// with the place in the value it is about.
     pub fn validate(&self, value: &Value) -> Result<(), String> {
-        let validator = self.validator.as_ref().map_err(Clone::clone)?;
-        crate::schema::validation_errors(validator, value)
+        let validator = self.validator.as_ref().map_err(ToString::to_string)?;
+        validator.check(value)
+    }
+
+    /// [`Self::validate`], off the async workers when the check could be
+    /// slow, within the schema limits' deadline
+    /// ([`Validator::check_async`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let spec = loopwright_core::OutputSpec::from_schema("n", serde_json::json!({"type": "integer"})).unwrap();
+    /// assert!(spec.validate_async(&serde_json::json!(3)).await.is_ok());
+    /// # }
+    /// ```
+    pub async fn validate_async(&self, value: &Value) -> Result<(), String> {
+        let validator = self.validator.as_ref().map_err(ToString::to_string)?;
+        validator.check_async(value).await
     }
 
     /// The answer inside what the model sent for the wire schema.

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use loopwright_core::schema::Validator;
+use loopwright_core::schema::{SchemaError, Validator};
 use loopwright_core::{Agent, Message};
 use serde_json::Value;
 
@@ -31,7 +31,7 @@ pub struct ServedAgent {
     description: String,
     input_schema: Option<Value>,
     /// The input schema compiled, on first use.
-    validator: Arc<OnceLock<Result<Validator, String>>>,
+    validator: Arc<OnceLock<Result<Validator, SchemaError>>>,
 }
 
 impl std::fmt::Debug for ServedAgent {
@@ -121,12 +121,12 @@ impl ServedAgent {
 
     /// Whether `input` matches the input schema; the validator's errors
     /// when it does not.
-    pub(crate) fn check_input(&self, input: &Value) -> Result<(), String> {
+    pub(crate) async fn check_input(&self, input: &Value) -> Result<(), String> {
         let validator = self
             .validator
             .get_or_init(|| Validator::new(&self.input_schema()));
         match validator {
-            Ok(validator) => validator.check(input),
+            Ok(validator) => validator.check_async(input).await,
             Err(e) => Err(format!("the agent's input schema cannot be used: {e}")),
         }
     }

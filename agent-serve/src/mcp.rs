@@ -200,7 +200,7 @@ impl ServerHandler for McpSurface {
             ));
         };
         let input = Value::Object(request.arguments.clone().unwrap_or_default());
-        if let Err(why) = served.check_input(&input) {
+        if let Err(why) = served.check_input(&input).await {
             return Err(ErrorData::invalid_params(
                 format!("invalid arguments for {:?}: {why}", request.name),
                 None,

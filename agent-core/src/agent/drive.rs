@@ -330,9 +330,10 @@ impl Run {
                         .await;
                 }
                 let mut answered = HashMap::new();
-                let verdict = structured
-                    .as_ref()
-                    .map_or(Verdict::NotFinal, |s| s.judge(&output, &mut answered));
+                let verdict = match structured.as_ref() {
+                    Some(s) => s.judge(&output, &mut answered).await,
+                    None => Verdict::NotFinal,
+                };
                 if output.calls.is_empty() {
                     match verdict {
                         Verdict::NotFinal => break (exit_after_answer(concluding, budget_forced), None),
@@ -384,7 +385,7 @@ impl Run {
                     // outside the journaled calls.
                     let decided;
                     if self.journal.is_durable() && self.options.approvals.is_some() {
-                        let requests = approval_requests(&batch);
+                        let requests = approval_requests(&batch).await;
                         decided = self
                             .journal
                             .decide(step, requests, &self.emit, &self.cancel)

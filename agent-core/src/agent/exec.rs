@@ -300,22 +300,24 @@ async fn run_calls(
     mut senders: Vec<Option<tokio::sync::oneshot::Sender<serde_json::Value>>>,
 ) -> Ran {
     let n = batch.calls.len();
-    let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
-    let mut attached = true;
+    let mut running = Running {
+        outcomes: (0..n).map(|_| None).collect(),
+        attached: true,
+        over_budget: false,
+        tasks: JoinSet::new(),
+        task_index: HashMap::new(),
+        aborts: HashMap::new(),
+        progress: Arc::new(ProgressQueue::default()),
+    };
     let bad_json: HashMap<&str, &str> = batch
         .bad_json
         .iter()
         .map(|(id, e)| (id.as_str(), e.as_str()))
         .collect();
-
     let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
-    let progress_queue = Arc::new(ProgressQueue::default());
-    let mut tasks: JoinSet<Outcome> = JoinSet::new();
-    let mut task_index: HashMap<tokio::task::Id, usize> = HashMap::new();
-
     for (i, call) in batch.calls.iter().enumerate().skip(start) {
         let exposed = batch.catalog.get(&call.name);
-        attached &= batch
+        running.attached &= batch
             .emit
             .send(AgentEvent::ToolCall {
                 call_id: call.id.clone(),
@@ -326,177 +328,267 @@ async fn run_calls(
             })
             .await
             .is_ok();
-        let exposed = match check(batch, call, &bad_json) {
-            Ok(exposed) => exposed,
+        match admit(batch, call, &bad_json).await {
+            Ok(exposed) => {
+                let task = CallTask::new(batch, i, exposed, &semaphore, &running);
+                let span =
+                    telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
+                let handle = running.tasks.spawn(task.run().instrument(span));
+                running.task_index.insert(handle.id(), i);
+                running.aborts.insert(i, handle);
+            }
             Err(outcome) => {
                 journal_outcome(&mut senders, i, &outcome);
-                outcomes[i] = Some(*outcome);
-                continue;
+                running.outcomes[i] = Some(*outcome);
             }
-        };
-        let tool = exposed.tool.clone();
-        let input = call.input.clone();
-        let token = batch.cancel.child_token();
-        let timeout = tool
-            .timeout_for(&call.input)
-            .map_or(batch.options.tool_timeout, |own| own + OWN_TIMEOUT_GRACE);
-        let progress = ProgressReporter::to_queue(call.id.clone(), progress_queue.clone());
-        let semaphore = semaphore.clone();
-        let call_id = call.id.clone();
-        let scope = batch.scope.clone();
-        let step = batch.step;
-        let resume = batch
-            .resumes
-            .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone())));
-        let exposed_name = exposed.name.clone();
-        let approval = gate_request(batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone()));
-        let span = telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
-        let handle = tasks.spawn(async move {
-            // Waiting for approval holds no concurrency slot and does not
-            // count against the tool's timeout.
-            if let Some((approvals, request, emit)) = approval {
-                match gate::pass(&approvals, &emit, request, &token).await {
-                    gate::Verdict::Run => {}
-                    gate::Verdict::Refused(refusal) => return error_outcome(refusal.message, refusal.details),
-                    gate::Verdict::Deferred(request) => {
-                        return paused_outcome(Pause::Deferred(PendingCall {
-                            kind: PendingKind::ToolCall,
-                            call_id: request.call_id,
-                            tool: request.tool,
-                            arguments: request.input,
-                            tier: request.tier,
-                            agent_path: scope.path.clone(),
-                        }));
-                    }
-                }
-            }
-            // The semaphore is never closed, so acquiring fails only if it
-            // were; then the call simply runs unbounded. A run cancelled
-            // meanwhile starts no tool.
-            let _permit = tokio::select! {
-                biased;
-                _ = token.cancelled() => return error_outcome("The tool call was cancelled.", "cancelled"),
-                permit = semaphore.acquire_owned() => permit.ok(),
-            };
-            if token.is_cancelled() {
-                return error_outcome("The tool call was cancelled.", "cancelled");
-            }
-            let started = Instant::now();
-            let deadline = started + timeout;
-            let ctx = ToolContext::new(call_id.clone())
-                .with_step(step)
-                .with_cancellation(token.clone())
-                .with_deadline(deadline)
-                .with_progress(progress)
-                .with_scope(scope);
-            let called = async {
-                match resume {
-                    Some((state, decisions)) => tool.resume(state, Decisions::clone(&decisions), ctx).await,
-                    None => tool.call(input, ctx).await,
-                }
-            };
-            let (output, details) = tokio::select! {
-                result = called => match result {
-                    Ok(output) => (output, None),
-                    Err(ToolError::Cancelled) => (ToolOutput::error("The tool call was cancelled."), Some("cancelled")),
-                    Err(ToolError::Paused(state)) => {
-                        return paused_outcome(Pause::Suspended(SuspendedCall {
-                            call_id,
-                            tool: exposed_name,
-                            state,
-                        }));
-                    }
-                    Err(e) => (ToolOutput::error(format!("Tool error: {e}")), None),
-                },
-                _ = tokio::time::sleep_until(deadline) => {
-                    token.cancel();
-                    let message = format!("tool execution timed out after {}", format_duration(timeout));
-                    (ToolOutput::error(message), Some("timeout"))
-                }
-            };
-            telemetry::record_tool(&tracing::Span::current(), &output, details);
-            Outcome {
-                output,
-                duration: started.elapsed(),
-                details,
-                budget: None,
-                paused: None,
-            }
-        }.instrument(span));
-        task_index.insert(handle.id(), i);
+        }
     }
     // Results not run (unknown, bad JSON, invalid) are reported at once.
-    let mut over_budget = false;
-    for (i, outcome) in outcomes.iter_mut().enumerate() {
-        if let Some(outcome) = outcome {
-            over_budget |= settle(batch, i, outcome);
-            attached &= report(batch, i, outcome).await;
+    for i in 0..n {
+        if let Some(outcome) = running.outcomes[i].as_mut() {
+            running.over_budget |= settle(batch, i, outcome);
+            running.attached &= report(batch, i, outcome).await;
         }
     }
-
-    let mut cancelled_at: Option<Instant> = None;
-    // Aborting once is enough; a task stuck in blocking code ends when it can.
-    let mut aborted = false;
-    while !tasks.is_empty() {
-        let grace_over = async {
-            match cancelled_at {
-                Some(at) => tokio::time::sleep_until(at + CANCEL_GRACE).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            joined = tasks.join_next_with_id() => {
-                let Some(joined) = joined else { break };
-                let (id, outcome) = match joined {
-                    Ok((id, outcome)) => (id, outcome),
-                    Err(e) => {
-                        let id = e.id();
-                        let outcome = if e.is_panic() {
-                            error_outcome(format!("The tool panicked: {}", panic_message(e.into_panic())), "panic")
-                        } else {
-                            error_outcome("The tool call was cancelled.", "cancelled")
-                        };
-                        (id, outcome)
-                    }
-                };
-                if let Some(&i) = task_index.get(&id) {
-                    journal_outcome(&mut senders, i, &outcome);
-                    // Progress reported before the result goes first; later
-                    // reports of this call are dropped.
-                    attached &= emit_progress(batch, &progress_queue).await;
-                    progress_queue.finish(&batch.calls[i].id);
-                    let mut outcome = outcome;
-                    if outcome.paused.is_none() {
-                        over_budget |= settle(batch, i, &mut outcome);
-                        attached &= report(batch, i, &outcome).await;
-                    }
-                    outcomes[i] = Some(outcome);
-                }
-            }
-            () = progress_queue.notified() => {
-                attached &= emit_progress(batch, &progress_queue).await;
-            }
-            _ = batch.cancel.cancelled(), if cancelled_at.is_none() => {
-                cancelled_at = Some(Instant::now());
-            }
-            _ = grace_over, if !aborted => {
-                tasks.abort_all();
-                aborted = true;
-            }
-        }
-    }
-
+    running.join(batch, &mut senders).await;
     // Every call run here has an outcome, journaled.
-    for (i, outcome) in outcomes.iter_mut().enumerate().skip(start) {
+    for (i, outcome) in running.outcomes.iter_mut().enumerate().skip(start) {
         let outcome =
             outcome.get_or_insert_with(|| error_outcome("The tool call was cancelled.", "cancelled"));
         journal_outcome(&mut senders, i, outcome);
     }
     Ran {
-        outcomes,
-        attached,
-        over_budget,
+        outcomes: running.outcomes,
+        attached: running.attached,
+        over_budget: running.over_budget,
+    }
+}
+
+/// A batch's calls while they run.
+struct Running {
+    outcomes: Vec<Option<Outcome>>,
+    attached: bool,
+    over_budget: bool,
+    tasks: JoinSet<Outcome>,
+    /// The call of each task.
+    task_index: HashMap<tokio::task::Id, usize>,
+    /// Each running call's task, to abort it.
+    aborts: HashMap<usize, tokio::task::AbortHandle>,
+    progress: Arc<ProgressQueue>,
+}
+
+impl Running {
+    /// Wait for the calls' tasks: report each outcome as it comes, and
+    /// after a cancellation's grace give the calls still running their
+    /// cancelled result (their tasks are aborted; one stuck in blocking
+    /// code ends when it can, without the batch).
+    async fn join(
+        &mut self,
+        batch: &Batch<'_>,
+        senders: &mut [Option<tokio::sync::oneshot::Sender<serde_json::Value>>],
+    ) {
+        let mut cancelled_at: Option<Instant> = None;
+        while !self.aborts.is_empty() {
+            let grace_over = async {
+                match cancelled_at {
+                    Some(at) => tokio::time::sleep_until(at + CANCEL_GRACE).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                joined = self.tasks.join_next_with_id() => {
+                    let Some(joined) = joined else { break };
+                    let (id, outcome) = match joined {
+                        Ok((id, outcome)) => (id, outcome),
+                        Err(e) => {
+                            let id = e.id();
+                            let outcome = if e.is_panic() {
+                                error_outcome(format!("The tool panicked: {}", panic_message(e.into_panic())), "panic")
+                            } else {
+                                error_outcome("The tool call was cancelled.", "cancelled")
+                            };
+                            (id, outcome)
+                        }
+                    };
+                    if let Some(i) = self.task_index.remove(&id) {
+                        self.settle(batch, senders, i, outcome).await;
+                    }
+                }
+                () = self.progress.notified() => {
+                    self.attached &= emit_progress(batch, &self.progress).await;
+                }
+                _ = batch.cancel.cancelled(), if cancelled_at.is_none() => {
+                    cancelled_at = Some(Instant::now());
+                }
+                () = grace_over => {
+                    let left: Vec<usize> = self.aborts.keys().copied().collect();
+                    for i in left {
+                        self.settle(batch, senders, i, error_outcome("The tool call was cancelled.", "cancelled")).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Call `i` ended with `outcome` (its task is aborted if it still runs).
+    async fn settle(
+        &mut self,
+        batch: &Batch<'_>,
+        senders: &mut [Option<tokio::sync::oneshot::Sender<serde_json::Value>>],
+        i: usize,
+        mut outcome: Outcome,
+    ) {
+        let Some(task) = self.aborts.remove(&i) else {
+            return;
+        };
+        task.abort();
+        journal_outcome(senders, i, &outcome);
+        // Progress reported before the result goes first; later reports of
+        // this call are dropped.
+        self.attached &= emit_progress(batch, &self.progress).await;
+        self.progress.finish(&batch.calls[i].id);
+        if outcome.paused.is_none() {
+            self.over_budget |= settle(batch, i, &mut outcome);
+            self.attached &= report(batch, i, &outcome).await;
+        }
+        self.outcomes[i] = Some(outcome);
+    }
+}
+
+/// One call's task: approval, a concurrency slot, then the tool under its
+/// deadline.
+struct CallTask {
+    tool: Arc<dyn crate::tool::Tool>,
+    input: serde_json::Value,
+    token: CancellationToken,
+    timeout: Duration,
+    progress: ProgressReporter,
+    semaphore: Arc<Semaphore>,
+    call_id: String,
+    scope: super::scope::SharedScope,
+    step: u32,
+    resume: Option<(Box<RunState>, SharedDecisions)>,
+    exposed_name: String,
+    approval: Option<(Approvals, ApprovalRequest, Emitter)>,
+}
+
+impl CallTask {
+    fn new(
+        batch: &Batch<'_>,
+        i: usize,
+        exposed: &ExposedTool,
+        semaphore: &Arc<Semaphore>,
+        running: &Running,
+    ) -> Self {
+        let call = &batch.calls[i];
+        let tool = exposed.tool.clone();
+        let timeout = tool
+            .timeout_for(&call.input)
+            .map_or(batch.options.tool_timeout, |own| own + OWN_TIMEOUT_GRACE);
+        Self {
+            tool,
+            input: call.input.clone(),
+            token: batch.cancel.child_token(),
+            timeout,
+            progress: ProgressReporter::to_queue(call.id.clone(), running.progress.clone()),
+            semaphore: semaphore.clone(),
+            call_id: call.id.clone(),
+            scope: batch.scope.clone(),
+            step: batch.step,
+            resume: batch
+                .resumes
+                .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone()))),
+            exposed_name: exposed.name.clone(),
+            approval: gate_request(batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone())),
+        }
+    }
+
+    async fn run(self) -> Outcome {
+        let CallTask {
+            tool,
+            input,
+            token,
+            timeout,
+            progress,
+            semaphore,
+            call_id,
+            scope,
+            step,
+            resume,
+            exposed_name,
+            approval,
+        } = self;
+        // Waiting for approval holds no concurrency slot and does not
+        // count against the tool's timeout.
+        if let Some((approvals, request, emit)) = approval {
+            match gate::pass(&approvals, &emit, request, &token).await {
+                gate::Verdict::Run => {}
+                gate::Verdict::Refused(refusal) => return error_outcome(refusal.message, refusal.details),
+                gate::Verdict::Deferred(request) => {
+                    return paused_outcome(Pause::Deferred(PendingCall {
+                        kind: PendingKind::ToolCall,
+                        call_id: request.call_id,
+                        tool: request.tool,
+                        arguments: request.input,
+                        tier: request.tier,
+                        agent_path: scope.path.clone(),
+                    }));
+                }
+            }
+        }
+        // The semaphore is never closed, so acquiring fails only if it
+        // were; then the call simply runs unbounded. A run cancelled
+        // meanwhile starts no tool.
+        let _permit = tokio::select! {
+            biased;
+            _ = token.cancelled() => return error_outcome("The tool call was cancelled.", "cancelled"),
+            permit = semaphore.acquire_owned() => permit.ok(),
+        };
+        if token.is_cancelled() {
+            return error_outcome("The tool call was cancelled.", "cancelled");
+        }
+        let started = Instant::now();
+        let deadline = started + timeout;
+        let ctx = ToolContext::new(call_id.clone())
+            .with_step(step)
+            .with_cancellation(token.clone())
+            .with_deadline(deadline)
+            .with_progress(progress)
+            .with_scope(scope);
+        let called = async {
+            match resume {
+                Some((state, decisions)) => tool.resume(state, Decisions::clone(&decisions), ctx).await,
+                None => tool.call(input, ctx).await,
+            }
+        };
+        let (output, details) = tokio::select! {
+            result = called => match result {
+                Ok(output) => (output, None),
+                Err(ToolError::Cancelled) => (ToolOutput::error("The tool call was cancelled."), Some("cancelled")),
+                Err(ToolError::Paused(state)) => {
+                    return paused_outcome(Pause::Suspended(SuspendedCall {
+                        call_id,
+                        tool: exposed_name,
+                        state,
+                    }));
+                }
+                Err(e) => (ToolOutput::error(format!("Tool error: {e}")), None),
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                token.cancel();
+                let message = format!("tool execution timed out after {}", format_duration(timeout));
+                (ToolOutput::error(message), Some("timeout"))
+            }
+        };
+        telemetry::record_tool(&tracing::Span::current(), &output, details);
+        Outcome {
+            output,
+            duration: started.elapsed(),
+            details,
+            budget: None,
+            paused: None,
+        }
     }
 }
 
@@ -534,7 +626,7 @@ fn assemble(batch: &Batch<'_>, ran: Ran, journal_error: Option<DurableError>) ->
 
 /// Whether call `call` may run: the tool it names, or the outcome it gets
 /// instead (already answered, refused, denied, not offered, unknown, bad
-/// or invalid arguments).
+/// JSON); [`admit`] checks its arguments too.
 fn check<'b>(
     batch: &Batch<'b>,
     call: &ToolCall,
@@ -579,7 +671,18 @@ fn check<'b>(
             "invalid_input",
         )));
     }
-    if let Err(message) = exposed.validate(&call.input) {
+    Ok(exposed)
+}
+
+/// [`check`], then the call's arguments against the tool's input schema
+/// (off the async workers when that could be slow).
+async fn admit<'b>(
+    batch: &Batch<'b>,
+    call: &ToolCall,
+    bad_json: &HashMap<&str, &str>,
+) -> Result<&'b ExposedTool, Box<Outcome>> {
+    let exposed = check(batch, call, bad_json)?;
+    if let Err(message) = exposed.validate_async(&call.input).await {
         return Err(Box::new(error_outcome(
             format!(
                 "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
@@ -615,20 +718,21 @@ fn gate_request(
 
 /// The calls of `batch` that would ask for approval before they run (those
 /// that pass every other check), with the approval settings.
-pub(crate) fn approval_requests(batch: &Batch<'_>) -> Vec<(Approvals, ApprovalRequest)> {
+pub(crate) async fn approval_requests(batch: &Batch<'_>) -> Vec<(Approvals, ApprovalRequest)> {
     let bad_json: HashMap<&str, &str> = batch
         .bad_json
         .iter()
         .map(|(id, e)| (id.as_str(), e.as_str()))
         .collect();
-    batch
-        .calls
-        .iter()
-        .filter_map(|call| {
-            let exposed = check(batch, call, &bad_json).ok()?;
-            gate_request(batch, call, exposed)
-        })
-        .collect()
+    let mut requests = Vec::new();
+    for call in batch.calls {
+        if let Ok(exposed) = admit(batch, call, &bad_json).await
+            && let Some(request) = gate_request(batch, call, exposed)
+        {
+            requests.push(request);
+        }
+    }
+    requests
 }
 
 /// Send the progress reports waiting; false when the receiver is gone.

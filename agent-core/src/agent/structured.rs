@@ -117,9 +117,9 @@ impl Structured {
     /// Judge a completed step. In tool mode the final-answer calls get
     /// their results here (in `answered`, by call id); a step with other
     /// calls is not final unless it also holds a valid final answer.
-    pub fn judge(&self, output: &StepOutput, answered: &mut HashMap<String, ToolOutput>) -> Verdict {
+    pub async fn judge(&self, output: &StepOutput, answered: &mut HashMap<String, ToolOutput>) -> Verdict {
         match self.mode {
-            Resolved::Native if output.calls.is_empty() => self.check_text(&output.text),
+            Resolved::Native if output.calls.is_empty() => self.check_text(&output.text).await,
             Resolved::Native => Verdict::NotFinal,
             Resolved::Tool => {
                 let finals: Vec<_> = output
@@ -136,8 +136,9 @@ impl Structured {
                         output.text.clone(),
                     )),
                     Some(call) => {
-                        let verdict =
-                            self.check_value(self.spec.unwrap_value(call.input.clone()), &call.input);
+                        let verdict = self
+                            .check_value(self.spec.unwrap_value(call.input.clone()), &call.input)
+                            .await;
                         for (i, c) in finals.iter().enumerate() {
                             let result = match (&verdict, i) {
                                 (Verdict::Accepted(_), 0) => ToolOutput::text("Final answer recorded."),
@@ -183,19 +184,22 @@ impl Structured {
         Message::user(feedback(&self.spec, self.mode, &error.message))
     }
 
-    fn check_text(&self, text: &str) -> Verdict {
+    async fn check_text(&self, text: &str) -> Verdict {
         match answer_json(text) {
-            Ok(sent) => self.check_value(self.spec.unwrap_value(sent), &Value::String(text.to_owned())),
+            Ok(sent) => {
+                self.check_value(self.spec.unwrap_value(sent), &Value::String(text.to_owned()))
+                    .await
+            }
             Err(e) => Verdict::Rejected(OutputError::new(e, text)),
         }
     }
 
-    fn check_value(&self, value: Value, raw: &Value) -> Verdict {
+    async fn check_value(&self, value: Value, raw: &Value) -> Verdict {
         let raw = match raw {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        match self.spec.validate(&value) {
+        match self.spec.validate_async(&value).await {
             Ok(()) => Verdict::Accepted(value),
             Err(e) => Verdict::Rejected(OutputError::new(e, raw)),
         }

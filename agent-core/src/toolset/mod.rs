@@ -24,6 +24,7 @@ pub use naming::{
 pub use report::{ConnectionReport, SourceFailure};
 pub use transform::{ToolOverride, ToolOverrides, ToolTransform};
 
+use crate::schema::{SchemaError, Validator};
 use crate::source::{SourceKind, ToolSource};
 use crate::tool::{Tool, ToolDefinition};
 
@@ -270,80 +271,18 @@ impl ToolSet {
     }
 
     async fn build_catalog(&self) -> ToolCatalog {
-        // Validators of the previous catalog, reused for tools whose schema
-        // did not change (a list change usually touches one source).
-        let previous = self
-            .cache
-            .lock()
-            .ok()
-            .and_then(|c| c.as_ref().map(|(catalog, _)| catalog.clone()));
-        let by_origin: HashMap<(&str, &str), &ExposedTool> = previous
-            .iter()
-            .flat_map(|catalog| catalog.tools.iter())
-            .map(|t| ((t.source.as_str(), t.original_name.as_str()), t))
-            .collect();
-        let reusable = |source: &str, original: &str, schema: &Value| {
-            by_origin
-                .get(&(source, original))
-                .filter(|t| &t.tool.definition().input_schema == schema)
-                .and_then(|t| t.validator.clone())
-        };
         let listed = futures::future::join_all(self.entries.iter().map(|e| e.source.tools())).await;
-        let mut warnings = Vec::new();
-        let mut candidates = Vec::new();
-        let mut tools = Vec::new();
-        let mut instructions = Vec::new();
-        for (entry, result) in self.entries.iter().zip(listed) {
-            let source_name = entry.source.name().to_owned();
-            let kind = entry.source.kind();
-            let naming = entry.options.naming.clone().unwrap_or(match kind {
-                SourceKind::Native => Naming::Bare,
-                SourceKind::External => Naming::Prefixed,
-            });
-            let priority = entry.options.priority.unwrap_or(match kind {
-                SourceKind::Native => NATIVE_PRIORITY,
-                SourceKind::External => EXTERNAL_PRIORITY,
-            });
-            let listed = match result {
-                Ok(listed) => listed,
-                Err(e) => {
-                    warnings.push(format!("{e}; its tools are not available"));
-                    continue;
-                }
-            };
-            if let Some(text) = entry.source.instructions().filter(|t| !t.trim().is_empty()) {
-                instructions.push((source_name.clone(), text));
-            }
-            warnings.extend(entry.source.warnings());
-            for tool in listed {
-                let original = tool.definition().name.clone();
-                if !entry.options.filter.permits(&original) {
-                    continue;
-                }
-                let tool = match &entry.options.transform {
-                    Some(transform) => match transform::reshape(tool, transform.as_ref()) {
-                        Some(tool) => tool,
-                        None => continue,
-                    },
-                    None => tool,
-                };
-                let desired = naming.apply(&source_name, &tool.definition().name);
-                if !self.filter.permits(&desired) {
-                    continue;
-                }
-                candidates.push(Candidate {
-                    source: source_name.clone(),
-                    priority,
-                    original,
-                    bare: matches!(naming, Naming::Bare),
-                    desired,
-                });
-                tools.push((tool, kind));
-            }
-        }
-        let resolutions = resolve(&candidates);
-        let mut exposed = Vec::with_capacity(tools.len());
-        for ((candidate, (tool, kind)), resolution) in candidates.into_iter().zip(tools).zip(resolutions) {
+        let mut gathered = self.gather(listed);
+        let validators = self.validators(&gathered).await;
+        let resolutions = resolve(&gathered.candidates);
+        let mut exposed = Vec::with_capacity(gathered.tools.len());
+        let warnings = &mut gathered.warnings;
+        let listed = gathered
+            .candidates
+            .into_iter()
+            .zip(gathered.tools)
+            .zip(validators);
+        for (((candidate, (tool, kind)), validator), resolution) in listed.zip(resolutions) {
             match resolution {
                 Resolution::Named(name) => {
                     let clean = sanitize_tool_name(&candidate.desired);
@@ -353,20 +292,22 @@ impl ToolSet {
                             candidate.original, candidate.source
                         ));
                     }
-                    let schema = &tool.definition().input_schema;
-                    let validator = match reusable(&candidate.source, &candidate.original, schema) {
-                        Some(validator) => Ok(validator),
-                        None => jsonschema::validator_for(schema).map(Arc::new),
-                    };
                     let validator = match validator {
                         Ok(v) => Some(v),
-                        Err(e) => {
+                        Err(SchemaError::Invalid(e)) => {
                             warnings.push(format!(
                                 "tool {name} ({} from {}): its input schema does not compile ({e}); \
                                  calls are passed on unvalidated",
                                 candidate.original, candidate.source
                             ));
                             None
+                        }
+                        Err(e) => {
+                            warnings.push(format!(
+                                "tool {} from {} is hidden: its input schema cannot be used ({e})",
+                                candidate.original, candidate.source
+                            ));
+                            continue;
                         }
                     };
                     exposed.push(ExposedTool {
@@ -388,8 +329,131 @@ impl ToolSet {
             }
         }
         exposed.sort_by(|a, b| a.name.cmp(&b.name));
-        ToolCatalog::new(exposed, warnings, &instructions)
+        ToolCatalog::new(exposed, gathered.warnings, &gathered.instructions)
     }
+
+    /// The sources' tools after their filters and transforms, with the
+    /// names they want, their instructions and what they warn about.
+    fn gather(&self, listed: Vec<Result<Vec<Arc<dyn Tool>>, crate::source::ToolSourceError>>) -> Gathered {
+        let mut gathered = Gathered::default();
+        for (entry, result) in self.entries.iter().zip(listed) {
+            let source_name = entry.source.name().to_owned();
+            let kind = entry.source.kind();
+            let naming = entry.options.naming.clone().unwrap_or(match kind {
+                SourceKind::Native => Naming::Bare,
+                SourceKind::External => Naming::Prefixed,
+            });
+            let priority = entry.options.priority.unwrap_or(match kind {
+                SourceKind::Native => NATIVE_PRIORITY,
+                SourceKind::External => EXTERNAL_PRIORITY,
+            });
+            let listed = match result {
+                Ok(listed) => listed,
+                Err(e) => {
+                    gathered
+                        .warnings
+                        .push(format!("{e}; its tools are not available"));
+                    continue;
+                }
+            };
+            if let Some(text) = entry.source.instructions().filter(|t| !t.trim().is_empty()) {
+                gathered.instructions.push((source_name.clone(), text));
+            }
+            gathered.warnings.extend(entry.source.warnings());
+            for tool in listed {
+                let original = tool.definition().name.clone();
+                if !entry.options.filter.permits(&original) {
+                    continue;
+                }
+                let tool = match &entry.options.transform {
+                    Some(transform) => match transform::reshape(tool, transform.as_ref()) {
+                        Some(tool) => tool,
+                        None => continue,
+                    },
+                    None => tool,
+                };
+                let desired = naming.apply(&source_name, &tool.definition().name);
+                if !self.filter.permits(&desired) {
+                    continue;
+                }
+                gathered.candidates.push(Candidate {
+                    source: source_name.clone(),
+                    priority,
+                    original,
+                    bare: matches!(naming, Naming::Bare),
+                    desired,
+                });
+                gathered.tools.push((tool, kind));
+            }
+        }
+        gathered
+    }
+
+    /// A validator for each tool's input schema: the previous catalog's
+    /// when the tool's schema did not change (a list change usually touches
+    /// one source), else compiled on a blocking thread (a schema from an
+    /// MCP server can take long to check against the limits).
+    async fn validators(&self, gathered: &Gathered) -> Vec<Result<Validator, SchemaError>> {
+        let tools = &gathered.tools;
+        let previous = self
+            .cache
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().map(|(catalog, _)| catalog.clone()));
+        let by_origin: HashMap<(&str, &str), &ExposedTool> = previous
+            .iter()
+            .flat_map(|catalog| catalog.tools.iter())
+            .map(|t| ((t.source.as_str(), t.original_name.as_str()), t))
+            .collect();
+        let reused: Vec<Option<Validator>> = tools
+            .iter()
+            .zip(&gathered.candidates)
+            .map(|((tool, _), candidate)| {
+                by_origin
+                    .get(&(candidate.source.as_str(), candidate.original.as_str()))
+                    .filter(|t| t.tool.definition().input_schema == tool.definition().input_schema)
+                    .and_then(|t| t.validator.clone())
+            })
+            .collect();
+        let missing: Vec<Arc<dyn Tool>> = tools
+            .iter()
+            .zip(&reused)
+            .filter(|(_, old)| old.is_none())
+            .map(|((tool, _), _)| tool.clone())
+            .collect();
+        let compile = move || {
+            missing
+                .iter()
+                .map(|tool| Validator::new(&tool.definition().input_schema))
+                .collect::<Vec<_>>()
+        };
+        let compiled = match tokio::task::spawn_blocking(compile).await {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                let error = SchemaError::Invalid(format!("compiling it failed: {e}"));
+                vec![Err(error); tools.len()]
+            }
+        };
+        let mut compiled = compiled.into_iter();
+        reused
+            .into_iter()
+            .map(|old| match old {
+                Some(validator) => Ok(validator),
+                None => compiled
+                    .next()
+                    .unwrap_or_else(|| Err(SchemaError::Invalid("it was not compiled".to_owned()))),
+            })
+            .collect()
+    }
+}
+
+/// What the sources offer, before names are resolved.
+#[derive(Default)]
+struct Gathered {
+    candidates: Vec<Candidate>,
+    tools: Vec<(Arc<dyn Tool>, SourceKind)>,
+    warnings: Vec<String>,
+    instructions: Vec<(String, String)>,
 }
 
 /// A tool as the model sees it.
@@ -403,7 +467,7 @@ pub struct ExposedTool {
     pub original_name: String,
     /// The tool.
     pub tool: Arc<dyn Tool>,
-    validator: Option<Arc<jsonschema::Validator>>,
+    validator: Option<Validator>,
     kind: SourceKind,
 }
 
@@ -418,7 +482,16 @@ impl ExposedTool {
     /// validator's messages with the place in the input each one is about.
     pub fn validate(&self, input: &Value) -> Result<(), String> {
         match &self.validator {
-            Some(validator) => crate::schema::validation_errors(validator, input),
+            Some(validator) => validator.check(input),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::validate`], off the async workers when the check could be
+    /// slow ([`Validator::check_async`]).
+    pub async fn validate_async(&self, input: &Value) -> Result<(), String> {
+        match &self.validator {
+            Some(validator) => validator.check_async(input).await,
             None => Ok(()),
         }
     }
@@ -487,9 +560,7 @@ impl ToolCatalog {
     /// (the run's `search_tools`), replacing a tool of that name.
     pub(crate) fn with_tool(&self, tool: Arc<dyn Tool>, source: &str) -> Self {
         let name = tool.definition().name.clone();
-        let validator = jsonschema::validator_for(&tool.definition().input_schema)
-            .ok()
-            .map(Arc::new);
+        let validator = Validator::new(&tool.definition().input_schema).ok();
         let mut tools: Vec<ExposedTool> = self.tools.iter().filter(|t| t.name != name).cloned().collect();
         tools.push(ExposedTool {
             original_name: name.clone(),

@@ -1,10 +1,26 @@
-//! JSON Schema helpers: flattening schemas so every provider accepts them.
+//! JSON Schema helpers: checking values against schemas from anywhere, and
+//! flattening schemas so every provider accepts them.
+//!
+//! A schema can come from outside: a client's output format on a served
+//! surface, an MCP server's tool input schema, an agent file. [`Validator`]
+//! compiles one only after [`SchemaLimits`] pass: its size, and how many
+//! subschemas can apply at one place of a value (unions of references
+//! multiply; see `bounds`); it validates with a first-error check, and
+//! [`Validator::check_async`] moves an expensive validation off the async
+//! workers, under a deadline.
 //!
 //! Providers differ in what JSON Schema they accept; none of them needs
 //! `$schema`, and several reject `$ref`. [`flatten_schema`] removes the former
 //! and inlines the latter, so a schema from schemars or from an MCP server can
-//! be sent anywhere. Provider-specific pruning (Gemini's subset) belongs to the
-//! providers.
+//! be sent anywhere (a schema whose inlined form would be larger than
+//! [`MAX_FLAT_NODES`] is left as it is). Provider-specific pruning (Gemini's
+//! subset) belongs to the providers.
+
+mod bounds;
+mod graph;
+mod validator;
+
+pub use validator::{SchemaError, SchemaLimits, Validator};
 
 use serde_json::{Map, Value};
 
@@ -12,11 +28,17 @@ use serde_json::{Map, Value};
 /// (any value): a recursive type has no finite inline form.
 pub const MAX_REF_DEPTH: usize = 8;
 
+/// The most nodes (objects, arrays and values) a flattened schema may have;
+/// a schema whose references would inline to more is sent unflattened.
+pub const MAX_FLAT_NODES: usize = 100_000;
+
 /// Remove `$schema` and inline every local `$ref` (`#/$defs/...` or
 /// `#/definitions/...`), dropping the definitions afterwards.
 ///
 /// A recursive reference is inlined [`MAX_REF_DEPTH`] times, then becomes
-/// `{}`. A reference that does not resolve becomes `{}` too.
+/// `{}`. A reference that does not resolve becomes `{}` too. A schema that
+/// would inline to more than [`MAX_FLAT_NODES`] nodes (references that fan
+/// out) is returned as it is, without `$schema`.
 ///
 /// ```
 /// use serde_json::json;
@@ -44,7 +66,17 @@ pub fn flatten_schema(schema: &Value) -> Value {
         }
     }
     let mut stack = Vec::new();
-    let mut out = inline(schema, &defs, &mut stack);
+    let mut budget = MAX_FLAT_NODES;
+    let mut out = match inline(schema, &defs, &mut stack, &mut budget) {
+        Some(out) => out,
+        None => {
+            let mut kept = schema.clone();
+            if let Value::Object(root) = &mut kept {
+                root.remove("$schema");
+            }
+            return kept;
+        }
+    };
     if let Value::Object(root) = &mut out {
         root.remove("$schema");
         root.remove("$defs");
@@ -53,39 +85,53 @@ pub fn flatten_schema(schema: &Value) -> Value {
     out
 }
 
-fn inline(value: &Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Value {
-    match value {
+/// `value` with its references inlined; `None` once `budget` nodes were
+/// made.
+fn inline(
+    value: &Value,
+    defs: &Map<String, Value>,
+    stack: &mut Vec<String>,
+    budget: &mut usize,
+) -> Option<Value> {
+    *budget = budget.checked_sub(1)?;
+    Some(match value {
         Value::Object(obj) => {
             if let Some(Value::String(reference)) = obj.get("$ref") {
                 let depth = stack.iter().filter(|r| *r == reference).count();
                 let Some(target) = defs.get(reference).filter(|_| depth < MAX_REF_DEPTH) else {
-                    return Value::Object(Map::new());
+                    return Some(Value::Object(Map::new()));
                 };
                 stack.push(reference.clone());
-                let mut resolved = inline(target, defs, stack);
+                let resolved = inline(target, defs, stack, budget);
                 stack.pop();
+                let mut resolved = resolved?;
                 // Sibling keywords of `$ref` (2020-12 allows them) are kept.
                 if let Value::Object(resolved_obj) = &mut resolved {
                     for (k, v) in obj {
                         if k != "$ref" {
-                            resolved_obj.insert(k.clone(), inline(v, defs, stack));
+                            resolved_obj.insert(k.clone(), inline(v, defs, stack, budget)?);
                         }
                     }
                 }
-                return resolved;
+                return Some(resolved);
             }
             let mut out = Map::with_capacity(obj.len());
             for (k, v) in obj {
                 if k == "$schema" || k == "$defs" || k == "definitions" {
                     continue;
                 }
-                out.insert(k.clone(), inline(v, defs, stack));
+                out.insert(k.clone(), inline(v, defs, stack, budget)?);
             }
             Value::Object(out)
         }
-        Value::Array(items) => Value::Array(items.iter().map(|v| inline(v, defs, stack)).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| inline(v, defs, stack, budget))
+                .collect::<Option<Vec<_>>>()?,
+        ),
         other => other.clone(),
-    }
+    })
 }
 
 /// The flattened JSON Schema of a Rust type, as a tool's input schema: no
@@ -117,66 +163,4 @@ pub fn input_schema_for<T: schemars::JsonSchema>() -> Value {
             .or_insert_with(|| Value::Object(Map::new()));
     }
     flat
-}
-
-/// A compiled JSON Schema whose errors name the place in the value they are
-/// about: what the loop checks tool calls with, for other crates that check
-/// input the same way (a served agent's MCP arguments, say).
-///
-/// ```
-/// let v = loopwright_core::schema::Validator::new(&serde_json::json!({
-///     "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]
-/// })).unwrap();
-/// assert!(v.check(&serde_json::json!({"n": 1})).is_ok());
-/// assert!(v.check(&serde_json::json!({"n": "one"})).unwrap_err().contains("/n"));
-/// ```
-#[derive(Clone)]
-pub struct Validator {
-    inner: std::sync::Arc<jsonschema::Validator>,
-}
-
-impl std::fmt::Debug for Validator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Validator")
-    }
-}
-
-impl Validator {
-    /// Compile `schema`; an invalid schema is an error saying why.
-    pub fn new(schema: &serde_json::Value) -> Result<Self, String> {
-        jsonschema::validator_for(schema)
-            .map(|v| Self {
-                inner: std::sync::Arc::new(v),
-            })
-            .map_err(|e| format!("invalid JSON Schema: {e}"))
-    }
-
-    /// Every error of `value`, joined by `; `; `Ok` when there is none.
-    pub fn check(&self, value: &serde_json::Value) -> Result<(), String> {
-        validation_errors(&self.inner, value)
-    }
-}
-
-/// Every error of `value` against `validator`, each with the place in the
-/// value it is about, joined by `; `; `Ok` when there is none.
-pub(crate) fn validation_errors(
-    validator: &jsonschema::Validator,
-    value: &serde_json::Value,
-) -> Result<(), String> {
-    let messages: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            if path.is_empty() {
-                e.to_string()
-            } else {
-                format!("{e} (at {path})")
-            }
-        })
-        .collect();
-    if messages.is_empty() {
-        Ok(())
-    } else {
-        Err(messages.join("; "))
-    }
 }
