@@ -8,7 +8,7 @@
 //! how rare the word is in the catalog; a query that is a tool's name puts
 //! that tool first. Ties keep the catalog's (alphabetical) order.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::tool::ToolDefinition;
 
@@ -24,18 +24,20 @@ const PREFIX_SHARE: f64 = 0.5;
 const MIN_PREFIX_LEN: usize = 3;
 /// Score added when the query is the tool's name.
 const EXACT_NAME_BONUS: f64 = 100.0;
+/// Distinct query words scored at most (the first ones of the query).
+pub(crate) const MAX_QUERY_WORDS: usize = 32;
 
-/// The words of one tool.
-struct Entry {
-    name: String,
-    name_words: HashSet<String>,
-    parameter_words: HashSet<String>,
-    description_words: HashSet<String>,
-}
+/// Where in a tool a word is.
+const FIELDS: usize = 3;
+const WEIGHTS: [f64; FIELDS] = [NAME_WEIGHT, PARAMETER_WEIGHT, DESCRIPTION_WEIGHT];
 
-/// An index over tool definitions.
+/// An index over tool definitions: each word, sorted, with the tools and
+/// fields it is in, so a query word costs a lookup and a range of the
+/// words it starts, not a pass over every tool.
 pub(crate) struct Index {
-    entries: Vec<Entry>,
+    names: Vec<String>,
+    /// Word -> (tool, field) pairs, each pair once.
+    words: BTreeMap<String, Vec<(usize, usize)>>,
 }
 
 /// The words of `text`: split at anything not a letter or digit and at
@@ -76,84 +78,103 @@ pub(crate) fn parameter_names(def: &ToolDefinition) -> Vec<&str> {
 impl Index {
     /// An index of `definitions` (under their exposed names).
     pub fn new<'a>(definitions: impl IntoIterator<Item = &'a ToolDefinition>) -> Self {
-        let entries = definitions
-            .into_iter()
-            .map(|def| Entry {
-                name: def.name.clone(),
-                name_words: words(&def.name).into_iter().collect(),
-                parameter_words: parameter_names(def).into_iter().flat_map(words).collect(),
-                description_words: words(&def.description).into_iter().collect(),
-            })
-            .collect();
-        Self { entries }
+        let mut names = Vec::new();
+        let mut words: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+        for (tool, def) in definitions.into_iter().enumerate() {
+            names.push(def.name.clone());
+            let fields = [
+                self::words(&def.name),
+                parameter_names(def).into_iter().flat_map(self::words).collect(),
+                self::words(&def.description),
+            ];
+            for (field, found) in fields.into_iter().enumerate() {
+                for word in found {
+                    let at = words.entry(word).or_default();
+                    if at.last() != Some(&(tool, field)) {
+                        at.push((tool, field));
+                    }
+                }
+            }
+        }
+        Self { names, words }
     }
 
-    /// The names of the best `limit` matches for `query`, best first.
+    /// The names of the best `limit` matches for `query` (its first
+    /// [`MAX_QUERY_WORDS`] distinct words), best first.
     pub fn search(&self, query: &str, limit: usize) -> Vec<&str> {
-        let mut terms = words(query);
-        terms.sort_unstable();
-        terms.dedup();
+        let mut terms: Vec<String> = Vec::new();
+        for word in words(query) {
+            if terms.len() == MAX_QUERY_WORDS {
+                break;
+            }
+            if !terms.contains(&word) {
+                terms.push(word);
+            }
+        }
         let wanted = query.trim();
-        let total = self.entries.len() as f64;
-        let rarity: Vec<f64> = terms
-            .iter()
-            .map(|t| {
-                let found = self.entries.iter().filter(|e| e.mentions(t)).count() as f64;
-                (1.0 + total / (1.0 + found)).ln()
-            })
-            .collect();
-        let mut scored: Vec<(f64, usize)> = self
-            .entries
-            .iter()
-            .enumerate()
-            .filter_map(|(i, entry)| {
-                let mut score: f64 = terms
-                    .iter()
-                    .zip(&rarity)
-                    .map(|(term, rare)| entry.score(term) * rare)
-                    .sum();
-                if entry.name.eq_ignore_ascii_case(wanted) {
-                    score += EXACT_NAME_BONUS;
-                }
-                (score > 0.0).then_some((score, i))
-            })
+        let total = self.names.len() as f64;
+        let mut scores: HashMap<usize, f64> = HashMap::new();
+        for term in &terms {
+            // Sorted, so each score adds up in the same order every time.
+            let mut matches: Vec<((usize, usize), f64)> = self.matches(term).into_iter().collect();
+            matches.sort_unstable_by_key(|(at, _)| *at);
+            let mut tools: Vec<usize> = matches.iter().map(|((tool, _), _)| *tool).collect();
+            tools.dedup();
+            let rare = (1.0 + total / (1.0 + tools.len() as f64)).ln();
+            for ((tool, field), share) in matches {
+                *scores.entry(tool).or_default() += WEIGHTS[field] * share * rare;
+            }
+        }
+        for (tool, name) in self.names.iter().enumerate() {
+            if name.eq_ignore_ascii_case(wanted) {
+                *scores.entry(tool).or_default() += EXACT_NAME_BONUS;
+            }
+        }
+        let mut scored: Vec<(f64, usize)> = scores
+            .into_iter()
+            .filter(|(_, score)| *score > 0.0)
+            .map(|(tool, score)| (score, tool))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scored
             .into_iter()
             .take(limit)
-            .map(|(_, i)| self.entries[i].name.as_str())
+            .map(|(_, i)| self.names[i].as_str())
             .collect()
     }
-}
 
-impl Entry {
-    fn mentions(&self, term: &str) -> bool {
-        [&self.name_words, &self.parameter_words, &self.description_words]
-            .into_iter()
-            .any(|words| field_match(words, term) > 0.0)
+    /// How well `term` matches each (tool, field) it matches: 1 for a word
+    /// equal to it, [`PREFIX_SHARE`] for one starting with it or that it
+    /// starts with (`files` finds `file`), for terms of
+    /// [`MIN_PREFIX_LEN`] letters or more.
+    fn matches(&self, term: &str) -> HashMap<(usize, usize), f64> {
+        let mut out: HashMap<(usize, usize), f64> = HashMap::new();
+        let mut note = |at: &[(usize, usize)], share: f64| {
+            for &key in at {
+                let best = out.entry(key).or_default();
+                *best = best.max(share);
+            }
+        };
+        if let Some(at) = self.words.get(term) {
+            note(at, 1.0);
+        }
+        if term.chars().count() < MIN_PREFIX_LEN {
+            return out;
+        }
+        let longer = self
+            .words
+            .range::<str, _>((std::ops::Bound::Excluded(term), std::ops::Bound::Unbounded))
+            .take_while(|(word, _)| word.starts_with(term));
+        for (_, at) in longer {
+            note(at, PREFIX_SHARE);
+        }
+        for (end, _) in term.char_indices().skip(MIN_PREFIX_LEN) {
+            if let Some(at) = self.words.get(&term[..end]) {
+                note(at, PREFIX_SHARE);
+            }
+        }
+        out
     }
-
-    fn score(&self, term: &str) -> f64 {
-        NAME_WEIGHT * field_match(&self.name_words, term)
-            + PARAMETER_WEIGHT * field_match(&self.parameter_words, term)
-            + DESCRIPTION_WEIGHT * field_match(&self.description_words, term)
-    }
-}
-
-/// 1 for a word equal to `term`, [`PREFIX_SHARE`] for one starting with
-/// it (or it with the word: `files` finds `file`), 0 otherwise.
-fn field_match(words: &HashSet<String>, term: &str) -> f64 {
-    if words.contains(term) {
-        return 1.0;
-    }
-    if term.len() < MIN_PREFIX_LEN {
-        return 0.0;
-    }
-    let partial = words
-        .iter()
-        .any(|w| w.len() >= MIN_PREFIX_LEN && (w.starts_with(term) || term.starts_with(w.as_str())));
-    if partial { PREFIX_SHARE } else { 0.0 }
 }
 
 #[cfg(test)]
@@ -206,5 +227,16 @@ mod tests {
         assert_eq!(index.search("city", 5), ["weather__forecast"]);
         assert_eq!(index.search("fs__write_file", 1), ["fs__write_file"]);
         assert!(index.search("spaceship", 5).is_empty());
+    }
+
+    #[test]
+    fn only_the_first_words_of_a_query_are_scored() {
+        let defs = [def("fs__read_file", "Read a file from disk.", &["path"])];
+        let index = Index::new(&defs);
+        let mut query: Vec<String> = (0..MAX_QUERY_WORDS).map(|i| format!("filler{i}")).collect();
+        query.push("read".into());
+        assert!(index.search(&query.join(" "), 5).is_empty());
+        query.remove(0);
+        assert_eq!(index.search(&query.join(" "), 5), ["fs__read_file"]);
     }
 }

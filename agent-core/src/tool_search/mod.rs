@@ -47,6 +47,16 @@ pub const DEFAULT_SCHEMA_SHARE: f64 = 0.25;
 pub const DEFAULT_MAX_RESULTS: usize = 8;
 /// Characters of a tool's description a search result shows.
 const DESCRIPTION_CHARS: usize = 240;
+/// The longest query `search_tools` takes, in characters: its schema says
+/// so, so a longer one is refused before the call with a message the model
+/// reads (and only its first [`index::MAX_QUERY_WORDS`] words are scored).
+const MAX_QUERY_CHARS: usize = 1_000;
+
+/// `query` cut to [`MAX_QUERY_CHARS`] characters (for a caller that did
+/// not go through the schema).
+fn cut_query(query: &str) -> String {
+    query.chars().take(MAX_QUERY_CHARS).collect()
+}
 
 /// When and how tool search holds a catalog back (see the module's
 /// invariants). Off unless set ([`AgentOptions::tool_search`](crate::AgentOptions::tool_search));
@@ -269,6 +279,12 @@ impl SearchRun {
 /// definitions, not the catalog (which holds it: no cycle).
 struct SearchTools {
     definition: ToolDefinition,
+    /// Shared with the blocking thread a search runs on.
+    found: Arc<Finder>,
+}
+
+/// What a search reads.
+struct Finder {
     definitions: Arc<Vec<ToolDefinition>>,
     /// The catalog's sources, sorted, for the answer that finds nothing.
     sources: Vec<String>,
@@ -287,6 +303,7 @@ impl SearchTools {
             "properties": {
                 "query": {
                     "type": "string",
+                    "maxLength": MAX_QUERY_CHARS,
                     "description": "Words for what you need done, or a tool's name (\"create github issue\", \"read_file\")."
                 }
             },
@@ -304,17 +321,22 @@ impl SearchTools {
             .always_on(true);
         Self {
             definition,
-            definitions: catalog.definitions().clone(),
-            sources,
-            index,
-            max_results,
+            found: Arc::new(Finder {
+                definitions: catalog.definitions().clone(),
+                sources,
+                index,
+                max_results,
+            }),
         }
     }
+}
 
+impl Finder {
     /// The answer for `query`: a line per tool found, then a reference to
     /// each (which loads it).
     fn answer(&self, query: &str) -> ToolOutput {
-        let found = self.index.search(query, self.max_results);
+        let query = cut_query(query);
+        let found = self.index.search(&query, self.max_results);
         if found.is_empty() {
             return ToolOutput::text(format!(
                 "No tool matches \"{query}\". Search again with other words: what the tool does, or part of \
@@ -374,6 +396,12 @@ impl Tool for SearchTools {
                 "query is empty: say what you need a tool for",
             ));
         }
-        Ok(self.answer(query))
+        // Off the async workers, so the call's deadline and cancellation
+        // reach it like any tool's.
+        let finder = self.found.clone();
+        let query = query.to_owned();
+        tokio::task::spawn_blocking(move || finder.answer(&query))
+            .await
+            .map_err(ToolError::execution)
     }
 }
