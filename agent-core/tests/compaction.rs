@@ -159,6 +159,47 @@ async fn a_200_step_run_that_overflowed_its_window_completes_with_compaction() {
     );
 }
 
+/// A summary that is larger than the turns it replaces is refused: the
+/// turns are kept, a warning says why, and no `compacted` event claims
+/// it (11.6k tokens became 125.6k before).
+#[tokio::test]
+async fn a_summary_larger_than_what_it_replaces_is_refused() {
+    let huge = "word ".repeat(20_000);
+    let summarizer = ScriptedModel::new((0..40).map(|_| ScriptedStep::text(huge.clone())).collect());
+    let compaction = Compaction::new(vec![CompactionStrategy::summarize_with(Arc::new(
+        summarizer.clone(),
+    ))])
+    .keep_turns(1);
+    let options = AgentOptions::default()
+        .system("Read every file.")
+        .max_steps(40)
+        .budget(small_budget())
+        .compaction(compaction);
+    let (events, result, _) = run(reading_steps(30), tools(vec![reader()]), options).await;
+    assert!(!summarizer.requests().is_empty(), "the summary was asked for");
+    assert!(
+        compacted_events(&events).is_empty(),
+        "{:?}",
+        compacted_events(&events)
+    );
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Warning { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("compaction (summarize) failed") && w.contains("is not smaller")),
+        "{warnings:?}"
+    );
+    // Nothing was replaced: the window ran out instead.
+    assert_eq!(result.exit, ExitReason::TokenLimit);
+    assert!(result.history.is_none());
+}
+
 #[tokio::test]
 async fn clearing_keeps_every_call_and_its_first_lines() {
     let compaction = Compaction::new(vec![CompactionStrategy::clear_tool_results()]).keep_turns(2);

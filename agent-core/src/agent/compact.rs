@@ -199,7 +199,8 @@ impl Run {
         changed
     }
 
-    /// Put `compacted` in place of `history` and say so.
+    /// Put `compacted` in place of `history` and say so; refused (with a
+    /// warning) when it is not smaller.
     async fn replace(
         &self,
         guard: &mut Guard,
@@ -209,9 +210,21 @@ impl Run {
         strategy: &str,
         before: u64,
     ) -> bool {
-        *history = Arc::new(compacted);
+        let kept = std::mem::replace(history, Arc::new(compacted));
         guard.forget_history();
         let after = guard.project(next.system, next.tools, history, next.extra);
+        if after >= before {
+            // A summary longer than the turns it replaces frees nothing.
+            *history = kept;
+            guard.forget_history();
+            guard.record("compaction", "not_smaller");
+            self.warn(&format!(
+                "compaction ({strategy}) failed: the result ({after} tokens) is not smaller than the history it \
+                 replaces ({before} tokens); the turns were kept"
+            ))
+            .await;
+            return false;
+        }
         guard.record("compaction", "compacted");
         self.tell(AgentEvent::Compacted {
             strategy: strategy.to_owned(),
