@@ -91,13 +91,14 @@ pub struct ResumeArgs {
     #[arg(value_name = "RUN_ID")]
     pub run_id: String,
 
-    /// Run this pending call (repeatable; `plan` approves a plan).
-    #[arg(long = "approve", value_name = "CALL_ID", action = ArgAction::Append)]
+    /// Run this pending call, named with the digest its pause notice showed
+    /// (repeatable; `plan@DIGEST` approves a plan).
+    #[arg(long = "approve", value_name = "CALL_ID@DIGEST", action = ArgAction::Append)]
     pub approve: Vec<String>,
 
     /// Do not run this pending call; REASON is told to the model
     /// (repeatable).
-    #[arg(long = "deny", value_name = "CALL_ID[=REASON]", action = ArgAction::Append)]
+    #[arg(long = "deny", value_name = "CALL_ID@DIGEST[=REASON]", action = ArgAction::Append)]
     pub deny: Vec<String>,
 
     /// The store the run is in [default: the configuration's `store`, else

@@ -8,7 +8,7 @@ use loopwright::{Agent, AgentResult, AgentRun, ApprovalDecision, ExitReason, Mes
 
 use crate::args::{AgentArgs, ApproveMode};
 use crate::exit::Failure;
-use crate::persist::{self, Paused, SessionAt};
+use crate::persist::{self, Origin, Paused, SessionAt};
 
 /// A paused run to continue, with the decisions for its questions.
 pub struct ResumeJob {
@@ -48,6 +48,8 @@ pub struct After {
     /// The stored run's id, for a run that pauses.
     run_id: Option<String>,
     agent: String,
+    /// Where the run's agent comes from (a resumed run's, as stored).
+    origin: Origin,
 }
 
 impl Job {
@@ -78,6 +80,7 @@ impl Job {
                         resumed: None,
                         run_id: None,
                         agent: agent.name().to_owned(),
+                        origin: Origin::here(),
                     },
                 })
             }
@@ -121,8 +124,13 @@ impl ResumeJob {
             Ok(run) => run,
             Err(e) => {
                 // Nothing ran: the run waits again.
-                let _ = store.update_run(&record, version).await;
-                return Err(Failure::usage(format!("run {}: {e}", paused.run_id)));
+                let mut message = format!("run {}: {e}", paused.run_id);
+                if let Err(stored) = store.update_run(&record, version).await {
+                    message.push_str(&format!(
+                        "; it could not be put back to awaiting approval ({stored}), so it cannot be resumed again"
+                    ));
+                }
+                return Err(Failure::usage(message));
             }
         };
         let session = paused.session.as_ref().map(|id| {
@@ -142,6 +150,7 @@ impl ResumeJob {
                 resumed: Some(claimed),
                 run_id: Some(paused.run_id),
                 agent: agent.name().to_owned(),
+                origin: paused.origin,
             },
         })
     }
@@ -161,13 +170,16 @@ impl After {
                 .session
                 .as_ref()
                 .map(|(id, version, _)| (id.as_str(), *version));
-            let record = persist::record(&run_id, &self.agent, session, state);
+            let record = persist::record(&run_id, &self.agent, session, state, &self.origin);
             let written = match &self.resumed {
                 Some(claimed) => store.update_run(&record, claimed.version).await.map(|_| ()),
                 None => store.create_run(&record).await,
             };
             match written {
-                Ok(()) => eprintln!("loopwright: {}", persist::pause_notice(&run_id, state)),
+                Ok(()) => eprintln!(
+                    "loopwright: {}",
+                    persist::pause_notice(&run_id, state, &self.origin)
+                ),
                 Err(e) => {
                     eprintln!("loopwright: the paused run could not be stored, so it cannot be resumed: {e}")
                 }

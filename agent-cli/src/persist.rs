@@ -3,6 +3,13 @@
 //! in the store `--store` names, else the configuration's `store`, else a
 //! SQLite file in the user's data directory.
 //!
+//! What the store is trusted with: keeping a paused run, not deciding what
+//! runs. Whoever can write the store can change the record, so each pending
+//! call is shown with a [`digest`] of the call and of the command line and
+//! directory the run is rebuilt from, and `resume` takes a decision only
+//! with the digest the notice showed: a record changed since (another call,
+//! other arguments, another `--config` or MCP server) is refused and shown.
+//!
 //! Invariants: a session's turn is appended once its run ended, at the
 //! version it was loaded at (another process's turn in between is a
 //! conflict, reported, never overwritten); a paused run is one record in
@@ -16,8 +23,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopwright::store::{RunRecord, RunStatus, Store};
-use loopwright::{AgentResult, ExitReason, Message, RunState};
+use loopwright::{AgentResult, ExitReason, Message, PendingCall, RunState};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::escape;
 use crate::exit::Failure;
@@ -109,15 +117,54 @@ pub async fn append_turn(
     }
 }
 
+/// Where a run's agent comes from: the command line that built it (the
+/// prompt included, unused) and the directory it ran in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+}
+
+impl Origin {
+    /// This process's command line and directory.
+    pub fn here() -> Self {
+        Self {
+            argv: std::env::args().collect(),
+            cwd: std::env::current_dir().unwrap_or_default(),
+        }
+    }
+}
+
+/// Characters of a call's digest shown (64 bits of SHA-256).
+const DIGEST_CHARS: usize = 16;
+
+/// The digest a decision on `call` binds to: SHA-256 of the call (id,
+/// tool, arguments, agent) and of the `origin` its run is rebuilt from.
+pub fn digest(origin: &Origin, call: &PendingCall) -> String {
+    let bound = json!([
+        origin.argv,
+        origin.cwd.display().to_string(),
+        call.call_id,
+        call.tool,
+        call.arguments,
+        call.agent_path,
+    ]);
+    let hash = Sha256::digest(bound.to_string().as_bytes());
+    hash.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+        .chars()
+        .take(DIGEST_CHARS)
+        .collect()
+}
+
 /// A paused run's record: its state and how to build its agent again.
 pub struct Paused {
     /// The record's id (the run's id across its pauses).
     pub run_id: String,
     pub state: RunState,
-    /// The command line that built the agent (the prompt included, unused).
-    pub argv: Vec<String>,
-    /// The directory it ran in (its relative paths).
-    pub cwd: PathBuf,
+    /// Where its agent comes from.
+    pub origin: Origin,
     pub session: Option<String>,
     /// The session's version when the paused turn began.
     pub session_version: u64,
@@ -127,15 +174,19 @@ pub struct Paused {
 
 /// The record of run `run_id` that paused with `state`, in `session` (its
 /// id, and its version when the turn began).
-pub fn record(run_id: &str, agent: &str, session: Option<(&str, u64)>, state: &RunState) -> RunRecord {
-    let argv: Vec<String> = std::env::args().collect();
-    let cwd = std::env::current_dir().unwrap_or_default();
+pub fn record(
+    run_id: &str,
+    agent: &str,
+    session: Option<(&str, u64)>,
+    state: &RunState,
+    origin: &Origin,
+) -> RunRecord {
     let mut record = RunRecord::new(run_id, agent)
         .with_status(RunStatus::AwaitingApproval)
         .with_state(json!({
             "run_state": state,
-            "argv": argv,
-            "cwd": cwd.display().to_string(),
+            "argv": origin.argv,
+            "cwd": origin.cwd.display().to_string(),
             "session_version": session.map_or(0, |(_, v)| v),
         }));
     if let Some((session, _)) = session {
@@ -172,35 +223,41 @@ pub fn paused(record: &RunRecord) -> Result<Paused, Failure> {
     Ok(Paused {
         run_id: record.id.clone(),
         state,
-        argv,
-        cwd,
+        origin: Origin { argv, cwd },
         session: record.session.clone(),
         session_version: stored.get("session_version").and_then(Value::as_u64).unwrap_or(0),
         version: record.version,
     })
 }
 
-/// What a paused run waits for, and how to go on, for stderr.
-pub fn pause_notice(run_id: &str, state: &RunState) -> String {
+/// What a paused run waits for, where its agent comes from, and how to go
+/// on (each decision bound to its call's [`digest`]), for stderr.
+pub fn pause_notice(run_id: &str, state: &RunState, origin: &Origin) -> String {
     let mut text = format!("paused: run {run_id} waits for a decision on:");
     let pending = state.pending();
     for call in &pending {
         let args = call.arguments.to_string();
         let shown: String = args.chars().take(200).collect();
         text.push_str(&format!(
-            "\n  {} {} {} (agent {})",
+            "\n  {} {} {} (agent {}) [digest {}]",
             escape::line(&call.call_id),
             escape::line(&call.tool),
             escape::line(&shown),
-            escape::line(&call.agent_path)
+            escape::line(&call.agent_path),
+            digest(origin, call)
         ));
     }
+    text.push_str(&format!(
+        "\nits agent is rebuilt from: {} (in {})",
+        escape::line(&origin.argv.join(" ")),
+        escape::line(&origin.cwd.display().to_string())
+    ));
     let hint: Vec<String> = pending
         .iter()
-        .map(|p| format!("--approve {}", p.call_id))
+        .map(|p| format!("--approve {}@{}", p.call_id, digest(origin, p)))
         .collect();
     text.push_str(&format!(
-        "\ncontinue it with: loopwright resume {run_id} {} (or --deny CALL_ID=REASON)",
+        "\ncontinue it with: loopwright resume {run_id} {} (or --deny CALL_ID@DIGEST=REASON)",
         hint.join(" ")
     ));
     text
