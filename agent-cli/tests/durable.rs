@@ -434,6 +434,43 @@ async fn a_suspended_run_is_cancelled() {
     replica.kill().await;
 }
 
+/// A run suspended in Restate while it waits for a decision, and the store
+/// down when the decision comes: the decision is refused with a 503 (it
+/// could not be recorded), nothing runs; once the store is back the same
+/// decision goes through and the run completes, its tool run once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_run_is_decided_after_a_store_outage() {
+    let mut postgres = loopwright_test_support::TempPostgres::start();
+    let script = vec![
+        chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
+        chat_answer("The echo said hi."),
+    ];
+    let mut world = World::new("chat-model", script, postgres.database()).await;
+    world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
+    let mut replica = world.lone_replica("defer").await;
+    let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;
+    until_run(&replica.rest, &id, "awaiting approval", |v| {
+        v["status"] == "awaiting_approval"
+    })
+    .await;
+    until_invocation(&world.restate, &id, "suspended").await;
+    postgres.stop();
+    let approvals = format!("{}/v1/runs/{id}/approvals", replica.rest);
+    let approve = json!({"decisions": [{"call_id": "call_echo", "approve": true}]});
+    let (status, body) = post(&approvals, approve.clone()).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(world.tool_calls("echo"), 0, "nothing ran without the decision recorded");
+    postgres.restart();
+    let (status, body) = post(&approvals, approve).await;
+    assert_eq!(status, 200, "{body}");
+    let view = replica.ended(&id).await;
+    assert_eq!(view["status"], "completed", "{view}\n{}", world.restate.log());
+    assert_eq!(view["result"]["text"], "The echo said hi.");
+    assert_eq!(world.tool_calls("echo"), 1, "the tool ran once");
+    assert_eq!(world.model_calls(), 2, "each model call once");
+    replica.kill().await;
+}
+
 /// A run waiting for a decision, not suspended, cancelled on the replica
 /// running it: the loop gives up on the decision at once (the call is
 /// denied, never run), the run ends `cancelled`, and its workflow completes
