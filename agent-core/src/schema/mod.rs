@@ -20,7 +20,7 @@ mod bounds;
 mod graph;
 mod validator;
 
-pub use validator::{SchemaError, SchemaLimits, Validator};
+pub use validator::{MAX_ERRORS, SchemaError, SchemaLimits, Validator};
 
 use serde_json::{Map, Value};
 
