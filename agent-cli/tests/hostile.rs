@@ -247,3 +247,55 @@ async fn a_stream_that_never_ends_is_cancelled_at_the_deadline() {
     .await;
     assert_exit(&out, 124, "the run's deadline of 500ms passed");
 }
+
+/// Permission bits of `path`.
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A home with `~/.config/loopwright/mcp-tokens.json` holding a sign-in for
+/// the configured server `remote`, every directory 0755; the home, its
+/// configuration file, the token file.
+fn home_with_a_sign_in() -> (tempfile::TempDir, String, std::path::PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let own = home.path().join(".config/loopwright");
+    std::fs::create_dir_all(&own).unwrap();
+    for dir in [home.path(), &home.path().join(".config"), &own] {
+        set_mode(dir, 0o755);
+    }
+    let url = "http://127.0.0.1:9/mcp";
+    let tokens = own.join("mcp-tokens.json");
+    let entry = json!({"client_id": "c", "token_response": null, "granted_scopes": [], "token_received_at": null, "issuer": null});
+    std::fs::write(&tokens, json!({ url: entry }).to_string()).unwrap();
+    set_mode(&tokens, 0o600);
+    let config = home.path().join("agent.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"remote": {"url": url}}}).to_string(),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_owned();
+    (home, config, tokens)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_files_own_directory_is_made_private_and_nothing_above_it() {
+    let (home, config, tokens) = home_with_a_sign_in();
+    let out = run_agent(
+        &["mcp", "logout", "remote", "--config", &config],
+        &[],
+        home.path(),
+    )
+    .await;
+    assert_exit(&out, 0, "Signed out of remote");
+    assert_eq!(mode(tokens.parent().unwrap()), 0o700);
+    assert_eq!(mode(&tokens), 0o600);
+    assert_eq!(mode(&home.path().join(".config")), 0o755);
+    assert_eq!(mode(home.path()), 0o755);
+}

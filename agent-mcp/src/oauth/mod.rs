@@ -15,6 +15,7 @@
 pub mod config;
 pub mod login;
 pub mod machine;
+mod private_file;
 pub mod session;
 pub mod store;
 
@@ -22,4 +23,6 @@ pub use config::{JwtAlgorithm, OAUTH_KEYS, OAuthConfig, OAuthGrant};
 pub use login::{Browser, CALLBACK_PATH, DEFAULT_CLIENT_NAME, LOGIN_TIMEOUT};
 pub use machine::ASSERTION_LIFETIME;
 pub use session::MAX_STEP_UPS;
-pub use store::{FileTokenStore, MemoryTokenStore, TOKEN_FILE, TokenStore, TokenStoreError};
+pub use store::{
+    FileTokenStore, MAX_TOKEN_FILE_BYTES, MemoryTokenStore, TOKEN_FILE, TokenStore, TokenStoreError,
+};
