@@ -299,3 +299,19 @@ async fn the_token_files_own_directory_is_made_private_and_nothing_above_it() {
     assert_eq!(mode(&home.path().join(".config")), 0o755);
     assert_eq!(mode(home.path()), 0o755);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_file_others_can_read_is_tightened_with_a_warning() {
+    let (home, config, tokens) = home_with_a_sign_in();
+    set_mode(&tokens, 0o644);
+    let out = run_agent(&["mcp", "status", "--config", &config], &[], home.path()).await;
+    let stderr = texts(&out).1;
+    assert!(
+        stderr.contains(&format!(
+            "the token file {} had mode 0644 (others could read or write it): tightened to 0600",
+            tokens.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(mode(&tokens), 0o600);
+}

@@ -168,3 +168,92 @@ async fn a_token_file_over_the_limit_is_refused_naming_it() {
         "{err}"
     );
 }
+
+/// What a subscriber wrote, shared with the writer it makes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_token_file_others_can_read_is_made_private_with_one_warning() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join(TOKEN_FILE);
+    FileTokenStore::new(&path)
+        .save(SERVER, credentials())
+        .await
+        .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let store = FileTokenStore::new(&path);
+    // The redaction list reads it without touching it (no logging yet then).
+    assert!(store.tokens_for_redaction().contains(&ACCESS_TOKEN.to_owned()));
+    assert_eq!(mode(&path), 0o644);
+    let loaded = store.load(SERVER).await.unwrap().unwrap();
+    assert_eq!(loaded.client_id, "client-1");
+    assert_eq!(mode(&path), 0o600);
+    store.load(SERVER).await.unwrap().unwrap();
+    let logged = captured.text();
+    assert_eq!(logged.matches("tightened to 0600").count(), 1, "{logged}");
+    assert!(
+        logged.contains(&format!("the token file {} had mode 0644", path.display())),
+        "{logged}"
+    );
+    assert!(!logged.contains(ACCESS_TOKEN), "{logged}");
+}
+
+#[tokio::test]
+async fn a_token_file_of_another_user_is_refused_and_left_alone() {
+    let home = tempfile::tempdir().unwrap();
+    // As root: a file given to `nobody`; otherwise a file root owns.
+    let path = if nix::unistd::geteuid().is_root() {
+        let path = home.path().join(TOKEN_FILE);
+        FileTokenStore::new(&path)
+            .save(SERVER, credentials())
+            .await
+            .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        path
+    } else {
+        std::path::PathBuf::from("/etc/passwd")
+    };
+    let (owner, before) = {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&path).unwrap();
+        (meta.uid(), meta.mode() & 0o7777)
+    };
+    let store = FileTokenStore::new(&path);
+    let err = store.load(SERVER).await.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "token store {} is owned by uid {owner}, not by this user (mode {before:04o})",
+            path.display()
+        )),
+        "{err}"
+    );
+    assert!(store.save(SERVER, credentials()).await.is_err());
+    assert_eq!(mode(&path), before);
+    assert!(store.tokens_for_redaction().is_empty());
+}

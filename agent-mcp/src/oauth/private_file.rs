@@ -1,11 +1,15 @@
-//! The token file on disk: read only when it is a regular file, written
-//! whole through a temporary file nobody can have planted.
+//! The token file on disk: read only when it is this user's private regular
+//! file, written whole through a temporary file nobody can have planted.
 //!
 //! Invariants:
 //! - reading opens the file itself, never a symbolic link (`O_NOFOLLOW`),
 //!   without blocking, and checks the opened handle: a FIFO, a device or a
 //!   file larger than [`MAX_TOKEN_FILE_BYTES`] is refused before a byte is
 //!   read (`loopwright_core::named_file`);
+//! - a file owned by another user is refused ([`Unsafe::ForeignOwner`]); a
+//!   file of this user that others may read or write is tightened to 0600
+//!   (on the handle) before it is read, and its old mode reported
+//!   ([`Contents::tightened_from`]) for the store to warn about;
 //! - writing creates a temporary file in the same directory with a random
 //!   name, exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted file or
 //!   link at that name is never opened), mode 0600 from its creation; the
@@ -38,14 +42,62 @@ pub const MAX_TOKEN_FILE_BYTES: u64 = 1024 * 1024;
 /// random bits: a collision means someone is planting names, or a bug).
 const TEMP_ATTEMPTS: usize = 8;
 
-/// The file's bytes (see the module docs); `None` when there is no file.
-pub(crate) fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
+/// Why a token file is not used as it is.
+#[derive(Debug)]
+pub(crate) enum Unsafe {
+    /// Reading failed (not a regular file, too large, a link, I/O).
+    Io(io::Error),
+    /// The file belongs to another user.
+    ForeignOwner {
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
+impl From<io::Error> for Unsafe {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// What [`read`] found.
+#[derive(Debug)]
+pub(crate) struct Contents {
+    pub(crate) bytes: Vec<u8>,
+    /// The mode the file had when it was tightened to 0600.
+    pub(crate) tightened_from: Option<u32>,
+}
+
+/// The file (see the module docs); `None` when there is none. `tighten`:
+/// make a file of this user that others may read 0600 (the store's reads);
+/// without it the mode is left alone (the redaction list, read before
+/// logging is set up, when a warning would be lost).
+pub(crate) fn read(path: &Path, tighten: bool) -> Result<Option<Contents>, Unsafe> {
     let file = match open_regular(path, Links::Refuse) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
-    Ok(Some(read_limited(file, MAX_TOKEN_FILE_BYTES)?))
+    let meta = file.metadata()?;
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(Unsafe::ForeignOwner {
+            owner: meta.uid(),
+            mode,
+        });
+    }
+    let tightened_from = if tighten && mode & 0o077 != 0 {
+        file.set_permissions(Permissions::from_mode(0o600))?;
+        Some(mode)
+    } else {
+        None
+    };
+    Ok(Some(Contents {
+        bytes: read_limited(file, MAX_TOKEN_FILE_BYTES)?,
+        tightened_from,
+    }))
 }
 
 /// Write `bytes` to `path` (see the module docs); `dedicated_dir`: the

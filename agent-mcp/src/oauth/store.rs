@@ -7,9 +7,10 @@
 //!   carry the issuer that minted them; rmcp uses stored credentials only
 //!   with that issuer (a server whose authorization server changed gets a
 //!   new sign-in, its old tokens discarded);
-//! - the file is a regular file: a symbolic link, a FIFO, a device or a
-//!   file larger than [`MAX_TOKEN_FILE_BYTES`] is refused with an error
-//!   naming it;
+//! - the file is this user's own regular file: a symbolic link, a FIFO, a
+//!   device, a file larger than [`MAX_TOKEN_FILE_BYTES`] or one owned by
+//!   another user is refused with an error naming it; one that others may
+//!   read is tightened to 0600 before it is used, with a warning;
 //! - the file is written whole, through a temporary file with a random
 //!   name created exclusively with mode 0600 and renamed over it; its
 //!   directory is created 0700, and the default location's directory is
@@ -24,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
 
-use super::private_file;
 pub use super::private_file::MAX_TOKEN_FILE_BYTES;
+use super::private_file::{self, Unsafe};
 
 /// The file name of the default store, under `loopwright/` in the user's
 /// config directory.
@@ -50,6 +51,20 @@ pub enum TokenStoreError {
         path: PathBuf,
         /// Where the parse failed.
         message: String,
+    },
+    /// The file belongs to another user: it is not used (someone who can
+    /// write its directory could have planted tokens there).
+    #[error(
+        "token store {path} is owned by uid {owner}, not by this user (mode {mode:04o}): it is not used; \
+         remove it and sign in again"
+    )]
+    ForeignOwner {
+        /// The file.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
     },
     /// No config directory could be found (neither `XDG_CONFIG_HOME` nor
     /// `HOME` is set).
@@ -161,7 +176,10 @@ impl FileTokenStore {
 
     /// Every access and refresh token in the file, read without blocking
     /// on the runtime's lock (for log redaction); empty when there is no
-    /// file or it cannot be read (not a regular file, too large).
+    /// file or it cannot be read (not a regular file, too large, another
+    /// user's). Its mode is left alone here (this runs before logging is
+    /// set up, so the warning of a tightening would be lost): the store's
+    /// own reads tighten it.
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
@@ -169,10 +187,10 @@ impl FileTokenStore {
     /// assert!(store.tokens_for_redaction().is_empty());
     /// ```
     pub fn tokens_for_redaction(&self) -> Vec<String> {
-        let Ok(Some(bytes)) = private_file::read(&self.path) else {
+        let Ok(Some(contents)) = private_file::read(&self.path, false) else {
             return Vec::new();
         };
-        let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(&bytes) else {
+        let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(&contents.bytes) else {
             return Vec::new();
         };
         entries
@@ -189,14 +207,29 @@ impl FileTokenStore {
 
     async fn read_all(&self) -> Result<BTreeMap<String, StoredCredentials>, TokenStoreError> {
         let path = self.path.clone();
-        let bytes = tokio::task::spawn_blocking(move || private_file::read(&path))
+        let read = tokio::task::spawn_blocking(move || private_file::read(&path, true))
             .await
-            .map_err(|e| self.io(std::io::Error::other(e.to_string())))?
-            .map_err(|e| self.io(e))?;
-        let Some(bytes) = bytes else {
-            return Ok(BTreeMap::new());
+            .map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
+        let contents = match read {
+            Ok(Some(contents)) => contents,
+            Ok(None) => return Ok(BTreeMap::new()),
+            Err(Unsafe::Io(e)) => return Err(self.io(e)),
+            Err(Unsafe::ForeignOwner { owner, mode }) => {
+                return Err(TokenStoreError::ForeignOwner {
+                    path: self.path.clone(),
+                    owner,
+                    mode,
+                });
+            }
         };
-        serde_json::from_slice(&bytes).map_err(|e| TokenStoreError::Corrupt {
+        if let Some(mode) = contents.tightened_from {
+            tracing::warn!(
+                "the token file {} had mode {mode:04o} (others could read or write it): tightened to 0600; \
+                 if someone else could read it, sign out and in again to replace its tokens",
+                self.path.display()
+            );
+        }
+        serde_json::from_slice(&contents.bytes).map_err(|e| TokenStoreError::Corrupt {
             path: self.path.clone(),
             message: format!("line {}, column {}", e.line(), e.column()),
         })
