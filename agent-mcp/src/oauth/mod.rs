@@ -20,7 +20,10 @@ pub mod session;
 pub mod store;
 
 pub use config::{JwtAlgorithm, OAUTH_KEYS, OAuthConfig, OAuthGrant};
-pub use login::{Browser, CALLBACK_PATH, DEFAULT_CLIENT_NAME, LOGIN_TIMEOUT};
+pub use login::{
+    Browser, CALLBACK_PATH, CALLBACK_READ_TIMEOUT, DEFAULT_CLIENT_NAME, LOGIN_TIMEOUT,
+    MAX_CALLBACK_CONNECTIONS, MAX_CALLBACK_REQUEST_BYTES,
+};
 pub use machine::ASSERTION_LIFETIME;
 pub use session::MAX_STEP_UPS;
 pub use store::{
