@@ -14,7 +14,7 @@ use std::time::Duration;
 use loopwright_core::{ToolContext, ToolSource};
 use loopwright_mcp::oauth::MemoryTokenStore;
 use loopwright_mcp::{McpClientOptions, McpError, McpServerConfig, McpToolSource};
-use oauth::world::{Probes, TestBrowser, World};
+use oauth::world::{Answer, Probes, TestBrowser, World};
 use serde_json::json;
 
 /// Guard against a hang only; never an assertion on time.
@@ -74,4 +74,148 @@ async fn the_sign_in_listener_answers_strays_400_and_waits_for_its_redirect() {
     }
     assert!(answers[4].starts_with("200 Signed in"), "{answers:#?}");
     assert_eq!(browser.opened.load(Ordering::SeqCst), 1);
+}
+
+/// A PKCS#8 PEM P-256 key for JWT client assertions.
+fn private_key() -> String {
+    use base64::Engine as _;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let pkcs8 =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &ring::rand::SystemRandom::new())
+            .unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
+    format!("-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----\n")
+}
+
+/// The two kinds of client credentials: a secret (rmcp's exchange) and a
+/// JWT assertion (ours).
+fn machine_configs() -> [(&'static str, serde_json::Value); 2] {
+    [
+        (
+            "secret",
+            json!({"grant": "client_credentials", "clientId": "ci", "clientSecret": "ci-secret-value"}),
+        ),
+        (
+            "jwt",
+            json!({"grant": "client_credentials", "clientId": "ci", "privateKey": private_key()}),
+        ),
+    ]
+}
+
+/// Connect with client credentials; the error's text when it fails.
+async fn machine_connect(world: &World, oauth: &serde_json::Value) -> Result<McpToolSource, String> {
+    let options = McpClientOptions::default().with_token_store(MemoryTokenStore::default());
+    connect(world.server(oauth.clone(), "20s"), options)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_refuse_a_token_answer_that_is_not_a_token() {
+    for (kind, oauth) in machine_configs() {
+        for (what, answer) in [
+            (
+                "html",
+                Answer::Raw(200, "text/html", b"<html>Welcome</html>".to_vec()),
+            ),
+            ("an error page", Answer::Raw(500, "text/plain", b"oops".to_vec())),
+            (
+                "a negative expires_in",
+                Answer::Json(json!({"access_token": "t", "token_type": "Bearer", "expires_in": -5})),
+            ),
+            ("no access_token", Answer::Json(json!({"token_type": "Bearer"}))),
+        ] {
+            let world = World::start().await;
+            world.script(|s| s.token = answer);
+            let err = machine_connect(&world, &oauth).await.err();
+            let err = err.unwrap_or_else(|| panic!("{kind}: {what} was taken for a token"));
+            assert!(err.contains("client credentials"), "{kind}: {what}: {err}");
+            assert!(!err.contains("ci-secret-value"), "{kind}: {what}: {err}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_read_a_bounded_token_answer() {
+    for (kind, oauth) in machine_configs() {
+        let world = World::start().await;
+        // 64 MiB of whitespace before a valid token: read whole, it is one.
+        world.script(|s| s.token = Answer::Padded(64 * 1024 * 1024));
+        let err = machine_connect(&world, &oauth).await.err();
+        let err = err.unwrap_or_else(|| panic!("{kind}: a 64 MiB token answer was read whole"));
+        // rmcp's own exchange (the secret) says only "Request failed".
+        assert!(
+            kind == "secret" || err.contains("larger than 1024 KiB"),
+            "{kind}: {err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_survive_an_absurd_expires_in() {
+    for (kind, oauth) in machine_configs() {
+        let world = World::start().await;
+        world.script(|s| s.expires_in = json!(u64::MAX));
+        let source = machine_connect(&world, &oauth)
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert_eq!(echo(&source, "hi").await.unwrap(), "hi", "{kind}");
+        source.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_do_not_follow_a_token_endpoint_redirect() {
+    for (kind, oauth) in machine_configs() {
+        let world = World::start().await;
+        let stray = format!("{}/stray/token", world.shared.stray);
+        world.script(|s| s.token = Answer::Redirect(stray));
+        let err = machine_connect(&world, &oauth).await.err();
+        assert!(err.is_some(), "{kind}: the redirect's token was used");
+        assert!(
+            world.shared.logged("STRAY").is_empty(),
+            "{kind}: {:?}",
+            world.shared.logged("STRAY")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_refuse_metadata_of_another_issuer_or_redirected() {
+    for (kind, oauth) in machine_configs() {
+        let world = World::start().await;
+        let stray = world.shared.stray.clone();
+        world.script(|s| {
+            s.metadata = Some(json!({
+                "issuer": stray, "authorization_endpoint": format!("{stray}/authorize"),
+                "token_endpoint": format!("{stray}/token"), "response_types_supported": ["code"]
+            }))
+        });
+        let err = machine_connect(&world, &oauth).await.err();
+        assert!(
+            err.is_some_and(|e| e.contains("issuer")),
+            "{kind}: another issuer's metadata was used"
+        );
+
+        let world = World::start().await;
+        let stray = format!("{}/.well-known/oauth-authorization-server", world.shared.stray);
+        world.script(|s| s.metadata_redirect = Some(stray));
+        assert!(
+            machine_connect(&world, &oauth).await.is_err(),
+            "{kind}: a redirected metadata document was used"
+        );
+        assert!(world.shared.logged("STRAY").is_empty(), "{kind}");
+        assert!(world.shared.logged("POST /token").is_empty(), "{kind}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_give_up_on_a_token_endpoint_that_never_answers() {
+    for (kind, oauth) in machine_configs() {
+        let world = World::start().await;
+        world.script(|s| s.token = Answer::Stall);
+        let options = McpClientOptions::default().with_token_store(MemoryTokenStore::default());
+        let err = connect(world.server(oauth, "2s"), options).await.err();
+        assert!(matches!(err, Some(McpError::Timeout { .. })), "{kind}: {err:?}");
+    }
 }

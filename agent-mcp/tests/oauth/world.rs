@@ -57,6 +57,8 @@ pub struct Script {
     pub refresh: Answer,
     /// The metadata document, replacing the default one.
     pub metadata: Option<Value>,
+    /// Answer the metadata request with a redirect (307) here instead.
+    pub metadata_redirect: Option<String>,
     /// The scope every token gets, whatever was asked for.
     pub granted_scope: Option<String>,
     /// The resource every token is minted for, whatever was asked for.
@@ -71,6 +73,7 @@ impl Default for Script {
             token: Answer::Token,
             refresh: Answer::Token,
             metadata: None,
+            metadata_redirect: None,
             granted_scope: None,
             minted_for: None,
             expires_in: json!(3600),
@@ -208,8 +211,13 @@ fn as_app(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
+/// The default metadata, or the scripted one.
 async fn as_metadata(State(shared): State<Arc<Shared>>) -> Response {
     shared.record("GET /.well-known/oauth-authorization-server".into());
+    let redirect = shared.script.lock().unwrap().metadata_redirect.clone();
+    if let Some(to) = redirect {
+        return (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response();
+    }
     axum::Json(shared.metadata()).into_response()
 }
 
