@@ -219,3 +219,76 @@ async fn client_credentials_give_up_on_a_token_endpoint_that_never_answers() {
         assert!(matches!(err, Some(McpError::Timeout { .. })), "{kind}: {err:?}");
     }
 }
+
+/// The default metadata with its token endpoint replaced (plain http on a
+/// host that is not loopback: nothing may be sent there).
+fn with_insecure_token_endpoint(world: &World) {
+    let issuer = world.shared.issuer.clone();
+    world.script(|s| {
+        s.metadata = Some(json!({
+            "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+            "token_endpoint": "http://as.example.invalid/token",
+            "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_post", "private_key_jwt", "none"]
+        }))
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_go_to_no_plain_http_token_endpoint_off_loopback() {
+    for (kind, oauth) in machine_configs() {
+        let world = World::start().await;
+        with_insecure_token_endpoint(&world);
+        let err = machine_connect(&world, &oauth).await.err().unwrap_or_default();
+        assert!(
+            err.contains("token endpoint http://as.example.invalid/token is not https"),
+            "{kind}: {err}"
+        );
+    }
+    // A sign-in: refused before the browser is sent anywhere.
+    let world = World::start().await;
+    with_insecure_token_endpoint(&world);
+    let browser = TestBrowser::default();
+    let options = McpClientOptions::default()
+        .with_token_store(MemoryTokenStore::default())
+        .with_browser(browser.clone());
+    let err = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("is not https"), "{err}");
+    assert_eq!(browser.opened.load(Ordering::SeqCst), 0);
+}
+
+/// Sign in through the browser into `store`; the stored credentials are
+/// then made stale (received at the epoch), so the next session refreshes.
+async fn signed_in_and_stale(world: &World, store: &MemoryTokenStore) {
+    use loopwright_mcp::oauth::TokenStore;
+    let options = McpClientOptions::default()
+        .with_token_store(store.clone())
+        .with_browser(TestBrowser::default());
+    let source = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .unwrap();
+    source.close().await;
+    let url = &world.shared.resource;
+    let mut stored = store.load(url).await.unwrap().expect("a stored sign-in");
+    stored.token_received_at = Some(1);
+    store.save(url, stored).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_token_goes_to_no_plain_http_token_endpoint_off_loopback() {
+    let world = World::start().await;
+    let store = MemoryTokenStore::default();
+    signed_in_and_stale(&world, &store).await;
+    with_insecure_token_endpoint(&world);
+    let options = McpClientOptions::default().with_token_store(store.clone());
+    let err = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("is not https"), "{err}");
+}

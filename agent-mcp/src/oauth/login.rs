@@ -10,8 +10,10 @@
 //! rmcp's; this module listens for the redirect and shows the person the
 //! page through a [`Browser`].
 //!
-//! Invariants: the listener is bound to 127.0.0.1 before the page is shown
-//! and closed when the flow ends; only `GET /callback` carrying the `state`
+//! Invariants: the authorization server's endpoints pass
+//! `endpoint`'s check before the page is shown; the
+//! listener is bound to 127.0.0.1 before the page is shown and closed when
+//! the flow ends; only `GET /callback` carrying the `state`
 //! of the authorization request in progress ends the wait: any other
 //! request (another path or method, a missing or wrong `state`) gets a 400
 //! page saying why, and the wait goes on; connections are answered
@@ -25,11 +27,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::transport::auth::{AuthorizationCallback, AuthorizationManager, AuthorizationRequest, OAuthState};
+use rmcp::transport::auth::{
+    AuthorizationCallback, AuthorizationManager, AuthorizationRequest, AuthorizationSession, OAuthState,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::OAuthConfig;
+use super::endpoint::checked_metadata;
 use super::store::{ServerEntry, TokenStore};
 
 /// How long a person has to sign in.
@@ -96,11 +101,14 @@ pub(crate) async fn login(login: Login<'_>, browser: &dyn Browser) -> Result<(),
         store: login.store.clone(),
         url: login.url.to_owned(),
     });
-    let mut state = OAuthState::Unauthorized(manager);
-    state
-        .start_authorization(request(&login, &redirect_uri))
+    // Discovery as rmcp's start_authorization does it, with the endpoints
+    // checked before the browser is sent anywhere or a code exchanged.
+    let metadata = checked_metadata(&manager, login.url, login.challenge.as_deref(), true).await?;
+    manager.set_metadata(metadata);
+    let session = AuthorizationSession::new(manager, request(&login, &redirect_uri))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|(_, e)| e.to_string())?;
+    let mut state = OAuthState::Session(session);
     let page = state.get_authorization_url().await.map_err(|e| e.to_string())?;
     let expected = state_of(&page).ok_or("the authorization URL carries no `state`")?;
     // The browser may only return once the redirect was answered: listen

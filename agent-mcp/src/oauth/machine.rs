@@ -79,11 +79,7 @@ pub(crate) async fn obtain(
         .ok_or("the client-credentials grant needs a `clientId`")?;
     crate::http::ensure_crypto_provider();
     let mut manager = AuthorizationManager::new(url).await.map_err(|e| e.to_string())?;
-    let metadata = manager
-        .resolve_metadata_from_challenge(challenge)
-        .await
-        .map_err(|e| e.to_string())?
-        .metadata;
+    let metadata = super::endpoint::checked_metadata(&manager, url, challenge, false).await?;
     let resource = resource_of(url);
     let token = if let Some(pem) = private_key(config).await? {
         let issuer = metadata

@@ -11,8 +11,11 @@
 //! - [`store`]: where tokens live;
 //! - [`login`]: the browser flow through a loopback redirect;
 //! - [`machine`]: client credentials (secret or JWT assertion);
-//! - [`session`]: the session's HTTP client, 401 and 403 handling.
+//! - [`session`]: the session's HTTP client, 401 and 403 handling;
+//! - `endpoint`: which endpoints may receive credentials (https, or http
+//!   on loopback for a server on loopback).
 pub mod config;
+mod endpoint;
 pub mod login;
 pub mod machine;
 mod private_file;

@@ -7,6 +7,9 @@
 //!   machine token of a client-credentials server, or nothing (a server
 //!   that needs no sign-in); a configured `Authorization` header is left
 //!   alone;
+//! - credentials go only to endpoints that pass
+//!   `endpoint`'s check (stored ones too, before a
+//!   refresh);
 //! - a 401 at connect is answered once: with new client credentials, or,
 //!   when the application can show a person the sign-in page (a
 //!   [`Browser`](super::Browser)), with a sign-in; otherwise the server is
@@ -67,6 +70,12 @@ pub(crate) async fn client(
         url: remote.url.clone(),
     });
     if stored.is_some_and(|s| s.token_response.is_some()) {
+        // The metadata rmcp would discover here, its token endpoint checked
+        // before a refresh token can go to it.
+        let metadata = super::endpoint::checked_metadata(&manager, &remote.url, None, false)
+            .await
+            .map_err(|e| failed(format!("cannot use the stored sign-in: {e}")))?;
+        manager.set_metadata(metadata);
         manager
             .initialize_from_store()
             .await
