@@ -292,3 +292,86 @@ async fn a_refresh_token_goes_to_no_plain_http_token_endpoint_off_loopback() {
         .unwrap_or_default();
     assert!(err.contains("is not https"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_answered_with_a_token_for_another_resource_ends_in_needs_login() {
+    let world = World::start().await;
+    let store = MemoryTokenStore::default();
+    signed_in_and_stale(&world, &store).await;
+    world.script(|s| s.minted_for = Some("https://other.example/mcp".into()));
+    let options = McpClientOptions::default().with_token_store(store.clone());
+    let err = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .err();
+    assert!(matches!(err, Some(McpError::NeedsLogin { .. })), "{err:?}");
+    let refreshes = world.shared.logged("POST /token grant_type=refresh_token");
+    assert!(!refreshes.is_empty() && refreshes.len() <= 2, "{refreshes:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_answered_with_no_token_fails_clearly() {
+    for (what, answer) in [
+        ("html", Answer::Raw(200, "text/html", b"<html>hi</html>".to_vec())),
+        ("64 MiB", Answer::Padded(64 * 1024 * 1024)),
+        ("a redirect", Answer::Redirect("http://127.0.0.1:9/stray".into())),
+    ] {
+        let world = World::start().await;
+        let store = MemoryTokenStore::default();
+        signed_in_and_stale(&world, &store).await;
+        world.script(|s| s.refresh = answer);
+        let options = McpClientOptions::default().with_token_store(store.clone());
+        let err = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| panic!("{what}: the session started"));
+        assert!(err.contains("refresh"), "{what}: {err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_up_that_never_satisfies_the_server_stops_after_max_step_ups() {
+    let world = World::start().await;
+    // The call needs `write`; the authorization server only ever grants `read`.
+    *world.shared.required_scope.lock().unwrap() = Some("write".into());
+    world.script(|s| s.granted_scope = Some("read".into()));
+    let browser = TestBrowser::default();
+    let options = McpClientOptions::default()
+        .with_token_store(MemoryTokenStore::default())
+        .with_browser(browser.clone());
+    let source = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .unwrap();
+    let err = echo(&source, "hi").await.unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "after {} sign-ins for more",
+            loopwright_mcp::oauth::MAX_STEP_UPS
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        browser.opened.load(Ordering::SeqCst),
+        1 + u64::from(loopwright_mcp::oauth::MAX_STEP_UPS)
+    );
+    let step_ups = world.shared.logged("GET /authorize scope=");
+    assert!(
+        step_ups.iter().skip(1).all(|l| l.contains("write")),
+        "{step_ups:#?}"
+    );
+    source.close().await;
+
+    // Unattended (no browser): refused at once, naming why.
+    let world = World::start().await;
+    *world.shared.required_scope.lock().unwrap() = Some("write".into());
+    world.script(|s| s.granted_scope = Some("read".into()));
+    let store = MemoryTokenStore::default();
+    signed_in_and_stale(&world, &store).await;
+    let options = McpClientOptions::default().with_token_store(store);
+    let source = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .unwrap();
+    let err = echo(&source, "hi").await.unwrap_err();
+    assert!(err.contains("nobody can sign in now"), "{err}");
+    source.close().await;
+}
