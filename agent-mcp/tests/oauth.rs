@@ -375,3 +375,56 @@ async fn a_step_up_that_never_satisfies_the_server_stops_after_max_step_ups() {
     assert!(err.contains("nobody can sign in now"), "{err}");
     source.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_up_nobody_completes_ends_with_the_call() {
+    let world = World::start().await;
+    *world.shared.required_scope.lock().unwrap() = Some("write".into());
+    world.script(|s| s.granted_scope = Some("read".into()));
+    // The first sign-in completes; the person never comes back from the
+    // step-up's.
+    let browser = TestBrowser::stalling_from(2);
+    let options = McpClientOptions::default()
+        .with_token_store(MemoryTokenStore::default())
+        .with_browser(browser.clone());
+    let source = connect(world.server(json!({"clientId": "app"}), "20s"), options)
+        .await
+        .unwrap();
+    let tools = source.tools().await.unwrap();
+    let echo_tool = tools[0].clone();
+
+    // Cancelled while the step-up's page is open: the call ends cancelled.
+    let token = loopwright_core::CancellationToken::new();
+    let ctx = ToolContext::new("c").with_cancellation(token.clone());
+    let tool = echo_tool.clone();
+    let call = tokio::spawn(async move { tool.call(json!({"text": "hi"}), ctx).await });
+    let mut pages = browser.pages.subscribe();
+    tokio::time::timeout(HANG_GUARD, pages.wait_for(|n| *n >= 2))
+        .await
+        .expect("no step-up sign-in")
+        .unwrap();
+    token.cancel();
+    let ended = tokio::time::timeout(HANG_GUARD, call)
+        .await
+        .expect("the cancelled call waited for the sign-in")
+        .unwrap();
+    assert!(
+        matches!(ended, Err(loopwright_core::ToolError::Cancelled)),
+        "{ended:?}"
+    );
+
+    // With a deadline: the call fails when it passes, saying why.
+    let ctx = ToolContext::new("c").with_deadline(tokio::time::Instant::now() + Duration::from_secs(1));
+    let out = tokio::time::timeout(HANG_GUARD, echo_tool.call(json!({"text": "hi"}), ctx))
+        .await
+        .expect("the call outlived its deadline");
+    let text = match out {
+        Ok(out) => out.as_text(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        text.contains("sign-in for more OAuth scope did not end"),
+        "{text}"
+    );
+    source.close().await;
+}

@@ -16,7 +16,9 @@
 //!   reported as needing login ([`McpError::NeedsLogin`]), and the run goes
 //!   on without it;
 //! - a 403 `insufficient_scope` on a call is answered by a sign-in for the
-//!   scopes the challenge names, at most [`MAX_STEP_UPS`] times per call.
+//!   scopes the challenge names, at most [`MAX_STEP_UPS`] times per call,
+//!   each within the call (ended by its cancellation, bounded by its
+//!   timeout or deadline).
 
 use std::sync::Arc;
 

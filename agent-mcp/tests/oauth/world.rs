@@ -472,8 +472,12 @@ pub enum Probes {
 #[derive(Clone, Default)]
 pub struct TestBrowser {
     pub probes: Probes,
+    /// From this sign-in on (1 is the first), the person never comes back.
+    pub stall_from: Option<u64>,
     pub answers: Arc<Mutex<Vec<String>>>,
     pub opened: Arc<AtomicU64>,
+    /// The number of pages opened, for tests to wait on.
+    pub pages: Arc<tokio::sync::watch::Sender<u64>>,
     silent: Arc<Mutex<Vec<tokio::net::TcpStream>>>,
     /// The deliveries of the real redirects: the sign-in may end (and drop
     /// `open`) as soon as the listener has it, before its answer is read.
@@ -484,6 +488,14 @@ impl TestBrowser {
     pub fn with_probes(probes: Probes) -> Self {
         Self {
             probes,
+            ..Self::default()
+        }
+    }
+
+    /// A browser whose person never comes back from sign-in `from` on.
+    pub fn stalling_from(from: u64) -> Self {
+        Self {
+            stall_from: Some(from),
             ..Self::default()
         }
     }
@@ -505,7 +517,11 @@ impl TestBrowser {
 #[async_trait::async_trait]
 impl loopwright_mcp::oauth::Browser for TestBrowser {
     async fn open(&self, _server: &str, url: &str) -> Result<(), String> {
-        self.opened.fetch_add(1, Ordering::SeqCst);
+        let opened = self.opened.fetch_add(1, Ordering::SeqCst) + 1;
+        self.pages.send_replace(opened);
+        if self.stall_from.is_some_and(|from| opened >= from) {
+            return std::future::pending().await;
+        }
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
