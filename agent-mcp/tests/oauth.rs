@@ -428,3 +428,19 @@ async fn a_step_up_nobody_completes_ends_with_the_call() {
     );
     source.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_may_take_longer_to_sign_in_than_the_connect_timeout() {
+    let world = World::start().await;
+    // The person takes 3 s; the server's connect timeout is 2 s, which
+    // bounds the connection attempts, not the sign-in (LOGIN_TIMEOUT does).
+    let browser = TestBrowser::taking(Duration::from_secs(3));
+    let options = McpClientOptions::default()
+        .with_token_store(MemoryTokenStore::default())
+        .with_browser(browser.clone());
+    let source = connect(world.server(json!({"clientId": "app"}), "2s"), options)
+        .await
+        .expect("the sign-in was cut by the connect timeout");
+    assert_eq!(echo(&source, "hello").await.unwrap(), "hello");
+    source.close().await;
+}

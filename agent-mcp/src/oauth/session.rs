@@ -86,6 +86,13 @@ pub(crate) async fn client(
     Ok((client(manager), None))
 }
 
+/// Whether answering a 401 signs a person in (the authorization-code grant
+/// with a [`Browser`](super::Browser) to show the page), which may take as
+/// long as the person does, up to `LOGIN_TIMEOUT`.
+pub(crate) fn signs_in_a_person(oauth: Option<&OAuthConfig>, shared: &Shared) -> bool {
+    oauth.is_none_or(|o| o.grant != OAuthGrant::ClientCredentials) && shared.options.browser().is_some()
+}
+
 /// Answer the server's 401 challenge (see the module docs); afterwards a
 /// new session carries the new credentials.
 pub(crate) async fn authorize(

@@ -474,6 +474,8 @@ pub struct TestBrowser {
     pub probes: Probes,
     /// From this sign-in on (1 is the first), the person never comes back.
     pub stall_from: Option<u64>,
+    /// How long the person takes to sign in.
+    pub takes: Option<std::time::Duration>,
     pub answers: Arc<Mutex<Vec<String>>>,
     pub opened: Arc<AtomicU64>,
     /// The number of pages opened, for tests to wait on.
@@ -488,6 +490,14 @@ impl TestBrowser {
     pub fn with_probes(probes: Probes) -> Self {
         Self {
             probes,
+            ..Self::default()
+        }
+    }
+
+    /// A browser whose person takes `time` to sign in.
+    pub fn taking(time: std::time::Duration) -> Self {
+        Self {
+            takes: Some(time),
             ..Self::default()
         }
     }
@@ -521,6 +531,9 @@ impl loopwright_mcp::oauth::Browser for TestBrowser {
         self.pages.send_replace(opened);
         if self.stall_from.is_some_and(|from| opened >= from) {
             return std::future::pending().await;
+        }
+        if let Some(time) = self.takes {
+            tokio::time::sleep(time).await;
         }
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
