@@ -444,3 +444,22 @@ async fn a_person_may_take_longer_to_sign_in_than_the_connect_timeout() {
     assert_eq!(echo(&source, "hello").await.unwrap(), "hello");
     source.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_key_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("key.pem");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    for (path, what) in [(fifo.to_str().unwrap(), "a FIFO"), ("/dev/zero", "a device")] {
+        let world = World::start().await;
+        let oauth = json!({"grant": "client_credentials", "clientId": "ci", "privateKeyFile": path});
+        let err = machine_connect(&world, &oauth).await.err().unwrap_or_default();
+        assert!(
+            err.contains(&format!(
+                "cannot read the private key {path}: not a regular file ({what})"
+            )),
+            "{err}"
+        );
+    }
+}

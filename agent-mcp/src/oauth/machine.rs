@@ -122,13 +122,22 @@ async fn private_key(config: &OAuthConfig) -> Result<Option<String>, String> {
     if let Some(pem) = &config.private_key {
         return Ok(Some(pem.clone()));
     }
-    match &config.private_key_file {
-        Some(path) => tokio::fs::read_to_string(path)
-            .await
-            .map(Some)
-            .map_err(|e| format!("cannot read the private key {}: {e}", path.display())),
-        None => Ok(None),
-    }
+    let Some(path) = config.private_key_file.clone() else {
+        return Ok(None);
+    };
+    // A regular file only (a FIFO would block, a device never end), as
+    // every file a person names.
+    let read = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            loopwright_core::named_file::read_text(&path, loopwright_core::named_file::MAX_TEXT_FILE_BYTES)
+        })
+    };
+    read.await
+        .map_err(|e| e.to_string())
+        .and_then(|read| read.map_err(|e| e.to_string()))
+        .map(Some)
+        .map_err(|e| format!("cannot read the private key {}: {e}", path.display()))
 }
 
 /// The DER bytes of a PEM block.
