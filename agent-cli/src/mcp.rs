@@ -56,6 +56,9 @@ pub async fn run(args: McpArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    // Errors, and the token store's warnings (a token file others could
+    // read is tightened), on stderr.
+    crate::trace::init(crate::trace::TraceOptions::default(), config.secret_values());
     let store = match FileTokenStore::default_location() {
         Ok(store) => store,
         Err(e) => {

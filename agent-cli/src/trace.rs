@@ -18,6 +18,10 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// Shorter values are not treated as secrets.
 pub const MIN_SECRET_LEN: usize = 6;
 
+/// The tracing target of the MCP OAuth token store, whose warnings are
+/// always shown.
+const TOKEN_STORE_TARGET: &str = "loopwright_mcp::oauth::store";
+
 /// What to trace.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TraceOptions {
@@ -69,6 +73,14 @@ pub fn init(options: TraceOptions, secrets: Vec<String>) {
             .with_target("loopwright_mcp", LevelFilter::TRACE)
             .with_target("rmcp", LevelFilter::DEBUG);
     }
+    // The token store's warnings (a token file others could read, now
+    // tightened) are shown whatever the verbosity.
+    let store = if options.mcp {
+        LevelFilter::TRACE
+    } else {
+        base.max(LevelFilter::WARN)
+    };
+    targets = targets.with_target(TOKEN_STORE_TARGET, store);
     let mut secrets: Vec<String> = secrets
         .into_iter()
         .filter(|s| s.len() >= MIN_SECRET_LEN)

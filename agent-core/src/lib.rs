@@ -49,6 +49,10 @@ pub mod media;
 mod message;
 mod model;
 pub mod model_error;
+/// Reading files a person names: regular files only, opened without
+/// blocking, under a size limit (documented as `loopwright::textfile`).
+#[doc(hidden)]
+pub mod named_file;
 pub mod output;
 pub mod preflight;
 mod progress;

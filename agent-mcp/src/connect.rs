@@ -1,5 +1,6 @@
 //! Opening one connection: resolve the config, start the transport, and
-//! begin the session, all under the connect timeout.
+//! begin the session, all under the connect timeout (but for the time a
+//! person takes to sign in, which has its own limit).
 //!
 //! Over stdio and streamable HTTP the session begins as 2026-07-28 does
 //! (`server/discover`, then stateless requests with per-request `_meta`)
@@ -30,6 +31,9 @@ pub(crate) struct Connection {
     #[cfg(feature = "stdio")]
     process: Option<StdioProcess>,
     pub(crate) instructions: Option<String>,
+    /// How long a person took to sign in while this connection was made
+    /// (not counted against the connect timeout).
+    pub(crate) signing_in: std::time::Duration,
     /// Set when a send failed (e.g. HTTP connection refused): the session is
     /// not trusted any more and the next call reconnects.
     broken: std::sync::atomic::AtomicBool,
@@ -56,6 +60,7 @@ impl Connection {
             #[cfg(feature = "stdio")]
             process,
             instructions,
+            signing_in: std::time::Duration::ZERO,
             broken: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -162,10 +167,25 @@ async fn connect_unredacted(config: &McpServerConfig, shared: Arc<Shared>) -> Re
     let attempts = async {
         let mut mode = lifecycle();
         let mut authorized = false;
+        // The connect timeout bounds the attempts, not a person's sign-in
+        // (which has its own limit, LOGIN_TIMEOUT): the time one takes
+        // moves the deadline.
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut signing_in = std::time::Duration::ZERO;
         loop {
-            let attempt = Box::pin(connect_once(&resolved, shared.clone(), mode.clone())).await;
+            let attempt = tokio::time::timeout_at(
+                deadline,
+                Box::pin(connect_once(&resolved, shared.clone(), mode.clone())),
+            )
+            .await
+            .map_err(|_| timed_out())?;
             match attempt {
-                Ok(conn) => return Ok(conn),
+                Ok(mut conn) => {
+                    conn.signing_in = signing_in;
+                    return Ok(conn);
+                }
                 Err(Failure::Error(e)) => return Err(e),
                 Err(Failure::Fallback(e)) => {
                     if mode == ClientLifecycleMode::Initialize {
@@ -177,17 +197,10 @@ async fn connect_unredacted(config: &McpServerConfig, shared: Arc<Shared>) -> Re
                 #[cfg(feature = "oauth")]
                 Err(Failure::Unauthorized(challenge)) if !authorized => {
                     authorized = true;
-                    let McpTransport::Http(remote) = &resolved.transport else {
-                        return Err(failed(&name, "the server answered 401"));
-                    };
-                    crate::oauth::session::authorize(
-                        &name,
-                        &remote.url,
-                        resolved.oauth.as_ref(),
-                        &challenge,
-                        &shared,
-                    )
-                    .await?;
+                    signing_in = answer_challenge(&resolved, &challenge, &shared, deadline)
+                        .await?
+                        .ok_or_else(timed_out)?;
+                    deadline += signing_in;
                 }
                 Err(Failure::Unauthorized(_)) => {
                     let _ = &mut authorized;
@@ -199,9 +212,34 @@ async fn connect_unredacted(config: &McpServerConfig, shared: Arc<Shared>) -> Re
             }
         }
     };
-    tokio::time::timeout(timeout, attempts)
-        .await
-        .unwrap_or_else(|_| Err(timed_out()))
+    attempts.await
+}
+
+/// Answer a 401's `challenge` (`oauth::session::authorize`) before
+/// `deadline`: the time a person took to sign in (not counted against the
+/// deadline; zero for client credentials), or `None` when the deadline
+/// passed first.
+#[cfg(feature = "oauth")]
+async fn answer_challenge(
+    resolved: &McpServerConfig,
+    challenge: &str,
+    shared: &Shared,
+    deadline: tokio::time::Instant,
+) -> Result<Option<std::time::Duration>, McpError> {
+    let McpTransport::Http(remote) = &resolved.transport else {
+        return Err(failed(&resolved.name, "the server answered 401"));
+    };
+    let oauth = resolved.oauth.as_ref();
+    let authorizing = crate::oauth::session::authorize(&resolved.name, &remote.url, oauth, challenge, shared);
+    if crate::oauth::session::signs_in_a_person(oauth, shared) {
+        let started = tokio::time::Instant::now();
+        authorizing.await?;
+        return Ok(Some(started.elapsed()));
+    }
+    match tokio::time::timeout_at(deadline, authorizing).await {
+        Ok(authorized) => authorized.map(|()| Some(std::time::Duration::ZERO)),
+        Err(_) => Ok(None),
+    }
 }
 
 fn failed(server: &str, message: impl std::fmt::Display) -> McpError {

@@ -130,12 +130,8 @@ impl SourceInner {
                         )));
                     }
                     step_ups += 1;
-                    match self.step_up(&challenge).await {
-                        Ok(()) => continue,
-                        Err(why) => Err(RequestError::Failed(format!(
-                            "the server needs more OAuth scope for this call ({why}); sign in again"
-                        ))),
-                    }
+                    self.step_up_within(&challenge, ctx).await?;
+                    continue;
                 }
                 Err(ServiceError::TransportSend(e)) => match classify(&e) {
                     // Never reached the server, the transport is gone:
@@ -240,6 +236,38 @@ fn insufficient_scope(error: &(dyn std::error::Error + 'static)) -> Option<Strin
 
 #[cfg(feature = "oauth")]
 impl SourceInner {
+    /// [`Self::step_up`] as part of the call: it ends when the call is
+    /// cancelled, and within the call's timeout (the server's call timeout,
+    /// else what is left of the call's deadline), so an authorization
+    /// server that never sends the person back cannot hold the call.
+    async fn step_up_within(&self, challenge: &str, ctx: &ToolContext) -> Result<(), RequestError> {
+        let limit = self.config.call_timeout.or_else(|| {
+            ctx.deadline()
+                .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+        });
+        let step_up = async {
+            let signed_in = match limit {
+                Some(limit) => tokio::time::timeout(limit, self.step_up(challenge))
+                    .await
+                    .map_err(|_| {
+                        RequestError::TimedOut(format!(
+                            "the sign-in for more OAuth scope did not end within the call's {limit:?}"
+                        ))
+                    })?,
+                None => self.step_up(challenge).await,
+            };
+            signed_in.map_err(|why| {
+                RequestError::Failed(format!(
+                    "the server needs more OAuth scope for this call ({why}); sign in again"
+                ))
+            })
+        };
+        tokio::select! {
+            stepped = step_up => stepped,
+            () = ctx.cancellation().cancelled() => Err(RequestError::Cancelled),
+        }
+    }
+
     /// Sign in for the scopes `challenge` names (see `oauth::session`).
     async fn step_up(&self, challenge: &str) -> Result<(), String> {
         let resolved = self.config.resolved().map_err(|e| e.to_string())?;

@@ -92,6 +92,9 @@ impl McpToolSource {
         // One budget for connecting, initializing and discovering.
         let deadline = tokio::time::Instant::now() + timeout;
         let mut conn = Arc::new(connect(&config, shared.clone()).await?);
+        // A person's sign-in while connecting is not counted (it has its
+        // own limit).
+        let deadline = deadline + conn.signing_in;
         let inner = Arc::new(SourceInner {
             instructions: Mutex::new(conn.instructions.clone()),
             conn: RwLock::new(Some(conn.clone())),

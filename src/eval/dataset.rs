@@ -4,7 +4,10 @@
 //! Invariant: a dataset that loads is usable as it is: every regex
 //! compiles, every schema is a JSON Schema, every case has a prompt or
 //! messages and at least one expectation; anything else is an error naming
-//! the file, the key path (`cases[2].expect[0].regex`) and its line.
+//! the file, the key path (`cases[2].expect[0].regex`) and its line. The
+//! file is read only when it is a regular file (a FIFO or a device such as
+//! `/dev/zero` is refused on the opened handle) of at most
+//! [`MAX_DATASET_BYTES`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -15,6 +18,15 @@ use serde_json::{Map, Value};
 use super::expect::{Expectation, ToolExpectation};
 use crate::frontmatter::yaml;
 use crate::json::type_name;
+
+/// The largest dataset file read: thousands of cases with long prompts
+/// fit; a larger file is refused (naming it and this limit) rather than
+/// parsed into memory.
+///
+/// ```
+/// assert_eq!(loopwright::eval::MAX_DATASET_BYTES, 16 * 1024 * 1024);
+/// ```
+pub const MAX_DATASET_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The keys of a dataset file.
 const DATASET_KEYS: [&str; 2] = ["judge", "cases"];
@@ -188,11 +200,15 @@ impl Dataset {
         Self { judge: None, cases }
     }
 
-    /// Read a dataset file: YAML, or JSON (which is YAML too).
+    /// Read a dataset file: YAML, or JSON (which is YAML too); a regular
+    /// file of at most [`MAX_DATASET_BYTES`] (a FIFO or a device is refused
+    /// before a byte is read).
     pub fn load(path: &Path) -> Result<Self, DatasetError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Read {
-            path: path.to_path_buf(),
-            source,
+        let text = loopwright_core::named_file::read_text(path, MAX_DATASET_BYTES).map_err(|source| {
+            DatasetError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         Self::parse(&text, path)
     }

@@ -43,7 +43,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use loopwright_core::{Agent, AgentEvent, AgentResult, ExitReason, LanguageModel, Usage};
 
-pub use dataset::{Case, Dataset, DatasetError};
+pub use dataset::{Case, Dataset, DatasetError, MAX_DATASET_BYTES};
 pub use expect::{Expectation, RunView, ToolCallView, ToolExpectation};
 pub use judge::JUDGE_SYSTEM;
 pub use report::{CaseReport, EvalReport, ExpectationResult, RunReport};

@@ -1,9 +1,11 @@
 //! The JSON-lines files of a cassette: reading them with line numbers,
 //! appending whole lines.
 //!
-//! Invariant: a line is appended with one `write` of the line and its
+//! Invariants: a line is appended with one `write` of the line and its
 //! newline, under the file's lock, so concurrent recorders never interleave
-//! and a line is whole or absent.
+//! and a line is whole or absent; a file is read only when it is a regular
+//! file (a FIFO or a device such as `/dev/zero` is refused on the opened
+//! handle, before a byte is read) of at most [`MAX_CASSETTE_FILE_BYTES`].
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -14,9 +16,23 @@ use serde::de::DeserializeOwned;
 
 use super::CassetteError;
 
+/// The largest cassette file read (`model.jsonl`, one `tools/*.jsonl`):
+/// each model call's line holds the whole request, so a long recorded run
+/// takes tens of MiB; a larger file is refused, naming it and this limit.
+///
+/// ```
+/// assert_eq!(loopwright_core::replay::MAX_CASSETTE_FILE_BYTES, 256 * 1024 * 1024);
+/// ```
+pub const MAX_CASSETTE_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The text of a cassette file (see the module docs).
+fn read_text(path: &Path) -> std::io::Result<String> {
+    crate::named_file::read_text(path, MAX_CASSETTE_FILE_BYTES)
+}
+
 /// Every non-blank line of `path` parsed as `T`, with its 1-based number.
 pub(crate) fn read<T: DeserializeOwned>(path: &Path) -> Result<Vec<(usize, T)>, CassetteError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CassetteError::io(path, e))?;
+    let text = read_text(path).map_err(|e| CassetteError::io(path, e))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -33,8 +49,12 @@ pub(crate) fn read<T: DeserializeOwned>(path: &Path) -> Result<Vec<(usize, T)>, 
 }
 
 /// The number of lines in `path` (0 when it does not exist).
-fn count_lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+fn count_lines(path: &Path) -> Result<usize, CassetteError> {
+    match read_text(path) {
+        Ok(text) => Ok(text.lines().count()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(CassetteError::io(path, e)),
+    }
 }
 
 /// A JSON-lines file that recorders append to.
@@ -73,7 +93,7 @@ impl Appender {
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| CassetteError::io(dir, e))?;
             }
-            let lines = count_lines(&self.path);
+            let lines = count_lines(&self.path)?;
             let file = OpenOptions::new()
                 .create(true)
                 .append(true)

@@ -61,6 +61,7 @@ use std::sync::{Arc, Mutex};
 
 pub use diff::{DIFF_CONTEXT_CHARS, first_difference};
 pub use events::{RecordedError, RecordedItem};
+pub use lines::MAX_CASSETTE_FILE_BYTES;
 pub use model::{MODEL_FILE, ModelCall, RecordingModel, ReplayMiss, ReplayModel};
 pub use request::{HASH_PREFIX, RequestSettings, RequestSummary, ToolSummary, VOLATILE_FIELDS, hash_value};
 pub use tools::{

@@ -10,20 +10,31 @@
 //! rmcp's; this module listens for the redirect and shows the person the
 //! page through a [`Browser`].
 //!
-//! Invariants: the listener is bound to 127.0.0.1 before the page is shown,
-//! answers only `GET /callback` (anything else gets 404 and the wait goes
-//! on), and is closed when the flow ends; the flow ends within
+//! Invariants: the authorization server's endpoints pass
+//! `endpoint`'s check before the page is shown; the
+//! listener is bound to 127.0.0.1 before the page is shown and closed when
+//! the flow ends; only `GET /callback` carrying the `state`
+//! of the authorization request in progress ends the wait: any other
+//! request (another path or method, a missing or wrong `state`) gets a 400
+//! page saying why, and the wait goes on; connections are answered
+//! concurrently (at most [`MAX_CALLBACK_CONNECTIONS`] at once), each read
+//! bounded in size ([`MAX_CALLBACK_REQUEST_BYTES`]) and time
+//! ([`CALLBACK_READ_TIMEOUT`]), so a local client that connects and says
+//! nothing cannot hold the real redirect back; the flow ends within
 //! [`LOGIN_TIMEOUT`]; tokens go to the token store and never to a log.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rmcp::transport::auth::{AuthorizationCallback, AuthorizationManager, AuthorizationRequest, OAuthState};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
+use rmcp::transport::auth::{
+    AuthorizationCallback, AuthorizationManager, AuthorizationRequest, AuthorizationSession, OAuthState,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 use super::OAuthConfig;
+use super::endpoint::checked_metadata;
 use super::store::{ServerEntry, TokenStore};
 
 /// How long a person has to sign in.
@@ -32,6 +43,12 @@ pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 pub const CALLBACK_PATH: &str = "/callback";
 /// The client name given in dynamic registration when the config names none.
 pub const DEFAULT_CLIENT_NAME: &str = "loopwright";
+/// The longest request head the loopback listener reads.
+pub const MAX_CALLBACK_REQUEST_BYTES: usize = 16 * 1024;
+/// How long the loopback listener waits for one connection's request.
+pub const CALLBACK_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections the loopback listener answers at once; more are closed.
+pub const MAX_CALLBACK_CONNECTIONS: usize = 16;
 
 /// Shows a person the authorization page: opens a browser, prints the URL,
 /// or (in tests) plays the browser itself.
@@ -84,16 +101,20 @@ pub(crate) async fn login(login: Login<'_>, browser: &dyn Browser) -> Result<(),
         store: login.store.clone(),
         url: login.url.to_owned(),
     });
-    let mut state = OAuthState::Unauthorized(manager);
-    state
-        .start_authorization(request(&login, &redirect_uri))
+    // Discovery as rmcp's start_authorization does it, with the endpoints
+    // checked before the browser is sent anywhere or a code exchanged.
+    let metadata = checked_metadata(&manager, login.url, login.challenge.as_deref(), true).await?;
+    manager.set_metadata(metadata);
+    let session = AuthorizationSession::new(manager, request(&login, &redirect_uri))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|(_, e)| e.to_string())?;
+    let mut state = OAuthState::Session(session);
     let page = state.get_authorization_url().await.map_err(|e| e.to_string())?;
+    let expected = state_of(&page).ok_or("the authorization URL carries no `state`")?;
     // The browser may only return once the redirect was answered: listen
     // while it opens the page.
     let flow = async {
-        let wait = wait_for_callback(&listener, port);
+        let wait = wait_for_callback(&listener, port, &expected);
         tokio::pin!(wait);
         tokio::select! {
             callback = &mut wait => callback,
@@ -142,49 +163,125 @@ fn request(login: &Login<'_>, redirect_uri: &str) -> AuthorizationRequest {
     request
 }
 
-/// Answer connections until one is `GET /callback?...`; its parameters.
-async fn wait_for_callback(listener: &TcpListener, port: u16) -> Result<AuthorizationCallback, String> {
+/// The `state` parameter of a URL.
+fn state_of(url: &str) -> Option<String> {
+    url::Url::parse(url)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Answer connections until one is the redirect of this sign-in (see the
+/// module docs); its parameters, or the authorization server's refusal.
+async fn wait_for_callback(
+    listener: &TcpListener,
+    port: u16,
+    expected: &str,
+) -> Result<AuthorizationCallback, String> {
+    let mut connections = tokio::task::JoinSet::new();
     loop {
-        let (stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut reader = BufReader::new(stream);
-        let mut line = String::new();
-        if reader.read_line(&mut line).await.is_err() {
-            continue;
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = accepted.map_err(|e| e.to_string())?;
+                // Beyond the limit the stream is dropped, closing it.
+                if connections.len() < MAX_CALLBACK_CONNECTIONS {
+                    connections.spawn(answer(stream, port, expected.to_owned()));
+                }
+            }
+            Some(answered) = connections.join_next() => {
+                if let Ok(Some(outcome)) = answered {
+                    return outcome;
+                }
+            }
         }
-        // Drain the headers so the client sees a clean answer.
-        let mut header = String::new();
-        while reader.read_line(&mut header).await.is_ok_and(|n| n > 2) {
-            header.clear();
-        }
-        let target = line.split_whitespace().nth(1).unwrap_or_default().to_owned();
-        let mut stream = reader.into_inner();
-        let on_path = line.starts_with("GET ")
-            && (target == CALLBACK_PATH || target.starts_with(&format!("{CALLBACK_PATH}?")));
-        if !on_path {
-            let _ = stream
-                .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                .await;
-            continue;
-        }
-        let url = format!("http://127.0.0.1:{port}{target}");
-        let refused = refusal(&url);
-        let (status, body) = match &refused {
-            Some(e) => (
+    }
+}
+
+/// Read one request and answer it; `Some` when it ends the wait.
+async fn answer(
+    mut stream: TcpStream,
+    port: u16,
+    expected: String,
+) -> Option<Result<AuthorizationCallback, String>> {
+    let head = tokio::time::timeout(CALLBACK_READ_TIMEOUT, read_head(&mut stream))
+        .await
+        .ok()??;
+    let line = head.lines().next().unwrap_or_default();
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let on_path = target == CALLBACK_PATH || target.starts_with(&format!("{CALLBACK_PATH}?"));
+    if method != "GET" || !on_path {
+        reply(&mut stream, "400 Bad Request", &format!(
+            "Not the sign-in redirect: this address only answers GET {CALLBACK_PATH}. The sign-in is still waiting."
+        ))
+        .await;
+        return None;
+    }
+    let url = format!("http://127.0.0.1:{port}{target}");
+    match state_of(&url) {
+        Some(state) if state == expected => {}
+        found => {
+            let why = if found.is_some() {
+                "its state does not match"
+            } else {
+                "it carries no state"
+            };
+            reply(
+                &mut stream,
                 "400 Bad Request",
-                format!("Sign-in failed: {}. You can close this window.", html_escape(e)),
-            ),
-            None => ("200 OK", "Signed in. You can close this window.".to_owned()),
-        };
-        let page = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = stream.write_all(page.as_bytes()).await;
-        let _ = stream.shutdown().await;
-        if let Some(e) = refused {
-            return Err(format!("the authorization server refused: {e}"));
+                &format!(
+                    "Not the redirect of the sign-in in progress ({why}). The sign-in is still waiting."
+                ),
+            )
+            .await;
+            return None;
         }
-        return AuthorizationCallback::from_redirect_url(&url).map_err(|e| e.to_string());
+    }
+    if let Some(e) = refusal(&url) {
+        let page = format!("Sign-in failed: {}. You can close this window.", html_escape(&e));
+        reply(&mut stream, "400 Bad Request", &page).await;
+        return Some(Err(format!("the authorization server refused: {e}")));
+    }
+    let callback = AuthorizationCallback::from_redirect_url(&url).map_err(|e| e.to_string());
+    match &callback {
+        Ok(_) => reply(&mut stream, "200 OK", "Signed in. You can close this window.").await,
+        Err(e) => {
+            let page = format!("Sign-in failed: {}. You can close this window.", html_escape(e));
+            reply(&mut stream, "400 Bad Request", &page).await;
+        }
+    }
+    Some(callback)
+}
+
+/// The request line and headers (up to the blank line), at most
+/// [`MAX_CALLBACK_REQUEST_BYTES`]; `None` when the client closed early, sent
+/// more, or not text.
+async fn read_head(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !head.ends_with(b"\r\n\r\n") && !head.ends_with(b"\n\n") {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 || head.len() + n > MAX_CALLBACK_REQUEST_BYTES {
+            return None;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(head).ok()
+}
+
+/// Send a short HTML page and close.
+async fn reply(stream: &mut TcpStream, status: &str, body: &str) {
+    let page = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    // The client may be gone; the wait is decided either way.
+    if let Err(e) = stream.write_all(page.as_bytes()).await {
+        tracing::debug!(error = %e, "the sign-in redirect's client left before its answer");
+    }
+    if let Err(e) = stream.shutdown().await {
+        tracing::debug!(error = %e, "closing a sign-in redirect connection failed");
     }
 }
 

@@ -8,8 +8,12 @@
 //! Invariants: the assertion's `iss` and `sub` are the client id, its `aud`
 //! the authorization server's issuer, it expires after
 //! [`ASSERTION_LIFETIME`] and carries a random `jti`; every token request
-//! names the resource (RFC 8707); neither the secret, the key nor the token
-//! appears in an error.
+//! names the resource (RFC 8707); the assertion is posted to the metadata's
+//! token endpoint only (a redirect is refused, not followed), the answer
+//! read up to [`MAX_TOKEN_RESPONSE_BYTES`] within [`TOKEN_REQUEST_TIMEOUT`]
+//! (rmcp bounds the secret's exchange alike); a token's `expires_in`, however
+//! large, never overflows the clock; neither the secret, the key nor the
+//! token appears in an error.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,6 +28,18 @@ use super::{JwtAlgorithm, OAuthConfig};
 
 /// How long a signed client assertion is valid.
 pub const ASSERTION_LIFETIME: Duration = Duration::from_secs(300);
+/// The longest token endpoint answer read (as rmcp reads its own).
+///
+/// ```
+/// assert_eq!(loopwright_mcp::oauth::MAX_TOKEN_RESPONSE_BYTES, 1024 * 1024);
+/// ```
+pub const MAX_TOKEN_RESPONSE_BYTES: usize = 1024 * 1024;
+/// How long a token request may take (as rmcp's own).
+///
+/// ```
+/// assert_eq!(loopwright_mcp::oauth::TOKEN_REQUEST_TIMEOUT.as_secs(), 30);
+/// ```
+pub const TOKEN_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// An access token and when it stops being usable.
 #[derive(Clone)]
@@ -63,11 +79,7 @@ pub(crate) async fn obtain(
         .ok_or("the client-credentials grant needs a `clientId`")?;
     crate::http::ensure_crypto_provider();
     let mut manager = AuthorizationManager::new(url).await.map_err(|e| e.to_string())?;
-    let metadata = manager
-        .resolve_metadata_from_challenge(challenge)
-        .await
-        .map_err(|e| e.to_string())?
-        .metadata;
+    let metadata = super::endpoint::checked_metadata(&manager, url, challenge, false).await?;
     let resource = resource_of(url);
     let token = if let Some(pem) = private_key(config).await? {
         let issuer = metadata
@@ -110,13 +122,22 @@ async fn private_key(config: &OAuthConfig) -> Result<Option<String>, String> {
     if let Some(pem) = &config.private_key {
         return Ok(Some(pem.clone()));
     }
-    match &config.private_key_file {
-        Some(path) => tokio::fs::read_to_string(path)
-            .await
-            .map(Some)
-            .map_err(|e| format!("cannot read the private key {}: {e}", path.display())),
-        None => Ok(None),
-    }
+    let Some(path) = config.private_key_file.clone() else {
+        return Ok(None);
+    };
+    // A regular file only (a FIFO would block, a device never end), as
+    // every file a person names.
+    let read = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            loopwright_core::named_file::read_text(&path, loopwright_core::named_file::MAX_TEXT_FILE_BYTES)
+        })
+    };
+    read.await
+        .map_err(|e| e.to_string())
+        .and_then(|read| read.map_err(|e| e.to_string()))
+        .map(Some)
+        .map_err(|e| format!("cannot read the private key {}: {e}", path.display()))
 }
 
 /// The DER bytes of a PEM block.
@@ -199,18 +220,8 @@ async fn jwt_exchange(
         }
         form.finish()
     };
-    let response = crate::http::client()
-        .post(token_endpoint)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("accept", "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| format!("token request to {token_endpoint} failed: {e}"))?;
-    let status = response.status();
-    let body: Value = response
-        .json()
-        .await
+    let (status, bytes) = post_form(token_endpoint, body).await?;
+    let body: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("the token endpoint answered {status} with no JSON: {e}"))?;
     if !status.is_success() {
         let error = body
@@ -225,6 +236,47 @@ async fn jwt_exchange(
         .map_err(|e| format!("the token endpoint's answer is not a token response: {e}"))
 }
 
+/// POST `body` (a form) to the token endpoint: its status and answer,
+/// read up to [`MAX_TOKEN_RESPONSE_BYTES`]; a redirect is an error (the
+/// assertion goes to the endpoint the metadata names and nowhere else).
+async fn post_form(token_endpoint: &str, body: String) -> Result<(reqwest::StatusCode, Vec<u8>), String> {
+    crate::http::ensure_crypto_provider();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TOKEN_REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| format!("no HTTP client for the token request: {e}"))?;
+    let mut response = client
+        .post(token_endpoint)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept", "application/json")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("token request to {token_endpoint} failed: {e}"))?;
+    let status = response.status();
+    if status.is_redirection() {
+        return Err(format!(
+            "the token endpoint {token_endpoint} answered {status} (a redirect): not followed"
+        ));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("reading the token endpoint's answer failed: {e}"))?
+    {
+        if bytes.len() + chunk.len() > MAX_TOKEN_RESPONSE_BYTES {
+            return Err(format!(
+                "the token endpoint's answer is larger than {} KiB, the most read",
+                MAX_TOKEN_RESPONSE_BYTES / 1024
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok((status, bytes))
+}
+
 /// The token and its expiry out of a token response.
 fn machine_token(token: &OAuthTokenResponse) -> Result<MachineToken, String> {
     let value = serde_json::to_value(token).map_err(|e| e.to_string())?;
@@ -233,10 +285,13 @@ fn machine_token(token: &OAuthTokenResponse) -> Result<MachineToken, String> {
         .and_then(Value::as_str)
         .ok_or("the token response has no access_token")?
         .to_owned();
+    // An absurd lifetime (u64::MAX seconds) would overflow the clock: such
+    // a token is taken as having no known expiry, and is replaced when the
+    // server refuses it (a 401 gets a new one).
     let expires_at = value
         .get("expires_in")
         .and_then(Value::as_u64)
-        .map(|s| SystemTime::now() + Duration::from_secs(s));
+        .and_then(|s| SystemTime::now().checked_add(Duration::from_secs(s)));
     Ok(MachineToken {
         access_token,
         expires_at,

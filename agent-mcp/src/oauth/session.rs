@@ -7,13 +7,18 @@
 //!   machine token of a client-credentials server, or nothing (a server
 //!   that needs no sign-in); a configured `Authorization` header is left
 //!   alone;
+//! - credentials go only to endpoints that pass
+//!   `endpoint`'s check (stored ones too, before a
+//!   refresh);
 //! - a 401 at connect is answered once: with new client credentials, or,
 //!   when the application can show a person the sign-in page (a
 //!   [`Browser`](super::Browser)), with a sign-in; otherwise the server is
 //!   reported as needing login ([`McpError::NeedsLogin`]), and the run goes
 //!   on without it;
 //! - a 403 `insufficient_scope` on a call is answered by a sign-in for the
-//!   scopes the challenge names, at most [`MAX_STEP_UPS`] times per call.
+//!   scopes the challenge names, at most [`MAX_STEP_UPS`] times per call,
+//!   each within the call (ended by its cancellation, bounded by its
+//!   timeout or deadline).
 
 use std::sync::Arc;
 
@@ -67,12 +72,25 @@ pub(crate) async fn client(
         url: remote.url.clone(),
     });
     if stored.is_some_and(|s| s.token_response.is_some()) {
+        // The metadata rmcp would discover here, its token endpoint checked
+        // before a refresh token can go to it.
+        let metadata = super::endpoint::checked_metadata(&manager, &remote.url, None, false)
+            .await
+            .map_err(|e| failed(format!("cannot use the stored sign-in: {e}")))?;
+        manager.set_metadata(metadata);
         manager
             .initialize_from_store()
             .await
             .map_err(|e| failed(format!("cannot use the stored sign-in: {e}")))?;
     }
     Ok((client(manager), None))
+}
+
+/// Whether answering a 401 signs a person in (the authorization-code grant
+/// with a [`Browser`](super::Browser) to show the page), which may take as
+/// long as the person does, up to `LOGIN_TIMEOUT`.
+pub(crate) fn signs_in_a_person(oauth: Option<&OAuthConfig>, shared: &Shared) -> bool {
+    oauth.is_none_or(|o| o.grant != OAuthGrant::ClientCredentials) && shared.options.browser().is_some()
 }
 
 /// Answer the server's 401 challenge (see the module docs); afterwards a

@@ -7,8 +7,14 @@
 //!   carry the issuer that minted them; rmcp uses stored credentials only
 //!   with that issuer (a server whose authorization server changed gets a
 //!   new sign-in, its old tokens discarded);
-//! - the file is written whole (a temporary file renamed over it) with mode
-//!   0600 from its creation, and its directory is created 0700;
+//! - the file is this user's own regular file: a symbolic link, a FIFO, a
+//!   device, a file larger than [`MAX_TOKEN_FILE_BYTES`] or one owned by
+//!   another user is refused with an error naming it; one that others may
+//!   read is tightened to 0600 before it is used, with a warning;
+//! - the file is written whole, through a temporary file with a random
+//!   name created exclusively with mode 0600 and renamed over it; its
+//!   directory is created 0700, and the default location's directory is
+//!   tightened to 0700 (see `private_file` for the details);
 //! - no token is ever formatted: [`StoredCredentials`]'s `Debug` hides it,
 //!   and no error here quotes the file's content.
 
@@ -18,6 +24,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+
+pub use super::private_file::MAX_TOKEN_FILE_BYTES;
+use super::private_file::{self, Unsafe};
 
 /// The file name of the default store, under `loopwright/` in the user's
 /// config directory.
@@ -42,6 +51,20 @@ pub enum TokenStoreError {
         path: PathBuf,
         /// Where the parse failed.
         message: String,
+    },
+    /// The file belongs to another user: it is not used (someone who can
+    /// write its directory could have planted tokens there).
+    #[error(
+        "token store {path} is owned by uid {owner}, not by this user (mode {mode:04o}): it is not used; \
+         remove it and sign in again"
+    )]
+    ForeignOwner {
+        /// The file.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
     },
     /// No config directory could be found (neither `XDG_CONFIG_HOME` nor
     /// `HOME` is set).
@@ -109,20 +132,28 @@ impl TokenStore for MemoryTokenStore {
 #[derive(Debug, Clone)]
 pub struct FileTokenStore {
     path: PathBuf,
+    /// The directory is the file's own (the default location's): tightened
+    /// to 0700 when looser.
+    dedicated_dir: bool,
     lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl FileTokenStore {
-    /// A store in `path`.
+    /// A store in `path`. Its directory is created 0700 when missing; an
+    /// existing one is left as it is (it may be shared).
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
+            dedicated_dir: false,
             lock: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
     /// The default store: `$XDG_CONFIG_HOME/loopwright/mcp-tokens.json`, else
-    /// `~/.config/loopwright/mcp-tokens.json`.
+    /// `~/.config/loopwright/mcp-tokens.json`. The `loopwright` directory is
+    /// loopwright's own: written into, it is tightened to 0700 when this
+    /// user owns it and it is looser (the config directory above it, and
+    /// the home, are left alone).
     pub fn default_location() -> Result<Self, TokenStoreError> {
         let base = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|v| !v.is_empty())
@@ -133,7 +164,9 @@ impl FileTokenStore {
                     .map(|h| PathBuf::from(h).join(".config"))
             })
             .ok_or(TokenStoreError::NoConfigDir)?;
-        Ok(Self::new(base.join("loopwright").join(TOKEN_FILE)))
+        let mut store = Self::new(base.join("loopwright").join(TOKEN_FILE));
+        store.dedicated_dir = true;
+        Ok(store)
     }
 
     /// The file.
@@ -143,7 +176,10 @@ impl FileTokenStore {
 
     /// Every access and refresh token in the file, read without blocking
     /// on the runtime's lock (for log redaction); empty when there is no
-    /// file or it cannot be read.
+    /// file or it cannot be read (not a regular file, too large, another
+    /// user's). Its mode is left alone here (this runs before logging is
+    /// set up, so the warning of a tightening would be lost): the store's
+    /// own reads tighten it.
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
@@ -151,10 +187,10 @@ impl FileTokenStore {
     /// assert!(store.tokens_for_redaction().is_empty());
     /// ```
     pub fn tokens_for_redaction(&self) -> Vec<String> {
-        let Ok(bytes) = std::fs::read(&self.path) else {
+        let Ok(Some(contents)) = private_file::read(&self.path, false) else {
             return Vec::new();
         };
-        let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(&bytes) else {
+        let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice(&contents.bytes) else {
             return Vec::new();
         };
         entries
@@ -170,16 +206,30 @@ impl FileTokenStore {
     }
 
     async fn read_all(&self) -> Result<BTreeMap<String, StoredCredentials>, TokenStoreError> {
-        let io = |source| TokenStoreError::Io {
-            path: self.path.clone(),
-            source,
+        let path = self.path.clone();
+        let read = tokio::task::spawn_blocking(move || private_file::read(&path, true))
+            .await
+            .map_err(|e| self.io(std::io::Error::other(e.to_string())))?;
+        let contents = match read {
+            Ok(Some(contents)) => contents,
+            Ok(None) => return Ok(BTreeMap::new()),
+            Err(Unsafe::Io(e)) => return Err(self.io(e)),
+            Err(Unsafe::ForeignOwner { owner, mode }) => {
+                return Err(TokenStoreError::ForeignOwner {
+                    path: self.path.clone(),
+                    owner,
+                    mode,
+                });
+            }
         };
-        let bytes = match tokio::fs::read(&self.path).await {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(io(e)),
-        };
-        serde_json::from_slice(&bytes).map_err(|e| TokenStoreError::Corrupt {
+        if let Some(mode) = contents.tightened_from {
+            tracing::warn!(
+                "the token file {} had mode {mode:04o} (others could read or write it): tightened to 0600; \
+                 if someone else could read it, sign out and in again to replace its tokens",
+                self.path.display()
+            );
+        }
+        serde_json::from_slice(&contents.bytes).map_err(|e| TokenStoreError::Corrupt {
             path: self.path.clone(),
             message: format!("line {}, column {}", e.line(), e.column()),
         })
@@ -187,44 +237,23 @@ impl FileTokenStore {
 
     async fn write_all(&self, entries: &BTreeMap<String, StoredCredentials>) -> Result<(), TokenStoreError> {
         let path = self.path.clone();
+        let dedicated_dir = self.dedicated_dir;
         let bytes = serde_json::to_vec_pretty(entries).map_err(|e| TokenStoreError::Corrupt {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        tokio::task::spawn_blocking(move || {
-            write_private(&path, &bytes).map_err(|source| TokenStoreError::Io { path, source })
-        })
-        .await
-        .map_err(|e| TokenStoreError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })?
+        tokio::task::spawn_blocking(move || private_file::write(&path, &bytes, dedicated_dir))
+            .await
+            .map_err(|e| self.io(std::io::Error::other(e.to_string())))?
+            .map_err(|e| self.io(e))
     }
-}
 
-/// Write `bytes` to `path` through a 0600 temporary file renamed over it.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
+    fn io(&self, source: std::io::Error) -> TokenStoreError {
+        TokenStoreError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
 }
 
 #[async_trait]
