@@ -459,7 +459,11 @@ async fn a_suspended_run_is_decided_after_a_store_outage() {
     let approve = json!({"decisions": [{"call_id": "call_echo", "approve": true}]});
     let (status, body) = post(&approvals, approve.clone()).await;
     assert_eq!(status, 503, "{body}");
-    assert_eq!(world.tool_calls("echo"), 0, "nothing ran without the decision recorded");
+    assert_eq!(
+        world.tool_calls("echo"),
+        0,
+        "nothing ran without the decision recorded"
+    );
     postgres.restart();
     let (status, body) = post(&approvals, approve).await;
     assert_eq!(status, 200, "{body}");

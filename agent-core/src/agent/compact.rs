@@ -15,11 +15,11 @@ use super::guard::Guard;
 use super::options::CONCLUDE_INSTRUCTION;
 use super::step::StepFailure;
 use crate::compaction::{Compaction, CompactionStrategy, clear, summarize};
-use crate::message::Message;
-use crate::model::{LanguageModel, ModelRequest, ToolChoice};
-use crate::tool::ToolDefinition;
-use crate::usage::Usage;
-use crate::util::error_chain;
+use loopwright_types::Message;
+use loopwright_types::Usage;
+use loopwright_types::tool::ToolDefinition;
+use loopwright_types::util::error_chain;
+use loopwright_types::{LanguageModel, ModelRequest, ToolChoice};
 
 /// Characters per token assumed when cutting the transcript into chunks
 /// (fewer than the usual four: a chunk must fit whatever the tokenizer).
@@ -106,7 +106,7 @@ impl Run {
             }
             (None, None) => {
                 let start = crate::compaction::provider_start(history, self.model.provider());
-                let counter = crate::budget::CharEstimate;
+                let counter = loopwright_types::budget::CharEstimate;
                 let after = history[start..]
                     .iter()
                     .map(|m| super::guard::message_tokens(&counter, m))
@@ -250,14 +250,12 @@ impl Run {
         let chunk_chars = (chunk_tokens * CHUNK_CHARS_PER_TOKEN).max(MIN_CHUNK_CHARS) as usize;
         let mut summary: Option<String> = None;
         for chunk in summarize::transcript(history, &region, chunk_chars) {
-            let request = ModelRequest {
-                system: Some(summarize::SUMMARY_SYSTEM.to_owned()),
-                messages: Arc::new(vec![Message::user(summarize::prompt(summary.as_deref(), &chunk))]),
-                tool_choice: ToolChoice::None,
-                max_output_tokens: Some(max_tokens),
-                cancellation: self.cancel.child_token(),
-                ..ModelRequest::default()
-            };
+            let mut request = ModelRequest::default();
+            request.system = Some(summarize::SUMMARY_SYSTEM.to_owned());
+            request.messages = Arc::new(vec![Message::user(summarize::prompt(summary.as_deref(), &chunk))]);
+            request.tool_choice = ToolChoice::None;
+            request.max_output_tokens = Some(max_tokens);
+            request.cancellation = self.cancel.child_token();
             match self.call_model_on(model.as_ref(), request, true).await {
                 Ok(output) if !output.text.trim().is_empty() => {
                     *usage += output.usage;

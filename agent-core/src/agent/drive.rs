@@ -29,15 +29,15 @@ use super::state::{Paused, RunState};
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
 use super::structured::{Structured, Verdict};
 use crate::accounting::EntryStatus;
-use crate::fallback::model_label;
-use crate::message::{ContentPart, Message, Role};
-use crate::model::{LanguageModel, ModelRequest};
 use crate::output::OutputError;
 use crate::telemetry::{self, ChatFailure};
 use crate::tool_search::SearchRun;
-use crate::toolset::{ToolCatalog, ToolSet};
-use crate::usage::Usage;
-use crate::util::error_chain;
+use loopwright_types::Usage;
+use loopwright_types::fallback::model_label;
+use loopwright_types::toolset::{ToolCatalog, ToolSet};
+use loopwright_types::util::error_chain;
+use loopwright_types::{ContentPart, Message, Role};
+use loopwright_types::{LanguageModel, ModelRequest};
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -105,7 +105,7 @@ impl Progress {
 }
 
 /// The tool message answering a step's calls.
-fn tool_message(results: Vec<crate::message::ToolResult>) -> Message {
+fn tool_message(results: Vec<loopwright_types::ToolResult>) -> Message {
     Message::new(
         Role::Tool,
         results.into_iter().map(ContentPart::ToolResult).collect(),
@@ -696,12 +696,12 @@ const NOT_RUN_CONCLUDING: &str =
     "Not run: tools are no longer available (the step limit or the context budget was reached).";
 
 /// The results of calls a stopped run never ran.
-fn not_run(calls: &[crate::message::ToolCall]) -> Vec<crate::message::ToolResult> {
+fn not_run(calls: &[loopwright_types::ToolCall]) -> Vec<loopwright_types::ToolResult> {
     calls
         .iter()
-        .map(|call| crate::message::ToolResult {
+        .map(|call| loopwright_types::ToolResult {
             call_id: call.id.clone(),
-            parts: vec![crate::message::ToolOutputPart::text(
+            parts: vec![loopwright_types::ToolOutputPart::text(
                 "The tool call was cancelled.",
             )],
             is_error: true,

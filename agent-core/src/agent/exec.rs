@@ -24,19 +24,20 @@ use super::gate;
 use super::guard::ResultsGate;
 use super::hooks::ToolResultContext;
 use super::options::AgentOptions;
-use super::resume::{Decisions, SharedDecisions};
+use super::resume::SharedDecisions;
 use super::state::{PendingCall, PendingKind, RunState, SuspendedCall};
-use super::truncate::truncate_output;
+use super::sub_agent::SubAgentEnd;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::{ApprovalRequest, Approvals};
-use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::durable::DurableError;
-use crate::message::{ToolCall, ToolResult};
-use crate::progress::ProgressQueue;
 use crate::telemetry;
-use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
-use crate::toolset::{ExposedTool, ToolCatalog};
-use crate::util::rfc3339_now;
+use loopwright_types::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
+use loopwright_types::tool::ProgressQueue;
+use loopwright_types::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
+use loopwright_types::toolset::{ExposedTool, ToolCatalog};
+use loopwright_types::truncate_output;
+use loopwright_types::util::rfc3339_now;
+use loopwright_types::{ToolCall, ToolResult};
 
 /// After a run is cancelled, how long running tools get to notice their
 /// cancellation token and return before their tasks are aborted.
@@ -459,7 +460,7 @@ impl Running {
 /// One call's task: approval, a concurrency slot, then the tool under its
 /// deadline.
 struct CallTask {
-    tool: Arc<dyn crate::tool::Tool>,
+    tool: Arc<dyn loopwright_types::tool::Tool>,
     input: serde_json::Value,
     token: CancellationToken,
     timeout: Duration,
@@ -550,30 +551,34 @@ impl CallTask {
         }
         let started = Instant::now();
         let deadline = started + timeout;
+        let scope: Arc<dyn loopwright_types::RunScope> = scope;
         let ctx = ToolContext::new(call_id.clone())
             .with_step(step)
             .with_cancellation(token.clone())
             .with_deadline(deadline)
             .with_progress(progress)
             .with_scope(scope);
+        // A sub-agent is run by the loop itself: it may pause its caller.
         let called = async {
-            match resume {
-                Some((state, decisions)) => tool.resume(state, Decisions::clone(&decisions), ctx).await,
-                None => tool.call(input, ctx).await,
+            match super::sub_agent::sub_agent(tool.as_ref()) {
+                Some(sub) => sub.run(input, resume, ctx).await,
+                None => SubAgentEnd::Done(tool.call(input, ctx).await),
             }
         };
         let (output, details) = tokio::select! {
-            result = called => match result {
-                Ok(output) => (output, None),
-                Err(ToolError::Cancelled) => (ToolOutput::error("The tool call was cancelled."), Some("cancelled")),
-                Err(ToolError::Paused(state)) => {
+            ended = called => match ended {
+                SubAgentEnd::Done(Ok(output)) => (output, None),
+                SubAgentEnd::Done(Err(ToolError::Cancelled)) => {
+                    (ToolOutput::error("The tool call was cancelled."), Some("cancelled"))
+                }
+                SubAgentEnd::Done(Err(e)) => (ToolOutput::error(format!("Tool error: {e}")), None),
+                SubAgentEnd::Paused(state) => {
                     return paused_outcome(Pause::Suspended(SuspendedCall {
                         call_id,
                         tool: exposed_name,
                         state,
                     }));
                 }
-                Err(e) => (ToolOutput::error(format!("Tool error: {e}")), None),
             },
             _ = tokio::time::sleep_until(deadline) => {
                 token.cancel();

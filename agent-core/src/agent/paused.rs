@@ -20,10 +20,10 @@ use super::gate;
 use super::resume::SharedDecisions;
 use super::state::{PLAN_CALL_ID, Paused, PendingCall, RunState, SuspendedCall, new_state_id};
 use crate::approval::ApprovalDecision;
-use crate::message::{Message, ToolCall, ToolResult};
 use crate::preflight::{Plan, PlanDecision};
-use crate::toolset::ToolCatalog;
-use crate::usage::Usage;
+use loopwright_types::Usage;
+use loopwright_types::toolset::ToolCatalog;
+use loopwright_types::{Message, ToolCall, ToolResult};
 
 /// What a run needs to write its state when it pauses.
 pub(super) struct PauseAt<'a> {

@@ -16,14 +16,14 @@ use serde_json::Value;
 use super::drive::Run;
 use super::events::AgentEvent;
 use super::step::StepFailure;
-use crate::message::Message;
-use crate::model::{ModelRequest, ToolChoice};
-use crate::model_error::ModelError;
 use crate::output::{OutputSpec, answer_json};
 use crate::preflight::{PLAN_INSTRUCTION, Plan, PlanDecision, PlanResponder, Preflight};
-use crate::settings::ResponseFormat;
-use crate::toolset::ToolCatalog;
-use crate::usage::Usage;
+use loopwright_types::Message;
+use loopwright_types::ResponseFormat;
+use loopwright_types::Usage;
+use loopwright_types::model_error::ModelError;
+use loopwright_types::toolset::ToolCatalog;
+use loopwright_types::{ModelRequest, ToolChoice};
 
 /// Characters of a tool's description listed in the plan instruction.
 const MAX_TOOL_DESCRIPTION_CHARS: usize = 200;
@@ -110,25 +110,23 @@ impl Run {
             Arc::default()
         };
         loop {
-            let request = ModelRequest {
-                system: self.system_prompt(catalog),
-                messages: Arc::new(messages.clone()),
-                tools: tools.clone(),
-                tool_choice: ToolChoice::None,
-                temperature: self.options.temperature,
-                top_p: self.options.top_p,
-                max_output_tokens: self.options.max_output_tokens,
-                cancellation: self.cancel.child_token(),
-                provider_options: self.options.provider_options.clone(),
-                reasoning: self.options.reasoning,
-                prompt_caching: self.options.prompt_caching,
-                response_format: self
-                    .model
-                    .capabilities()
-                    .structured_output
-                    .then(|| ResponseFormat::json_schema(spec.name(), spec.wire_schema().clone())),
-                ..ModelRequest::default()
-            };
+            let mut request = ModelRequest::default();
+            request.system = self.system_prompt(catalog);
+            request.messages = Arc::new(messages.clone());
+            request.tools = tools.clone();
+            request.tool_choice = ToolChoice::None;
+            request.temperature = self.options.temperature;
+            request.top_p = self.options.top_p;
+            request.max_output_tokens = self.options.max_output_tokens;
+            request.cancellation = self.cancel.child_token();
+            request.provider_options = self.options.provider_options.clone();
+            request.reasoning = self.options.reasoning;
+            request.prompt_caching = self.options.prompt_caching;
+            request.response_format = self
+                .model
+                .capabilities()
+                .structured_output
+                .then(|| ResponseFormat::json_schema(spec.name(), spec.wire_schema().clone()));
             let output = match self.call_model(request, true).await {
                 Ok(output) => output,
                 Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(PlanOutcome::Cancelled),

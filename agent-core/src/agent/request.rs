@@ -13,11 +13,11 @@ use super::drive::Run;
 use super::guard::Guard;
 use super::hooks::StepSettings;
 use super::options::CONCLUDE_INSTRUCTION;
-use crate::message::Message;
-use crate::model::{ModelRequest, ToolChoice};
-use crate::tool::ToolDefinition;
 use crate::tool_search::SearchRun;
-use crate::toolset::ToolCatalog;
+use loopwright_types::Message;
+use loopwright_types::tool::ToolDefinition;
+use loopwright_types::toolset::ToolCatalog;
+use loopwright_types::{ModelRequest, ToolChoice};
 
 /// One step's request and what the loop needs to run its calls.
 pub(super) struct Planned {
@@ -109,21 +109,19 @@ impl Run {
             Some(narrowed) if !none_offered => narrowed,
             _ => tools.tools.clone(),
         };
-        let mut request = ModelRequest {
-            system: settings.system,
-            temperature: settings.temperature,
-            top_p: settings.top_p,
-            max_output_tokens: settings.max_output_tokens,
-            cancellation: self.cancel.child_token(),
-            tools: declared,
-            deferred_tools: tools.deferred.clone(),
-            provider_options: settings.provider_options,
-            reasoning: settings.reasoning,
-            prompt_caching: self.options.prompt_caching,
-            compact_above,
-            unsupported_media: self.options.unsupported_media,
-            ..ModelRequest::default()
-        };
+        let mut request = ModelRequest::default();
+        request.system = settings.system;
+        request.temperature = settings.temperature;
+        request.top_p = settings.top_p;
+        request.max_output_tokens = settings.max_output_tokens;
+        request.cancellation = self.cancel.child_token();
+        request.tools = declared;
+        request.deferred_tools = tools.deferred.clone();
+        request.provider_options = settings.provider_options;
+        request.reasoning = settings.reasoning;
+        request.prompt_caching = self.options.prompt_caching;
+        request.compact_above = compact_above;
+        request.unsupported_media = self.options.unsupported_media;
         if concluding {
             let mut messages = Vec::clone(history);
             messages.push(Message::user(CONCLUDE_INSTRUCTION));

@@ -11,10 +11,10 @@ use super::account::{Accountant, LlmAttempt};
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use crate::accounting::EntryStatus;
-use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
-use crate::model::{LanguageModel, ModelEvent, ModelRequest};
-use crate::model_error::ModelError;
-use crate::usage::{FinishReason, Usage};
+use loopwright_types::model_error::ModelError;
+use loopwright_types::{ContentPart, Message, Reasoning, Role, ToolCall};
+use loopwright_types::{FinishReason, Usage};
+use loopwright_types::{LanguageModel, ModelEvent, ModelRequest};
 
 /// A step whose stream completed.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::step::StepOutput;
-use crate::message::Message;
-use crate::model::{LanguageModel, ModelRequest, ToolChoice};
 use crate::output::{FINAL_ANSWER_TOOL, OutputError, OutputMode, OutputSpec, answer_json};
-use crate::settings::ResponseFormat;
-use crate::tool::{ToolDefinition, ToolOutput};
+use loopwright_types::Message;
+use loopwright_types::ResponseFormat;
+use loopwright_types::tool::{ToolDefinition, ToolOutput};
+use loopwright_types::{LanguageModel, ModelRequest, ToolChoice};
 
 /// Told to the model with a final answer that did not validate.
 fn feedback(spec: &OutputSpec, mode: Resolved, error: &str) -> String {

@@ -25,7 +25,7 @@ pub type ToolTransform = dyn Fn(&ToolDefinition) -> Option<ToolDefinition> + Sen
 /// `None` keeps the tool's own).
 ///
 /// ```
-/// use loopwright_core::toolset::ToolOverride;
+/// use loopwright_types::toolset::ToolOverride;
 /// let o = ToolOverride::default().name("fs_read").description("[Filesystem] {description}");
 /// # let _ = o;
 /// ```
@@ -92,8 +92,8 @@ impl ToolOverride {
 /// [`ToolOverrides::transform`].
 ///
 /// ```
-/// use loopwright_core::ToolDefinition;
-/// use loopwright_core::toolset::{ToolOverride, ToolOverrides};
+/// use loopwright_types::ToolDefinition;
+/// use loopwright_types::toolset::{ToolOverride, ToolOverrides};
 /// let overrides = ToolOverrides::default()
 ///     .rule("*", ToolOverride::default().description("[Filesystem] {description}"))
 ///     .rule("read_file", ToolOverride::default().name("fs_read"));
@@ -142,7 +142,7 @@ impl ToolOverrides {
     /// provider) and `alwaysOn`. The error names the key that is wrong.
     ///
     /// ```
-    /// use loopwright_core::toolset::ToolOverrides;
+    /// use loopwright_types::toolset::ToolOverrides;
     /// let json = serde_json::json!({"read_*": {"description": "[FS] {description}", "alwaysOn": true}});
     /// assert!(!ToolOverrides::from_json(&json).unwrap().is_empty());
     /// let err = ToolOverrides::from_json(&serde_json::json!({"x": {"name": 3}})).unwrap_err();
@@ -247,16 +247,7 @@ impl Tool for Reshaped {
         self.inner.timeout_for(input)
     }
 
-    async fn resume(
-        &self,
-        state: Box<crate::RunState>,
-        decisions: crate::Decisions,
-        ctx: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        self.inner.resume(state, decisions, ctx).await
-    }
-
-    async fn check_resume(&self, state: &crate::RunState) -> Result<(), crate::ResumeError> {
-        self.inner.check_resume(state).await
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        self.inner.as_any()
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Connecting is the transport crates' job (loopwright-mcp's `connect_all`); the
 //! report only carries the outcome, so every run of an agent can tell the
-//! application who is in with an [`AgentEvent::McpConnected`](crate::AgentEvent)
+//! application who is in with an `mcp_connected`
 //! event right after `run_started`, followed by one `warning` per failure.
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// A server that was configured but is not in the tool set.
 ///
 /// ```
-/// let f = loopwright_core::toolset::SourceFailure::new("fs", "connect timed out after 10s");
+/// let f = loopwright_types::toolset::SourceFailure::new("fs", "connect timed out after 10s");
 /// assert_eq!(serde_json::to_value(&f).unwrap(), serde_json::json!({"server": "fs", "error": "connect timed out after 10s"}));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,8 +37,8 @@ impl SourceFailure {
 /// (in config order) and the failures.
 ///
 /// ```
-/// use loopwright_core::ToolSet;
-/// use loopwright_core::toolset::{ConnectionReport, SourceFailure};
+/// use loopwright_types::ToolSet;
+/// use loopwright_types::toolset::{ConnectionReport, SourceFailure};
 /// let report = ConnectionReport::new(vec!["time".into()], vec![SourceFailure::new("gh", "GITHUB_TOKEN is not set")]);
 /// let tools = ToolSet::builder().connection_report(report.clone()).build();
 /// assert_eq!(tools.connection_report(), Some(&report));
@@ -61,7 +61,7 @@ impl ConnectionReport {
     /// Add another report's servers and failures to this one.
     ///
     /// ```
-    /// use loopwright_core::toolset::ConnectionReport;
+    /// use loopwright_types::toolset::ConnectionReport;
     /// let mut a = ConnectionReport::new(vec!["a".into()], vec![]);
     /// a.merge(ConnectionReport::new(vec!["b".into()], vec![]));
     /// assert_eq!(a.servers, ["a", "b"]);

@@ -11,7 +11,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{ImageSource, ToolOutputPart};
+#[doc(hidden)]
+pub use crate::progress::ProgressQueue;
 pub use crate::progress::{PROGRESS_BUFFER, ProgressReceiver, ProgressReporter, ToolProgress};
+use crate::user_input::{UserInputAnswer, UserInputRequest};
 
 /// A tool the model can call.
 ///
@@ -19,7 +22,7 @@ pub use crate::progress::{PROGRESS_BUFFER, ProgressReceiver, ProgressReporter, T
 /// lines, see [`tool_fn`](crate::tool_fn).
 ///
 /// ```
-/// use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+/// use loopwright_types::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 /// use serde_json::{json, Value};
 ///
 /// struct Echo(ToolDefinition);
@@ -54,7 +57,7 @@ pub trait Tool: Send + Sync {
     /// keeps the loop's timeout.
     ///
     /// ```
-    /// # use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+    /// # use loopwright_types::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
     /// # use serde_json::Value;
     /// # use std::time::Duration;
     /// struct Build(ToolDefinition);
@@ -73,33 +76,100 @@ pub trait Tool: Send + Sync {
         None
     }
 
-    /// Continue a call that paused ([`ToolError::Paused`]) now that its
-    /// questions are decided (`decisions` holds those of the whole run;
-    /// the tool takes its own). Only tools that pause implement it (a
-    /// sub-agent does); the default says the call cannot be continued.
-    async fn resume(
-        &self,
-        state: Box<crate::RunState>,
-        decisions: crate::Decisions,
-        ctx: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let _ = (decisions, ctx);
-        Err(ToolError::execution(format!(
-            "the tool {} cannot continue a paused call (state {})",
-            self.definition().name,
-            state.id
-        )))
+    /// This tool as [`Any`](std::any::Any), for the engine running it to
+    /// find tools of its own kind behind wrappers (the agent loop finds
+    /// its sub-agents this way). Tools return `None`, the default; a tool
+    /// wrapping another returns the inner tool's.
+    ///
+    /// ```
+    /// # use loopwright_types::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+    /// struct Plain(ToolDefinition);
+    /// #[async_trait::async_trait]
+    /// impl Tool for Plain {
+    ///     fn definition(&self) -> &ToolDefinition { &self.0 }
+    ///     async fn call(&self, _: serde_json::Value, _: ToolContext) -> Result<ToolOutput, ToolError> {
+    ///         Ok(ToolOutput::text("ok"))
+    ///     }
+    /// }
+    /// let p = Plain(ToolDefinition::new("p", "P.", serde_json::json!({"type": "object"})));
+    /// assert!(p.as_any().is_none());
+    /// ```
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+}
+
+/// The run a tool call is part of, as the engine that runs the tool tells
+/// it (the agent loop gives one to every call it makes): what
+/// [`ToolContext::agent_path`], [`ToolContext::run_id`],
+/// [`ToolContext::idempotency_key`] and [`ToolContext::ask_user`] read.
+/// Tool authors never implement it; an engine does, once.
+///
+/// ```
+/// use std::sync::Arc;
+/// use loopwright_types::{RunScope, ToolContext};
+///
+/// struct Job;
+/// #[async_trait::async_trait]
+/// impl RunScope for Job {
+///     fn agent_path(&self) -> &str { "batch" }
+///     fn run_id(&self) -> Option<&str> { Some("job_7") }
+///     fn key_prefix(&self) -> Option<&str> { Some("job_7") }
+///     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> { self }
+/// }
+/// let ctx = ToolContext::new("c1").with_scope(Arc::new(Job));
+/// assert_eq!(ctx.agent_path(), Some("batch"));
+/// assert_eq!(ctx.idempotency_key().as_deref(), Some("job_7/0/c1"));
+/// ```
+#[async_trait]
+pub trait RunScope: Send + Sync + 'static {
+    /// The path of the agent whose run makes the call
+    /// (`coordinator/researcher`).
+    fn agent_path(&self) -> &str;
+
+    /// The id of the run at the root of the caller's tree, when it has one.
+    fn run_id(&self) -> Option<&str> {
+        None
     }
 
-    /// Check, before anything runs, that [`Tool::resume`] could continue
-    /// `state` (a sub-agent checks that its agent has every tool its
-    /// pending calls name). The default refuses, as [`Tool::resume`] does.
-    async fn check_resume(&self, state: &crate::RunState) -> Result<(), crate::ResumeError> {
-        Err(crate::ResumeError::NotResumable {
-            tool: self.definition().name.clone(),
-            agent_path: state.agent_path.clone(),
-        })
+    /// What the run's idempotency keys start with, when it has them.
+    fn key_prefix(&self) -> Option<&str> {
+        None
     }
+
+    /// Ask the person behind the run `request`, waiting at most `wait`;
+    /// the default has nobody to ask ([`UserInputAnswer::Decline`]).
+    async fn ask_user(
+        &self,
+        call_id: &str,
+        request: UserInputRequest,
+        wait: std::time::Duration,
+        cancel: &CancellationToken,
+    ) -> UserInputAnswer {
+        let _ = (call_id, request, wait, cancel);
+        UserInputAnswer::Decline
+    }
+
+    /// The scope as the engine's own type (see [`ToolContext::scope`]).
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+}
+
+/// What separates the run id, the step and the call id of an idempotency
+/// key.
+pub const IDEMPOTENCY_KEY_SEPARATOR: char = '/';
+
+/// The `_meta` key of an MCP `tools/call` carrying the idempotency key (run
+/// id, step, call id, `/`-separated) of a call made by a run with a run id.
+pub const MCP_META_IDEMPOTENCY_KEY: &str = "loopwright.dev/idempotencyKey";
+
+/// The idempotency key of call `call_id` of step `step` under `prefix`.
+///
+/// ```
+/// assert_eq!(loopwright_types::tool::idempotency_key("run_1", 3, "call_0"), "run_1/3/call_0");
+/// ```
+pub fn idempotency_key(prefix: &str, step: u32, call_id: &str) -> String {
+    let sep = IDEMPOTENCY_KEY_SEPARATOR;
+    format!("{prefix}{sep}{step}{sep}{call_id}")
 }
 
 /// Extra time the loop gives a tool that enforces its own timeout (see
@@ -109,7 +179,7 @@ pub const OWN_TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_sec
 /// What a model is told about a tool.
 ///
 /// ```
-/// use loopwright_core::ToolDefinition;
+/// use loopwright_types::ToolDefinition;
 /// let d = ToolDefinition::new("add", "Add two numbers.", serde_json::json!({"type": "object"}));
 /// assert!(d.output_schema.is_none());
 /// assert!(!d.annotations.read_only);
@@ -139,7 +209,7 @@ pub struct ToolDefinition {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub provider_options: BTreeMap<String, Value>,
     /// Offered on every step even when tool search holds the catalog back
-    /// (see [`ToolSearch`](crate::tool_search::ToolSearch)).
+    /// (see the agent loop's tool search).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub always_on: bool,
 }
@@ -148,7 +218,7 @@ impl ToolDefinition {
     /// A definition with no output schema and no annotations.
     ///
     /// ```
-    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}));
+    /// let d = loopwright_types::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}));
     /// assert_eq!(d.description, "d");
     /// ```
     pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
@@ -167,7 +237,7 @@ impl ToolDefinition {
     /// (merged with options given before for it).
     ///
     /// ```
-    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
+    /// let d = loopwright_types::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
     ///     .with_provider_options("openai", serde_json::json!({"strict": true}));
     /// assert_eq!(d.provider_options["openai"]["strict"], true);
     /// ```
@@ -186,7 +256,7 @@ impl ToolDefinition {
     /// The options this tool carries for `provider`'s request, if any.
     ///
     /// ```
-    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({}));
+    /// let d = loopwright_types::ToolDefinition::new("t", "d", serde_json::json!({}));
     /// assert!(d.options_for("openai").is_none());
     /// ```
     pub fn options_for(&self, provider: &str) -> Option<&Value> {
@@ -197,7 +267,7 @@ impl ToolDefinition {
     /// (or not).
     ///
     /// ```
-    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({})).always_on(true);
+    /// let d = loopwright_types::ToolDefinition::new("t", "d", serde_json::json!({})).always_on(true);
     /// assert!(d.always_on);
     /// ```
     pub fn always_on(mut self, on: bool) -> Self {
@@ -208,7 +278,7 @@ impl ToolDefinition {
     /// The same definition with these annotations.
     ///
     /// ```
-    /// use loopwright_core::{ToolAnnotations, ToolDefinition};
+    /// use loopwright_types::{ToolAnnotations, ToolDefinition};
     /// let d = ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
     ///     .with_annotations(ToolAnnotations::default().read_only(true));
     /// assert!(d.annotations.read_only);
@@ -221,7 +291,7 @@ impl ToolDefinition {
     /// The same definition with this output schema.
     ///
     /// ```
-    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
+    /// let d = loopwright_types::ToolDefinition::new("t", "d", serde_json::json!({"type": "object"}))
     ///     .with_output_schema(serde_json::json!({"type": "object"}));
     /// assert!(d.output_schema.is_some());
     /// ```
@@ -233,7 +303,7 @@ impl ToolDefinition {
     /// The same definition under another name.
     ///
     /// ```
-    /// let d = loopwright_core::ToolDefinition::new("t", "d", serde_json::json!({})).with_name("u");
+    /// let d = loopwright_types::ToolDefinition::new("t", "d", serde_json::json!({})).with_name("u");
     /// assert_eq!(d.name, "u");
     /// ```
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
@@ -248,9 +318,9 @@ impl ToolDefinition {
 /// configuration marks as trusted (untrusted servers' hints are dropped).
 ///
 /// ```
-/// let a = loopwright_core::ToolAnnotations::default();
+/// let a = loopwright_types::ToolAnnotations::default();
 /// assert!(!a.read_only && !a.destructive && !a.idempotent && !a.open_world);
-/// let b = loopwright_core::ToolAnnotations::default().read_only(true).idempotent(true);
+/// let b = loopwright_types::ToolAnnotations::default().read_only(true).idempotent(true);
 /// assert!(b.read_only && b.idempotent);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -296,22 +366,32 @@ impl ToolAnnotations {
 /// What a running tool gets besides its input.
 ///
 /// ```
-/// let ctx = loopwright_core::ToolContext::new("call_1");
+/// let ctx = loopwright_types::ToolContext::new("call_1");
 /// assert_eq!(ctx.call_id(), "call_1");
 /// assert!(!ctx.cancellation().is_cancelled());
 /// assert!(ctx.deadline().is_none());
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     call_id: String,
     cancellation: CancellationToken,
     deadline: Option<Instant>,
     progress: ProgressReporter,
-    /// The calling run's place in its tree of agents (absent when the
-    /// tool is called directly).
-    scope: Option<crate::agent::SharedScope>,
+    /// The calling run (absent when the tool is called directly).
+    scope: Option<Arc<dyn RunScope>>,
     /// The loop's step the call is of (0 when called directly).
     step: u32,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("deadline", &self.deadline)
+            .field("agent_path", &self.agent_path())
+            .field("step", &self.step)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
@@ -319,7 +399,7 @@ impl ToolContext {
     /// reporter that discards reports (for calling a tool directly).
     ///
     /// ```
-    /// let ctx = loopwright_core::ToolContext::new("c");
+    /// let ctx = loopwright_types::ToolContext::new("c");
     /// ctx.progress().report(1.0, Some(2.0), None);
     /// ```
     pub fn new(call_id: impl Into<String>) -> Self {
@@ -338,7 +418,7 @@ impl ToolContext {
     ///
     /// ```
     /// let token = tokio_util::sync::CancellationToken::new();
-    /// let ctx = loopwright_core::ToolContext::new("c").with_cancellation(token.clone());
+    /// let ctx = loopwright_types::ToolContext::new("c").with_cancellation(token.clone());
     /// token.cancel();
     /// assert!(ctx.cancellation().is_cancelled());
     /// ```
@@ -352,7 +432,7 @@ impl ToolContext {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let at = tokio::time::Instant::now();
-    /// let ctx = loopwright_core::ToolContext::new("c").with_deadline(at);
+    /// let ctx = loopwright_types::ToolContext::new("c").with_deadline(at);
     /// assert_eq!(ctx.deadline(), Some(at));
     /// # }
     /// ```
@@ -364,8 +444,8 @@ impl ToolContext {
     /// The same context with this progress reporter.
     ///
     /// ```
-    /// let (reporter, _rx) = loopwright_core::ProgressReporter::channel("c");
-    /// let ctx = loopwright_core::ToolContext::new("c").with_progress(reporter);
+    /// let (reporter, _rx) = loopwright_types::ProgressReporter::channel("c");
+    /// let ctx = loopwright_types::ToolContext::new("c").with_progress(reporter);
     /// ctx.progress().report(0.5, None, None);
     /// ```
     pub fn with_progress(mut self, progress: ProgressReporter) -> Self {
@@ -373,17 +453,40 @@ impl ToolContext {
         self
     }
 
-    pub(crate) fn with_step(mut self, step: u32) -> Self {
+    /// The same context as step `step` of its run (engines set it: it is
+    /// part of the idempotency key).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// # struct Job;
+    /// # #[async_trait::async_trait]
+    /// # impl loopwright_types::RunScope for Job {
+    /// #     fn agent_path(&self) -> &str { "a" }
+    /// #     fn key_prefix(&self) -> Option<&str> { Some("r") }
+    /// #     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> { self }
+    /// # }
+    /// let ctx = loopwright_types::ToolContext::new("c").with_scope(Arc::new(Job)).with_step(2);
+    /// assert_eq!(ctx.idempotency_key().as_deref(), Some("r/2/c"));
+    /// ```
+    pub fn with_step(mut self, step: u32) -> Self {
         self.step = step;
         self
     }
 
-    pub(crate) fn with_scope(mut self, scope: crate::agent::SharedScope) -> Self {
+    /// The same context as a call of the run `scope` describes (engines
+    /// set it; see [`RunScope`]).
+    pub fn with_scope(mut self, scope: Arc<dyn RunScope>) -> Self {
         self.scope = Some(scope);
         self
     }
 
-    pub(crate) fn scope(&self) -> Option<&crate::agent::SharedScope> {
+    /// The calling run's scope, for the engine that set it (downcast it
+    /// with [`RunScope::into_any`]).
+    ///
+    /// ```
+    /// assert!(loopwright_types::ToolContext::new("c").scope().is_none());
+    /// ```
+    pub fn scope(&self) -> Option<&Arc<dyn RunScope>> {
         self.scope.as_ref()
     }
 
@@ -391,21 +494,21 @@ impl ToolContext {
     /// (`coordinator/researcher`), when a run made it.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ToolContext::new("c").agent_path(), None);
+    /// assert_eq!(loopwright_types::ToolContext::new("c").agent_path(), None);
     /// ```
     pub fn agent_path(&self) -> Option<&str> {
-        self.scope.as_deref().map(|s| s.path.as_str())
+        self.scope.as_deref().map(|s| s.agent_path())
     }
 
-    /// The id of the run that made this call, when it has one
-    /// ([`DurableRun`](crate::durable::DurableRun)); a sub-agent's calls
-    /// carry the id of the run at the root of its tree.
+    /// The id of the run that made this call, when it has one (a durable
+    /// run's); a sub-agent's calls carry the id of the run at the root of
+    /// its tree.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ToolContext::new("c").run_id(), None);
+    /// assert_eq!(loopwright_types::ToolContext::new("c").run_id(), None);
     /// ```
     pub fn run_id(&self) -> Option<&str> {
-        self.scope.as_deref().and_then(|s| s.lineage.run_id.as_deref())
+        self.scope.as_deref().and_then(|s| s.run_id())
     }
 
     /// The call's idempotency key, `run_id/step/call_id` (a sub-agent's
@@ -415,14 +518,14 @@ impl ToolContext {
     /// (after a crash) do its work once. The step is in it because some
     /// providers number calls afresh each step (`call_0`).
     /// MCP tools send it in the request's `_meta`
-    /// ([`MCP_META_IDEMPOTENCY_KEY`](crate::durable::MCP_META_IDEMPOTENCY_KEY)).
+    /// ([`MCP_META_IDEMPOTENCY_KEY`]).
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ToolContext::new("c").idempotency_key(), None);
+    /// assert_eq!(loopwright_types::ToolContext::new("c").idempotency_key(), None);
     /// ```
     pub fn idempotency_key(&self) -> Option<String> {
-        let prefix = self.scope.as_deref()?.lineage.key_prefix.as_deref()?;
-        Some(crate::durable::idempotency_key(prefix, self.step, &self.call_id))
+        let prefix = self.scope.as_deref()?.key_prefix()?;
+        Some(idempotency_key(prefix, self.step, &self.call_id))
     }
 
     /// The id of the call being run.
@@ -450,12 +553,12 @@ impl ToolContext {
     /// [`DEFAULT_INPUT_TIMEOUT`](crate::user_input::DEFAULT_INPUT_TIMEOUT))
     /// and never past the call's deadline. No answer in time, or nobody to
     /// answer (a call not made by a run), is
-    /// [`UserInputAnswer::Decline`](crate::UserInputAnswer::Decline); a
-    /// cancelled call is [`UserInputAnswer::Cancel`](crate::UserInputAnswer::Cancel).
+    /// [`UserInputAnswer::Decline`]; a
+    /// cancelled call is [`UserInputAnswer::Cancel`].
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// use loopwright_core::{ToolContext, UserInputAnswer, UserInputRequest};
+    /// use loopwright_types::{ToolContext, UserInputAnswer, UserInputRequest};
     /// let ctx = ToolContext::new("c");
     /// let q = UserInputRequest::form("srv", "Name?", serde_json::json!({"type": "object"}));
     /// // Called directly, not by a run: nobody can answer.
@@ -471,21 +574,21 @@ impl ToolContext {
         if let Some(deadline) = self.deadline {
             wait = wait.min(deadline.saturating_duration_since(Instant::now()));
         }
-        crate::user_input::ask(
-            self.scope.as_ref(),
-            &self.call_id,
-            request,
-            wait,
-            &self.cancellation,
-        )
-        .await
+        match &self.scope {
+            Some(scope) => {
+                scope
+                    .ask_user(&self.call_id, request, wait, &self.cancellation)
+                    .await
+            }
+            None => crate::UserInputAnswer::Decline,
+        }
     }
 }
 
 /// What a tool returns.
 ///
 /// ```
-/// use loopwright_core::ToolOutput;
+/// use loopwright_types::ToolOutput;
 /// let out = ToolOutput::text("42");
 /// assert!(!out.is_error);
 /// let err = ToolOutput::error("no such file");
@@ -521,7 +624,7 @@ impl ToolOutput {
     /// One JSON part.
     ///
     /// ```
-    /// let out = loopwright_core::ToolOutput::json(serde_json::json!({"ok": true}));
+    /// let out = loopwright_types::ToolOutput::json(serde_json::json!({"ok": true}));
     /// assert_eq!(out.as_text(), r#"{"ok":true}"#);
     /// ```
     pub fn json(value: Value) -> Self {
@@ -534,7 +637,7 @@ impl ToolOutput {
     /// One image part.
     ///
     /// ```
-    /// let out = loopwright_core::ToolOutput::image("image/png", "iVBORw0KGgo=");
+    /// let out = loopwright_types::ToolOutput::image("image/png", "iVBORw0KGgo=");
     /// assert_eq!(out.parts.len(), 1);
     /// ```
     pub fn image(media_type: impl Into<String>, base64_data: impl Into<String>) -> Self {
@@ -552,7 +655,7 @@ impl ToolOutput {
     /// These parts, not flagged as an error.
     ///
     /// ```
-    /// use loopwright_core::{ToolOutput, ToolOutputPart};
+    /// use loopwright_types::{ToolOutput, ToolOutputPart};
     /// let out = ToolOutput::new(vec![ToolOutputPart::text("a"), ToolOutputPart::text("b")]);
     /// assert_eq!(out.as_text(), "a\nb");
     /// ```
@@ -566,7 +669,7 @@ impl ToolOutput {
     /// The same output flagged (or not) as an error.
     ///
     /// ```
-    /// assert!(loopwright_core::ToolOutput::text("x").with_error(true).is_error);
+    /// assert!(loopwright_types::ToolOutput::text("x").with_error(true).is_error);
     /// ```
     pub fn with_error(mut self, is_error: bool) -> Self {
         self.is_error = is_error;
@@ -576,7 +679,7 @@ impl ToolOutput {
     /// The same output with every text part passed through `f`.
     ///
     /// ```
-    /// let out = loopwright_core::ToolOutput::text("token=abc").map_text(|t| t.replace("abc", "***"));
+    /// let out = loopwright_types::ToolOutput::text("token=abc").map_text(|t| t.replace("abc", "***"));
     /// assert_eq!(out.as_text(), "token=***");
     /// ```
     pub fn map_text(mut self, mut f: impl FnMut(String) -> String) -> Self {
@@ -592,7 +695,7 @@ impl ToolOutput {
     /// audio, files and tool references are left out.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ToolOutput::text("a").as_text(), "a");
+    /// assert_eq!(loopwright_types::ToolOutput::text("a").as_text(), "a");
     /// ```
     pub fn as_text(&self) -> String {
         render_parts_text(&self.parts)
@@ -600,7 +703,8 @@ impl ToolOutput {
 }
 
 /// Text and JSON parts as text, joined by newlines.
-pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
+#[doc(hidden)]
+pub fn render_parts_text(parts: &[ToolOutputPart]) -> String {
     let mut out = String::new();
     for part in parts {
         let piece = match part {
@@ -631,7 +735,7 @@ pub(crate) fn render_parts_text(parts: &[ToolOutputPart]) -> String {
 /// `anyhow::Error`); it converts into `Box<dyn std::error::Error + Send + Sync>`.
 ///
 /// ```
-/// use loopwright_core::ToolError;
+/// use loopwright_types::ToolError;
 /// fn read(path: &str) -> Result<String, ToolError> {
 ///     if path.starts_with('/') {
 ///         return Err(ToolError::invalid_input("path must be relative"));
@@ -650,11 +754,6 @@ pub enum ToolError {
     Execution(String),
     /// The call was cancelled.
     Cancelled,
-    /// The call asked a person and paused (a sub-agent whose own call waits
-    /// for a decision under [`Approvals::defer`](crate::Approvals::defer)):
-    /// the run pauses too, and [`Tool::resume`] continues the call with
-    /// this state once the questions are decided.
-    Paused(Box<crate::RunState>),
     /// Any other error, with its causes.
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -668,7 +767,7 @@ impl ToolError {
     /// An [`ToolError::Execution`].
     ///
     /// ```
-    /// let e = loopwright_core::ToolError::execution("disk full");
+    /// let e = loopwright_types::ToolError::execution("disk full");
     /// assert_eq!(e.to_string(), "disk full");
     /// ```
     pub fn execution(message: impl fmt::Display) -> Self {
@@ -679,7 +778,7 @@ impl ToolError {
     ///
     /// ```
     /// let boxed: Box<dyn std::error::Error + Send + Sync> = "no route".into();
-    /// assert_eq!(loopwright_core::ToolError::boxed(boxed).to_string(), "no route");
+    /// assert_eq!(loopwright_types::ToolError::boxed(boxed).to_string(), "no route");
     /// ```
     pub fn boxed(error: Box<dyn std::error::Error + Send + Sync>) -> Self {
         Self::Other(error)
@@ -693,7 +792,6 @@ impl fmt::Display for ToolError {
             Self::InvalidInput(m) => write!(f, "invalid input: {m}"),
             Self::Execution(m) => f.write_str(m),
             Self::Cancelled => f.write_str("tool call cancelled"),
-            Self::Paused(state) => write!(f, "paused until a person answers (state {})", state.id),
             Self::Other(e) => f.write_str(&crate::util::error_chain(e.as_ref())),
         }
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// either side stays known.
 ///
 /// ```
-/// use loopwright_core::Usage;
+/// use loopwright_types::Usage;
 /// let a = Usage::new(10, 5);
 /// let b = Usage::default().with_input(Some(3)).with_reasoning(Some(2));
 /// let sum = a + b;
@@ -52,7 +52,7 @@ impl Usage {
     /// Known input and output tokens, nothing else.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::Usage::new(2, 3).total(), Some(5));
+    /// assert_eq!(loopwright_types::Usage::new(2, 3).total(), Some(5));
     /// ```
     pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
         Self::default()
@@ -78,7 +78,7 @@ impl Usage {
     /// Whether no field is known.
     ///
     /// ```
-    /// assert!(loopwright_core::Usage::default().is_empty());
+    /// assert!(loopwright_types::Usage::default().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
@@ -88,7 +88,7 @@ impl Usage {
     /// either is known.
     ///
     /// ```
-    /// let u = loopwright_core::Usage::new(2, 3);
+    /// let u = loopwright_types::Usage::new(2, 3);
     /// assert_eq!(u.total(), Some(5));
     /// ```
     pub fn total(&self) -> Option<u64> {
@@ -128,7 +128,7 @@ impl AddAssign for Usage {
 /// Why a model step ended.
 ///
 /// ```
-/// use loopwright_core::FinishReason;
+/// use loopwright_types::FinishReason;
 /// assert_eq!(serde_json::to_string(&FinishReason::ToolCalls).unwrap(), "\"tool_calls\"");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

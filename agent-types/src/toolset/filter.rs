@@ -4,7 +4,7 @@
 /// (including none) and every other character matches itself.
 ///
 /// ```
-/// use loopwright_core::toolset::wildcard_match;
+/// use loopwright_types::toolset::wildcard_match;
 /// assert!(wildcard_match("read_*", "read_file"));
 /// assert!(wildcard_match("*", "anything"));
 /// assert!(wildcard_match("*_file", "read_file"));
@@ -36,7 +36,7 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
 /// (or the allow list is empty) and no deny pattern.
 ///
 /// ```
-/// use loopwright_core::NameFilter;
+/// use loopwright_types::NameFilter;
 /// let f = NameFilter::default().allow("git_*").deny("git_push");
 /// assert!(f.permits("git_status"));
 /// assert!(!f.permits("git_push"));

@@ -16,7 +16,7 @@ pub const OCTET_STREAM: &str = "application/octet-stream";
 /// Where a file's or an audio clip's bytes are.
 ///
 /// ```
-/// use loopwright_core::FileSource;
+/// use loopwright_types::FileSource;
 /// let pdf = FileSource::from_bytes("application/pdf", b"%PDF-1.7");
 /// assert_eq!(pdf.media_type(), Some("application/pdf"));
 /// assert_eq!(pdf.placeholder("file"), "[file: application/pdf, 8 B]");
@@ -46,8 +46,8 @@ impl FileSource {
     /// Inline `bytes` of this media type (encoded as base64).
     ///
     /// ```
-    /// let wav = loopwright_core::FileSource::from_bytes("audio/wav", b"RIFF");
-    /// assert!(matches!(wav, loopwright_core::FileSource::Base64 { ref data, .. } if data == "UklGRg=="));
+    /// let wav = loopwright_types::FileSource::from_bytes("audio/wav", b"RIFF");
+    /// assert!(matches!(wav, loopwright_types::FileSource::Base64 { ref data, .. } if data == "UklGRg=="));
     /// ```
     pub fn from_bytes(media_type: impl Into<String>, bytes: &[u8]) -> Self {
         Self::Base64 {
@@ -59,7 +59,7 @@ impl FileSource {
     /// A file at `url`, of this media type when known.
     ///
     /// ```
-    /// let doc = loopwright_core::FileSource::url("https://example.com/a.pdf", Some("application/pdf"));
+    /// let doc = loopwright_types::FileSource::url("https://example.com/a.pdf", Some("application/pdf"));
     /// assert_eq!(doc.placeholder("file"), "[file: https://example.com/a.pdf]");
     /// ```
     pub fn url(url: impl Into<String>, media_type: Option<&str>) -> Self {
@@ -80,7 +80,7 @@ impl FileSource {
     /// The size of the inline bytes once decoded (`None` for a URL).
     ///
     /// ```
-    /// assert_eq!(loopwright_core::FileSource::from_bytes("text/plain", b"hello").decoded_len(), Some(5));
+    /// assert_eq!(loopwright_types::FileSource::from_bytes("text/plain", b"hello").decoded_len(), Some(5));
     /// ```
     pub fn decoded_len(&self) -> Option<usize> {
         match self {
@@ -93,7 +93,7 @@ impl FileSource {
     /// for a URL, bad base64 or bytes that are not UTF-8.
     ///
     /// ```
-    /// let notes = loopwright_core::FileSource::from_bytes("text/plain", "héllo".as_bytes());
+    /// let notes = loopwright_types::FileSource::from_bytes("text/plain", "héllo".as_bytes());
     /// assert_eq!(notes.decoded_text().as_deref(), Some("héllo"));
     /// ```
     pub fn decoded_text(&self) -> Option<String> {
@@ -130,7 +130,7 @@ pub(crate) fn base64_len(data: &str) -> usize {
 /// it suggests none): documents, images, audio and common text formats.
 ///
 /// ```
-/// use loopwright_core::media::media_type_for_path;
+/// use loopwright_types::media::media_type_for_path;
 /// assert_eq!(media_type_for_path("report.PDF"), "application/pdf");
 /// assert_eq!(media_type_for_path("clip.mp3"), "audio/mpeg");
 /// assert_eq!(media_type_for_path("notes.md"), "text/markdown");
@@ -173,7 +173,7 @@ pub fn media_type_for_path(path: impl AsRef<std::path::Path>) -> &'static str {
 /// anything else.
 ///
 /// ```
-/// use loopwright_core::media::kind_of;
+/// use loopwright_types::media::kind_of;
 /// assert_eq!(kind_of("audio/wav"), "audio");
 /// assert_eq!(kind_of("image/png"), "image");
 /// assert_eq!(kind_of("application/pdf"), "file");

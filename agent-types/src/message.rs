@@ -16,7 +16,7 @@ pub use crate::media::FileSource;
 /// Who speaks a [`Message`].
 ///
 /// ```
-/// use loopwright_core::Role;
+/// use loopwright_types::Role;
 /// assert_eq!(serde_json::to_string(&Role::Tool).unwrap(), "\"tool\"");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ pub enum Role {
 /// One message of a conversation.
 ///
 /// ```
-/// use loopwright_core::{Message, Role};
+/// use loopwright_types::{Message, Role};
 /// let m = Message::user("What time is it?");
 /// assert_eq!(m.role, Role::User);
 /// assert_eq!(m.text(), "What time is it?");
@@ -52,7 +52,7 @@ impl Message {
     /// A message with the given role and parts.
     ///
     /// ```
-    /// use loopwright_core::{ContentPart, Message, Role};
+    /// use loopwright_types::{ContentPart, Message, Role};
     /// let m = Message::new(Role::Assistant, vec![ContentPart::text("hi")]);
     /// assert_eq!(m.text(), "hi");
     /// ```
@@ -63,8 +63,8 @@ impl Message {
     /// A system message holding one text part.
     ///
     /// ```
-    /// let m = loopwright_core::Message::system("Be brief.");
-    /// assert_eq!(m.role, loopwright_core::Role::System);
+    /// let m = loopwright_types::Message::system("Be brief.");
+    /// assert_eq!(m.role, loopwright_types::Role::System);
     /// ```
     pub fn system(text: impl Into<String>) -> Self {
         Self::new(Role::System, vec![ContentPart::text(text)])
@@ -73,8 +73,8 @@ impl Message {
     /// A user message holding one text part.
     ///
     /// ```
-    /// let m = loopwright_core::Message::user("hello");
-    /// assert_eq!(m.role, loopwright_core::Role::User);
+    /// let m = loopwright_types::Message::user("hello");
+    /// assert_eq!(m.role, loopwright_types::Role::User);
     /// ```
     pub fn user(text: impl Into<String>) -> Self {
         Self::new(Role::User, vec![ContentPart::text(text)])
@@ -83,8 +83,8 @@ impl Message {
     /// An assistant message holding one text part.
     ///
     /// ```
-    /// let m = loopwright_core::Message::assistant("hello");
-    /// assert_eq!(m.role, loopwright_core::Role::Assistant);
+    /// let m = loopwright_types::Message::assistant("hello");
+    /// assert_eq!(m.role, loopwright_types::Role::Assistant);
     /// ```
     pub fn assistant(text: impl Into<String>) -> Self {
         Self::new(Role::Assistant, vec![ContentPart::text(text)])
@@ -93,7 +93,7 @@ impl Message {
     /// The text parts of this message, concatenated.
     ///
     /// ```
-    /// use loopwright_core::{ContentPart, Message, Role};
+    /// use loopwright_types::{ContentPart, Message, Role};
     /// let m = Message::new(Role::User, vec![ContentPart::text("a"), ContentPart::text("b")]);
     /// assert_eq!(m.text(), "ab");
     /// ```
@@ -110,7 +110,7 @@ impl Message {
     /// The tool calls in this message, in order.
     ///
     /// ```
-    /// use loopwright_core::{ContentPart, Message, Role, ToolCall};
+    /// use loopwright_types::{ContentPart, Message, Role, ToolCall};
     /// let call = ToolCall::new("c1", "echo", serde_json::json!({}));
     /// let m = Message::new(Role::Assistant, vec![ContentPart::ToolCall(call.clone())]);
     /// assert_eq!(m.tool_calls().next(), Some(&call));
@@ -126,7 +126,7 @@ impl Message {
 /// A piece of a message.
 ///
 /// ```
-/// use loopwright_core::ContentPart;
+/// use loopwright_types::ContentPart;
 /// let p = ContentPart::text("hi");
 /// assert_eq!(serde_json::to_value(&p).unwrap(), serde_json::json!({"type": "text", "text": "hi"}));
 /// ```
@@ -175,8 +175,8 @@ impl ContentPart {
     /// A text part.
     ///
     /// ```
-    /// let p = loopwright_core::ContentPart::text("hi");
-    /// assert!(matches!(p, loopwright_core::ContentPart::Text { .. }));
+    /// let p = loopwright_types::ContentPart::text("hi");
+    /// assert!(matches!(p, loopwright_types::ContentPart::Text { .. }));
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
@@ -185,7 +185,7 @@ impl ContentPart {
     /// A file part: the bytes inline, of this media type, with its name.
     ///
     /// ```
-    /// let p = loopwright_core::ContentPart::file("application/pdf", b"%PDF-1.7", Some("a.pdf"));
+    /// let p = loopwright_types::ContentPart::file("application/pdf", b"%PDF-1.7", Some("a.pdf"));
     /// assert_eq!(serde_json::to_value(&p).unwrap()["file"]["media_type"], "application/pdf");
     /// ```
     pub fn file(media_type: impl Into<String>, bytes: &[u8], filename: Option<&str>) -> Self {
@@ -198,8 +198,8 @@ impl ContentPart {
     /// An audio part: the bytes inline, of this media type.
     ///
     /// ```
-    /// let p = loopwright_core::ContentPart::audio("audio/wav", b"RIFF");
-    /// assert!(matches!(p, loopwright_core::ContentPart::Audio { .. }));
+    /// let p = loopwright_types::ContentPart::audio("audio/wav", b"RIFF");
+    /// assert!(matches!(p, loopwright_types::ContentPart::Audio { .. }));
     /// ```
     pub fn audio(media_type: impl Into<String>, bytes: &[u8]) -> Self {
         Self::Audio {
@@ -211,7 +211,7 @@ impl ContentPart {
     /// clip or a file (what `--file` attaches).
     ///
     /// ```
-    /// use loopwright_core::ContentPart;
+    /// use loopwright_types::ContentPart;
     /// assert!(matches!(ContentPart::attachment("image/png", b"x", None), ContentPart::Image { .. }));
     /// assert!(matches!(ContentPart::attachment("audio/mpeg", b"x", None), ContentPart::Audio { .. }));
     /// assert!(matches!(ContentPart::attachment("text/csv", b"x", Some("a.csv")), ContentPart::File { .. }));
@@ -236,7 +236,7 @@ impl ContentPart {
     /// files, audio); `None` for the other parts.
     ///
     /// ```
-    /// let p = loopwright_core::ContentPart::audio("audio/wav", &[0; 2048]);
+    /// let p = loopwright_types::ContentPart::audio("audio/wav", &[0; 2048]);
     /// assert_eq!(p.placeholder().as_deref(), Some("[audio: audio/wav, 2.0 KB]"));
     /// ```
     pub fn placeholder(&self) -> Option<String> {
@@ -262,7 +262,7 @@ fn file_placeholder(file: &FileSource, filename: Option<&str>) -> String {
 /// [`ContentPart::Compaction`]).
 ///
 /// ```
-/// let item = loopwright_core::CompactionItem {
+/// let item = loopwright_types::CompactionItem {
 ///     provider: "openai".into(),
 ///     data: serde_json::json!({"type": "compaction", "encrypted_content": "..."}),
 /// };
@@ -282,7 +282,7 @@ pub struct CompactionItem {
 /// through without being decoded and encoded again.
 ///
 /// ```
-/// use loopwright_core::ImageSource;
+/// use loopwright_types::ImageSource;
 /// let img = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
 /// assert_eq!(img.media_type(), Some("image/png"));
 /// ```
@@ -308,7 +308,7 @@ impl ImageSource {
     /// The MIME type, when known.
     ///
     /// ```
-    /// let img = loopwright_core::ImageSource::Url { url: "https://example.com/a.png".into() };
+    /// let img = loopwright_types::ImageSource::Url { url: "https://example.com/a.png".into() };
     /// assert_eq!(img.media_type(), None);
     /// ```
     pub fn media_type(&self) -> Option<&str> {
@@ -322,7 +322,7 @@ impl ImageSource {
     /// and decoded size, or its URL.
     ///
     /// ```
-    /// use loopwright_core::ImageSource;
+    /// use loopwright_types::ImageSource;
     /// let png = ImageSource::Base64 { media_type: "image/png".into(), data: "A".repeat(1640) };
     /// assert_eq!(png.placeholder(), "[image: image/png, 1.2 KB]");
     /// let url = ImageSource::Url { url: "https://example.com/a.png".into() };
@@ -344,7 +344,7 @@ impl ImageSource {
 /// Gemini's `thoughtSignature`, OpenAI's encrypted reasoning item).
 ///
 /// ```
-/// let r = loopwright_core::Reasoning { text: "think".into(), signature: Some("sig".into()), provider_data: None };
+/// let r = loopwright_types::Reasoning { text: "think".into(), signature: Some("sig".into()), provider_data: None };
 /// assert_eq!(r.signature.as_deref(), Some("sig"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -365,7 +365,7 @@ pub struct Reasoning {
 /// [`ToolSet`](crate::ToolSet)); the tool set maps it back to the original.
 ///
 /// ```
-/// let c = loopwright_core::ToolCall::new("call_1", "get_time", serde_json::json!({"tz": "UTC"}));
+/// let c = loopwright_types::ToolCall::new("call_1", "get_time", serde_json::json!({"tz": "UTC"}));
 /// assert_eq!(c.input["tz"], "UTC");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -387,7 +387,7 @@ impl ToolCall {
     /// A call with no provider data.
     ///
     /// ```
-    /// let c = loopwright_core::ToolCall::new("1", "t", serde_json::json!({}));
+    /// let c = loopwright_types::ToolCall::new("1", "t", serde_json::json!({}));
     /// assert!(c.provider_data.is_none());
     /// ```
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
@@ -403,7 +403,7 @@ impl ToolCall {
 /// The result of one tool call.
 ///
 /// ```
-/// use loopwright_core::{ToolOutputPart, ToolResult};
+/// use loopwright_types::{ToolOutputPart, ToolResult};
 /// let r = ToolResult { call_id: "c1".into(), parts: vec![ToolOutputPart::text("ok")], is_error: false };
 /// assert_eq!(r.text(), "ok");
 /// ```
@@ -422,7 +422,7 @@ impl ToolResult {
     /// The text and JSON parts rendered as text, joined by newlines.
     ///
     /// ```
-    /// use loopwright_core::{ToolOutputPart, ToolResult};
+    /// use loopwright_types::{ToolOutputPart, ToolResult};
     /// let r = ToolResult { call_id: "c".into(), parts: vec![ToolOutputPart::Json { value: serde_json::json!({"a":1}) }], is_error: false };
     /// assert_eq!(r.text(), r#"{"a":1}"#);
     /// ```
@@ -438,7 +438,7 @@ impl ToolResult {
     /// left out.
     ///
     /// ```
-    /// use loopwright_core::{ImageSource, ToolOutputPart, ToolResult};
+    /// use loopwright_types::{ImageSource, ToolOutputPart, ToolResult};
     /// let image = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() };
     /// let r = ToolResult { call_id: "c".into(), parts: vec![ToolOutputPart::Image { image }, ToolOutputPart::text("a chart")], is_error: false };
     /// assert_eq!(r.text_with_image_placeholders(), "[image: image/png, 8 B]\na chart");
@@ -468,7 +468,7 @@ impl ToolResult {
 /// A piece of a tool's output.
 ///
 /// ```
-/// let p = loopwright_core::ToolOutputPart::text("done");
+/// let p = loopwright_types::ToolOutputPart::text("done");
 /// assert_eq!(serde_json::to_value(&p).unwrap()["type"], "text");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -520,8 +520,8 @@ impl ToolOutputPart {
     /// A text part.
     ///
     /// ```
-    /// let p = loopwright_core::ToolOutputPart::text("x");
-    /// assert!(matches!(p, loopwright_core::ToolOutputPart::Text { .. }));
+    /// let p = loopwright_types::ToolOutputPart::text("x");
+    /// assert!(matches!(p, loopwright_types::ToolOutputPart::Text { .. }));
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
@@ -531,7 +531,7 @@ impl ToolOutputPart {
     /// than text.
     ///
     /// ```
-    /// assert!(!loopwright_core::ToolOutputPart::text("x").is_media());
+    /// assert!(!loopwright_types::ToolOutputPart::text("x").is_media());
     /// ```
     pub fn is_media(&self) -> bool {
         matches!(self, Self::Image { .. } | Self::Audio { .. } | Self::File { .. })
@@ -541,7 +541,7 @@ impl ToolOutputPart {
     /// parts); `None` for the other parts.
     ///
     /// ```
-    /// use loopwright_core::{FileSource, ToolOutputPart};
+    /// use loopwright_types::{FileSource, ToolOutputPart};
     /// let part = ToolOutputPart::File { file: FileSource::from_bytes("application/pdf", &[0; 10]), filename: Some("a.pdf".into()) };
     /// assert_eq!(part.placeholder().as_deref(), Some("[file: application/pdf, 10 B, a.pdf]"));
     /// ```

@@ -26,11 +26,11 @@ pub const DEFAULT_INPUT_TIMEOUT: Duration = Duration::from_secs(300);
 /// What a tool asks the person.
 ///
 /// ```
-/// let q = loopwright_core::UserInputRequest::form("github", "Which repository?", serde_json::json!({
+/// let q = loopwright_types::UserInputRequest::form("github", "Which repository?", serde_json::json!({
 ///     "type": "object", "properties": {"repo": {"type": "string"}}, "required": ["repo"]
 /// }));
 /// assert_eq!(q.source, "github");
-/// assert!(matches!(q.kind, loopwright_core::UserInputKind::Form { .. }));
+/// assert!(matches!(q.kind, loopwright_types::UserInputKind::Form { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -59,7 +59,7 @@ impl UserInputRequest {
     /// means they went there, the result comes out of band.
     ///
     /// ```
-    /// let q = loopwright_core::UserInputRequest::url("pay", "Confirm the payment", "https://pay.example/confirm/1", "e-1");
+    /// let q = loopwright_types::UserInputRequest::url("pay", "Confirm the payment", "https://pay.example/confirm/1", "e-1");
     /// assert_eq!(serde_json::to_value(&q).unwrap()["mode"], "url");
     /// ```
     pub fn url(
@@ -101,9 +101,9 @@ pub enum UserInputKind {
 /// The person's answer.
 ///
 /// ```
-/// let a = loopwright_core::UserInputAnswer::Accept { content: Some(serde_json::json!({"repo": "x"})) };
+/// let a = loopwright_types::UserInputAnswer::Accept { content: Some(serde_json::json!({"repo": "x"})) };
 /// assert_eq!(a.action(), "accept");
-/// assert_eq!(loopwright_core::UserInputAnswer::Decline.action(), "decline");
+/// assert_eq!(loopwright_types::UserInputAnswer::Decline.action(), "decline");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
@@ -136,58 +136,7 @@ impl UserInputAnswer {
 /// of [`UserInputAnswer`]).
 ///
 /// ```
-/// let (responder, _rx) = loopwright_core::UserInputResponder::new();
-/// assert!(responder.respond(loopwright_core::UserInputAnswer::Decline));
+/// let (responder, _rx) = loopwright_types::UserInputResponder::new();
+/// assert!(responder.respond(loopwright_types::UserInputAnswer::Decline));
 /// ```
 pub type UserInputResponder = crate::responder::Responder<UserInputAnswer>;
-
-/// Why a question was answered without the application.
-const TIMED_OUT: &str = "timeout";
-const UNANSWERED: &str = "unanswered";
-const CANCELLED: &str = "cancelled";
-
-/// Ask through the run's event stream (see the module docs); `None` scope:
-/// not called by a run, so nobody can answer.
-pub(crate) async fn ask(
-    scope: Option<&crate::agent::SharedScope>,
-    call_id: &str,
-    request: UserInputRequest,
-    wait: Duration,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> UserInputAnswer {
-    use crate::agent::AgentEvent;
-    let Some(scope) = scope else {
-        return UserInputAnswer::Decline;
-    };
-    let (responder, answer) = UserInputResponder::new();
-    let sent = scope
-        .emit
-        .send(AgentEvent::InputRequested {
-            call_id: call_id.to_owned(),
-            request,
-            responder,
-        })
-        .await;
-    if sent.is_err() {
-        return UserInputAnswer::Decline;
-    }
-    let (answer, reason) = tokio::select! {
-        biased;
-        () = cancel.cancelled() => (UserInputAnswer::Cancel, Some(CANCELLED)),
-        got = tokio::time::timeout(wait, answer) => match got {
-            Ok(Ok(answer)) => (answer, None),
-            // Every copy of the event was dropped unanswered.
-            Ok(Err(_)) => (UserInputAnswer::Decline, Some(UNANSWERED)),
-            Err(_) => (UserInputAnswer::Decline, Some(TIMED_OUT)),
-        },
-    };
-    let _ = scope
-        .emit
-        .send(AgentEvent::InputResolved {
-            call_id: call_id.to_owned(),
-            action: answer.action().to_owned(),
-            reason: reason.map(str::to_owned),
-        })
-        .await;
-    answer
-}

@@ -33,7 +33,7 @@ impl<Args, F> FnTool<Args, F> {
     /// The same tool with these annotations.
     ///
     /// ```
-    /// use loopwright_core::{tool_fn, Tool, ToolAnnotations};
+    /// use loopwright_types::{tool_fn, Tool, ToolAnnotations};
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct NoArgs {}
     /// let t = tool_fn("now", "The time.", |_: NoArgs| async { Ok("12:00") })
@@ -55,7 +55,7 @@ impl<Args, F> FnTool<Args, F> {
 /// error type or state, [`TypedTool`].
 ///
 /// ```
-/// use loopwright_core::{tool_fn, Tool, ToolContext};
+/// use loopwright_types::{tool_fn, Tool, ToolContext};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Add {
@@ -92,7 +92,7 @@ where
 /// run is cancelled), its deadline and its progress reporter.
 ///
 /// ```
-/// use loopwright_core::{tool_fn_with_context, ToolError};
+/// use loopwright_types::{tool_fn_with_context, ToolError};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Crawl {
@@ -159,13 +159,13 @@ where
 }
 
 /// A tool that carries state (a client, a connection pool, settings), with
-/// typed arguments and its own output and error types. Pass it to
-/// [`AgentBuilder::tool`](crate::AgentBuilder::tool) or
+/// typed arguments and its own output and error types. Pass it to an agent
+/// builder's `tool` or to
 /// [`StaticToolSource::with_tool`](crate::StaticToolSource::with_tool) as it
 /// is.
 ///
 /// ```
-/// use loopwright_core::{Tool, TypedTool, ToolContext, IntoTool};
+/// use loopwright_types::{Tool, TypedTool, ToolContext, IntoTool};
 ///
 /// struct Lookup {
 ///     prices: std::collections::HashMap<String, u32>,
@@ -274,7 +274,7 @@ pub mod markers {
 /// both `Tool` and `TypedTool` must be wrapped by hand.
 ///
 /// ```
-/// use loopwright_core::{tool_fn, IntoTool, Tool};
+/// use loopwright_types::{tool_fn, IntoTool, Tool};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// let tool = tool_fn("ping", "Answer pong.", |_: NoArgs| async { Ok("pong") }).into_tool();

@@ -3,12 +3,16 @@
 use crate::message::ToolOutputPart;
 use crate::tool::{ToolOutput, render_parts_text};
 
+/// A tool output beyond this many bytes is cut (head and tail kept): about
+/// 12k tokens, which keeps one result from crowding out the conversation.
+pub const DEFAULT_MAX_TOOL_OUTPUT_BYTES: usize = 50 * 1024;
+
 /// Cut the text of `output` to at most about `max_bytes` bytes, keeping the
 /// head and the tail and marking the cut with the original size. Images are
 /// kept as they are. Output within the limit is returned unchanged.
 ///
 /// ```
-/// let out = loopwright_core::util::truncate_output(loopwright_core::ToolOutput::text("x".repeat(1000)), 100);
+/// let out = loopwright_types::truncate_output(loopwright_types::ToolOutput::text("x".repeat(1000)), 100);
 /// let text = out.as_text();
 /// assert!(text.len() <= 100 + 120);
 /// assert!(text.contains("1000 bytes"));

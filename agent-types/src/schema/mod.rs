@@ -18,9 +18,11 @@
 
 mod bounds;
 mod graph;
+mod strict;
 mod validator;
 
-pub use validator::{SchemaError, SchemaLimits, Validator};
+pub use strict::{STRICT_UNSUPPORTED, strict_schema};
+pub use validator::{MAX_ERRORS, SchemaError, SchemaLimits, Validator};
 
 use serde_json::{Map, Value};
 
@@ -48,7 +50,7 @@ pub const MAX_FLAT_NODES: usize = 100_000;
 ///     "properties": {"p": {"$ref": "#/$defs/Point"}},
 ///     "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}}
 /// });
-/// let flat = loopwright_core::schema::flatten_schema(&schema);
+/// let flat = loopwright_types::schema::flatten_schema(&schema);
 /// assert_eq!(flat, json!({
 ///     "type": "object",
 ///     "properties": {"p": {"type": "object", "properties": {"x": {"type": "number"}}}}
@@ -141,7 +143,7 @@ fn inline(
 /// ```
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Args { city: String, days: Option<u8> }
-/// let schema = loopwright_core::schema::input_schema_for::<Args>();
+/// let schema = loopwright_types::schema::input_schema_for::<Args>();
 /// assert_eq!(schema["type"], "object");
 /// assert_eq!(schema["required"], serde_json::json!(["city"]));
 /// assert!(schema.get("$schema").is_none());

@@ -26,7 +26,7 @@ pub type NameFn = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
 /// How a source's tools are named for the model.
 ///
 /// ```
-/// use loopwright_core::Naming;
+/// use loopwright_types::Naming;
 /// assert_eq!(Naming::Prefixed.apply("fs", "read"), "fs__read");
 /// assert_eq!(Naming::Bare.apply("fs", "read"), "read");
 /// let custom = Naming::custom(|source, tool| format!("{tool}_via_{source}"));
@@ -73,9 +73,9 @@ impl std::fmt::Debug for Naming {
 /// Whether a name is valid for every supported provider.
 ///
 /// ```
-/// assert!(loopwright_core::toolset::is_valid_tool_name("fs__read_file"));
-/// assert!(!loopwright_core::toolset::is_valid_tool_name("read.file"));
-/// assert!(!loopwright_core::toolset::is_valid_tool_name(""));
+/// assert!(loopwright_types::toolset::is_valid_tool_name("fs__read_file"));
+/// assert!(!loopwright_types::toolset::is_valid_tool_name("read.file"));
+/// assert!(!loopwright_types::toolset::is_valid_tool_name(""));
 /// ```
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
@@ -89,7 +89,7 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 /// becomes `_`). Length is not changed here.
 ///
 /// ```
-/// assert_eq!(loopwright_core::toolset::sanitize_tool_name("files.read/v2"), "files_read_v2");
+/// assert_eq!(loopwright_types::toolset::sanitize_tool_name("files.read/v2"), "files_read_v2");
 /// ```
 pub fn sanitize_tool_name(name: &str) -> String {
     if name.is_empty() {

@@ -10,8 +10,8 @@ use serde_json::Value;
 /// The shape the model's answer must have.
 ///
 /// ```
-/// let f = loopwright_core::ResponseFormat::json_schema("weather", serde_json::json!({"type": "object"}));
-/// assert!(matches!(f, loopwright_core::ResponseFormat::JsonSchema { strict: true, .. }));
+/// let f = loopwright_types::ResponseFormat::json_schema("weather", serde_json::json!({"type": "object"}));
+/// assert!(matches!(f, loopwright_types::ResponseFormat::JsonSchema { strict: true, .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -25,7 +25,7 @@ pub enum ResponseFormat {
         schema: Value,
         /// Ask for strict adherence where the provider offers it; the
         /// provider adapts the schema to its strict rules, or sends it
-        /// non-strict when it cannot (see `loopwright_core::output::strict_schema`).
+        /// non-strict when it cannot (see `loopwright_types::output::strict_schema`).
         strict: bool,
     },
 }
@@ -44,7 +44,7 @@ impl ResponseFormat {
 /// How hard a reasoning model thinks before it answers.
 ///
 /// ```
-/// use loopwright_core::ReasoningEffort;
+/// use loopwright_types::ReasoningEffort;
 /// assert_eq!(serde_json::to_string(&ReasoningEffort::High).unwrap(), "\"high\"");
 /// assert_eq!("minimal".parse::<ReasoningEffort>().unwrap(), ReasoningEffort::Minimal);
 /// ```
@@ -84,8 +84,8 @@ impl ReasoningEffort {
     /// smallest Anthropic accepts) for minimal, then 4,096, 10,000, 24,576.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ReasoningEffort::Medium.budget_tokens(), Some(10_000));
-    /// assert_eq!(loopwright_core::ReasoningEffort::None.budget_tokens(), None);
+    /// assert_eq!(loopwright_types::ReasoningEffort::Medium.budget_tokens(), Some(10_000));
+    /// assert_eq!(loopwright_types::ReasoningEffort::None.budget_tokens(), None);
     /// ```
     pub fn budget_tokens(self) -> Option<u32> {
         match self {
@@ -118,7 +118,7 @@ impl std::str::FromStr for ReasoningEffort {
 /// providers that take one; derived from the effort otherwise).
 ///
 /// ```
-/// use loopwright_core::{ReasoningConfig, ReasoningEffort};
+/// use loopwright_types::{ReasoningConfig, ReasoningEffort};
 /// let r = ReasoningConfig::from(ReasoningEffort::High).budget_tokens(32_000);
 /// assert_eq!(r.budget(), Some(32_000));
 /// assert_eq!(ReasoningConfig::from(ReasoningEffort::Low).budget(), Some(4_096));
@@ -164,7 +164,7 @@ impl From<ReasoningEffort> for ReasoningConfig {
 /// refused.
 ///
 /// ```
-/// let caps = loopwright_core::ModelCapabilities::default();
+/// let caps = loopwright_types::ModelCapabilities::default();
 /// assert!(!caps.structured_output && !caps.reasoning);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

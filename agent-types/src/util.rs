@@ -3,19 +3,19 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use crate::agent::truncate_output;
 pub use crate::duration::parse_duration;
+pub use crate::truncate::truncate_output;
 
 /// An error and its causes, joined by `: ` (`error sending request: tcp
 /// connect error: Connection refused`). A cause whose text the message
 /// already contains is not repeated.
 ///
 /// ```
-/// let e = loopwright_core::ModelError::network("request failed").with_source(std::io::Error::other("connection refused"));
-/// assert_eq!(loopwright_core::util::error_chain(&e), "network error: request failed: connection refused");
+/// let e = loopwright_types::ModelError::network("request failed").with_source(std::io::Error::other("connection refused"));
+/// assert_eq!(loopwright_types::util::error_chain(&e), "network error: request failed: connection refused");
 /// // A cause the message already quotes is said once.
 /// let inner = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
-/// assert_eq!(loopwright_core::util::error_chain(&std::io::Error::other(inner)), "refused");
+/// assert_eq!(loopwright_types::util::error_chain(&std::io::Error::other(inner)), "refused");
 /// ```
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
@@ -34,8 +34,8 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// A byte count for people: `10 B`, `1.2 KB`, `3.0 MB`.
 ///
 /// ```
-/// assert_eq!(loopwright_core::util::human_size(1229), "1.2 KB");
-/// assert_eq!(loopwright_core::util::human_size(10), "10 B");
+/// assert_eq!(loopwright_types::util::human_size(1229), "1.2 KB");
+/// assert_eq!(loopwright_types::util::human_size(10), "10 B");
 /// ```
 pub fn human_size(bytes: usize) -> String {
     const KB: usize = 1024;
@@ -51,7 +51,7 @@ pub fn human_size(bytes: usize) -> String {
 /// Now as RFC 3339 in UTC with milliseconds, such as `2026-11-22T05:59:01.123Z`.
 ///
 /// ```
-/// let t = loopwright_core::util::rfc3339_now();
+/// let t = loopwright_types::util::rfc3339_now();
 /// assert_eq!(t.len(), 24);
 /// assert!(t.ends_with('Z'));
 /// ```
@@ -87,7 +87,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// Merge `options` into the entry for `provider`: objects key by key (a key
 /// given again replaces the earlier value), anything else replaces what was
 /// there.
-pub(crate) fn merge_provider_options(
+pub fn merge_provider_options(
     map: &mut std::collections::BTreeMap<String, serde_json::Value>,
     provider: String,
     options: serde_json::Value,

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (responder, rx) = loopwright_core::Responder::<u32>::new();
+/// let (responder, rx) = loopwright_types::Responder::<u32>::new();
 /// let copy = responder.clone();
 /// assert!(responder.respond(7));
 /// assert!(!copy.respond(8));

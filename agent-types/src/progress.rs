@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (reporter, mut rx) = loopwright_core::ProgressReporter::channel("c");
+/// let (reporter, mut rx) = loopwright_types::ProgressReporter::channel("c");
 /// reporter.report(1.0, Some(4.0), None);
 /// let p = rx.try_recv().unwrap();
 /// assert_eq!((p.progress, p.total), (1.0, Some(4.0)));
@@ -53,7 +53,8 @@ struct QueueState {
 
 /// Where a batch's reporters put their reports (see [`PROGRESS_BUFFER`]).
 #[derive(Debug, Default)]
-pub(crate) struct ProgressQueue {
+#[doc(hidden)]
+pub struct ProgressQueue {
     state: Mutex<QueueState>,
     notify: Notify,
     /// Reporters alive; a receiver's `recv` ends once none is left.
@@ -87,7 +88,7 @@ impl ProgressQueue {
     }
 
     /// Every report waiting, oldest first.
-    pub(crate) fn drain(&self) -> Vec<ToolProgress> {
+    pub fn drain(&self) -> Vec<ToolProgress> {
         self.state
             .lock()
             .map(|mut s| s.pending.drain(..).collect())
@@ -95,7 +96,7 @@ impl ProgressQueue {
     }
 
     /// Drop later reports of this call (its result is in).
-    pub(crate) fn finish(&self, call_id: &str) {
+    pub fn finish(&self, call_id: &str) {
         if let Ok(mut state) = self.state.lock() {
             state.pending.retain(|p| p.call_id != call_id);
             state.finished.insert(call_id.to_owned());
@@ -103,7 +104,7 @@ impl ProgressQueue {
     }
 
     /// Resolves when a report may be waiting.
-    pub(crate) async fn notified(&self) {
+    pub async fn notified(&self) {
         self.notify.notified().await;
     }
 
@@ -117,7 +118,7 @@ impl ProgressQueue {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (reporter, mut rx) = loopwright_core::ProgressReporter::channel("c1");
+/// let (reporter, mut rx) = loopwright_types::ProgressReporter::channel("c1");
 /// reporter.report(1.0, Some(3.0), Some("one of three".into()));
 /// let p = rx.recv().await.unwrap();
 /// assert_eq!((p.call_id.as_str(), p.progress), ("c1", 1.0));
@@ -142,7 +143,7 @@ impl ProgressReporter {
     /// A reporter that discards reports.
     ///
     /// ```
-    /// loopwright_core::ProgressReporter::discard("c").report(1.0, None, None);
+    /// loopwright_types::ProgressReporter::discard("c").report(1.0, None, None);
     /// ```
     pub fn discard(call_id: impl Into<String>) -> Self {
         Self {
@@ -155,14 +156,15 @@ impl ProgressReporter {
     /// directly and watching its progress).
     ///
     /// ```
-    /// let (_reporter, _rx) = loopwright_core::ProgressReporter::channel("c");
+    /// let (_reporter, _rx) = loopwright_types::ProgressReporter::channel("c");
     /// ```
     pub fn channel(call_id: impl Into<String>) -> (Self, ProgressReceiver) {
         let queue = Arc::new(ProgressQueue::default());
         (Self::to_queue(call_id, queue.clone()), ProgressReceiver { queue })
     }
 
-    pub(crate) fn to_queue(call_id: impl Into<String>, queue: Arc<ProgressQueue>) -> Self {
+    #[doc(hidden)]
+    pub fn to_queue(call_id: impl Into<String>, queue: Arc<ProgressQueue>) -> Self {
         queue.reporters.fetch_add(1, Ordering::SeqCst);
         Self {
             call_id: call_id.into(),

@@ -36,11 +36,19 @@ const FORWARD_BUFFER: usize = 64;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use loopwright_core::{FallbackModel, LanguageModel};
-/// # use loopwright_core::testing::ScriptedModel;
-/// # let (first, second) = (ScriptedModel::new(vec![]), ScriptedModel::new(vec![]));
+/// use loopwright_types::{FallbackModel, LanguageModel, ModelError, ModelRequest, ModelStream};
+/// # struct Named(&'static str);
+/// # #[async_trait::async_trait]
+/// # impl LanguageModel for Named {
+/// #     fn provider(&self) -> &str { self.0 }
+/// #     fn model_id(&self) -> &str { "m" }
+/// #     async fn stream(&self, _: ModelRequest) -> Result<ModelStream, ModelError> {
+/// #         Err(ModelError::server(None, "down"))
+/// #     }
+/// # }
+/// # let (first, second) = (Named("first"), Named("second"));
 /// let model = FallbackModel::new(vec![Arc::new(first), Arc::new(second)]).retries(1);
-/// assert_eq!(model.provider(), "scripted");
+/// assert_eq!(model.provider(), "first");
 /// ```
 #[derive(Clone)]
 pub struct FallbackModel {
@@ -65,7 +73,8 @@ impl FallbackModel {
 }
 
 /// `provider/model` of a model, as fallback events name it.
-pub(crate) fn model_label(model: &dyn LanguageModel) -> String {
+#[doc(hidden)]
+pub fn model_label(model: &dyn LanguageModel) -> String {
     format!("{}/{}", model.provider(), model.model_id())
 }
 
@@ -178,7 +187,7 @@ async fn drive(models: Vec<Arc<dyn LanguageModel>>, retries: u32, request: Model
                 }
                 Attempt::Failed(e) => e,
             };
-            tracing::warn!(target: "loopwright_core::fallback", model = %label, cycle, error = %error, "model attempt failed");
+            tracing::warn!(target: "loopwright_types::fallback", model = %label, cycle, error = %error, "model attempt failed");
             match &error {
                 // This model refuses this request whatever the wait; another
                 // model may accept it.

@@ -44,7 +44,7 @@ pub trait TokenCounter: Send + Sync + Debug {
 /// tokenizer.
 ///
 /// ```
-/// use loopwright_core::budget::{CharEstimate, TokenCounter};
+/// use loopwright_types::budget::{CharEstimate, TokenCounter};
 /// assert_eq!(CharEstimate.count("abcdefgh"), 2);
 /// assert_eq!(CharEstimate.count("abc"), 1);
 /// ```
@@ -60,29 +60,35 @@ impl TokenCounter for CharEstimate {
 /// The budget of one model.
 ///
 /// ```
-/// use loopwright_core::ContextBudget;
+/// use loopwright_types::ContextBudget;
 /// let b = ContextBudget::new(8_000).max_output_tokens(1_000);
 /// assert_eq!(b.limit(), 8_000 - 256 - 1_000);
 /// ```
 #[derive(Debug, Clone)]
 pub struct ContextBudget {
-    pub(crate) context_window: u64,
-    pub(crate) buffer_tokens: u64,
-    pub(crate) max_output_tokens: u64,
-    pub(crate) counter: Arc<dyn TokenCounter>,
+    #[doc(hidden)]
+    pub context_window: u64,
+    #[doc(hidden)]
+    pub buffer_tokens: u64,
+    #[doc(hidden)]
+    pub max_output_tokens: u64,
+    #[doc(hidden)]
+    pub counter: Arc<dyn TokenCounter>,
     /// Token counts of messages by content hash, shared by clones.
-    pub(crate) cache: Arc<CountCache>,
+    #[doc(hidden)]
+    pub cache: Arc<CountCache>,
 }
 
 /// Token counts of messages already counted, by a hash of their content.
 #[derive(Debug, Default)]
-pub(crate) struct CountCache {
+#[doc(hidden)]
+pub struct CountCache {
     counts: Mutex<HashMap<u64, u64>>,
 }
 
 impl CountCache {
     /// The count for `message`, computed by `count` when not cached.
-    pub(crate) fn get_or_count(&self, message: &crate::message::Message, count: impl FnOnce() -> u64) -> u64 {
+    pub fn get_or_count(&self, message: &crate::message::Message, count: impl FnOnce() -> u64) -> u64 {
         let key = content_hash(message);
         if let Some(tokens) = key.and_then(|k| self.counts.lock().ok()?.get(&k).copied()) {
             return tokens;
@@ -165,7 +171,7 @@ impl ContextBudget {
 /// Figures of a budget decision, as accounting entries carry them.
 ///
 /// ```
-/// let f = loopwright_core::budget::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
+/// let f = loopwright_types::budget::BudgetFigures { projected: 900, limit: 800, remaining: 0 };
 /// assert!(f.projected > f.limit);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

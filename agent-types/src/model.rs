@@ -31,7 +31,7 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 /// Object-safe: the agent holds an `Arc<dyn LanguageModel>`.
 ///
 /// ```
-/// use loopwright_core::{LanguageModel, ModelError, ModelRequest, ModelStream, ModelEvent, FinishReason, Usage};
+/// use loopwright_types::{LanguageModel, ModelError, ModelRequest, ModelStream, ModelEvent, FinishReason, Usage};
 /// use futures::StreamExt;
 ///
 /// /// A model that always answers "hi".
@@ -73,7 +73,7 @@ pub trait LanguageModel: Send + Sync {
 /// How the model may use tools.
 ///
 /// ```
-/// use loopwright_core::ToolChoice;
+/// use loopwright_types::ToolChoice;
 /// assert_eq!(ToolChoice::default(), ToolChoice::Auto);
 /// let named = ToolChoice::Tool { name: "search".into() };
 /// assert_eq!(serde_json::to_value(&named).unwrap()["name"], "search");
@@ -102,7 +102,7 @@ pub enum ToolChoice {
 /// the provider without copying it every step.
 ///
 /// ```
-/// use loopwright_core::{Message, ModelRequest};
+/// use loopwright_types::{Message, ModelRequest};
 /// let request = ModelRequest::new(vec![Message::user("hi")]);
 /// assert_eq!(request.messages.len(), 1);
 /// assert!(request.tools.is_empty());
@@ -166,7 +166,7 @@ pub struct ModelRequest {
 /// message that its wire format (or model) cannot take.
 ///
 /// ```
-/// assert_eq!(loopwright_core::MediaFallback::default(), loopwright_core::MediaFallback::Error);
+/// assert_eq!(loopwright_types::MediaFallback::default(), loopwright_types::MediaFallback::Error);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -184,7 +184,7 @@ impl ModelRequest {
     /// A request with these messages and everything else default.
     ///
     /// ```
-    /// let r = loopwright_core::ModelRequest::new(vec![]);
+    /// let r = loopwright_types::ModelRequest::new(vec![]);
     /// assert!(r.system.is_none());
     /// ```
     pub fn new(messages: Vec<Message>) -> Self {
@@ -197,7 +197,7 @@ impl ModelRequest {
     /// The options given for one provider, if any.
     ///
     /// ```
-    /// let mut r = loopwright_core::ModelRequest::new(vec![]);
+    /// let mut r = loopwright_types::ModelRequest::new(vec![]);
     /// r.provider_options.insert("openai".into(), serde_json::json!({"store": false}));
     /// assert_eq!(r.options_for("openai").unwrap()["store"], false);
     /// ```
@@ -209,7 +209,7 @@ impl ModelRequest {
 /// One event of a model's stream.
 ///
 /// ```
-/// use loopwright_core::ModelEvent;
+/// use loopwright_types::ModelEvent;
 /// let e = ModelEvent::ToolCallComplete { id: "c1".into(), name: "echo".into(), input_json: "{}".into(), provider_data: None };
 /// assert!(matches!(e, ModelEvent::ToolCallComplete { .. }));
 /// ```

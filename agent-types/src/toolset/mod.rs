@@ -39,7 +39,7 @@ pub const INSTRUCTIONS_HEADING: &str = "## TOOLS' INSTRUCTIONS";
 /// How one source joins a [`ToolSet`].
 ///
 /// ```
-/// use loopwright_core::{Naming, NameFilter, SourceOptions};
+/// use loopwright_types::{Naming, NameFilter, SourceOptions};
 /// let opts = SourceOptions::default()
 ///     .naming(Naming::Bare)
 ///     .priority(50)
@@ -92,8 +92,8 @@ impl SourceOptions {
     /// [`ToolOverrides::transform`] makes one from name patterns.
     ///
     /// ```
-    /// use loopwright_core::SourceOptions;
-    /// let opts = SourceOptions::default().transform(|def: &loopwright_core::ToolDefinition| {
+    /// use loopwright_types::SourceOptions;
+    /// let opts = SourceOptions::default().transform(|def: &loopwright_types::ToolDefinition| {
     ///     (!def.name.starts_with("delete")).then(|| def.clone().with_name(format!("gh_{}", def.name)))
     /// });
     /// # let _ = opts;
@@ -123,7 +123,7 @@ struct SourceEntry {
 /// Tool sources merged into one catalog.
 ///
 /// ```
-/// use loopwright_core::{tool_fn, StaticToolSource, ToolSet};
+/// use loopwright_types::{tool_fn, StaticToolSource, ToolSet};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -175,8 +175,8 @@ impl ToolSetBuilder {
     /// Filter over exposed names, applied to every source.
     ///
     /// ```
-    /// let set = loopwright_core::ToolSet::builder()
-    ///     .filter(loopwright_core::NameFilter::default().deny("*__delete_*"))
+    /// let set = loopwright_types::ToolSet::builder()
+    ///     .filter(loopwright_types::NameFilter::default().deny("*__delete_*"))
     ///     .build();
     /// # let _ = set;
     /// ```
@@ -216,7 +216,7 @@ impl ToolSet {
     /// A tool set with no tools.
     ///
     /// ```
-    /// let set = loopwright_core::ToolSet::empty();
+    /// let set = loopwright_types::ToolSet::empty();
     /// # let _ = set;
     /// ```
     pub fn empty() -> Self {
@@ -227,8 +227,8 @@ impl ToolSet {
     /// (the catalog is built anew).
     ///
     /// ```
-    /// let set = loopwright_core::ToolSet::empty();
-    /// let more = set.to_builder().source(loopwright_core::StaticToolSource::native("mine")).build();
+    /// let set = loopwright_types::ToolSet::empty();
+    /// let more = set.to_builder().source(loopwright_types::StaticToolSource::native("mine")).build();
     /// # let _ = more;
     /// ```
     pub fn to_builder(&self) -> ToolSetBuilder {
@@ -518,7 +518,8 @@ pub struct ToolCatalog {
     instructions: Option<String>,
     /// This catalog with a run's `search_tools` added, built once for the
     /// runs that share the catalog (by the search's result count).
-    pub(crate) searched: std::sync::OnceLock<(usize, Arc<ToolCatalog>)>,
+    #[doc(hidden)]
+    pub searched: std::sync::OnceLock<(usize, Arc<ToolCatalog>)>,
 }
 
 impl ToolCatalog {
@@ -558,7 +559,8 @@ impl ToolCatalog {
 
     /// This catalog with `tool` added under its own name, from `source`
     /// (the run's `search_tools`), replacing a tool of that name.
-    pub(crate) fn with_tool(&self, tool: Arc<dyn Tool>, source: &str) -> Self {
+    #[doc(hidden)]
+    pub fn with_tool(&self, tool: Arc<dyn Tool>, source: &str) -> Self {
         let name = tool.definition().name.clone();
         let validator = Validator::new(&tool.definition().input_schema).ok();
         let mut tools: Vec<ExposedTool> = self.tools.iter().filter(|t| t.name != name).cloned().collect();
@@ -575,7 +577,8 @@ impl ToolCatalog {
     }
 
     /// A catalog with no tools.
-    pub(crate) fn empty() -> Self {
+    #[doc(hidden)]
+    pub fn empty() -> Self {
         Self::new(Vec::new(), Vec::new(), &[])
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use loopwright_core::util::parse_duration;
+/// use loopwright_types::util::parse_duration;
 /// assert_eq!(parse_duration(&serde_json::json!(1500)), Ok(Duration::from_millis(1500)));
 /// assert_eq!(parse_duration(&serde_json::json!("30s")), Ok(Duration::from_secs(30)));
 /// assert_eq!(parse_duration(&serde_json::json!("1.5m")), Ok(Duration::from_secs(90)));

@@ -40,7 +40,7 @@ pub const CONTEXT_LENGTH_PHRASES: [&str; 8] = [
 /// ...), with [`ModelError::with_source`] to attach the underlying error.
 ///
 /// ```
-/// use loopwright_core::ModelError;
+/// use loopwright_types::ModelError;
 /// use std::time::Duration;
 /// let e = ModelError::rate_limited("slow down", Some(Duration::from_secs(2)));
 /// assert!(e.is_retryable());
@@ -252,7 +252,7 @@ impl ModelError {
     /// when the message says the request is too long for the model.
     ///
     /// ```
-    /// use loopwright_core::ModelError;
+    /// use loopwright_types::ModelError;
     /// let e = ModelError::invalid_request(Some(400), "prompt is too long: 210000 tokens > 200000 maximum");
     /// assert_eq!(e.kind(), "context_length_exceeded");
     /// assert_eq!(ModelError::invalid_request(Some(400), "unknown field").kind(), "invalid_request");
@@ -314,7 +314,7 @@ impl ModelError {
     /// ```
     /// use std::error::Error;
     /// let io = std::io::Error::other("connection reset by peer");
-    /// let e = loopwright_core::ModelError::stream_cut("the body broke").with_source(io);
+    /// let e = loopwright_types::ModelError::stream_cut("the body broke").with_source(io);
     /// assert_eq!(e.source().unwrap().to_string(), "connection reset by peer");
     /// ```
     pub fn with_source(mut self, error: impl std::error::Error + Send + Sync + 'static) -> Self {
@@ -334,7 +334,7 @@ impl ModelError {
     /// The HTTP status, when the error came with one.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ModelError::server(Some(503), "busy").status(), Some(503));
+    /// assert_eq!(loopwright_types::ModelError::server(Some(503), "busy").status(), Some(503));
     /// ```
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -359,7 +359,7 @@ impl ModelError {
     /// timeouts and invalid responses).
     ///
     /// ```
-    /// use loopwright_core::ModelError;
+    /// use loopwright_types::ModelError;
     /// assert!(ModelError::server(Some(503), "").is_retryable());
     /// assert!(!ModelError::invalid_request(Some(400), "bad").is_retryable());
     /// assert!(!ModelError::context_length_exceeded("too long").is_retryable());
@@ -385,7 +385,7 @@ impl ModelError {
     /// fallback chain moves on and does not resend it to this model.
     ///
     /// ```
-    /// use loopwright_core::ModelError;
+    /// use loopwright_types::ModelError;
     /// assert!(ModelError::authentication(Some(401), "bad key").is_permanent_for_model());
     /// assert!(!ModelError::rate_limited("later", None).is_permanent_for_model());
     /// ```
@@ -402,7 +402,7 @@ impl ModelError {
     /// A stable snake_case name for the kind, for logs and accounting.
     ///
     /// ```
-    /// assert_eq!(loopwright_core::ModelError::Cancelled.kind(), "cancelled");
+    /// assert_eq!(loopwright_types::ModelError::Cancelled.kind(), "cancelled");
     /// ```
     pub fn kind(&self) -> &'static str {
         match self {
@@ -425,10 +425,10 @@ impl ModelError {
 /// model's context window (see [`CONTEXT_LENGTH_PHRASES`]).
 ///
 /// ```
-/// assert!(loopwright_core::model_error::is_context_length_message(
+/// assert!(loopwright_types::model_error::is_context_length_message(
 ///     "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."
 /// ));
-/// assert!(!loopwright_core::model_error::is_context_length_message("invalid api key"));
+/// assert!(!loopwright_types::model_error::is_context_length_message("invalid api key"));
 /// ```
 pub fn is_context_length_message(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();

@@ -15,7 +15,7 @@ use crate::message::{ContentPart, Message, Role};
 /// What is wrong with a history.
 ///
 /// ```
-/// use loopwright_core::{ContentPart, Message, Role, ToolCall, history::{check_history, HistoryError}};
+/// use loopwright_types::{ContentPart, Message, Role, ToolCall, history::{check_history, HistoryError}};
 /// let call = ToolCall { id: "c1".into(), name: "echo".into(), input: serde_json::json!({}), provider_data: None };
 /// let history = vec![Message::user("hi"), Message::new(Role::Assistant, vec![ContentPart::ToolCall(call)])];
 /// assert!(matches!(check_history(&history), Err(HistoryError::Unanswered { .. })));
@@ -79,7 +79,7 @@ pub enum HistoryError {
 /// model can answer (see the module's invariant).
 ///
 /// ```
-/// use loopwright_core::{Message, history::check_history};
+/// use loopwright_types::{Message, history::check_history};
 /// assert!(check_history(&[Message::user("What time is it?")]).is_ok());
 /// ```
 pub fn check_history(messages: &[Message]) -> Result<(), HistoryError> {
@@ -146,7 +146,8 @@ pub fn check_history(messages: &[Message]) -> Result<(), HistoryError> {
 
 /// The name of the tool whose call `messages[at]`'s result `call_id`
 /// answers: the nearest call with that id before it.
-pub(crate) fn call_name<'a>(messages: &'a [Message], at: usize, call_id: &str) -> Option<&'a str> {
+#[doc(hidden)]
+pub fn call_name<'a>(messages: &'a [Message], at: usize, call_id: &str) -> Option<&'a str> {
     messages[..at.min(messages.len())]
         .iter()
         .rev()

@@ -16,7 +16,7 @@ use crate::typed::IntoTool;
 /// default; external ones (MCP servers) are namespaced `{source}__{tool}`.
 ///
 /// ```
-/// assert_eq!(loopwright_core::SourceKind::default(), loopwright_core::SourceKind::External);
+/// assert_eq!(loopwright_types::SourceKind::default(), loopwright_types::SourceKind::External);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -32,7 +32,7 @@ pub enum SourceKind {
 ///
 /// ```
 /// use std::error::Error;
-/// let e = loopwright_core::ToolSourceError::new("fs", "server exited")
+/// let e = loopwright_types::ToolSourceError::new("fs", "server exited")
 ///     .with_source(std::io::Error::other("broken pipe"));
 /// assert_eq!(e.to_string(), "tool source fs: server exited");
 /// assert_eq!(e.source().unwrap().to_string(), "broken pipe");
@@ -71,7 +71,7 @@ impl ToolSourceError {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use loopwright_core::{tool_fn, StaticToolSource, ToolSource};
+/// use loopwright_types::{tool_fn, StaticToolSource, ToolSource};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// let source = StaticToolSource::native("app")
@@ -110,8 +110,8 @@ pub trait ToolSource: Send + Sync {
     /// its catalog's warnings, which every run reports as `warning` events.
     ///
     /// ```
-    /// use loopwright_core::ToolSource;
-    /// assert!(loopwright_core::StaticToolSource::native("app").warnings().is_empty());
+    /// use loopwright_types::ToolSource;
+    /// assert!(loopwright_types::StaticToolSource::native("app").warnings().is_empty());
     /// ```
     fn warnings(&self) -> Vec<String> {
         Vec::new()
@@ -130,8 +130,8 @@ impl StaticToolSource {
     /// An empty native source (bare names, wins clashes).
     ///
     /// ```
-    /// let s = loopwright_core::StaticToolSource::native("app");
-    /// assert_eq!(loopwright_core::ToolSource::kind(&s), loopwright_core::SourceKind::Native);
+    /// let s = loopwright_types::StaticToolSource::native("app");
+    /// assert_eq!(loopwright_types::ToolSource::kind(&s), loopwright_types::SourceKind::Native);
     /// ```
     pub fn native(name: impl Into<String>) -> Self {
         Self::new(name, SourceKind::Native)
@@ -140,8 +140,8 @@ impl StaticToolSource {
     /// An empty source of the given kind.
     ///
     /// ```
-    /// let s = loopwright_core::StaticToolSource::new("other", loopwright_core::SourceKind::External);
-    /// assert_eq!(loopwright_core::ToolSource::name(&s), "other");
+    /// let s = loopwright_types::StaticToolSource::new("other", loopwright_types::SourceKind::External);
+    /// assert_eq!(loopwright_types::ToolSource::name(&s), "other");
     /// ```
     pub fn new(name: impl Into<String>, kind: SourceKind) -> Self {
         Self {
@@ -168,8 +168,8 @@ impl StaticToolSource {
     /// Set the instructions text.
     ///
     /// ```
-    /// use loopwright_core::ToolSource;
-    /// let s = loopwright_core::StaticToolSource::native("app").with_instructions("Use ping first.");
+    /// use loopwright_types::ToolSource;
+    /// let s = loopwright_types::StaticToolSource::native("app").with_instructions("Use ping first.");
     /// assert_eq!(s.instructions().as_deref(), Some("Use ping first."));
     /// ```
     pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
