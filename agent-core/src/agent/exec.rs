@@ -84,6 +84,8 @@ pub(crate) struct Batch<'a> {
     /// The run's journal: a durable run journals each call (see
     /// [`Journal::calls`](super::journal::Journal::calls)).
     pub journal: Option<&'a super::journal::Journal>,
+    /// The calls' `tool_call` events went out already (a resumed step's).
+    pub announced: bool,
 }
 
 /// A call that paused for a person instead of getting its result.
@@ -96,7 +98,7 @@ pub(crate) enum Pause {
 }
 
 /// What a batch produced.
-pub(crate) struct Executed {
+pub(super) struct Executed {
     /// One per call that did not pause, in call order.
     pub results: Vec<ToolResult>,
     /// The calls that paused, in call order.
@@ -318,17 +320,19 @@ async fn run_calls(
     let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
     for (i, call) in batch.calls.iter().enumerate().skip(start) {
         let exposed = batch.catalog.get(&call.name);
-        running.attached &= batch
-            .emit
-            .send(AgentEvent::ToolCall {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                source: exposed.map(|t| t.source.clone()),
-                original_name: exposed.map(|t| t.original_name.clone()),
-                input: call.input.clone(),
-            })
-            .await
-            .is_ok();
+        if !batch.announced {
+            running.attached &= batch
+                .emit
+                .send(AgentEvent::ToolCall {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    source: exposed.map(|t| t.source.clone()),
+                    original_name: exposed.map(|t| t.original_name.clone()),
+                    input: call.input.clone(),
+                })
+                .await
+                .is_ok();
+        }
         match admit(batch, call, &bad_json).await {
             Ok(exposed) => {
                 let task = CallTask::new(batch, i, exposed, &semaphore, &running);
@@ -522,21 +526,10 @@ impl CallTask {
         } = self;
         // Waiting for approval holds no concurrency slot and does not
         // count against the tool's timeout.
-        if let Some((approvals, request, emit)) = approval {
-            match gate::pass(&approvals, &emit, request, &token).await {
-                gate::Verdict::Run => {}
-                gate::Verdict::Refused(refusal) => return error_outcome(refusal.message, refusal.details),
-                gate::Verdict::Deferred(request) => {
-                    return paused_outcome(Pause::Deferred(PendingCall {
-                        kind: PendingKind::ToolCall,
-                        call_id: request.call_id,
-                        tool: request.tool,
-                        arguments: request.input,
-                        tier: request.tier,
-                        agent_path: scope.path.clone(),
-                    }));
-                }
-            }
+        if let Some((approvals, request, emit)) = approval
+            && let Some(refused) = pass_gate(approvals, request, emit, &token, &scope).await
+        {
+            return refused;
         }
         // The semaphore is never closed, so acquiring fails only if it
         // were; then the call simply runs unbounded. A run cancelled
@@ -594,6 +587,29 @@ impl CallTask {
             budget: None,
             paused: None,
         }
+    }
+}
+
+/// Ask call's approval gate: `None` when the call may run, else its
+/// outcome (refused, or paused until a person decides).
+async fn pass_gate(
+    approvals: Approvals,
+    request: ApprovalRequest,
+    emit: Emitter,
+    token: &CancellationToken,
+    scope: &super::scope::SharedScope,
+) -> Option<Outcome> {
+    match gate::pass(&approvals, &emit, request, token).await {
+        gate::Verdict::Run => None,
+        gate::Verdict::Refused(refusal) => Some(error_outcome(refusal.message, refusal.details)),
+        gate::Verdict::Deferred(request) => Some(paused_outcome(Pause::Deferred(PendingCall {
+            kind: PendingKind::ToolCall,
+            call_id: request.call_id,
+            tool: request.tool,
+            arguments: request.input,
+            tier: request.tier,
+            agent_path: scope.path.clone(),
+        }))),
     }
 }
 

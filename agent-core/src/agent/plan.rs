@@ -13,8 +13,9 @@ use std::sync::Arc;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::drive::Run;
+use super::drive::{Ending, LoopState, Run};
 use super::events::AgentEvent;
+use super::policy::{Flow, Policy};
 use super::step::StepFailure;
 use crate::output::{OutputSpec, answer_json};
 use crate::preflight::{PLAN_INSTRUCTION, Plan, PlanDecision, PlanResponder, Preflight};
@@ -45,6 +46,38 @@ pub(super) enum PlanOutcome {
     Budget(String),
     /// Nobody is asked now ([`Preflight::defer`]): the run pauses with it.
     Deferred(Plan),
+}
+
+/// The pre-flight plan as a policy of the loop: before the first step of a
+/// fresh run, a plan is proposed and decided.
+pub(super) struct PreflightPolicy(pub Preflight);
+
+#[async_trait::async_trait]
+impl Policy for PreflightPolicy {
+    async fn open(&mut self, run: &Run, lp: &mut LoopState) -> Flow {
+        let outcome = run
+            .preflight(&self.0, &lp.history, &lp.catalog, &mut lp.progress.usage)
+            .await;
+        outcome.apply(lp)
+    }
+}
+
+impl PlanOutcome {
+    /// What the outcome means for the run: an approved plan joins the
+    /// history and the run goes on; anything else ends it.
+    pub(super) fn apply(self, lp: &mut LoopState) -> Flow {
+        match self {
+            PlanOutcome::Approved(message) => {
+                lp.add(message);
+                Flow::Go
+            }
+            PlanOutcome::Rejected(reason) => Flow::End(Ending::PlanRejected(reason)),
+            PlanOutcome::Cancelled => Flow::End(Ending::Cancelled),
+            PlanOutcome::Failed(e) => Flow::End(Ending::ModelFailed(e)),
+            PlanOutcome::Budget(why) => Flow::End(Ending::BudgetExhausted(why)),
+            PlanOutcome::Deferred(plan) => Flow::End(Ending::Paused(super::state::Paused::Plan { plan })),
+        }
+    }
 }
 
 impl Run {
