@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::usage::Usage;
+use loopwright_types::Usage;
 
 /// How a model attempt or tool call ended.
 ///
@@ -179,7 +179,7 @@ pub struct ToolEntry {
     /// Projected, limit and remaining tokens, when the context budget
     /// replaced the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<crate::budget::BudgetFigures>,
+    pub budget: Option<loopwright_types::budget::BudgetFigures>,
     /// The agent that made it, as a path from the agent the application
     /// ran (`coordinator/researcher`; a lone agent's name, `agent` by
     /// default).

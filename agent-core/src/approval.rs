@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool::ToolAnnotations;
-use crate::toolset::wildcard_match;
+use loopwright_types::tool::ToolAnnotations;
+use loopwright_types::toolset::wildcard_match;
 
 /// How long a call waits for an answer before it counts as denied: long
 /// enough for a person to read the call, short enough not to stall a run.
@@ -264,7 +264,7 @@ impl ApprovalSession {
 /// assert_eq!(rx.await.unwrap(), loopwright_core::ApprovalDecision::Approve);
 /// # }
 /// ```
-pub type ApprovalResponder = crate::responder::Responder<ApprovalDecision>;
+pub type ApprovalResponder = loopwright_types::Responder<ApprovalDecision>;
 
 /// Where approval requests go.
 #[derive(Clone)]

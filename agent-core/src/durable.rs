@@ -57,12 +57,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-/// Separates the run id, the step and the call id in an idempotency key.
-pub const IDEMPOTENCY_KEY_SEPARATOR: char = '/';
-
-/// The `_meta` key of an MCP `tools/call` carrying the idempotency key (run
-/// id, step, call id, `/`-separated) of a call made by a run with a run id.
-pub const MCP_META_IDEMPOTENCY_KEY: &str = "loopwright.dev/idempotencyKey";
+use loopwright_types::tool::idempotency_key;
+pub use loopwright_types::tool::{IDEMPOTENCY_KEY_SEPARATOR, MCP_META_IDEMPOTENCY_KEY};
 
 /// What a durable step is: a model call or one tool call.
 ///
@@ -411,10 +407,4 @@ impl fmt::Debug for DurableRun {
             .field("journaled", &self.engine.is_some())
             .finish()
     }
-}
-
-/// `prefix/step/call_id`.
-pub(crate) fn idempotency_key(prefix: &str, step: u32, call_id: &str) -> String {
-    let sep = IDEMPOTENCY_KEY_SEPARATOR;
-    format!("{prefix}{sep}{step}{sep}{call_id}")
 }

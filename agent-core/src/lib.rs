@@ -39,39 +39,24 @@
 pub mod accounting;
 pub mod agent;
 pub mod approval;
-pub mod budget;
 pub mod compaction;
 pub mod durable;
-mod duration;
-pub mod fallback;
-pub mod history;
-pub mod media;
-mod message;
-mod model;
-pub mod model_error;
-/// Reading files a person names: regular files only, opened without
-/// blocking, under a size limit (documented as `loopwright::textfile`).
-#[doc(hidden)]
-pub mod named_file;
 pub mod output;
 pub mod preflight;
-mod progress;
 pub mod replay;
-mod responder;
-pub mod schema;
-mod settings;
-mod source;
 pub mod telemetry;
-pub mod tool;
 pub mod tool_search;
-pub mod toolset;
-mod typed;
-mod usage;
-pub mod user_input;
-pub mod util;
 
 #[cfg(feature = "testing")]
 pub mod testing;
+
+/// Reading files a person names: regular files only, opened without
+/// blocking, under a size limit (documented as `loopwright::textfile`).
+#[doc(hidden)]
+pub use loopwright_types::named_file;
+pub use loopwright_types::{
+    budget, fallback, history, media, model_error, schema, tool, toolset, user_input, util,
+};
 
 pub use accounting::{AccountingSink, JsonlSink};
 pub use agent::{
@@ -83,32 +68,14 @@ pub use approval::{
     ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession, ApprovalTier,
     Approvals, Approver,
 };
-pub use budget::ContextBudget;
-pub use fallback::FallbackModel;
-pub use message::{
-    CompactionItem, ContentPart, FileSource, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart,
-    ToolResult,
+pub use loopwright_types::{
+    CancellationToken, CompactionItem, ContentPart, ContextBudget, FallbackModel, FileSource, FinishReason,
+    FnTool, ImageSource, IntoTool, LanguageModel, MediaFallback, Message, ModelCapabilities, ModelError,
+    ModelEvent, ModelRequest, ModelStream, NameFilter, Naming, ProgressReceiver, ProgressReporter, Reasoning,
+    ReasoningConfig, ReasoningEffort, Responder, ResponseFormat, Role, SharedTool, SourceKind, SourceOptions,
+    StaticToolSource, Tool, ToolAnnotations, ToolCall, ToolCatalog, ToolChoice, ToolContext, ToolDefinition,
+    ToolError, ToolOutput, ToolOutputPart, ToolProgress, ToolResult, ToolSet, ToolSetBuilder, ToolSource,
+    ToolSourceError, TypedTool, TypedToolAdapter, UnknownEffort, Usage, UserInputAnswer, UserInputKind,
+    UserInputRequest, UserInputResponder, markers, schemars, tool_fn, tool_fn_with_context,
 };
-pub use model::{LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
-pub use model_error::ModelError;
 pub use output::{OutputError, OutputMode, OutputSpec};
-pub use responder::Responder;
-pub use settings::{ModelCapabilities, ReasoningConfig, ReasoningEffort, ResponseFormat, UnknownEffort};
-pub use source::{SourceKind, StaticToolSource, ToolSource, ToolSourceError};
-pub use tool::{
-    ProgressReceiver, ProgressReporter, SharedTool, Tool, ToolAnnotations, ToolContext, ToolDefinition,
-    ToolError, ToolOutput, ToolProgress,
-};
-pub use toolset::{NameFilter, Naming, SourceOptions, ToolCatalog, ToolSet, ToolSetBuilder};
-pub use typed::{FnTool, IntoTool, TypedTool, TypedToolAdapter, markers, tool_fn, tool_fn_with_context};
-pub use usage::{FinishReason, Usage};
-pub use user_input::{UserInputAnswer, UserInputKind, UserInputRequest, UserInputResponder};
-
-/// Re-exported so applications and providers use the same version.
-pub use tokio_util::sync::CancellationToken;
-
-/// The schemars (1.x) tool schemas are derived with. Depend on `schemars`
-/// 1.x yourself (a 0.8 derive implements another trait), or derive through
-/// this path: `#[derive(loopwright_core::schemars::JsonSchema)]
-/// #[schemars(crate = "loopwright_core::schemars")]`.
-pub use schemars;

@@ -270,7 +270,7 @@ where
 /// assert_eq!(rx.await.unwrap(), loopwright_core::preflight::PlanDecision::Approve);
 /// # }
 /// ```
-pub type PlanResponder = crate::responder::Responder<PlanDecision>;
+pub type PlanResponder = loopwright_types::Responder<PlanDecision>;
 
 /// Pre-flight settings: installing them makes every run propose a plan
 /// before its first tool call.

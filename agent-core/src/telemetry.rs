@@ -22,14 +22,14 @@
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::model::{LanguageModel, ModelRequest};
-use crate::model_error::ModelError;
-use crate::tool::ToolOutput;
-use crate::usage::{FinishReason, Usage};
+use loopwright_types::model_error::ModelError;
+use loopwright_types::tool::ToolOutput;
+use loopwright_types::{FinishReason, Usage};
+use loopwright_types::{LanguageModel, ModelRequest};
 
 /// The `tracing` target of every span here (filter on it to export only
 /// these).
-pub const TARGET: &str = "gen_ai";
+pub use loopwright_types::trace::TARGET;
 
 /// `gen_ai.provider.name` for one of our provider names: the conventions'
 /// well-known value where there is one, else the name itself.

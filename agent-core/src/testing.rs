@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use crate::model::{LanguageModel, ModelEvent, ModelRequest, ModelStream};
-use crate::model_error::ModelError;
-use crate::settings::ModelCapabilities;
-use crate::usage::{FinishReason, Usage};
+use loopwright_types::ModelCapabilities;
+use loopwright_types::model_error::ModelError;
+use loopwright_types::{FinishReason, Usage};
+use loopwright_types::{LanguageModel, ModelEvent, ModelRequest, ModelStream};
 
 /// One scripted step: the events (or errors) the stream yields in order.
 #[derive(Debug, Clone, Default)]

@@ -139,6 +139,25 @@ async fn deferred_calls_pause_the_run_and_resume_runs_each_decided_call_once() {
     // The resumed result holds the whole turn, so a conversation keeps it.
     assert_eq!(result.messages.len(), 3, "{:?}", result.messages);
     assert!(result.state.is_none());
+    // The paused calls were announced before the pause: the resumed run
+    // tells their decisions and results, not their `tool_call` again.
+    let announced: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(announced.is_empty(), "{announced:?}");
+    let mut results: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    results.sort_unstable();
+    assert_eq!(results, ["c2", "c3"]);
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@
 //! - `toolOverrides` renames tools, rewrites or wraps their descriptions,
 //!   gives them provider options or marks them always on, by raw tool name
 //!   with `*` wildcards
-//!   ([`ToolOverrides::from_json`](loopwright_core::toolset::ToolOverrides::from_json)):
+//!   ([`ToolOverrides::from_json`](loopwright_types::toolset::ToolOverrides::from_json)):
 //!   `{"read_file": {"name": "fs_read", "description": "[Filesystem] {description}"}}`.
 //! - [`MCP_SERVER_KEYS`](crate::MCP_SERVER_KEYS) lists every key an entry may hold
 //!   (parsing is in `config_parse`).
@@ -31,8 +31,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use loopwright_core::SourceOptions;
-use loopwright_core::toolset::ToolOverrides;
+use loopwright_types::SourceOptions;
+use loopwright_types::toolset::ToolOverrides;
 
 use crate::env::interpolate_map;
 use crate::error::McpError;
@@ -358,7 +358,7 @@ impl McpServerConfig {
     /// [`McpServerConfig::tool_overrides`]).
     ///
     /// ```
-    /// use loopwright_core::toolset::{ToolOverride, ToolOverrides};
+    /// use loopwright_types::toolset::{ToolOverride, ToolOverrides};
     /// let cfg = loopwright_mcp::McpServerConfig::stdio("fs", "mcp-server-filesystem")
     ///     .tool_overrides(ToolOverrides::default().rule("read_file", ToolOverride::default().name("fs_read")));
     /// assert!(!cfg.tool_overrides.is_empty());

@@ -39,7 +39,7 @@ pub(crate) fn duration_field(
     if value.is_null() {
         return Ok(None);
     }
-    loopwright_core::util::parse_duration(value)
+    loopwright_types::util::parse_duration(value)
         .map(Some)
         .map_err(|message| err(format!("`{key}`: {message}")))
 }

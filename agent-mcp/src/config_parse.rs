@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use loopwright_core::toolset::ToolOverrides;
+use loopwright_types::toolset::ToolOverrides;
 
 use crate::config::{McpServerConfig, McpTransport, RemoteConfig, StdioConfig};
 use crate::config_fields::{bool_field, duration_field, str_field, string_list, string_map};

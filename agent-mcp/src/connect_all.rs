@@ -1,8 +1,8 @@
 //! [`connect_all`]: every configured server at once; one failing server
 //! never stops the others.
 
-use loopwright_core::ToolSetBuilder;
-use loopwright_core::toolset::{ConnectionReport, SourceFailure};
+use loopwright_types::ToolSetBuilder;
+use loopwright_types::toolset::{ConnectionReport, SourceFailure};
 
 use crate::config::McpServerConfig;
 use crate::error::McpError;
@@ -70,7 +70,7 @@ impl Connected {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let connected = loopwright_mcp::connect_all(vec![loopwright_mcp::McpServerConfig::stdio("ghost", "/nonexistent")]).await;
-    /// let tools = connected.add_to(loopwright_core::ToolSet::builder()).build();
+    /// let tools = connected.add_to(loopwright_types::ToolSet::builder()).build();
     /// assert_eq!(tools.connection_report().unwrap().failed[0].server, "ghost");
     /// # }
     /// ```
@@ -90,8 +90,8 @@ impl Connected {
     /// assert!(connected.tool_set().connection_report().is_some());
     /// # }
     /// ```
-    pub fn tool_set(&self) -> loopwright_core::ToolSet {
-        self.add_to(loopwright_core::ToolSet::builder()).build()
+    pub fn tool_set(&self) -> loopwright_types::ToolSet {
+        self.add_to(loopwright_types::ToolSet::builder()).build()
     }
 
     /// Close every connected source.

@@ -6,7 +6,7 @@
 //! all) reaches us as a raw JSON result; we read it leniently here instead
 //! of losing the whole server. Tool names stay the server's original names.
 
-use loopwright_core::{ToolAnnotations, ToolDefinition};
+use loopwright_types::{ToolAnnotations, ToolDefinition};
 use rmcp::model::ErrorCode;
 use rmcp::model::{ClientRequest, ListToolsRequest, PaginatedRequestParams, Prompt, ServerResult};
 use rmcp::service::{Peer, RoleClient, ServiceError};

@@ -17,7 +17,7 @@
 //! is an object in which every property the schema gives a `default` and
 //! the person left out holds that default (SEP-1034).
 
-use loopwright_core::{ToolContext, UserInputAnswer, UserInputRequest};
+use loopwright_types::{ToolContext, UserInputAnswer, UserInputRequest};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use loopwright_core::{ProgressReporter, ToolContext};
+use loopwright_types::{ProgressReporter, ToolContext};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, ErrorCode, FormElicitationCapability, Implementation,

@@ -1,6 +1,6 @@
 //! # loopwright-mcp
 //!
-//! MCP servers as [`loopwright_core::ToolSource`]s, built on [`rmcp`] (pinned
+//! MCP servers as [`loopwright_types::ToolSource`]s, built on [`rmcp`] (pinned
 //! exactly and re-exported: use `loopwright_mcp::rmcp` to get the same version).
 //!
 //! Invariants:

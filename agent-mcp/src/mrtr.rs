@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use loopwright_core::ToolContext;
+use loopwright_types::ToolContext;
 use rmcp::model::{ClientRequest, InputRequest, InputRequiredResult, InputResponses, ServerResult};
 
 use crate::request::RequestError;

@@ -136,7 +136,7 @@ impl McpClientOptions {
 
     /// How long an elicitation waits for its answer before it is declined
     /// (never past the asking call's deadline); default
-    /// [`DEFAULT_INPUT_TIMEOUT`](loopwright_core::user_input::DEFAULT_INPUT_TIMEOUT).
+    /// [`DEFAULT_INPUT_TIMEOUT`](loopwright_types::user_input::DEFAULT_INPUT_TIMEOUT).
     ///
     /// ```
     /// let options = loopwright_mcp::McpClientOptions::default()
@@ -151,7 +151,7 @@ impl McpClientOptions {
     /// The elicitation timeout in force.
     pub fn elicitation_timeout(&self) -> Duration {
         self.elicitation_timeout
-            .unwrap_or(loopwright_core::user_input::DEFAULT_INPUT_TIMEOUT)
+            .unwrap_or(loopwright_types::user_input::DEFAULT_INPUT_TIMEOUT)
     }
 
     /// Keep OAuth credentials in `store` instead of the default

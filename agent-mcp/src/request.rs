@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopwright_core::{ToolContext, ToolOutput};
+use loopwright_types::{ToolContext, ToolOutput};
 use rmcp::model::{CancelledNotificationParam, ClientRequest, RequestId, ServerResult};
 use rmcp::service::{Peer, PeerRequestOptions, RequestHandle, RoleClient, ServiceError};
 use tracing::{Instrument, Span};

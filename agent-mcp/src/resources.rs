@@ -19,9 +19,9 @@
 //!   with a count of what was left out; templates come first, so a server
 //!   with very many resources still shows how to name them.
 
-use loopwright_core::toolset::sanitize_tool_name;
-use loopwright_core::{Naming, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use loopwright_core::{ToolOutputPart, util::human_size};
+use loopwright_types::toolset::sanitize_tool_name;
+use loopwright_types::{Naming, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::{ToolOutputPart, util::human_size};
 use rmcp::model::{
     ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest, PaginatedRequestParams,
     ReadResourceRequest, ReadResourceRequestParams, Resource, ResourceTemplate, ServerResult,

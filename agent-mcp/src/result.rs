@@ -14,8 +14,8 @@
 //! tool declares an `outputSchema` it does so beside text too, unless a text
 //! block already holds the same JSON value (so it is never sent twice).
 
-use loopwright_core::media::{OCTET_STREAM, kind_of};
-use loopwright_core::{FileSource, ImageSource, ToolOutput, ToolOutputPart};
+use loopwright_types::media::{OCTET_STREAM, kind_of};
+use loopwright_types::{FileSource, ImageSource, ToolOutput, ToolOutputPart};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
 
@@ -229,7 +229,7 @@ mod tests {
         );
         assert_eq!(out.as_text(), "inside\n[resource link: c, file:///c, text/plain]");
         // Where a provider cannot take them, the model reads their placeholders.
-        let shown = loopwright_core::ToolResult {
+        let shown = loopwright_types::ToolResult {
             call_id: "c".into(),
             parts: out.parts,
             is_error: false,

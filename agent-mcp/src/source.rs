@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loopwright_core::{SourceKind, Tool, ToolAnnotations, ToolDefinition, ToolSource, ToolSourceError};
+use loopwright_types::{SourceKind, Tool, ToolAnnotations, ToolDefinition, ToolSource, ToolSourceError};
 use rmcp::model::{GetPromptRequestParams, GetPromptResult, Prompt};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
@@ -37,7 +37,7 @@ pub const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), loopwright_mcp::McpError> {
-/// use loopwright_core::ToolSource;
+/// use loopwright_types::ToolSource;
 /// let source = loopwright_mcp::McpToolSource::connect(
 ///     loopwright_mcp::McpServerConfig::stdio("everything", "npx").args(["-y", "@modelcontextprotocol/server-everything"]),
 /// ).await?;

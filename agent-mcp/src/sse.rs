@@ -90,7 +90,7 @@ pub(crate) async fn open(server: &str, remote: &RemoteConfig) -> Result<SseTrans
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| fail(format!("GET {base}: {}", loopwright_core::util::error_chain(&e))))?;
+        .map_err(|e| fail(format!("GET {base}: {}", loopwright_types::util::error_chain(&e))))?;
     let mut events = SseStream::from_bytes_stream(response.bytes_stream());
     let endpoint = loop {
         match events.next().await {

@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use loopwright_core::ToolContext;
+use loopwright_types::ToolContext;
 use rmcp::model::{
     CallToolResult, CancelTaskParams, CancelTaskRequest, ClientRequest, CreateTaskResult, GetTaskParams,
     GetTaskRequest, InputRequiredResult, ServerResult, TaskPayload, UpdateTaskParams, UpdateTaskRequest,

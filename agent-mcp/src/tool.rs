@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loopwright_core::durable::MCP_META_IDEMPOTENCY_KEY;
-use loopwright_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::tool::MCP_META_IDEMPOTENCY_KEY;
+use loopwright_types::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, RequestMetaObject, ServerResult};
 use serde_json::{Map, Value};
 

@@ -2,7 +2,7 @@
 //! MCP conventions: `tools/call {tool}` for a server's tool,
 //! `resources/list`, `resources/templates/list` and `resources/read` (with
 //! `mcp.resource.uri`) for the resource tools; kind client, under the
-//! agent's `execute_tool` span (see `loopwright_core::telemetry`).
+//! agent's `execute_tool` span (see `loopwright_types::trace`).
 //!
 //! Invariants: the span is created before the request is sent (its name and
 //! kind are fixed then) and covers a resend; `jsonrpc.request.id` is the id
@@ -58,7 +58,7 @@ pub(crate) fn request(what: What<'_>, server: &str, transport: &McpTransport) ->
         _ => method.to_owned(),
     };
     let span = tracing::info_span!(
-        target: loopwright_core::telemetry::TARGET,
+        target: loopwright_types::trace::TARGET,
         "mcp_request",
         otel.name = %name,
         otel.kind = "client",

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
-use loopwright_core::{
+use loopwright_types::{
     ContentPart, FileSource, ImageSource, Message, ModelError, ModelRequest, Role, ToolCall, ToolOutputPart,
     ToolResult,
 };
@@ -310,7 +310,7 @@ mod tests {
         let one = Message::user("hi");
         assert!(matches!(message_text(&one), Cow::Borrowed("hi")));
         let two = Message::new(
-            loopwright_core::Role::User,
+            loopwright_types::Role::User,
             vec![ContentPart::text("a"), ContentPart::text("b")],
         );
         assert_eq!(message_text(&two), "ab");
@@ -340,7 +340,7 @@ mod tests {
     /// A history with every kind of part, in the orders that matter
     /// (merged turns, system messages inside, results of several parts).
     fn rich_history() -> Vec<Message> {
-        use loopwright_core::{Reasoning, Role};
+        use loopwright_types::{Reasoning, Role};
         let png = ImageSource::Base64 {
             media_type: "image/png".into(),
             data: "iVBORw0KGgo=".into(),
@@ -446,7 +446,7 @@ mod tests {
             assert_eq!(bytes_of(body), value, "{name}");
         }
         for caching in [false, true] {
-            let mut request = loopwright_core::ModelRequest::new(rich_history());
+            let mut request = loopwright_types::ModelRequest::new(rich_history());
             request.system = Some("Be brief.".into());
             request.prompt_caching = caching;
             let chat = OpenAiChatModel::openai("gpt-4.1").build().unwrap();

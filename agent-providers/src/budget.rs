@@ -1,8 +1,8 @@
 //! Context windows of known models and the [`ContextBudget`] of a configured
 //! model.
 
-use loopwright_core::ContextBudget;
-use loopwright_core::budget::DEFAULT_CONTEXT_WINDOW;
+use loopwright_types::ContextBudget;
+use loopwright_types::budget::DEFAULT_CONTEXT_WINDOW;
 
 use crate::config::split_selector;
 use crate::{ConfigError, Providers, token_counter_for};
@@ -57,7 +57,7 @@ pub fn known_context_window(model_id: &str) -> Option<u64> {
 /// use loopwright_providers::context_window_for;
 /// assert_eq!(context_window_for("gpt-4.1-mini", None), 1_047_576);
 /// assert_eq!(context_window_for("gpt-4.1-mini", Some(32_000)), 32_000);
-/// assert_eq!(context_window_for("my-local-model", None), loopwright_core::budget::DEFAULT_CONTEXT_WINDOW);
+/// assert_eq!(context_window_for("my-local-model", None), loopwright_types::budget::DEFAULT_CONTEXT_WINDOW);
 /// ```
 pub fn context_window_for(model_id: &str, configured: Option<u64>) -> u64 {
     configured

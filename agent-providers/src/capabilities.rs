@@ -13,7 +13,7 @@
 //! (`format`) for every model, and thinks on the models listed in
 //! [`OLLAMA_THINKING_MODELS`].
 
-use loopwright_core::ModelCapabilities;
+use loopwright_types::ModelCapabilities;
 
 /// Ollama model names (prefixes) that accept `think`; others refuse it.
 pub const OLLAMA_THINKING_MODELS: [&str; 7] = [

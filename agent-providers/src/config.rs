@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use loopwright_core::{LanguageModel, ModelError};
+use loopwright_types::{LanguageModel, ModelError};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::ProviderSettings;

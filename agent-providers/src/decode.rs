@@ -1,11 +1,11 @@
 //! Decoding a provider's response body without the HTTP request: bytes in,
-//! [`ModelEvent`](loopwright_core::ModelEvent)s out, through exactly the framing
+//! [`ModelEvent`](loopwright_types::ModelEvent)s out, through exactly the framing
 //! and decoder each model's `stream` uses. For replaying recorded streams,
 //! for tests, and for measuring the parsing path alone.
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use loopwright_core::{ModelError, ModelStream};
+use loopwright_types::{ModelError, ModelStream};
 
 use crate::driver::drive;
 use crate::sse::{ndjson_frames, sse_frames};

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use loopwright_core::{ModelError, ModelEvent, ModelStream};
+use loopwright_types::{ModelError, ModelEvent, ModelStream};
 
 use crate::sse::Frame;
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use loopwright_core::ModelError;
+use loopwright_types::ModelError;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
@@ -78,7 +78,7 @@ pub fn status_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError 
         // 413 Payload Too Large: the request does not fit.
         413 => ModelError::context_length_exceeded(message),
         // The body's own words tell a context-length error from others.
-        400..=499 if loopwright_core::model_error::is_context_length_message(body) => {
+        400..=499 if loopwright_types::model_error::is_context_length_message(body) => {
             ModelError::context_length_exceeded(message)
         }
         400..=499 => ModelError::invalid_request(Some(status), message),
@@ -98,7 +98,7 @@ pub fn stream_error(kind: &str, message: String) -> ModelError {
     } else if kind.contains("quota") || kind.contains("billing") {
         ModelError::quota_exceeded(message)
     } else if kind.contains("context_length")
-        || loopwright_core::model_error::is_context_length_message(&message)
+        || loopwright_types::model_error::is_context_length_message(&message)
     {
         ModelError::context_length_exceeded(message)
     } else if kind.contains("invalid_request") || kind.contains("invalid_argument") {
@@ -111,13 +111,13 @@ pub fn stream_error(kind: &str, message: String) -> ModelError {
 /// The [`ModelError`] for a transport failure before the response began: the
 /// message names the causes, the source keeps the error.
 pub(crate) fn network(err: reqwest::Error) -> ModelError {
-    let text = loopwright_core::util::error_chain(&err);
+    let text = loopwright_types::util::error_chain(&err);
     ModelError::network(text).with_source(err)
 }
 
 /// The [`ModelError`] for a response body that broke while streaming.
 pub(crate) fn body_broke(err: reqwest::Error) -> ModelError {
-    let text = loopwright_core::util::error_chain(&err);
+    let text = loopwright_types::util::error_chain(&err);
     ModelError::stream_cut(format!("the response body broke: {text}")).with_source(err)
 }
 

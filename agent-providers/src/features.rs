@@ -2,8 +2,8 @@
 //! reasoning) to each wire format, shared by the providers. What each one
 //! changes is said where it is done; see also [`crate::capabilities`].
 
-use loopwright_core::output::strict_schema;
-use loopwright_core::{ReasoningConfig, ReasoningEffort, ResponseFormat};
+use loopwright_types::schema::strict_schema;
+use loopwright_types::{ReasoningConfig, ReasoningEffort, ResponseFormat};
 use serde_json::{Value, json};
 
 /// A JSON-schema response format as (name, schema, strict): the schema made
@@ -37,7 +37,7 @@ pub(crate) fn json_schema_raw(format: &ResponseFormat) -> Option<Value> {
 /// series takes `low`, `medium`, `high` (`minimal` and `none` become `low`).
 ///
 /// ```
-/// use loopwright_core::ReasoningEffort::*;
+/// use loopwright_types::ReasoningEffort::*;
 /// use loopwright_providers::features::openai_effort as effort;
 /// assert_eq!(effort("gpt-5.1", None), "none");
 /// assert_eq!(effort("gpt-5.1", Minimal), "low");

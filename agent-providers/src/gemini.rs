@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use loopwright_core::{
+use loopwright_types::{
     ContentPart, FileSource, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities,
     ModelError, ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, Usage,
 };
@@ -375,7 +375,7 @@ impl GeminiModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_types::{Message, ModelRequest};
     /// use loopwright_providers::GeminiModel;
     ///
     /// let model = GeminiModel::builder("gemini-2.5-flash").build()?;

@@ -1,6 +1,6 @@
 //! Adapting JSON Schema to the subset Gemini's function declarations accept.
 
-use loopwright_core::schema::flatten_schema;
+use loopwright_types::schema::flatten_schema;
 use serde_json::{Map, Value};
 
 /// Keywords Gemini's `Schema` object accepts; everything else is dropped.

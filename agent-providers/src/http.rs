@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use loopwright_core::{CancellationToken, ModelError};
+use loopwright_types::{CancellationToken, ModelError};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::body::SizeHint;
@@ -154,7 +154,7 @@ impl Transport {
         &self,
         url: &str,
         body: Bytes,
-        request: &loopwright_core::ModelRequest,
+        request: &loopwright_types::ModelRequest,
     ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
         self.open_with(url, body, request, &[]).await
     }
@@ -166,7 +166,7 @@ impl Transport {
         &self,
         url: &str,
         body: Bytes,
-        request: &loopwright_core::ModelRequest,
+        request: &loopwright_types::ModelRequest,
         extra: &[(&str, &str)],
     ) -> Result<BoxStream<'static, Result<Bytes, ModelError>>, ModelError> {
         let response = self.post(url, body, &request.cancellation, extra).await?;

@@ -1,6 +1,6 @@
 //! # loopwright-providers
 //!
-//! [`loopwright_core::LanguageModel`] implementations over HTTP (reqwest with
+//! [`loopwright_types::LanguageModel`] implementations over HTTP (reqwest with
 //! rustls), streaming text, reasoning and parallel tool calls:
 //!
 //! - [`OpenAiChatModel`]: OpenAI Chat Completions, OpenRouter and any
@@ -14,7 +14,7 @@
 //! Every provider shares the same transport: retries with backoff before the
 //! first byte ([`HttpOptions`]), an inactivity timeout reset by each chunk,
 //! cancellation through the request's token, errors mapped to
-//! [`loopwright_core::ModelError`] kinds, and debug/trace logging with secrets
+//! [`loopwright_types::ModelError`] kinds, and debug/trace logging with secrets
 //! redacted.
 //!
 //! [`Providers`] builds models from configuration and the environment and
@@ -23,13 +23,13 @@
 //! `openrouter` or the configured name for Chat Completions, `openai` for
 //! Responses, `anthropic`, `google` and `ollama`.
 //!
-//! [`Providers::budget`] gives a model's [`loopwright_core::ContextBudget`]: its
+//! [`Providers::budget`] gives a model's [`loopwright_types::ContextBudget`]: its
 //! window from the configuration or [`KNOWN_CONTEXT_WINDOWS`], and its token
 //! counter from the configured `tiktoken:<encoding>` or the model id
 //! ([`token_counter_for`]).
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), loopwright_core::ModelError> {
+//! # async fn demo() -> Result<(), loopwright_types::ModelError> {
 //! use loopwright_providers::OpenAiChatModel;
 //! let model = OpenAiChatModel::openai("gpt-4.1-mini").api_key("sk-...").build()?;
 //! # let _ = model; Ok(()) }

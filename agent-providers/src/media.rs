@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use loopwright_core::{
+use loopwright_types::{
     ContentPart, FileSource, ImageSource, MediaFallback, Message, ModelError, ModelRequest, Role,
 };
 

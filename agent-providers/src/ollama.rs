@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use loopwright_core::{
+use loopwright_types::{
     ContentPart, FinishReason, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelEvent, ModelRequest, ModelStream, ReasoningEffort, Role, ToolChoice, Usage,
 };
@@ -235,7 +235,7 @@ impl OllamaModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_types::{Message, ModelRequest};
     /// use loopwright_providers::OllamaModel;
     ///
     /// let model = OllamaModel::builder("qwen3").build()?;

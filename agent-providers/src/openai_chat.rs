@@ -2,7 +2,7 @@
 //! OpenRouter (with attribution headers) and generic OpenAI-compatible
 //! servers (vLLM, llama.cpp, LM Studio, Groq, DeepSeek, xAI, Mistral, ...).
 
-use loopwright_core::{
+use loopwright_types::{
     ContentPart, FileSource, FinishReason, LanguageModel, Message, ModelCapabilities, ModelError, ModelEvent,
     ModelRequest, ModelStream, Role, ToolChoice, Usage,
 };
@@ -150,7 +150,7 @@ impl OpenAiChatModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_types::{Message, ModelRequest};
     /// use loopwright_providers::OpenAiChatModel;
     ///
     /// let model = OpenAiChatModel::openai("gpt-4.1").build()?;

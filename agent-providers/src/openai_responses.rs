@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use loopwright_core::{
+use loopwright_types::{
     CompactionItem, ContentPart, FileSource, FinishReason, LanguageModel, Message, ModelCapabilities,
     ModelError, ModelEvent, ModelRequest, ModelStream, Role, ToolChoice, ToolOutputPart, ToolResult,
 };
@@ -345,7 +345,7 @@ impl OpenAiResponsesModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_types::{Message, ModelRequest};
     /// use loopwright_providers::OpenAiResponsesModel;
     ///
     /// let model = OpenAiResponsesModel::builder("gpt-5").build()?;

@@ -3,7 +3,7 @@
 
 use crate::body::SizeHint;
 use crate::http::{HttpOptions, Transport, default_client, header_map};
-use loopwright_core::ModelError;
+use loopwright_types::ModelError;
 
 /// Connection settings common to all providers.
 #[derive(Debug, Clone, Default)]

@@ -6,7 +6,7 @@
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use loopwright_core::ModelError;
+use loopwright_types::ModelError;
 
 /// One frame of a provider stream.
 #[derive(Debug, Clone, PartialEq, Eq)]

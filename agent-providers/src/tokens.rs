@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use loopwright_core::budget::{CharEstimate, TokenCounter};
+use loopwright_types::budget::{CharEstimate, TokenCounter};
 use tiktoken_rs::CoreBPE;
 
 use crate::ConfigError;
@@ -121,7 +121,7 @@ impl TiktokenEncoding {
 /// counted as ordinary text, as a prompt would be).
 ///
 /// ```
-/// use loopwright_core::budget::TokenCounter;
+/// use loopwright_types::budget::TokenCounter;
 /// use loopwright_providers::{TiktokenCounter, TiktokenEncoding};
 /// let counter = TiktokenCounter::new(TiktokenEncoding::O200kBase).unwrap();
 /// assert_eq!(counter.count("hello world"), 2);

@@ -1,7 +1,7 @@
 //! Shared pieces of request building and tool-call assembly.
 
-use loopwright_core::schema::flatten_schema;
-use loopwright_core::{FinishReason, ModelEvent, ToolDefinition};
+use loopwright_types::schema::flatten_schema;
+use loopwright_types::{FinishReason, ModelEvent, ToolDefinition};
 use serde_json::{Map, Value};
 
 /// A tool's input schema with `$ref`/`$defs` inlined, `$schema` dropped and

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use loopwright_core::schema::input_schema_for;
-use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::schema::input_schema_for;
+use loopwright_types::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,7 +73,7 @@ pub struct BashInput {
 /// process can. Confine it with approvals or an OS sandbox.
 ///
 /// ```
-/// use loopwright_core::Tool;
+/// use loopwright_types::Tool;
 /// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// assert!(loopwright_tools::BashTool::new(ws).definition().annotations.destructive);
 /// ```

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loopwright_core::schema::input_schema_for;
-use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::schema::input_schema_for;
+use loopwright_types::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 use similar::TextDiff;
@@ -41,7 +41,7 @@ pub struct EditInput {
 /// The `Edit` tool.
 ///
 /// ```
-/// use loopwright_core::Tool;
+/// use loopwright_types::Tool;
 /// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// assert_eq!(loopwright_tools::EditTool::new(ws).definition().name, "Edit");
 /// ```

@@ -6,8 +6,8 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use globset::GlobBuilder;
-use loopwright_core::schema::input_schema_for;
-use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::schema::input_schema_for;
+use loopwright_types::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -42,7 +42,7 @@ pub struct GlobInput {
 /// The `Glob` tool.
 ///
 /// ```
-/// use loopwright_core::Tool;
+/// use loopwright_types::Tool;
 /// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// assert!(loopwright_tools::GlobTool::new(ws).definition().annotations.read_only);
 /// ```

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use globset::{Glob, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use loopwright_core::schema::input_schema_for;
-use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::schema::input_schema_for;
+use loopwright_types::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ pub const MAX_GREP_LINES: usize = 500;
 pub const MAX_GREP_FILES: usize = 200;
 /// Bytes of output lines returned at most: under the agent loop's default
 /// output cap, so the note on what was left out is never cut off.
-pub const MAX_GREP_OUTPUT_BYTES: usize = loopwright_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_GREP_OUTPUT_BYTES: usize = loopwright_types::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Characters kept of one matching line (minified files have huge lines).
 pub const MAX_GREP_LINE_CHARS: usize = 500;
 /// Context lines allowed around a match (more is a Read, not a Grep).
@@ -81,7 +81,7 @@ pub struct GrepInput {
 /// The `Grep` tool.
 ///
 /// ```
-/// use loopwright_core::Tool;
+/// use loopwright_types::Tool;
 /// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// assert!(loopwright_tools::GrepTool::new(ws).definition().annotations.read_only);
 /// ```

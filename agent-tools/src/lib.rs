@@ -8,10 +8,10 @@
 //! shell, whose commands are not confined (only its working directory is).
 //!
 //! [`coding_tools`] returns the six as one native
-//! [`ToolSource`](loopwright_core::ToolSource) for a [`ToolSet`](loopwright_core::ToolSet).
+//! [`ToolSource`](loopwright_types::ToolSource) for a [`ToolSet`](loopwright_types::ToolSet).
 //!
 //! ```
-//! use loopwright_core::ToolSet;
+//! use loopwright_types::ToolSet;
 //! use loopwright_tools::{coding_tools, Workspace};
 //!
 //! let workspace = Workspace::limited(std::env::temp_dir()).unwrap();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use loopwright_core::schema::input_schema_for;
-use loopwright_core::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::schema::input_schema_for;
+use loopwright_types::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of numbered text one call returns at most, whatever the limit: just
 /// under the agent loop's default output cap, so the note saying where to
 /// read on is never cut off.
-pub const MAX_READ_OUTPUT_BYTES: usize = loopwright_core::agent::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
+pub const MAX_READ_OUTPUT_BYTES: usize = loopwright_types::DEFAULT_MAX_TOOL_OUTPUT_BYTES - 1024;
 /// Largest image returned (providers reject larger inline images).
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes inspected to decide whether a file is binary (as git and grep do).
@@ -56,7 +56,7 @@ pub struct ReadInput {
 /// The `Read` tool.
 ///
 /// ```
-/// use loopwright_core::Tool;
+/// use loopwright_types::Tool;
 /// let ws = std::sync::Arc::new(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// let read = loopwright_tools::ReadTool::new(ws);
 /// assert_eq!(read.definition().name, "Read");

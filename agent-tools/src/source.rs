@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use loopwright_core::{SourceKind, Tool, ToolSource, ToolSourceError};
+use loopwright_types::{SourceKind, Tool, ToolSource, ToolSourceError};
 
 #[cfg(unix)]
 use crate::BashTool;
@@ -20,7 +20,7 @@ taken from its root. Prefer Read, Edit, Write, Glob and Grep over shell equivale
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use loopwright_core::{SourceKind, ToolSource};
+/// use loopwright_types::{SourceKind, ToolSource};
 /// let tools = loopwright_tools::coding_tools(loopwright_tools::Workspace::limited(std::env::temp_dir()).unwrap());
 /// assert_eq!(tools.kind(), SourceKind::Native);
 /// let names: Vec<String> = tools.tools().await.unwrap().iter().map(|t| t.definition().name.clone()).collect();

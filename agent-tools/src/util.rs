@@ -1,6 +1,6 @@
 //! Small helpers shared by the tools.
 
-use loopwright_core::{ToolContext, ToolError, ToolOutput};
+use loopwright_types::{ToolContext, ToolError, ToolOutput};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 

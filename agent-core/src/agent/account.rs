@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use crate::accounting::{AccountingEntry, AccountingSink, EntryStatus, EntryTokens, LlmEntry};
-use crate::usage::{FinishReason, Usage};
-use crate::util::rfc3339_now;
+use loopwright_types::util::rfc3339_now;
+use loopwright_types::{FinishReason, Usage};
 
 /// Stamps each entry with the run's agent path, then records it: metrics
 /// (labelled by agent), the sink, an `accounting` event.

@@ -15,14 +15,14 @@ use super::options::AgentOptions;
 use super::sub_agent::{AgentTool, SUB_AGENT_SOURCE};
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
-use crate::budget::ContextBudget;
-use crate::model::{LanguageModel, ToolChoice};
 use crate::output::OutputSpec;
-use crate::settings::ReasoningConfig;
-use crate::source::StaticToolSource;
-use crate::tool::{Tool, ToolOutput};
-use crate::toolset::{Naming, SourceOptions, ToolSet};
-use crate::typed::IntoTool;
+use loopwright_types::IntoTool;
+use loopwright_types::ReasoningConfig;
+use loopwright_types::StaticToolSource;
+use loopwright_types::budget::ContextBudget;
+use loopwright_types::tool::{Tool, ToolOutput};
+use loopwright_types::toolset::{Naming, SourceOptions, ToolSet};
+use loopwright_types::{LanguageModel, ToolChoice};
 
 /// Name of the native source holding the tools given to
 /// [`AgentBuilder::tool`].

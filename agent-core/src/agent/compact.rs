@@ -1,25 +1,34 @@
-//! The loop's side of compaction: deciding to compact before a step,
-//! applying the strategies in order, the summarising call, and the
-//! `compacted` events (see [`crate::compaction`] for the strategies and
-//! their invariants).
+//! The context budget as a policy of the loop ([`BudgetPolicy`]): before
+//! each step it admits the request (compacting first, or making the step
+//! the concluding one, or stopping the run), it asks the provider to
+//! compact on its side above the threshold, it gates the step's tool
+//! results, and it says when the provider compacted. Compaction itself:
+//! the strategies in order, the summarising call, and the `compacted`
+//! events (see [`crate::compaction`] for the strategies and their
+//! invariants).
 //!
 //! Invariant: the history is replaced only by one the strategies built
-//! from it (whole steps kept or replaced, every call answered once); the
-//! guard forgets its per-position counts whenever it is.
+//! from it (whole steps kept or replaced, every call answered once) that is
+//! smaller; the guard forgets its per-position counts whenever it is.
 
 use std::sync::Arc;
 
-use super::drive::Run;
+use async_trait::async_trait;
+
+use super::drive::{Ending, LoopState, Run};
 use super::events::AgentEvent;
 use super::guard::Guard;
+use super::guard::ResultsGate;
 use super::options::CONCLUDE_INSTRUCTION;
+use super::policy::{Flow, Policy, Step};
 use super::step::StepFailure;
+use super::step::StepOutput;
 use crate::compaction::{Compaction, CompactionStrategy, clear, summarize};
-use crate::message::Message;
-use crate::model::{LanguageModel, ModelRequest, ToolChoice};
-use crate::tool::ToolDefinition;
-use crate::usage::Usage;
-use crate::util::error_chain;
+use loopwright_types::Message;
+use loopwright_types::Usage;
+use loopwright_types::tool::ToolDefinition;
+use loopwright_types::util::error_chain;
+use loopwright_types::{LanguageModel, ModelRequest, ToolChoice};
 
 /// Characters per token assumed when cutting the transcript into chunks
 /// (fewer than the usual four: a chunk must fit whatever the tokenizer).
@@ -53,6 +62,83 @@ pub(super) struct NextRequest<'a> {
     pub tools: &'a Arc<Vec<ToolDefinition>>,
     /// Messages sent after the history (the concluding instruction).
     pub extra: &'a [Message],
+}
+
+/// The context budget (when the run has one) and compaction, for one run.
+pub(super) struct BudgetPolicy {
+    guard: Option<Guard>,
+    compaction: Option<Compaction>,
+}
+
+impl BudgetPolicy {
+    pub fn new(guard: Option<Guard>, compaction: Option<Compaction>) -> Self {
+        Self { guard, compaction }
+    }
+}
+
+#[async_trait]
+impl Policy for BudgetPolicy {
+    async fn admit(&mut self, run: &Run, lp: &mut LoopState, step: &mut Step) -> Flow {
+        let Some(guard) = self.guard.as_mut() else {
+            return Flow::Go;
+        };
+        let at = Admission {
+            system: step.settings.system.as_deref(),
+            tools: &step.tools.tools,
+            concluding: step.concluding,
+        };
+        match run
+            .admit(guard, at, &mut lp.history, &mut lp.progress.usage)
+            .await
+        {
+            Admit::Go { compacted } => lp.compacted |= compacted,
+            Admit::Conclude { compacted } => {
+                lp.compacted |= compacted;
+                step.concluding = true;
+                lp.conclude_next = true;
+            }
+            Admit::Stop => return Flow::End(Ending::TokenLimit),
+        }
+        Flow::Go
+    }
+
+    /// Above the compaction threshold (or target) of the limit the provider
+    /// may compact on its side, when compaction includes the provider's own.
+    fn shape(&self, _run: &Run, _step: &Step, request: &mut loopwright_types::ModelRequest) {
+        let Some(compaction) = self.compaction.as_ref().filter(|c| c.uses_provider()) else {
+            return;
+        };
+        let share = compaction.threshold.unwrap_or(compaction.target);
+        request.compact_above = self.guard.as_ref().map(|g| (share * g.limit() as f64) as u64);
+    }
+
+    async fn answered(&mut self, run: &Run, lp: &LoopState, output: &StepOutput) {
+        if let Some(cleared) = output.provider_compacted {
+            run.provider_compacted(self.guard.as_mut(), cleared, output.usage, &lp.history)
+                .await;
+        }
+    }
+
+    /// With compaction the next step makes room instead; the concluding
+    /// step runs no tool.
+    fn results_gate(&mut self, _run: &Run, lp: &LoopState, step: &Step) -> Option<ResultsGate> {
+        if step.concluding || self.compaction.is_some() {
+            return None;
+        }
+        let guard = self.guard.as_mut()?;
+        let system = step.settings.system.as_deref();
+        let projected = guard.project(system, &step.tools.tools, &lp.history, &[]);
+        Some(guard.results_gate(projected))
+    }
+
+    fn executed(&mut self, lp: &mut LoopState, over_budget: bool) {
+        if over_budget {
+            if let Some(guard) = &self.guard {
+                guard.record("tool_result", "result_replaced");
+            }
+            lp.conclude_next = true;
+        }
+    }
 }
 
 impl Run {
@@ -106,7 +192,7 @@ impl Run {
             }
             (None, None) => {
                 let start = crate::compaction::provider_start(history, self.model.provider());
-                let counter = crate::budget::CharEstimate;
+                let counter = loopwright_types::budget::CharEstimate;
                 let after = history[start..]
                     .iter()
                     .map(|m| super::guard::message_tokens(&counter, m))
@@ -250,14 +336,12 @@ impl Run {
         let chunk_chars = (chunk_tokens * CHUNK_CHARS_PER_TOKEN).max(MIN_CHUNK_CHARS) as usize;
         let mut summary: Option<String> = None;
         for chunk in summarize::transcript(history, &region, chunk_chars) {
-            let request = ModelRequest {
-                system: Some(summarize::SUMMARY_SYSTEM.to_owned()),
-                messages: Arc::new(vec![Message::user(summarize::prompt(summary.as_deref(), &chunk))]),
-                tool_choice: ToolChoice::None,
-                max_output_tokens: Some(max_tokens),
-                cancellation: self.cancel.child_token(),
-                ..ModelRequest::default()
-            };
+            let mut request = ModelRequest::default();
+            request.system = Some(summarize::SUMMARY_SYSTEM.to_owned());
+            request.messages = Arc::new(vec![Message::user(summarize::prompt(summary.as_deref(), &chunk))]);
+            request.tool_choice = ToolChoice::None;
+            request.max_output_tokens = Some(max_tokens);
+            request.cancellation = self.cancel.child_token();
             match self.call_model_on(model.as_ref(), request, true).await {
                 Ok(output) if !output.text.trim().is_empty() => {
                     *usage += output.usage;

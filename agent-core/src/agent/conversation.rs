@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use super::Agent;
 use super::events::{AgentEvent, AgentResult};
 use super::run::{AgentRun, RunAborted, RunError};
-use crate::message::Message;
-use crate::usage::Usage;
+use loopwright_types::Message;
+use loopwright_types::Usage;
 
 /// A conversation kept across turns: plain data, so it serialises to JSON and
 /// back, and any agent can take the next turn (a cheaper model for a quick

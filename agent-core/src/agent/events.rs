@@ -6,12 +6,12 @@ use serde_json::Value;
 
 use crate::accounting::AccountingEntry;
 use crate::approval::ApprovalResponder;
-use crate::message::{Message, ToolOutputPart};
-use crate::model_error::ModelError;
 use crate::output::OutputError;
 use crate::preflight::{Plan, PlanResponder};
-use crate::usage::{FinishReason, Usage};
-use crate::user_input::{UserInputRequest, UserInputResponder};
+use loopwright_types::model_error::ModelError;
+use loopwright_types::user_input::{UserInputRequest, UserInputResponder};
+use loopwright_types::{FinishReason, Usage};
+use loopwright_types::{Message, ToolOutputPart};
 
 /// How a run ended.
 ///
@@ -74,13 +74,13 @@ pub enum AgentEvent {
     },
     /// Which MCP servers are in this run's tools and which could not be
     /// connected (sent after `run_started` when the tool set carries a
-    /// [`ConnectionReport`](crate::toolset::ConnectionReport); each failure is also a
+    /// [`ConnectionReport`](loopwright_types::toolset::ConnectionReport); each failure is also a
     /// `warning`).
     McpConnected {
         /// Servers connected, in config order.
         servers: Vec<String>,
         /// Servers left out, each with its error.
-        failed: Vec<crate::toolset::SourceFailure>,
+        failed: Vec<loopwright_types::toolset::SourceFailure>,
     },
     /// A model call began.
     StepStarted {
@@ -424,7 +424,7 @@ pub struct AgentResult {
 
 fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {
     match error {
-        Some(e) => s.serialize_some(&crate::util::error_chain(e)),
+        Some(e) => s.serialize_some(&loopwright_types::util::error_chain(e)),
         None => s.serialize_none(),
     }
 }

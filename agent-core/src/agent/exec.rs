@@ -24,19 +24,20 @@ use super::gate;
 use super::guard::ResultsGate;
 use super::hooks::ToolResultContext;
 use super::options::AgentOptions;
-use super::resume::{Decisions, SharedDecisions};
+use super::resume::SharedDecisions;
 use super::state::{PendingCall, PendingKind, RunState, SuspendedCall};
-use super::truncate::truncate_output;
+use super::sub_agent::SubAgentEnd;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::{ApprovalRequest, Approvals};
-use crate::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use crate::durable::DurableError;
-use crate::message::{ToolCall, ToolResult};
-use crate::progress::ProgressQueue;
 use crate::telemetry;
-use crate::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
-use crate::toolset::{ExposedTool, ToolCatalog};
-use crate::util::rfc3339_now;
+use loopwright_types::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
+use loopwright_types::tool::ProgressQueue;
+use loopwright_types::tool::{OWN_TIMEOUT_GRACE, ProgressReporter, ToolContext, ToolError, ToolOutput};
+use loopwright_types::toolset::{ExposedTool, ToolCatalog};
+use loopwright_types::truncate_output;
+use loopwright_types::util::rfc3339_now;
+use loopwright_types::{ToolCall, ToolResult};
 
 /// After a run is cancelled, how long running tools get to notice their
 /// cancellation token and return before their tasks are aborted.
@@ -83,6 +84,8 @@ pub(crate) struct Batch<'a> {
     /// The run's journal: a durable run journals each call (see
     /// [`Journal::calls`](super::journal::Journal::calls)).
     pub journal: Option<&'a super::journal::Journal>,
+    /// The calls' `tool_call` events went out already (a resumed step's).
+    pub announced: bool,
 }
 
 /// A call that paused for a person instead of getting its result.
@@ -95,7 +98,7 @@ pub(crate) enum Pause {
 }
 
 /// What a batch produced.
-pub(crate) struct Executed {
+pub(super) struct Executed {
     /// One per call that did not pause, in call order.
     pub results: Vec<ToolResult>,
     /// The calls that paused, in call order.
@@ -317,17 +320,19 @@ async fn run_calls(
     let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
     for (i, call) in batch.calls.iter().enumerate().skip(start) {
         let exposed = batch.catalog.get(&call.name);
-        running.attached &= batch
-            .emit
-            .send(AgentEvent::ToolCall {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                source: exposed.map(|t| t.source.clone()),
-                original_name: exposed.map(|t| t.original_name.clone()),
-                input: call.input.clone(),
-            })
-            .await
-            .is_ok();
+        if !batch.announced {
+            running.attached &= batch
+                .emit
+                .send(AgentEvent::ToolCall {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    source: exposed.map(|t| t.source.clone()),
+                    original_name: exposed.map(|t| t.original_name.clone()),
+                    input: call.input.clone(),
+                })
+                .await
+                .is_ok();
+        }
         match admit(batch, call, &bad_json).await {
             Ok(exposed) => {
                 let task = CallTask::new(batch, i, exposed, &semaphore, &running);
@@ -459,7 +464,7 @@ impl Running {
 /// One call's task: approval, a concurrency slot, then the tool under its
 /// deadline.
 struct CallTask {
-    tool: Arc<dyn crate::tool::Tool>,
+    tool: Arc<dyn loopwright_types::tool::Tool>,
     input: serde_json::Value,
     token: CancellationToken,
     timeout: Duration,
@@ -521,21 +526,10 @@ impl CallTask {
         } = self;
         // Waiting for approval holds no concurrency slot and does not
         // count against the tool's timeout.
-        if let Some((approvals, request, emit)) = approval {
-            match gate::pass(&approvals, &emit, request, &token).await {
-                gate::Verdict::Run => {}
-                gate::Verdict::Refused(refusal) => return error_outcome(refusal.message, refusal.details),
-                gate::Verdict::Deferred(request) => {
-                    return paused_outcome(Pause::Deferred(PendingCall {
-                        kind: PendingKind::ToolCall,
-                        call_id: request.call_id,
-                        tool: request.tool,
-                        arguments: request.input,
-                        tier: request.tier,
-                        agent_path: scope.path.clone(),
-                    }));
-                }
-            }
+        if let Some((approvals, request, emit)) = approval
+            && let Some(refused) = pass_gate(approvals, request, emit, &token, &scope).await
+        {
+            return refused;
         }
         // The semaphore is never closed, so acquiring fails only if it
         // were; then the call simply runs unbounded. A run cancelled
@@ -550,30 +544,34 @@ impl CallTask {
         }
         let started = Instant::now();
         let deadline = started + timeout;
+        let scope: Arc<dyn loopwright_types::RunScope> = scope;
         let ctx = ToolContext::new(call_id.clone())
             .with_step(step)
             .with_cancellation(token.clone())
             .with_deadline(deadline)
             .with_progress(progress)
             .with_scope(scope);
+        // A sub-agent is run by the loop itself: it may pause its caller.
         let called = async {
-            match resume {
-                Some((state, decisions)) => tool.resume(state, Decisions::clone(&decisions), ctx).await,
-                None => tool.call(input, ctx).await,
+            match super::sub_agent::sub_agent(tool.as_ref()) {
+                Some(sub) => sub.run(input, resume, ctx).await,
+                None => SubAgentEnd::Done(tool.call(input, ctx).await),
             }
         };
         let (output, details) = tokio::select! {
-            result = called => match result {
-                Ok(output) => (output, None),
-                Err(ToolError::Cancelled) => (ToolOutput::error("The tool call was cancelled."), Some("cancelled")),
-                Err(ToolError::Paused(state)) => {
+            ended = called => match ended {
+                SubAgentEnd::Done(Ok(output)) => (output, None),
+                SubAgentEnd::Done(Err(ToolError::Cancelled)) => {
+                    (ToolOutput::error("The tool call was cancelled."), Some("cancelled"))
+                }
+                SubAgentEnd::Done(Err(e)) => (ToolOutput::error(format!("Tool error: {e}")), None),
+                SubAgentEnd::Paused(state) => {
                     return paused_outcome(Pause::Suspended(SuspendedCall {
                         call_id,
                         tool: exposed_name,
                         state,
                     }));
                 }
-                Err(e) => (ToolOutput::error(format!("Tool error: {e}")), None),
             },
             _ = tokio::time::sleep_until(deadline) => {
                 token.cancel();
@@ -589,6 +587,29 @@ impl CallTask {
             budget: None,
             paused: None,
         }
+    }
+}
+
+/// Ask call's approval gate: `None` when the call may run, else its
+/// outcome (refused, or paused until a person decides).
+async fn pass_gate(
+    approvals: Approvals,
+    request: ApprovalRequest,
+    emit: Emitter,
+    token: &CancellationToken,
+    scope: &super::scope::SharedScope,
+) -> Option<Outcome> {
+    match gate::pass(&approvals, &emit, request, token).await {
+        gate::Verdict::Run => None,
+        gate::Verdict::Refused(refusal) => Some(error_outcome(refusal.message, refusal.details)),
+        gate::Verdict::Deferred(request) => Some(paused_outcome(Pause::Deferred(PendingCall {
+            kind: PendingKind::ToolCall,
+            call_id: request.call_id,
+            tool: request.tool,
+            arguments: request.input,
+            tier: request.tier,
+            agent_path: scope.path.clone(),
+        }))),
     }
 }
 

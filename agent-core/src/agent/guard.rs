@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::budget::{BudgetFigures, ContextBudget, MESSAGE_OVERHEAD_TOKENS};
-use crate::message::{ContentPart, Message, ToolOutputPart};
-use crate::tool::{ToolDefinition, render_parts_text};
+use loopwright_types::budget::{BudgetFigures, ContextBudget, MESSAGE_OVERHEAD_TOKENS};
+use loopwright_types::tool::{ToolDefinition, render_parts_text};
+use loopwright_types::{ContentPart, Message, ToolOutputPart};
 
 /// Tokens counted for an image: providers bill roughly this for a typical
 /// screenshot-sized image.
@@ -105,7 +105,7 @@ impl Guard {
 pub(crate) struct ResultsGate {
     limit: u64,
     used: Mutex<u64>,
-    counter: Arc<dyn crate::budget::TokenCounter>,
+    counter: Arc<dyn loopwright_types::budget::TokenCounter>,
 }
 
 impl ResultsGate {
@@ -129,7 +129,10 @@ impl ResultsGate {
     }
 }
 
-pub(crate) fn parts_tokens(counter: &dyn crate::budget::TokenCounter, parts: &[ToolOutputPart]) -> u64 {
+pub(crate) fn parts_tokens(
+    counter: &dyn loopwright_types::budget::TokenCounter,
+    parts: &[ToolOutputPart],
+) -> u64 {
     let media: u64 = parts
         .iter()
         .map(|p| match p {
@@ -144,13 +147,13 @@ pub(crate) fn parts_tokens(counter: &dyn crate::budget::TokenCounter, parts: &[T
 /// Tokens counted for a file or an audio clip: its decoded bytes at four
 /// per token (a PDF's text, roughly), at least [`IMAGE_TOKENS`] for one
 /// behind a URL.
-fn media_tokens(source: &crate::media::FileSource) -> u64 {
+fn media_tokens(source: &loopwright_types::media::FileSource) -> u64 {
     source
         .decoded_len()
         .map_or(IMAGE_TOKENS, |bytes| (bytes as u64).div_ceil(4))
 }
 
-pub(crate) fn message_tokens(counter: &dyn crate::budget::TokenCounter, message: &Message) -> u64 {
+pub(crate) fn message_tokens(counter: &dyn loopwright_types::budget::TokenCounter, message: &Message) -> u64 {
     let mut tokens = MESSAGE_OVERHEAD_TOKENS;
     for part in &message.content {
         tokens += match part {
@@ -163,6 +166,7 @@ pub(crate) fn message_tokens(counter: &dyn crate::budget::TokenCounter, message:
             ContentPart::Audio { audio } => media_tokens(audio),
             // Opaque: its size on the wire, roughly.
             ContentPart::Compaction(item) => counter.count(&item.data.to_string()),
+            _ => 0,
         };
     }
     tokens

@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::message::{Message, ToolCall, ToolResult};
-use crate::model::ToolChoice;
-use crate::tool::ToolOutput;
-use crate::usage::{FinishReason, Usage};
+use loopwright_types::ToolChoice;
+use loopwright_types::tool::ToolOutput;
+use loopwright_types::{FinishReason, Usage};
+use loopwright_types::{Message, ToolCall, ToolResult};
 
 /// What a `prepare_step` hook knows about the step about to start.
 #[derive(Debug)]
@@ -66,7 +66,7 @@ pub struct StepSettings {
     /// Options for one provider's request body, keyed by provider name.
     pub provider_options: BTreeMap<String, Value>,
     /// Reasoning effort and budget.
-    pub reasoning: Option<crate::settings::ReasoningConfig>,
+    pub reasoning: Option<loopwright_types::ReasoningConfig>,
 }
 
 /// One finished step, as `stop_when` and `prepare_step` see it.

@@ -24,7 +24,7 @@ use crate::approval::{ApprovalDecision, ApprovalRequest, Approvals};
 use crate::durable::{
     DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepKind, StepRecord, Waiting,
 };
-use crate::model_error::ModelError;
+use loopwright_types::model_error::ModelError;
 
 pub(crate) struct Journal {
     engine: Option<Arc<dyn Durability>>,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::options::AgentOptions;
-use crate::usage::Usage;
+use loopwright_types::Usage;
 
 /// The model-call and token budget of a run tree.
 #[derive(Debug)]

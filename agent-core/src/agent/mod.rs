@@ -14,29 +14,34 @@
 
 mod account;
 mod builder;
+mod call;
 mod compact;
 mod conversation;
 mod drive;
 mod emit;
 mod events;
 mod exec;
+mod execute;
 mod gate;
 mod guard;
 mod hooks;
 mod journal;
+mod judge;
 mod limits;
 mod options;
 mod paused;
 mod plan;
-mod request;
+mod policy;
+mod prepare;
 mod resume;
 mod run;
 mod scope;
+mod search;
+mod settle;
 mod state;
 mod step;
 mod structured;
 mod sub_agent;
-mod truncate;
 
 use std::sync::Arc;
 
@@ -51,6 +56,7 @@ pub use exec::CANCEL_GRACE;
 pub use hooks::{
     Hooks, OnToolResult, PrepareStep, StepContext, StepSettings, StepSummary, StopWhen, ToolResultContext,
 };
+pub use loopwright_types::truncate_output;
 pub use options::{
     AgentOptions, CONCLUDE_INSTRUCTION, DEFAULT_AGENT_NAME, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
@@ -64,17 +70,15 @@ pub use state::{
 pub use sub_agent::{
     AgentSlot, AgentTool, DEFAULT_SUB_AGENT_TIMEOUT, SUB_AGENT_SOURCE, default_input_schema,
 };
-pub use truncate::truncate_output;
 
 use account::Accountant;
 use drive::Run;
 use emit::Emitter;
-pub(crate) use scope::SharedScope;
 use scope::{Lineage, Scope};
 
-use crate::message::Message;
-use crate::model::LanguageModel;
-use crate::toolset::ToolSet;
+use loopwright_types::LanguageModel;
+use loopwright_types::Message;
+use loopwright_types::toolset::ToolSet;
 
 /// A model, its tools and options: runs as many conversations as you like.
 /// Cloning is cheap (the model and tools are shared).
@@ -358,7 +362,7 @@ impl AgentResult {
     }
 
     /// The model error, if the run ended with one.
-    pub fn model_error(&self) -> Option<&crate::model_error::ModelError> {
+    pub fn model_error(&self) -> Option<&loopwright_types::model_error::ModelError> {
         self.error.as_ref()
     }
 

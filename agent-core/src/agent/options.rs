@@ -11,14 +11,14 @@ use tokio_util::sync::CancellationToken;
 use super::hooks::{Hooks, PrepareStep, StepContext, StepSettings, StepSummary, ToolResultContext};
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
-use crate::budget::ContextBudget;
 use crate::compaction::Compaction;
-use crate::model::{MediaFallback, ToolChoice};
 use crate::output::{DEFAULT_MAX_OUTPUT_RETRIES, OutputSpec};
 use crate::preflight::Preflight;
-use crate::settings::ReasoningConfig;
-use crate::tool::ToolOutput;
 use crate::tool_search::ToolSearch;
+use loopwright_types::ReasoningConfig;
+use loopwright_types::budget::ContextBudget;
+use loopwright_types::tool::ToolOutput;
+use loopwright_types::{MediaFallback, ToolChoice};
 
 /// Lays `theirs` over `mine`: an option field counts as set when it is
 /// `Some` (`set:`) or differs from its default (`changed:`); lists add up
@@ -47,9 +47,7 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// Tool calls running at once: parallel enough for fan-out steps, bounded so
 /// 100 calls do not open 100 connections.
 pub const DEFAULT_TOOL_CONCURRENCY: usize = 16;
-/// A tool output beyond this many bytes is cut (head and tail kept): about
-/// 12k tokens, which keeps one result from crowding out the conversation.
-pub const DEFAULT_MAX_TOOL_OUTPUT_BYTES: usize = 50 * 1024;
+pub use loopwright_types::DEFAULT_MAX_TOOL_OUTPUT_BYTES;
 /// How deep sub-agents may nest below the agent the application runs (a
 /// coordinator, its sub-agents, theirs): enough for real delegation,
 /// bounded so agents that call each other cannot recurse without end.
@@ -433,7 +431,7 @@ impl AgentOptions {
     /// assert_eq!(opts.provider_options["openai"], serde_json::json!({"service_tier": "flex", "store": false}));
     /// ```
     pub fn provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
-        crate::util::merge_provider_options(&mut self.provider_options, provider.into(), options);
+        loopwright_types::util::merge_provider_options(&mut self.provider_options, provider.into(), options);
         self
     }
 

@@ -13,17 +13,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::drive::Run;
+use super::drive::{Ending, LoopState, Run, tool_message};
 use super::events::AgentEvent;
 use super::exec::{Batch, Pause, execute};
 use super::gate;
+use super::policy::Flow;
 use super::resume::SharedDecisions;
 use super::state::{PLAN_CALL_ID, Paused, PendingCall, RunState, SuspendedCall, new_state_id};
 use crate::approval::ApprovalDecision;
-use crate::message::{Message, ToolCall, ToolResult};
 use crate::preflight::{Plan, PlanDecision};
-use crate::toolset::ToolCatalog;
-use crate::usage::Usage;
+use loopwright_types::Usage;
+use loopwright_types::toolset::ToolCatalog;
+use loopwright_types::{Message, ToolCall, ToolResult};
 
 /// What a run needs to write its state when it pauses.
 pub(super) struct PauseAt<'a> {
@@ -79,6 +80,42 @@ pub(super) fn paused_calls(
 }
 
 impl Run {
+    /// Continue a resumed run where it paused: its plan decided, or its
+    /// paused step's calls answered.
+    pub(super) async fn reopen(
+        &self,
+        lp: &mut LoopState,
+        paused: Paused,
+        decisions: &SharedDecisions,
+    ) -> Flow {
+        match paused {
+            Paused::Plan { plan } => self.decide_plan(plan, decisions).await.apply(lp),
+            Paused::ToolCalls {
+                step,
+                calls,
+                results,
+                pending,
+                suspended,
+            } => {
+                let paused = PausedStep {
+                    step,
+                    calls,
+                    results,
+                    pending,
+                    suspended,
+                };
+                let catalog = lp.catalog.clone();
+                match self.finish_paused(paused, decisions, &catalog).await {
+                    StepEnd::Done(results) => {
+                        lp.add(tool_message(results));
+                        Flow::Go
+                    }
+                    StepEnd::Paused(again) => Flow::End(Ending::Paused(again)),
+                }
+            }
+        }
+    }
+
     /// The state of this run, paused as `at` says.
     pub(super) fn state(&self, at: PauseAt<'_>) -> RunState {
         RunState {
@@ -128,17 +165,16 @@ impl Run {
         self.settle_plan(plan, Some(decision)).await
     }
 
-    /// Answer every call of a paused step: approved ones run, denied ones
-    /// get their denial, paused sub-agents continue.
-    pub(super) async fn finish_paused(
+    /// The pending calls' decisions, each told (`approval_resolved`): the
+    /// denied ones with the result they get, the ids of the approved ones.
+    async fn decide_pending<'p>(
         &self,
-        paused: PausedStep,
+        pending: &'p [PendingCall],
         decisions: &SharedDecisions,
-        catalog: &Arc<ToolCatalog>,
-    ) -> StepEnd {
+    ) -> (HashMap<String, String>, Vec<&'p str>) {
         let mut denied = HashMap::new();
         let mut to_run: Vec<&str> = Vec::new();
-        for call in &paused.pending {
+        for call in pending {
             let decision = self.decision(decisions, &call.call_id);
             let (approved, reason) = match &decision {
                 ApprovalDecision::Deny { reason } => (false, Some(reason.clone())),
@@ -163,6 +199,18 @@ impl Run {
                 None => to_run.push(&call.call_id),
             }
         }
+        (denied, to_run)
+    }
+
+    /// Answer every call of a paused step: approved ones run, denied ones
+    /// get their denial, paused sub-agents continue.
+    pub(super) async fn finish_paused(
+        &self,
+        paused: PausedStep,
+        decisions: &SharedDecisions,
+        catalog: &Arc<ToolCatalog>,
+    ) -> StepEnd {
+        let (denied, to_run) = self.decide_pending(&paused.pending, decisions).await;
         let states: HashMap<String, Box<RunState>> = paused
             .suspended
             .iter()
@@ -195,6 +243,8 @@ impl Run {
             pre_approved: true,
             resumes: Some((&states, decisions)),
             journal: None,
+            // Their `tool_call` events went out before the pause.
+            announced: true,
         })
         .await;
         let mut results = paused.results;

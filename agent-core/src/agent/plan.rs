@@ -13,17 +13,18 @@ use std::sync::Arc;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::drive::Run;
+use super::drive::{Ending, LoopState, Run};
 use super::events::AgentEvent;
+use super::policy::{Flow, Policy};
 use super::step::StepFailure;
-use crate::message::Message;
-use crate::model::{ModelRequest, ToolChoice};
-use crate::model_error::ModelError;
 use crate::output::{OutputSpec, answer_json};
 use crate::preflight::{PLAN_INSTRUCTION, Plan, PlanDecision, PlanResponder, Preflight};
-use crate::settings::ResponseFormat;
-use crate::toolset::ToolCatalog;
-use crate::usage::Usage;
+use loopwright_types::Message;
+use loopwright_types::ResponseFormat;
+use loopwright_types::Usage;
+use loopwright_types::model_error::ModelError;
+use loopwright_types::toolset::ToolCatalog;
+use loopwright_types::{ModelRequest, ToolChoice};
 
 /// Characters of a tool's description listed in the plan instruction.
 const MAX_TOOL_DESCRIPTION_CHARS: usize = 200;
@@ -45,6 +46,38 @@ pub(super) enum PlanOutcome {
     Budget(String),
     /// Nobody is asked now ([`Preflight::defer`]): the run pauses with it.
     Deferred(Plan),
+}
+
+/// The pre-flight plan as a policy of the loop: before the first step of a
+/// fresh run, a plan is proposed and decided.
+pub(super) struct PreflightPolicy(pub Preflight);
+
+#[async_trait::async_trait]
+impl Policy for PreflightPolicy {
+    async fn open(&mut self, run: &Run, lp: &mut LoopState) -> Flow {
+        let outcome = run
+            .preflight(&self.0, &lp.history, &lp.catalog, &mut lp.progress.usage)
+            .await;
+        outcome.apply(lp)
+    }
+}
+
+impl PlanOutcome {
+    /// What the outcome means for the run: an approved plan joins the
+    /// history and the run goes on; anything else ends it.
+    pub(super) fn apply(self, lp: &mut LoopState) -> Flow {
+        match self {
+            PlanOutcome::Approved(message) => {
+                lp.add(message);
+                Flow::Go
+            }
+            PlanOutcome::Rejected(reason) => Flow::End(Ending::PlanRejected(reason)),
+            PlanOutcome::Cancelled => Flow::End(Ending::Cancelled),
+            PlanOutcome::Failed(e) => Flow::End(Ending::ModelFailed(e)),
+            PlanOutcome::Budget(why) => Flow::End(Ending::BudgetExhausted(why)),
+            PlanOutcome::Deferred(plan) => Flow::End(Ending::Paused(super::state::Paused::Plan { plan })),
+        }
+    }
 }
 
 impl Run {
@@ -110,25 +143,23 @@ impl Run {
             Arc::default()
         };
         loop {
-            let request = ModelRequest {
-                system: self.system_prompt(catalog),
-                messages: Arc::new(messages.clone()),
-                tools: tools.clone(),
-                tool_choice: ToolChoice::None,
-                temperature: self.options.temperature,
-                top_p: self.options.top_p,
-                max_output_tokens: self.options.max_output_tokens,
-                cancellation: self.cancel.child_token(),
-                provider_options: self.options.provider_options.clone(),
-                reasoning: self.options.reasoning,
-                prompt_caching: self.options.prompt_caching,
-                response_format: self
-                    .model
-                    .capabilities()
-                    .structured_output
-                    .then(|| ResponseFormat::json_schema(spec.name(), spec.wire_schema().clone())),
-                ..ModelRequest::default()
-            };
+            let mut request = ModelRequest::default();
+            request.system = self.system_prompt(catalog);
+            request.messages = Arc::new(messages.clone());
+            request.tools = tools.clone();
+            request.tool_choice = ToolChoice::None;
+            request.temperature = self.options.temperature;
+            request.top_p = self.options.top_p;
+            request.max_output_tokens = self.options.max_output_tokens;
+            request.cancellation = self.cancel.child_token();
+            request.provider_options = self.options.provider_options.clone();
+            request.reasoning = self.options.reasoning;
+            request.prompt_caching = self.options.prompt_caching;
+            request.response_format = self
+                .model
+                .capabilities()
+                .structured_output
+                .then(|| ResponseFormat::json_schema(spec.name(), spec.wire_schema().clone()));
             let output = match self.call_model(request, true).await {
                 Ok(output) => output,
                 Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(PlanOutcome::Cancelled),

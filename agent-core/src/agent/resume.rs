@@ -284,7 +284,15 @@ pub(crate) async fn check_tools(agent: &Agent, state: &RunState) -> Result<(), R
         let exposed = catalog
             .get(&call.tool)
             .ok_or_else(|| missing(&call.tool, &call.call_id))?;
-        exposed.tool.check_resume(&call.state).await?;
+        match super::sub_agent::sub_agent(exposed.tool.as_ref()) {
+            Some(sub) => sub.check_resume(&call.state).await?,
+            None => {
+                return Err(ResumeError::NotResumable {
+                    tool: exposed.name.clone(),
+                    agent_path: call.state.agent_path.clone(),
+                });
+            }
+        }
     }
     Ok(())
 }

@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::events::{AgentEvent, AgentResult, ExitReason};
-use crate::model_error::ModelError;
 use crate::output::OutputError;
+use loopwright_types::model_error::ModelError;
 
 /// A running conversation: a stream of [`AgentEvent`]s ending with
 /// [`AgentEvent::Finished`]; then [`AgentRun::into_result`]. Awaiting the run

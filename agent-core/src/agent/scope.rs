@@ -10,12 +10,16 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loopwright_types::{CancellationToken, RunScope, UserInputAnswer, UserInputRequest, UserInputResponder};
 
 use super::emit::WeakEmitter;
+use super::events::AgentEvent;
 use super::limits::TreeBudget;
 use super::options::AgentOptions;
 use crate::accounting::AccountingSink;
-use crate::usage::Usage;
+use loopwright_types::Usage;
 
 /// Separates the agent names of a path (`coordinator/researcher`).
 pub const AGENT_PATH_SEPARATOR: char = '/';
@@ -128,3 +132,77 @@ impl fmt::Debug for Scope {
 
 /// Shared by a run's tool contexts.
 pub(crate) type SharedScope = Arc<Scope>;
+
+/// Why a question was answered without the application.
+const TIMED_OUT: &str = "timeout";
+const UNANSWERED: &str = "unanswered";
+const CANCELLED: &str = "cancelled";
+
+/// What a tool's [`ToolContext`](loopwright_types::ToolContext) reads of
+/// its run; [`RunScope::ask_user`] asks through the run's event stream (an
+/// `input_requested` event with a responder, then `input_resolved`).
+#[async_trait::async_trait]
+impl RunScope for Scope {
+    fn agent_path(&self) -> &str {
+        &self.path
+    }
+
+    fn run_id(&self) -> Option<&str> {
+        self.lineage.run_id.as_deref()
+    }
+
+    fn key_prefix(&self) -> Option<&str> {
+        self.lineage.key_prefix.as_deref()
+    }
+
+    async fn ask_user(
+        &self,
+        call_id: &str,
+        request: UserInputRequest,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> UserInputAnswer {
+        let (responder, answer) = UserInputResponder::new();
+        let sent = self
+            .emit
+            .send(AgentEvent::InputRequested {
+                call_id: call_id.to_owned(),
+                request,
+                responder,
+            })
+            .await;
+        if sent.is_err() {
+            return UserInputAnswer::Decline;
+        }
+        let (answer, reason) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => (UserInputAnswer::Cancel, Some(CANCELLED)),
+            got = tokio::time::timeout(wait, answer) => match got {
+                Ok(Ok(answer)) => (answer, None),
+                // Every copy of the event was dropped unanswered.
+                Ok(Err(_)) => (UserInputAnswer::Decline, Some(UNANSWERED)),
+                Err(_) => (UserInputAnswer::Decline, Some(TIMED_OUT)),
+            },
+        };
+        // A run no longer listening has nobody to tell.
+        let _ = self
+            .emit
+            .send(AgentEvent::InputResolved {
+                call_id: call_id.to_owned(),
+                action: answer.action().to_owned(),
+                reason: reason.map(str::to_owned),
+            })
+            .await;
+        answer
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+/// The engine's scope of a tool call's context, when a run of this crate
+/// made the call.
+pub(crate) fn of(ctx: &loopwright_types::ToolContext) -> Option<SharedScope> {
+    ctx.scope()?.clone().into_any().downcast::<Scope>().ok()
+}

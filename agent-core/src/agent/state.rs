@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::ApprovalTier;
-use crate::message::{Message, ToolCall, ToolResult};
 use crate::preflight::Plan;
-use crate::usage::Usage;
+use loopwright_types::Usage;
+use loopwright_types::{Message, ToolCall, ToolResult};
 
 /// The format version this build writes and reads.
 pub const RUN_STATE_VERSION: u32 = 1;

@@ -11,10 +11,10 @@ use super::account::{Accountant, LlmAttempt};
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use crate::accounting::EntryStatus;
-use crate::message::{ContentPart, Message, Reasoning, Role, ToolCall};
-use crate::model::{LanguageModel, ModelEvent, ModelRequest};
-use crate::model_error::ModelError;
-use crate::usage::{FinishReason, Usage};
+use loopwright_types::model_error::ModelError;
+use loopwright_types::{ContentPart, Message, Reasoning, Role, ToolCall};
+use loopwright_types::{FinishReason, Usage};
+use loopwright_types::{LanguageModel, ModelEvent, ModelRequest};
 
 /// A step whose stream completed.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -96,79 +96,81 @@ pub(crate) async fn run_step(
     attempt: &mut AttemptInfo,
     io: StepIo<'_>,
 ) -> Result<StepOutput, StepFailure> {
-    let StepIo {
-        cancel,
-        emit,
-        accountant,
-        quiet,
-    } = io;
+    let cancel = io.cancel;
     let mut stream = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
         started = model.stream(request) => started.map_err(|e| model_failure(e, cancel))?,
     };
-    let mut out = StepOutput::empty();
-    // Index in `parts` of the reasoning block still receiving deltas.
-    let mut open_reasoning: Option<usize> = None;
+    let mut assembly = Assembly {
+        out: StepOutput::empty(),
+        open_reasoning: None,
+        io,
+    };
     loop {
         let next = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
             next = stream.next() => next,
         };
-        let event = match next {
+        match next {
             None => {
                 return Err(StepFailure::Model(ModelError::stream_cut(
                     "the model's stream ended before its finish event",
                 )));
             }
             Some(Err(e)) => return Err(model_failure(e, cancel)),
-            Some(Ok(event)) => event,
-        };
+            Some(Ok(ModelEvent::Finish { reason, usage })) => {
+                let mut out = assembly.out;
+                out.finish_reason = reason;
+                if !usage.is_empty() {
+                    out.usage = usage;
+                }
+                return Ok(out);
+            }
+            Some(Ok(event)) => assembly.feed(event, attempt).await?,
+        }
+    }
+}
+
+/// A step's answer as its events arrive, and where its deltas go.
+struct Assembly<'a> {
+    out: StepOutput,
+    /// Index in `parts` of the reasoning block still receiving deltas.
+    open_reasoning: Option<usize>,
+    io: StepIo<'a>,
+}
+
+impl Assembly<'_> {
+    /// Take one event of the stream (not its finish).
+    async fn feed(&mut self, event: ModelEvent, attempt: &mut AttemptInfo) -> Result<(), StepFailure> {
         match event {
-            ModelEvent::TextDelta { text } => {
-                if text.is_empty() {
-                    continue;
-                }
-                out.text.push_str(&text);
-                match out.parts.last_mut() {
+            ModelEvent::TextDelta { text } if !text.is_empty() => {
+                self.out.text.push_str(&text);
+                match self.out.parts.last_mut() {
                     Some(ContentPart::Text { text: last }) => last.push_str(&text),
-                    _ => out.parts.push(ContentPart::text(text.clone())),
+                    _ => self.out.parts.push(ContentPart::text(text.clone())),
                 }
-                if quiet {
-                    continue;
-                }
-                emit.send(AgentEvent::TextDelta { text })
-                    .await
-                    .map_err(|_| StepFailure::Detached)?;
+                self.tell(AgentEvent::TextDelta { text }).await
             }
             ModelEvent::ReasoningDelta { text } => {
-                let idx = *open_reasoning.get_or_insert_with(|| {
-                    out.parts.push(ContentPart::Reasoning(Reasoning::default()));
-                    out.parts.len() - 1
-                });
-                if let Some(ContentPart::Reasoning(r)) = out.parts.get_mut(idx) {
+                let idx = self.reasoning_block();
+                if let Some(ContentPart::Reasoning(r)) = self.out.parts.get_mut(idx) {
                     r.text.push_str(&text);
                 }
-                if quiet {
-                    continue;
-                }
-                emit.send(AgentEvent::ReasoningDelta { text })
-                    .await
-                    .map_err(|_| StepFailure::Detached)?;
+                self.tell(AgentEvent::ReasoningDelta { text }).await
             }
             ModelEvent::ReasoningDone {
                 signature,
                 provider_data,
             } => {
-                let idx = open_reasoning.take().unwrap_or_else(|| {
-                    out.parts.push(ContentPart::Reasoning(Reasoning::default()));
-                    out.parts.len() - 1
-                });
-                if let Some(ContentPart::Reasoning(r)) = out.parts.get_mut(idx) {
+                let idx = self.reasoning_block();
+                self.open_reasoning = None;
+                if let Some(ContentPart::Reasoning(r)) = self.out.parts.get_mut(idx) {
                     r.signature = signature;
                     r.provider_data = provider_data;
                 }
+                Ok(())
             }
             ModelEvent::ToolCallComplete {
                 id,
@@ -176,80 +178,108 @@ pub(crate) async fn run_step(
                 input_json,
                 provider_data,
             } => {
-                let input = if input_json.trim().is_empty() {
-                    Value::Object(Default::default())
-                } else {
-                    match serde_json::from_str::<Value>(&input_json) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            out.bad_json.push((id.clone(), e.to_string()));
-                            Value::String(input_json)
-                        }
-                    }
-                };
-                let call = ToolCall {
-                    id,
-                    name,
-                    input,
-                    provider_data,
-                };
-                out.calls.push(call.clone());
-                out.parts.push(ContentPart::ToolCall(call));
+                self.tool_call(id, name, input_json, provider_data);
+                Ok(())
             }
-            ModelEvent::ToolCallDelta { id, delta } => {
-                if quiet || delta.is_empty() {
-                    continue;
-                }
-                emit.send(AgentEvent::ToolInputDelta { call_id: id, delta })
-                    .await
-                    .map_err(|_| StepFailure::Detached)?;
+            ModelEvent::ToolCallDelta { id, delta } if !delta.is_empty() => {
+                self.tell(AgentEvent::ToolInputDelta { call_id: id, delta }).await
             }
             ModelEvent::Compacted { item, cleared_tokens } => {
                 if let Some(item) = item {
-                    out.parts.push(ContentPart::Compaction(item));
+                    self.out.parts.push(ContentPart::Compaction(item));
                 }
-                let cleared = out.provider_compacted.flatten();
-                out.provider_compacted = Some(match (cleared, cleared_tokens) {
+                let cleared = self.out.provider_compacted.flatten();
+                self.out.provider_compacted = Some(match (cleared, cleared_tokens) {
                     (Some(a), Some(b)) => Some(a + b),
                     (a, b) => a.or(b),
                 });
+                Ok(())
             }
-            ModelEvent::Usage { usage } => out.usage = usage,
+            ModelEvent::Usage { usage } => {
+                self.out.usage = usage;
+                Ok(())
+            }
             ModelEvent::Fallback {
                 from,
                 to,
                 error,
                 latency_ms,
-            } => {
-                accountant
-                    .llm(LlmAttempt {
-                        label: &from,
-                        status: EntryStatus::Error,
-                        latency: std::time::Duration::from_millis(latency_ms),
-                        usage: out.usage,
-                        stop_reason: None,
-                        error: Some(error.clone()),
-                    })
-                    .await;
-                // The failed attempt's partial output is dropped.
-                out = StepOutput::empty();
-                open_reasoning = None;
-                attempt.label.clone_from(&to);
-                attempt.started = Instant::now();
-                emit.send(AgentEvent::ModelFallback { from, to, error })
-                    .await
-                    .map_err(|_| StepFailure::Detached)?;
-            }
-            ModelEvent::Finish { reason, usage } => {
-                out.finish_reason = reason;
-                if !usage.is_empty() {
-                    out.usage = usage;
-                }
-                return Ok(out);
-            }
+            } => self.fallback(attempt, from, to, error, latency_ms).await,
             // A start is for display; the complete event carries
             // everything the loop needs.
-            _ => {}
+            _ => Ok(()),
         }
+    }
+
+    /// A delta for the application (none for a quiet call).
+    async fn tell(&self, event: AgentEvent) -> Result<(), StepFailure> {
+        if self.io.quiet {
+            return Ok(());
+        }
+        self.io.emit.send(event).await.map_err(|_| StepFailure::Detached)
+    }
+
+    /// The reasoning block receiving deltas (a new one when none is open).
+    fn reasoning_block(&mut self) -> usize {
+        *self.open_reasoning.get_or_insert_with(|| {
+            self.out.parts.push(ContentPart::Reasoning(Reasoning::default()));
+            self.out.parts.len() - 1
+        })
+    }
+
+    /// A complete tool call; arguments that are not JSON are kept as text
+    /// and noted, for the call's error result.
+    fn tool_call(&mut self, id: String, name: String, input_json: String, provider_data: Option<Value>) {
+        let input = if input_json.trim().is_empty() {
+            Value::Object(Default::default())
+        } else {
+            match serde_json::from_str::<Value>(&input_json) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.out.bad_json.push((id.clone(), e.to_string()));
+                    Value::String(input_json)
+                }
+            }
+        };
+        let call = ToolCall {
+            id,
+            name,
+            input,
+            provider_data,
+        };
+        self.out.calls.push(call.clone());
+        self.out.parts.push(ContentPart::ToolCall(call));
+    }
+
+    /// A fallback model takes over: the failed attempt is accounted and its
+    /// partial output dropped.
+    async fn fallback(
+        &mut self,
+        attempt: &mut AttemptInfo,
+        from: String,
+        to: String,
+        error: String,
+        latency_ms: u64,
+    ) -> Result<(), StepFailure> {
+        self.io
+            .accountant
+            .llm(LlmAttempt {
+                label: &from,
+                status: EntryStatus::Error,
+                latency: std::time::Duration::from_millis(latency_ms),
+                usage: self.out.usage,
+                stop_reason: None,
+                error: Some(error.clone()),
+            })
+            .await;
+        self.out = StepOutput::empty();
+        self.open_reasoning = None;
+        attempt.label.clone_from(&to);
+        attempt.started = Instant::now();
+        self.io
+            .emit
+            .send(AgentEvent::ModelFallback { from, to, error })
+            .await
+            .map_err(|_| StepFailure::Detached)
     }
 }

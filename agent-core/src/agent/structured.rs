@@ -11,12 +11,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::drive::Run;
+use super::policy::{Policy, Rejection, Step};
 use super::step::StepOutput;
-use crate::message::Message;
-use crate::model::{LanguageModel, ModelRequest, ToolChoice};
 use crate::output::{FINAL_ANSWER_TOOL, OutputError, OutputMode, OutputSpec, answer_json};
-use crate::settings::ResponseFormat;
-use crate::tool::{ToolDefinition, ToolOutput};
+use loopwright_types::Message;
+use loopwright_types::ResponseFormat;
+use loopwright_types::tool::{ToolDefinition, ToolOutput};
+use loopwright_types::{LanguageModel, ModelRequest, ToolChoice};
 
 /// Told to the model with a final answer that did not validate.
 fn feedback(spec: &OutputSpec, mode: Resolved, error: &str) -> String {
@@ -156,17 +158,12 @@ impl Structured {
         }
     }
 
-    /// Use up one retry after a rejected answer; false when none is left.
-    /// Retries left (a paused run's state keeps them).
-    pub fn retries_left(&self) -> u32 {
-        self.retries_left
-    }
-
-    /// Set the retries left (a resumed run).
+    /// Set the retries left (a resumed run's state keeps them).
     pub fn set_retries_left(&mut self, left: u32) {
         self.retries_left = left;
     }
 
+    /// Use up one retry after a rejected answer; false when none is left.
     pub fn take_retry(&mut self) -> bool {
         let left = self.retries_left > 0;
         self.retries_left = self.retries_left.saturating_sub(1);
@@ -203,5 +200,35 @@ impl Structured {
             Ok(()) => Verdict::Accepted(value),
             Err(e) => Verdict::Rejected(OutputError::new(e, raw)),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl Policy for Structured {
+    fn shape(&self, _run: &Run, step: &Step, request: &mut ModelRequest) {
+        self.prepare(request, step.concluding);
+    }
+
+    async fn judge(
+        &mut self,
+        output: &StepOutput,
+        answered: &mut HashMap<String, ToolOutput>,
+    ) -> Option<Verdict> {
+        Some(Structured::judge(self, output, answered).await)
+    }
+
+    fn rejected(&mut self, error: &OutputError, told: bool) -> Option<Rejection> {
+        if !self.take_retry() {
+            return Some(Rejection::End(error.clone()));
+        }
+        Some(Rejection::Retry((!told).then(|| self.retry_message(error))))
+    }
+
+    fn continues_concluding(&self) -> bool {
+        self.via_tool()
+    }
+
+    fn retries_left(&self) -> Option<u32> {
+        Some(self.retries_left)
     }
 }

@@ -30,10 +30,10 @@ use super::resume::ResumeError;
 use super::run::AgentRun;
 use super::scope::{AGENT_PATH_SEPARATOR, Lineage, SharedScope};
 use super::state::RunState;
-use super::{Agent, Decisions, start};
-use crate::message::Message;
-use crate::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use crate::util::error_chain;
+use super::{Agent, start};
+use loopwright_types::Message;
+use loopwright_types::tool::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::util::error_chain;
 
 /// The source name of sub-agent tools added with
 /// [`AgentBuilder::sub_agent`](crate::AgentBuilder::sub_agent): the model
@@ -249,29 +249,60 @@ impl Tool for AgentTool {
         Some(self.timeout)
     }
 
+    /// Run the sub-agent outside a loop's run (a direct call): a question
+    /// it pauses on cannot be answered here, so it is an error result.
     async fn call(&self, input: Value, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let messages = vec![Message::user(self.prompt(&input))];
-        self.run_child(Start::Fresh(messages), &ctx).await
+        match self.run(input, None, ctx).await {
+            SubAgentEnd::Done(result) => result,
+            SubAgentEnd::Paused(state) => Ok(ToolOutput::error(format!(
+                "The sub-agent {} paused on a question (state {}); only an agent's run can answer it.",
+                self.definition.name, state.id
+            ))),
+        }
     }
 
-    /// Continue the child run `state` (which paused on its own questions)
-    /// with its decisions taken from `decisions`.
-    async fn resume(
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+/// How a sub-agent's call ended in its caller's run.
+pub(crate) enum SubAgentEnd {
+    /// Its answer, error result or failure.
+    Done(Result<ToolOutput, ToolError>),
+    /// It paused on a question of its own: the caller pauses too, and the
+    /// call continues from this state once the questions are decided.
+    Paused(Box<RunState>),
+}
+
+/// `tool` as a sub-agent, when it is one (behind any wrapper).
+pub(crate) fn sub_agent(tool: &dyn Tool) -> Option<&AgentTool> {
+    tool.as_any()?.downcast_ref::<AgentTool>()
+}
+
+impl AgentTool {
+    /// Run the sub-agent for a call: from `input`, or continuing the child
+    /// run `resume` paused with the run tree's decisions.
+    pub(crate) async fn run(
         &self,
-        state: Box<RunState>,
-        decisions: Decisions,
+        input: Value,
+        resume: Option<(Box<RunState>, super::resume::SharedDecisions)>,
         ctx: ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let start = Start::Resume {
-            state,
-            decisions: Arc::new(decisions),
+    ) -> SubAgentEnd {
+        let start = match resume {
+            Some((state, decisions)) => Start::Resume { state, decisions },
+            None => Start::Fresh(vec![Message::user(self.prompt(&input))]),
         };
         self.run_child(start, &ctx).await
     }
 
-    async fn check_resume(&self, state: &RunState) -> Result<(), ResumeError> {
+    /// Check, before anything runs, that the child run `state` can be
+    /// continued: the agent is there and has every tool its pending calls
+    /// name.
+    pub(crate) async fn check_resume(&self, state: &RunState) -> Result<(), ResumeError> {
         match self.agent() {
-            Some(agent) => super::resume::check_tools(&agent, state).await,
+            // Boxed: a sub-agent's state holds its own sub-agents'.
+            Some(agent) => Box::pin(super::resume::check_tools(&agent, state)).await,
             None => Err(ResumeError::NotResumable {
                 tool: self.definition.name.clone(),
                 agent_path: state.agent_path.clone(),
@@ -283,13 +314,13 @@ impl Tool for AgentTool {
 impl AgentTool {
     /// Start the child run from `input` under the caller's scope and follow
     /// it to its end.
-    async fn run_child(&self, input: Start, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run_child(&self, input: Start, ctx: &ToolContext) -> SubAgentEnd {
         let Some(agent) = self.agent() else {
-            return Ok(self.unavailable());
+            return SubAgentEnd::Done(Ok(self.unavailable()));
         };
         let (lineage, parent) = match self.lineage(&agent, ctx) {
             Ok(found) => found,
-            Err(refused) => return Ok(refused),
+            Err(refused) => return SubAgentEnd::Done(Ok(refused)),
         };
         let path = lineage.path();
         let mut options = agent.options.clone().cancellation(ctx.cancellation().clone());
@@ -315,7 +346,7 @@ impl AgentTool {
         agent: &Agent,
         ctx: &ToolContext,
     ) -> Result<(Lineage, Option<SharedScope>), ToolOutput> {
-        let parent = ctx.scope().cloned();
+        let parent = super::scope::of(ctx);
         let lineage = match &parent {
             Some(parent) => {
                 let lineage = &parent.lineage;
@@ -361,7 +392,7 @@ impl AgentTool {
         path: String,
         parent: Option<&SharedScope>,
         ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
+    ) -> SubAgentEnd {
         let deadline = tokio::time::sleep(self.timeout);
         tokio::pin!(deadline);
         let mut timed_out = false;
@@ -388,33 +419,33 @@ impl AgentTool {
         let result = match run.into_outcome().await {
             Ok(result) => result,
             Err(aborted) => {
-                return Ok(ToolOutput::error(format!(
+                return SubAgentEnd::Done(Ok(ToolOutput::error(format!(
                     "The sub-agent {path} failed: {aborted}. Do the task another way."
-                )));
+                ))));
             }
         };
         if let Some(state) = result.state {
             // The child asked a person: the caller pauses too. Its usage so
             // far is in the state, added when it finally ends.
-            return Err(ToolError::Paused(Box::new(state)));
+            return SubAgentEnd::Paused(Box::new(state));
         }
         if let Some(parent) = parent {
             parent.add_child_usage(result.tree_usage);
         }
         if result.exit == ExitReason::Completed {
-            return Ok(match result.output {
+            return SubAgentEnd::Done(Ok(match result.output {
                 Some(value) => ToolOutput::json(value),
                 None => ToolOutput::text(result.text),
-            });
+            }));
         }
         if result.exit == ExitReason::Cancelled && !timed_out && ctx.cancellation().is_cancelled() {
-            return Err(ToolError::Cancelled);
+            return SubAgentEnd::Done(Err(ToolError::Cancelled));
         }
-        Ok(ToolOutput::error(incomplete_message(
+        SubAgentEnd::Done(Ok(ToolOutput::error(incomplete_message(
             &path,
             &result,
             timed_out.then_some(self.timeout),
-        )))
+        ))))
     }
 }
 

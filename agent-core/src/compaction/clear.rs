@@ -7,7 +7,7 @@
 //! cleared before, or already short, is left as it is, so clearing twice
 //! changes nothing.
 
-use crate::message::{ContentPart, Message, ToolOutputPart, ToolResult};
+use loopwright_types::{ContentPart, Message, ToolOutputPart, ToolResult};
 
 /// Lines of a cleared result kept by default.
 pub const DEFAULT_KEEP_LINES: usize = 5;
@@ -63,7 +63,7 @@ fn cleared(result: &ToolResult, keep_lines: usize) -> Option<ToolResult> {
     kept.push_str(&format!(
         "{CLEARED_NOTE} {dropped_lines} more line(s), {} of this result were removed to free the context window; \
          call the tool again if you need them]",
-        crate::util::human_size(dropped_chars)
+        loopwright_types::util::human_size(dropped_chars)
     ));
     let mut parts = vec![ToolOutputPart::text(kept)];
     parts.extend(
@@ -84,7 +84,7 @@ fn cleared(result: &ToolResult, keep_lines: usize) -> Option<ToolResult> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::message::{Role, ToolCall};
+    use loopwright_types::{Role, ToolCall};
 
     fn step(id: &str, text: &str) -> [Message; 2] {
         let call = ToolCall::new(id, "Read", serde_json::json!({"file_path": "a"}));
@@ -123,6 +123,6 @@ mod tests {
         // The tail is untouched, and clearing again changes nothing.
         assert_eq!(cleared[3..], history[3..]);
         assert_eq!(clear_results(&cleared, 3, 2), None);
-        assert_eq!(crate::history::check_history(&cleared), Ok(()));
+        assert_eq!(loopwright_types::history::check_history(&cleared), Ok(()));
     }
 }

@@ -34,7 +34,7 @@ pub(crate) mod units;
 
 use std::sync::Arc;
 
-use crate::model::LanguageModel;
+use loopwright_types::LanguageModel;
 
 /// Steps kept whole by default (the model's latest work).
 pub const DEFAULT_KEEP_TURNS: usize = 3;
@@ -211,12 +211,12 @@ impl Compaction {
 /// Where a history's provider-compacted part ends for `provider`: the index
 /// of the latest message holding its compaction item (the provider reads
 /// from there on), 0 when there is none.
-pub(crate) fn provider_start(history: &[crate::message::Message], provider: &str) -> usize {
+pub(crate) fn provider_start(history: &[loopwright_types::Message], provider: &str) -> usize {
     history
         .iter()
         .rposition(|m| {
             m.content.iter().any(
-                |p| matches!(p, crate::message::ContentPart::Compaction(item) if item.provider == provider),
+                |p| matches!(p, loopwright_types::ContentPart::Compaction(item) if item.provider == provider),
             )
         })
         .unwrap_or(0)

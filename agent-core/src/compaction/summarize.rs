@@ -10,7 +10,7 @@
 //! definitions, no signatures needed); it is cut into chunks that fit the
 //! summarising call, each summarised with the summary so far.
 
-use crate::message::{ContentPart, Message, Role};
+use loopwright_types::{ContentPart, Message, Role};
 
 use super::units;
 
@@ -147,7 +147,8 @@ fn render(history: &[Message], i: usize) -> String {
                 out.push_str(&format!("[called {} ({}) with {args}]\n", call.name, call.id));
             }
             ContentPart::ToolResult(result) => {
-                let name = crate::history::call_name(history, i, &result.call_id).unwrap_or("a tool");
+                let name =
+                    loopwright_types::history::call_name(history, i, &result.call_id).unwrap_or("a tool");
                 let status = if result.is_error { "error" } else { "result" };
                 let text = cut(&result.text_with_image_placeholders(), RESULT_CHARS);
                 out.push_str(&format!("[{status} of {name} ({})]\n{text}\n", result.call_id));
@@ -168,7 +169,7 @@ fn render(history: &[Message], i: usize) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::message::{ToolCall, ToolOutputPart, ToolResult};
+    use loopwright_types::{ToolCall, ToolOutputPart, ToolResult};
 
     fn step(id: &str) -> [Message; 2] {
         let call = ToolCall::new(id, "Read", serde_json::json!({"file_path": id}));
@@ -217,7 +218,7 @@ mod tests {
         assert_eq!(compacted[..2], history[..2]);
         assert!(is_summary(&compacted[2]));
         assert_eq!(compacted[3..], history[6..]);
-        assert_eq!(crate::history::check_history(&compacted), Ok(()));
+        assert_eq!(loopwright_types::history::check_history(&compacted), Ok(()));
         // Nothing but the summary before the tail: nothing to summarise.
         assert_eq!(super::region(&compacted, 2, 1), None);
         let small = transcript(&history, &region, 60);

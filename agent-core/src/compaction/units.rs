@@ -5,7 +5,7 @@
 //! its calls). Compaction never splits a step, so a call keeps its result,
 //! and reasoning signatures and encrypted items stay with their turn.
 
-use crate::message::{Message, Role};
+use loopwright_types::{Message, Role};
 
 /// What a unit holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub(crate) fn latest_user(history: &[Message]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{ContentPart, ToolCall, ToolResult};
+    use loopwright_types::{ContentPart, ToolCall, ToolResult};
 
     fn step(id: &str) -> [Message; 2] {
         let call = ToolCall::new(id, "t", serde_json::json!({}));

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::request::RequestSummary;
-use crate::message::{ContentPart, Message};
+use loopwright_types::{ContentPart, Message};
 
 /// Characters of a differing text shown on each side of the first
 /// differing character.
@@ -130,6 +130,7 @@ fn part_summary(p: &ContentPart) -> String {
         ContentPart::File { .. } => "a file".into(),
         ContentPart::Audio { .. } => "an audio clip".into(),
         ContentPart::Compaction(_) => "a compaction item".into(),
+        _ => "a part".into(),
     }
 }
 
@@ -143,6 +144,7 @@ fn part_kind(p: &ContentPart) -> &'static str {
         ContentPart::File { .. } => "file",
         ContentPart::Audio { .. } => "audio",
         ContentPart::Compaction(_) => "compaction",
+        _ => "part",
     }
 }
 
@@ -306,8 +308,8 @@ fn quote(text: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::message::{Role, ToolCall};
-    use crate::model::ModelRequest;
+    use loopwright_types::ModelRequest;
+    use loopwright_types::{Role, ToolCall};
 
     fn summary_of(messages: Vec<Message>) -> RequestSummary {
         RequestSummary::of("local/m", &ModelRequest::new(messages))

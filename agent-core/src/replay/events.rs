@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::ModelEvent;
-use crate::model_error::ModelError;
+use loopwright_types::ModelEvent;
+use loopwright_types::model_error::ModelError;
 
 /// One item of a recorded stream: an event, or the error that ended it.
 ///

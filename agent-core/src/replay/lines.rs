@@ -27,7 +27,7 @@ pub const MAX_CASSETTE_FILE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The text of a cassette file (see the module docs).
 fn read_text(path: &Path) -> std::io::Result<String> {
-    crate::named_file::read_text(path, MAX_CASSETTE_FILE_BYTES)
+    loopwright_types::named_file::read_text(path, MAX_CASSETTE_FILE_BYTES)
 }
 
 /// Every non-blank line of `path` parsed as `T`, with its 1-based number.

@@ -69,8 +69,8 @@ pub use tools::{
     TOOLS_DIR, ToolLine, ToolListing,
 };
 
-use crate::model::LanguageModel;
-use crate::source::ToolSource;
+use loopwright_types::LanguageModel;
+use loopwright_types::ToolSource;
 use model::ModelLog;
 use tools::{ToolLog, file_name};
 

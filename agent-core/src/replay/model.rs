@@ -23,10 +23,10 @@ use super::events::RecordedItem;
 use super::lines::{Appender, read};
 use super::request::RequestSummary;
 use super::{CassetteError, ReplayMode};
-use crate::fallback::model_label;
-use crate::model::{LanguageModel, ModelRequest, ModelStream};
-use crate::model_error::ModelError;
-use crate::settings::ModelCapabilities;
+use loopwright_types::ModelCapabilities;
+use loopwright_types::fallback::model_label;
+use loopwright_types::model_error::ModelError;
+use loopwright_types::{LanguageModel, ModelRequest, ModelStream};
 
 /// The model calls file of a cassette directory.
 pub const MODEL_FILE: &str = "model.jsonl";
@@ -355,7 +355,7 @@ struct Recording {
 }
 
 impl Stream for Recording {
-    type Item = Result<crate::model::ModelEvent, ModelError>;
+    type Item = Result<loopwright_types::ModelEvent, ModelError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let next = self.inner.poll_next_unpin(cx);

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::message::Message;
-use crate::model::{ModelRequest, ToolChoice};
-use crate::settings::{ReasoningConfig, ResponseFormat};
-use crate::tool::ToolDefinition;
+use loopwright_types::Message;
+use loopwright_types::tool::ToolDefinition;
+use loopwright_types::{ModelRequest, ToolChoice};
+use loopwright_types::{ReasoningConfig, ResponseFormat};
 
 /// The fields of a [`ModelRequest`] a cassette leaves out of the request
 /// hash, with why: none of them changes what the model answers.
@@ -226,7 +226,7 @@ fn canonical(value: &Value, out: &mut String) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::tool::ToolAnnotations;
+    use loopwright_types::tool::ToolAnnotations;
 
     #[test]
     fn volatile_fields_do_not_change_the_hash() {

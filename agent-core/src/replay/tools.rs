@@ -21,9 +21,9 @@ use serde_json::Value;
 use super::lines::{Appender, read};
 use super::request::hash_value;
 use super::{CassetteError, ReplayMode};
-use crate::progress::ToolProgress;
-use crate::source::{SourceKind, ToolSource, ToolSourceError};
-use crate::tool::{ProgressReporter, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::tool::ToolProgress;
+use loopwright_types::tool::{ProgressReporter, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::{SourceKind, ToolSource, ToolSourceError};
 
 /// The folder of a cassette holding one file per tool source.
 pub const TOOLS_DIR: &str = "tools";

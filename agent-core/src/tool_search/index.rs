@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::tool::ToolDefinition;
+use loopwright_types::tool::ToolDefinition;
 
 /// Weight of a query word found in a tool's name.
 const NAME_WEIGHT: f64 = 3.0;

@@ -27,11 +27,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::budget::ContextBudget;
-use crate::message::{ContentPart, Message, ToolOutputPart};
-use crate::source::SourceKind;
-use crate::tool::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
-use crate::toolset::{ToolCatalog, wildcard_match};
+use loopwright_types::SourceKind;
+use loopwright_types::budget::ContextBudget;
+use loopwright_types::tool::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
+use loopwright_types::toolset::{ToolCatalog, wildcard_match};
+use loopwright_types::{ContentPart, Message, ToolOutputPart};
 
 /// The name of the search tool.
 pub const SEARCH_TOOLS_NAME: &str = "search_tools";
@@ -149,7 +149,7 @@ impl ToolSearch {
         })
     }
 
-    fn always_offered(&self, tool: &crate::toolset::ExposedTool) -> bool {
+    fn always_offered(&self, tool: &loopwright_types::toolset::ExposedTool) -> bool {
         tool.tool.definition().always_on
             || (tool.source_kind() == SourceKind::Native && !self.defer_native)
             || self.always_on.iter().any(|p| wildcard_match(p, &tool.name))

@@ -130,7 +130,7 @@ async fn private_key(config: &OAuthConfig) -> Result<Option<String>, String> {
     let read = {
         let path = path.clone();
         tokio::task::spawn_blocking(move || {
-            loopwright_core::named_file::read_text(&path, loopwright_core::named_file::MAX_TEXT_FILE_BYTES)
+            loopwright_types::named_file::read_text(&path, loopwright_types::named_file::MAX_TEXT_FILE_BYTES)
         })
     };
     read.await

@@ -5,7 +5,7 @@
 //! - reading opens the file itself, never a symbolic link (`O_NOFOLLOW`),
 //!   without blocking, and checks the opened handle: a FIFO, a device or a
 //!   file larger than [`MAX_TOKEN_FILE_BYTES`] is refused before a byte is
-//!   read (`loopwright_core::named_file`);
+//!   read (`loopwright_types::named_file`);
 //! - a file owned by another user is refused ([`Unsafe::ForeignOwner`]); a
 //!   file of this user that others may read or write is tightened to 0600
 //!   (on the handle) before it is read, and its old mode reported
@@ -26,7 +26,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use loopwright_core::named_file::{Links, open_regular, read_limited};
+use loopwright_types::named_file::{Links, open_regular, read_limited};
 use nix::fcntl::OFlag;
 use ring::rand::{SecureRandom, SystemRandom};
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use loopwright_core::{FinishReason, ModelError, ModelEvent, Usage};
+use loopwright_types::{FinishReason, ModelError, ModelEvent, Usage};
 use serde_json::{Value, json};
 
 use crate::driver::{Decoder, truncated};

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use loopwright_core::{
+use loopwright_types::{
     ContentPart, FileSource, ImageSource, LanguageModel, Message, ModelCapabilities, ModelError,
     ModelRequest, ModelStream, ReasoningConfig, Role, ToolChoice, ToolDefinition, ToolOutputPart,
 };
@@ -440,7 +440,7 @@ impl AnthropicModel {
     /// straight from the history (public for inspection and benches).
     ///
     /// ```
-    /// use loopwright_core::{Message, ModelRequest};
+    /// use loopwright_types::{Message, ModelRequest};
     /// use loopwright_providers::AnthropicModel;
     ///
     /// let model = AnthropicModel::builder("claude-sonnet-4-5").build()?;
