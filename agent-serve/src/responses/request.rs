@@ -238,8 +238,13 @@ struct Items {
 
 impl Items {
     fn item(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
-        let kind = match item.get("type").and_then(Value::as_str) {
-            Some(kind) => kind,
+        let kind = match item.get("type") {
+            Some(Value::String(kind)) => kind.as_str(),
+            Some(other) => {
+                return Err(bad(format!(
+                    "input[{i}].type must be a string naming the item's type, not {other}"
+                )));
+            }
             None if item.get("role").is_some() => "message",
             None => return Err(bad(format!("input[{i}] has no type"))),
         };
@@ -346,9 +351,13 @@ impl Items {
                 .iter()
                 .enumerate()
                 .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
-                    Some("input_text" | "output_text" | "text") => Ok(ToolOutputPart::text(
-                        part.get("text").and_then(Value::as_str).unwrap_or_default(),
-                    )),
+                    Some(kind @ ("input_text" | "output_text" | "text")) => {
+                        part_text(part, "text").map(ToolOutputPart::text).ok_or_else(|| {
+                            bad(format!(
+                                "input[{i}].output[{j}]: an {kind} part needs `text`, a string"
+                            ))
+                        })
+                    }
                     other => Err(bad(format!(
                         "input[{i}].output[{j}] has type {other:?}; a function_call_output carries text here"
                     ))),
@@ -394,6 +403,11 @@ impl Items {
     }
 }
 
+/// The string `key` of a content part, when it is one.
+fn part_text<'a>(part: &'a Value, key: &str) -> Option<&'a str> {
+    part.get(key).and_then(Value::as_str)
+}
+
 /// The parts of a message's `content` (a string or parts).
 fn content_parts(i: usize, content: Option<&Value>) -> Result<Vec<ContentPart>, ApiError> {
     match content {
@@ -402,12 +416,14 @@ fn content_parts(i: usize, content: Option<&Value>) -> Result<Vec<ContentPart>, 
             .iter()
             .enumerate()
             .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
-                Some("input_text" | "output_text" | "text") => Ok(ContentPart::text(
-                    part.get("text").and_then(Value::as_str).unwrap_or_default(),
-                )),
-                Some("refusal") => Ok(ContentPart::text(
-                    part.get("refusal").and_then(Value::as_str).unwrap_or_default(),
-                )),
+                Some(kind @ ("input_text" | "output_text" | "text")) => {
+                    part_text(part, "text").map(ContentPart::text).ok_or_else(|| {
+                        bad(format!("input[{i}].content[{j}]: an {kind} part needs `text`, a string"))
+                    })
+                }
+                Some("refusal") => part_text(part, "refusal").map(ContentPart::text).ok_or_else(|| {
+                    bad(format!("input[{i}].content[{j}]: a refusal part needs `refusal`, a string"))
+                }),
                 Some("input_image") => match part.get("image_url").and_then(Value::as_str) {
                     Some(url) => Ok(ContentPart::Image {
                         image: crate::openai::image_source(url),
@@ -505,6 +521,30 @@ mod tests {
         assert!(m.contains("ends") && m.contains("c1"), "{m}");
         let m = refused(json!({"model": "a", "input": [{"role": "assistant", "content": "hi"}]}));
         assert!(m.contains("nothing to answer"), "{m}");
+    }
+
+    #[test]
+    fn malformed_items_and_parts_are_refused_naming_them() {
+        let user = json!({"role": "user", "content": "hi"});
+        let m = refused(json!({"model": "a", "input": [user, user, user,
+            {"role": "user", "content": [{"type": "input_text"}]}]}));
+        assert!(m.contains("input[3].content[0]") && m.contains("`text`"), "{m}");
+        let m = refused(json!({"model": "a", "input": [user, user, user,
+            {"type": 7, "role": "user", "content": "hi"}]}));
+        assert!(m.contains("input[3].type") && m.contains("string"), "{m}");
+        let m = refused(json!({"model": "a", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": 12}]}]}));
+        assert!(m.contains("input[0].content[0]"), "{m}");
+        let m = refused(json!({"model": "a", "input": [
+            {"role": "assistant", "content": [{"type": "refusal"}]}, user]}));
+        assert!(
+            m.contains("input[0].content[0]") && m.contains("`refusal`"),
+            "{m}"
+        );
+        let call = json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"});
+        let m = refused(json!({"model": "a", "input": [user, call,
+            {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text"}]}]}));
+        assert!(m.contains("input[2].output[0]") && m.contains("`text`"), "{m}");
     }
 
     #[test]
