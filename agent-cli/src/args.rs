@@ -582,6 +582,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES")]
     pub body_limit: Option<usize>,
 
+    /// Messages a request's conversation may hold (input items on the
+    /// Responses API), and content parts in all; a continued conversation
+    /// (a session, previous_response_id) is held to as many, with the
+    /// request's [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub item_limit: Option<usize>,
+
     /// MCP HTTP sessions per instance [default: 256].
     #[arg(long, value_name = "N")]
     pub mcp_sessions: Option<usize>,

@@ -271,6 +271,9 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     if let Some(n) = args.body_limit {
         serve = serve.body_limit(n);
     }
+    if let Some(n) = args.item_limit {
+        serve = serve.item_limit(n);
+    }
     if let Some(n) = args.mcp_sessions {
         serve = serve.mcp_sessions(n);
     }

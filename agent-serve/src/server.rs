@@ -149,6 +149,7 @@ pub struct Serve {
     allowed_hosts: Option<Vec<String>>,
     limits: crate::listen::ConnLimits,
     body_limit: usize,
+    item_limit: usize,
     mcp_sessions: usize,
     mcp_session_idle: Duration,
     store: Option<Arc<dyn loopwright_store::Store>>,
@@ -183,6 +184,7 @@ impl Serve {
                 max_connections: DEFAULT_MAX_CONNECTIONS,
             },
             body_limit: DEFAULT_BODY_LIMIT,
+            item_limit: crate::items::DEFAULT_ITEM_LIMIT,
             mcp_sessions: DEFAULT_MCP_SESSIONS,
             mcp_session_idle: DEFAULT_MCP_SESSION_IDLE,
             store: None,
@@ -352,6 +354,23 @@ impl Serve {
         self
     }
 
+    /// Messages a request's conversation may hold (input items on the
+    /// Responses API), and content parts in all
+    /// ([`DEFAULT_ITEM_LIMIT`](crate::DEFAULT_ITEM_LIMIT)); more are
+    /// answered 400 in the surface's shape, naming the count and the limit.
+    /// A continued conversation (a session, a response's
+    /// `previous_response_id`) is held, with the request's input, to this
+    /// many messages and to the [body limit](Self::body_limit) in bytes of
+    /// JSON, as if it were sent whole.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().item_limit(2_000);
+    /// ```
+    pub fn item_limit(mut self, n: usize) -> Self {
+        self.item_limit = n.max(1);
+        self
+    }
+
     /// MCP HTTP sessions per instance ([`DEFAULT_MCP_SESSIONS`]).
     pub fn mcp_sessions(mut self, n: usize) -> Self {
         self.mcp_sessions = n.max(1);
@@ -418,6 +437,10 @@ impl Serve {
             lifecycle: lifecycle.clone(),
             allowed_hosts,
             runs: runs.clone(),
+            limits: crate::items::Limits {
+                items: self.item_limit,
+                body: self.body_limit,
+            },
         })
     }
 

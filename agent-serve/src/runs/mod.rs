@@ -159,8 +159,13 @@ impl Runs {
             },
             None => (Vec::new(), 0),
         };
+        let whose = match &spec.session {
+            Some(session) => format!("session {session}"),
+            None => "the conversation it continues".to_owned(),
+        };
         let mut messages = spec.history;
         messages.extend(session_history);
+        crate::items::check_conversation(&messages, &spec.input, &whose, instance.limits, shape)?;
         messages.extend(spec.input.iter().cloned());
         check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
         let ticket = instance
