@@ -401,7 +401,7 @@ impl Driver {
         let keep = &self.envelope.keep;
         let mut warnings = Vec::new();
         if let Some(session) = &keep.session {
-            let mut turn = keep.turn.clone();
+            let mut turn = end.input.get(keep.turn_from..).unwrap_or_default().to_vec();
             turn.extend(result.messages.iter().cloned());
             if let Err(e) = store.append_turn(session, keep.session_version, &turn).await {
                 tracing::warn!(run = %self.record.id, %session, error = %e, "the turn was not stored in its session");

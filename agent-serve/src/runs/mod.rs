@@ -68,11 +68,7 @@ pub(crate) struct RunSpec {
     pub(crate) surface: Option<serde_json::Value>,
 }
 
-/// What the surface that started run `record` keeps in it (see
-/// [`RunSpec::surface`]), if anything.
-pub(crate) fn surface(record: &RunRecord) -> Option<serde_json::Value> {
-    Envelope::of(record).ok()?.surface
-}
+pub(crate) use record::surface;
 
 /// A decision as `POST /v1/runs/{id}/approvals` takes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -166,7 +162,8 @@ impl Runs {
         let mut messages = spec.history;
         messages.extend(session_history);
         crate::items::check_conversation(&messages, &spec.input, &whose, instance.limits, shape)?;
-        messages.extend(spec.input.iter().cloned());
+        let turn_from = messages.len();
+        messages.extend(spec.input);
         check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
         let ticket = instance
             .limiter
@@ -182,7 +179,7 @@ impl Runs {
             keep: Keep {
                 session: spec.session.clone(),
                 session_version,
-                turn: spec.input,
+                turn_from,
                 snapshot: spec.snapshot,
             },
             surface: spec.surface,
