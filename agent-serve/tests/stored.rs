@@ -1,5 +1,8 @@
 //! What a stored run and a stored response keep in the store: a run's
-//! record holds no copy of its input, whatever its size.
+//! record holds no copy of its input, whatever its size; a response's
+//! conversation is its own turn linked to the one before (a chain of 200
+//! responses grows linearly), out of the REST sessions' reach; deleting a
+//! response in the middle of a chain leaves the later ones whole.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -8,7 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use common::{GatedModel, post, until};
-use loopwright_core::Agent;
+use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, Message, Role};
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use loopwright_store::{MemoryStore, RunStatus, Store};
 use serde_json::{Value, json};
@@ -91,4 +95,161 @@ async fn a_runs_record_holds_no_copy_of_its_input() {
         assert!(done < 2048, "a completed run keeps {done} bytes of state");
     }
     running.shutdown().await;
+}
+
+/// Agent `scripted` answering `answers` in order, on the REST and OpenAI
+/// surfaces over `store`.
+async fn scripted(store: Arc<dyn Store>, answers: usize) -> (ScriptedModel, Running, String, String) {
+    let steps = (0..answers)
+        .map(|i| ScriptedStep::text(format!("answer {i}")))
+        .collect();
+    let model = ScriptedModel::new(steps);
+    let agent = Agent::builder(Arc::new(model.clone())).name("scripted").build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .rest(local())
+        .openai(local())
+        .store(store)
+        .start()
+        .await
+        .unwrap();
+    let rest = format!("http://{}", running.address(Surface::Rest).unwrap());
+    let openai = format!("http://{}/v1", running.address(Surface::OpenAi).unwrap());
+    (model, running, rest, openai)
+}
+
+/// A stored response to `input`, continuing `previous`: its id.
+async fn respond(openai: &str, input: &str, previous: Option<&str>) -> String {
+    let mut body = json!({"model": "scripted", "input": input});
+    if let Some(previous) = previous {
+        body["previous_response_id"] = json!(previous);
+    }
+    let (status, response) = post(&format!("{openai}/responses"), body).await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["status"], "completed", "{response}");
+    response["id"].as_str().unwrap().to_owned()
+}
+
+/// The texts of the last model request's messages, `role: text`.
+fn last_request(model: &ScriptedModel) -> Vec<String> {
+    let request = model.requests().pop().unwrap();
+    request
+        .messages
+        .iter()
+        .map(|m: &Message| {
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                _ => "other",
+            };
+            format!("{role}: {}", m.text())
+        })
+        .collect()
+}
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_sessions_cannot_reach_a_stored_responses_conversation() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let (model, running, rest, openai) = scripted(store, 3).await;
+    let first = respond(&openai, "My name is Ada.", None).await;
+    // The name a response's conversation once had as a session: nothing there.
+    let session = format!("{rest}/v1/sessions/response:{first}");
+    let (status, shown) = send(common::http().get(&session)).await;
+    assert_eq!(
+        status, 404,
+        "a REST session read a response's conversation: {shown}"
+    );
+    let (status, _) = send(common::http().delete(&session)).await;
+    assert_eq!(status, 404, "a REST session deleted a response's conversation");
+    // A session of that name is a session like any other, apart.
+    let (status, answer) = post(
+        &format!("{rest}/v1/agents/scripted"),
+        json!({"prompt": "Forget that: my name is Eve.", "session": format!("response:{first}")}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    respond(&openai, "What is my name?", Some(&first)).await;
+    assert_eq!(
+        last_request(&model),
+        [
+            "user: My name is Ada.",
+            "assistant: answer 0",
+            "user: What is my name?"
+        ]
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_response_in_the_middle_of_a_chain_leaves_the_later_ones_whole() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let (model, running, _rest, openai) = scripted(store.clone(), 5).await;
+    let a = respond(&openai, "one", None).await;
+    let b = respond(&openai, "two", Some(&a)).await;
+    let c = respond(&openai, "three", Some(&b)).await;
+    let (status, deleted) = send(common::http().delete(format!("{openai}/responses/{b}"))).await;
+    assert_eq!((status, &deleted["deleted"]), (200, &json!(true)), "{deleted}");
+    // B is gone from the API: not read, not continued.
+    let (status, _) = send(common::http().get(format!("{openai}/responses/{b}"))).await;
+    assert_eq!(status, 404);
+    let (status, refused) = post(
+        &format!("{openai}/responses"),
+        json!({"model": "scripted", "input": "x", "previous_response_id": b}),
+    )
+    .await;
+    assert_eq!(status, 404, "{refused}");
+    // C still continues with the whole conversation, B's turn included.
+    let whole = [
+        "user: one",
+        "assistant: answer 0",
+        "user: two",
+        "assistant: answer 1",
+        "user: three",
+        "assistant: answer 2",
+    ];
+    respond(&openai, "four", Some(&c)).await;
+    assert_eq!(last_request(&model), [&whole[..], &["user: four"]].concat());
+    // The first one deleted too: C is still whole.
+    let (status, _) = send(common::http().delete(format!("{openai}/responses/{a}"))).await;
+    assert_eq!(status, 200);
+    respond(&openai, "five", Some(&c)).await;
+    assert_eq!(last_request(&model), [&whole[..], &["user: five"]].concat());
+    // B's turn is kept for C, not as a chain of its own.
+    assert!(store.load_chain(&b, 100).await.unwrap().is_none());
+    assert_eq!(store.load_chain(&c, 100).await.unwrap().unwrap().turns, 3);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_200_responses_is_stored_in_linear_space() {
+    const TURNS: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("chain.db").display());
+    let store = loopwright_store::open(&url).await.unwrap();
+    let (_model, running, _rest, openai) = scripted(store, TURNS).await;
+    // 2 KB a turn: 0.4 MB sent in all. Each response snapshotting the whole
+    // conversation stored 40 MB of it (a 48 MB file).
+    let input = "y".repeat(2000);
+    let mut previous: Option<String> = None;
+    for _ in 0..TURNS {
+        previous = Some(respond(&openai, &input, previous.as_deref()).await);
+    }
+    running.shutdown().await;
+    let bytes: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum();
+    eprintln!("200 chained responses of 2 KB: {bytes} bytes of SQLite files");
+    // The turns (0.4 MB), 200 records and event logs, SQLite's pages and
+    // up to 4 MB of write-ahead log.
+    assert!(
+        bytes < 8_000_000,
+        "200 chained responses of 2 KB take {bytes} bytes"
+    );
 }

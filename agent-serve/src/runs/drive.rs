@@ -389,9 +389,9 @@ impl Driver {
         }
     }
 
-    /// Append the completed turn to its session, or save the whole history
-    /// as a snapshot: what went wrong, as warnings for the run's result (the
-    /// answer stands).
+    /// Append the completed turn (its own input, then its answer) to its
+    /// session, or store it as its chain's turn: what went wrong, as
+    /// warnings for the run's result (the answer stands).
     async fn keep_conversation(
         &self,
         store: &Arc<dyn Store>,
@@ -400,21 +400,25 @@ impl Driver {
     ) -> Vec<String> {
         let keep = &self.envelope.keep;
         let mut warnings = Vec::new();
-        if let Some(session) = &keep.session {
-            let mut turn = end.input.get(keep.turn_from..).unwrap_or_default().to_vec();
-            turn.extend(result.messages.iter().cloned());
-            if let Err(e) = store.append_turn(session, keep.session_version, &turn).await {
-                tracing::warn!(run = %self.record.id, %session, error = %e, "the turn was not stored in its session");
-                warnings.push(format!("session {session}: this turn was not stored: {e}"));
-            }
+        if keep.session.is_none() && keep.chain.is_none() {
+            return warnings;
         }
-        if let Some(snapshot) = &keep.snapshot {
-            let mut all = end.input.clone();
-            all.extend(result.messages.iter().cloned());
-            if let Err(e) = store.append_turn(snapshot, 0, &all).await {
-                tracing::warn!(run = %self.record.id, %snapshot, error = %e, "the conversation was not stored");
-                warnings.push(format!("conversation {snapshot}: not stored: {e}"));
-            }
+        let mut turn = end.input.get(keep.turn_from..).unwrap_or_default().to_vec();
+        turn.extend(result.messages.iter().cloned());
+        if let Some(session) = &keep.session
+            && let Err(e) = store.append_turn(session, keep.session_version, &turn).await
+        {
+            tracing::warn!(run = %self.record.id, %session, error = %e, "the turn was not stored in its session");
+            warnings.push(format!("session {session}: this turn was not stored: {e}"));
+        }
+        if let Some(chain) = &keep.chain
+            && let Err(e) = store.put_turn(&chain.id, chain.previous.as_deref(), &turn).await
+        {
+            tracing::warn!(run = %self.record.id, error = %e, "the response's turn was not stored");
+            warnings.push(format!(
+                "response {}: its conversation was not stored: {e}",
+                chain.id
+            ));
         }
         warnings
     }

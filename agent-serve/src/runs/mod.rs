@@ -58,8 +58,9 @@ pub(crate) struct RunSpec {
     pub(crate) history: Vec<Message>,
     /// The session the run continues (created when new), if any.
     pub(crate) session: Option<String>,
-    /// Save the whole conversation under this id once completed.
-    pub(crate) snapshot: Option<String>,
+    /// Store the turn (its input and its answer) as this chain turn once
+    /// completed.
+    pub(crate) chain: Option<record::ChainLink>,
     /// What the request changed of the agent's options.
     pub(crate) options: RunOptions,
     /// The run's id (a fresh one when `None`).
@@ -68,7 +69,7 @@ pub(crate) struct RunSpec {
     pub(crate) surface: Option<serde_json::Value>,
 }
 
-pub(crate) use record::surface;
+pub(crate) use record::{ChainLink, surface};
 
 /// A decision as `POST /v1/runs/{id}/approvals` takes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -180,7 +181,7 @@ impl Runs {
                 session: spec.session.clone(),
                 session_version,
                 turn_from,
-                snapshot: spec.snapshot,
+                chain: spec.chain,
             },
             surface: spec.surface,
             durable,

@@ -120,9 +120,17 @@ pub(crate) struct Keep {
     /// answer are the turn kept.
     #[serde(default)]
     pub(crate) turn_from: usize,
-    /// A conversation to save the whole history under (a stored response).
+    /// The chain turn the turn is stored as (a stored response's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) snapshot: Option<String>,
+    pub(crate) chain: Option<ChainLink>,
+}
+
+/// A turn of a chain: its id, and the turn it continues.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChainLink {
+    pub(crate) id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) previous: Option<String>,
 }
 
 impl Envelope {
