@@ -73,6 +73,7 @@ pub use listen::{
     H2_KEEP_ALIVE_TIMEOUT,
 };
 pub use runs::lease::{DEFAULT_RUN_LEASE, MIN_RUN_LEASE};
+pub use runs::retention::{DEFAULT_RETENTION, MIN_RETENTION};
 pub use server::{
     Bound, DEFAULT_BODY_LIMIT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_SESSIONS, DEFAULT_SHUTDOWN_GRACE,
     Running, Serve, Surface,

@@ -15,7 +15,10 @@
 //!   gives connections [`CONNECTION_DRAIN`] to end before their tasks are
 //!   aborted: `shutdown` always returns.
 //! - every HTTP instance has the connection limits of [`crate::listen`] and
-//!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape.
+//!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape;
+//! - unless told to keep everything, every replica sweeps its store for what
+//!   outlived the retention (`crate::runs::retention`), from its start
+//!   until it stops.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -155,6 +158,8 @@ pub struct Serve {
     store: Option<Arc<dyn loopwright_store::Store>>,
     replica: Option<String>,
     run_lease: Duration,
+    /// `None`: kept forever.
+    retention: Option<Duration>,
     #[cfg(feature = "restate")]
     restate: Option<crate::durable::Restate>,
 }
@@ -190,6 +195,7 @@ impl Serve {
             store: None,
             replica: None,
             run_lease: crate::runs::lease::DEFAULT_RUN_LEASE,
+            retention: Some(crate::runs::retention::DEFAULT_RETENTION),
             #[cfg(feature = "restate")]
             restate: None,
         }
@@ -262,6 +268,34 @@ impl Serve {
     /// ```
     pub fn run_lease(mut self, lease: Duration) -> Self {
         self.run_lease = lease;
+        self
+    }
+
+    /// How long stored responses and runs are kept after their record was
+    /// last written (a response: once it ended), with their events and
+    /// conversations: every replica deletes what is older every tenth of
+    /// this (at most hourly). Default
+    /// [`DEFAULT_RETENTION`](crate::DEFAULT_RETENTION) (30 days, as OpenAI
+    /// keeps responses), at least [`MIN_RETENTION`](crate::MIN_RETENTION).
+    /// A running run is never deleted; one awaiting approval for longer is.
+    /// A response's turn that a later response continues stays as long as
+    /// that one does. Sessions are not deleted by age.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().retention(std::time::Duration::from_secs(7 * 24 * 3600));
+    /// ```
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention.max(crate::runs::retention::MIN_RETENTION));
+        self
+    }
+
+    /// Keep stored responses and runs until they are deleted (no sweep).
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().keep_forever();
+    /// ```
+    pub fn keep_forever(mut self) -> Self {
+        self.retention = None;
         self
     }
 
@@ -557,6 +591,13 @@ impl Serve {
             running.tasks.push(task);
             running.instances.push(instance);
             running.deployment = Some(deployment);
+        }
+        if let Some(retention) = self.retention {
+            running.tasks.push(crate::runs::retention::spawn(
+                runs.store.clone(),
+                retention,
+                lifecycle.stopping.clone(),
+            ));
         }
         if self.mcp_stdio {
             let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle, &runs);

@@ -2,7 +2,9 @@
 //! record holds no copy of its input, whatever its size; a response's
 //! conversation is its own turn linked to the one before (a chain of 200
 //! responses grows linearly), out of the REST sessions' reach; deleting a
-//! response in the middle of a chain leaves the later ones whole.
+//! response in the middle of a chain leaves the later ones whole; what
+//! outlived the retention is deleted by the replicas sharing a store
+//! (SQLite, PostgreSQL), never a running run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -13,7 +15,7 @@ use std::sync::atomic::Ordering;
 use common::{GatedModel, post, until};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, Message, Role};
-use loopwright_serve::{Running, Serve, ServedAgent, Surface};
+use loopwright_serve::{MIN_RUN_LEASE, Running, Serve, ServedAgent, Surface};
 use loopwright_store::{MemoryStore, RunStatus, Store};
 use serde_json::{Value, json};
 
@@ -252,4 +254,119 @@ async fn a_chain_of_200_responses_is_stored_in_linear_space() {
         bytes < 8_000_000,
         "200 chained responses of 2 KB take {bytes} bytes"
     );
+}
+
+/// A replica over the store at `url` keeping things `retention`, its model
+/// playing `steps`: the model, the replica, its REST and OpenAI bases.
+async fn keeping(
+    url: &str,
+    retention: std::time::Duration,
+    steps: Vec<ScriptedStep>,
+) -> (ScriptedModel, Running, String, String) {
+    let model = ScriptedModel::new(steps);
+    let agent = Agent::builder(Arc::new(model.clone())).name("scripted").build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .rest(local())
+        .openai(local())
+        .store(loopwright_store::open(url).await.unwrap())
+        .run_lease(MIN_RUN_LEASE)
+        .retention(retention)
+        .shutdown_grace(std::time::Duration::ZERO)
+        .start()
+        .await
+        .unwrap();
+    let rest = format!("http://{}", running.address(Surface::Rest).unwrap());
+    let openai = format!("http://{}/v1", running.address(Surface::OpenAi).unwrap());
+    (model, running, rest, openai)
+}
+
+/// Wait until `check` holds (a hang is a failure).
+async fn eventually<F: std::future::Future<Output = bool>>(what: &str, check: impl Fn() -> F) {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while !check().await {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
+}
+
+async fn what_outlived_the_retention_is_deleted_by_the_replicas(url: &str) {
+    let retention = std::time::Duration::from_secs(3);
+    let hang = ScriptedStep::text("working").without_finish().then_hang();
+    let (_, a, rest_a, openai_a) = keeping(
+        url,
+        retention,
+        vec![ScriptedStep::text("a0"), ScriptedStep::text("a1")],
+    )
+    .await;
+    let (model_b, b, rest_b, openai_b) = keeping(url, retention, vec![ScriptedStep::text("b0"), hang]).await;
+    let first = respond(&openai_a, "one", None).await;
+    let second = respond(&openai_b, "two", Some(&first)).await;
+    let (status, done) = post(
+        &format!("{rest_a}/v1/agents/scripted/runs"),
+        json!({"prompt": "go"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{done}");
+    let done = done["id"].as_str().unwrap().to_owned();
+    let (status, going) = post(
+        &format!("{rest_b}/v1/agents/scripted/runs"),
+        json!({"prompt": "go on"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{going}");
+    let going = going["id"].as_str().unwrap().to_owned();
+    until("the running run asks the model", || model_b.requests().len() == 2).await;
+    // Gone from both replicas once the retention passed.
+    for base in [&openai_a, &openai_b] {
+        for id in [&first, &second] {
+            let url = format!("{base}/responses/{id}");
+            eventually(&format!("{url} is 404"), || async {
+                send(common::http().get(&url)).await.0 == 404
+            })
+            .await;
+        }
+    }
+    for base in [&rest_a, &rest_b] {
+        let url = format!("{base}/v1/runs/{done}");
+        eventually(&format!("{url} is 404"), || async {
+            send(common::http().get(&url)).await.0 == 404
+        })
+        .await;
+    }
+    // In the store: no record, no event, no turn.
+    let store = loopwright_store::open(url).await.unwrap();
+    eventually("the chain's turns are released", || async {
+        store.load_chain(&second, 100).await.unwrap().is_none()
+    })
+    .await;
+    for id in [&first, &second, &done] {
+        assert!(store.load_run(id).await.unwrap().is_none(), "{id}");
+        assert!(store.read_events(id, None, 10).await.unwrap().is_empty(), "{id}");
+    }
+    let error = store.put_turn("probe", Some(&first), &[]).await.unwrap_err();
+    assert!(
+        error.is_conflict(),
+        "the first response's turn is deleted: {error}"
+    );
+    // The run still going is kept, whatever its age.
+    let (status, view) = send(common::http().get(format!("{rest_a}/v1/runs/{going}"))).await;
+    assert_eq!((status, &view["status"]), (200, &json!("running")), "{view}");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_outlived_the_retention_is_deleted_from_a_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("kept.db").display());
+    what_outlived_the_retention_is_deleted_by_the_replicas(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_outlived_the_retention_is_deleted_from_a_postgresql_database() {
+    let database = loopwright_test_support::database();
+    what_outlived_the_retention_is_deleted_by_the_replicas(database.url()).await;
 }

@@ -23,6 +23,7 @@ pub(crate) mod drive;
 pub(crate) mod lease;
 mod options;
 pub(crate) mod record;
+pub(crate) mod retention;
 mod tail;
 
 use std::collections::HashMap;
