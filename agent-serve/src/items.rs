@@ -1,12 +1,16 @@
-//! The item limit: how many messages (input items, on the Responses API)
-//! and content parts one request's conversation may hold, and how large a
+//! The item limit: how many messages (input items, on the Responses API),
+//! content parts and JSON values one request may hold, and how large a
 //! conversation a run may start with.
 //!
 //! Invariants:
-//! - a body's items are counted before anything is built from them
-//!   ([`count`] reads the body once more without keeping a value), so a
-//!   body of a few bytes per item is refused before it becomes hundreds of
-//!   bytes per item in memory;
+//! - a body's items, parts and values are counted before anything is built
+//!   from them ([`count`] reads the body once more without keeping a
+//!   value), so a body of a few bytes per item or value is refused before
+//!   it becomes tens or hundreds of bytes per item or value in memory; the
+//!   values of function calls' arguments, which the Responses API parses
+//!   from strings, count too ([`values_in`]). A request within the limits
+//!   takes at most the body limit plus [`BYTES_PER_VALUE`] for each of
+//!   its [`VALUES_PER_ITEM`] × item limit values, once parsed;
 //! - the conversation a run starts with, a continued one included (a
 //!   session's stored turns, a response's chain), holds at most the item
 //!   limit's messages and at most the body limit's bytes of JSON: a
@@ -18,7 +22,7 @@
 use std::fmt;
 
 use loopwright_core::Message;
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::error::{ApiError, Kind, Shape};
 
@@ -38,6 +42,42 @@ pub(crate) struct Limits {
     pub(crate) body: usize,
 }
 
+/// JSON values a body may hold for each item of the item limit, counted
+/// by what they cost once parsed: an object weighs [`OBJECT_WEIGHT`], an
+/// array [`ARRAY_WEIGHT`], a key, a string, a number, a boolean or a null
+/// one. A message weighs 12 to 40 (`{"type": "message", "role": "user",
+/// "content": [{"type": "input_text", "text": "..."}]}` is 27), so a
+/// conversation at the item limit fits, while a body of tiny values does
+/// not: each costs 40 to 90 bytes once parsed for 2 to 8 in the body (a
+/// one-key object, 675 bytes for 8).
+///
+/// ```
+/// // The default limits take 320,000 values a request.
+/// assert_eq!(loopwright_serve::VALUES_PER_ITEM * loopwright_serve::DEFAULT_ITEM_LIMIT, 320_000);
+/// ```
+pub const VALUES_PER_ITEM: usize = 32;
+
+/// What an object weighs in the count of values, besides its keys and
+/// values: a parsed object (a B-tree's first node) costs about as much as
+/// eight numbers.
+pub(crate) const OBJECT_WEIGHT: usize = 8;
+
+/// What an array weighs in the count of values, besides its elements.
+pub(crate) const ARRAY_WEIGHT: usize = 2;
+
+/// The most one counted value costs once parsed, in bytes (measured for
+/// the costliest shapes: one-key objects about 68 a unit, one-element
+/// arrays 57, numbers 42; a typed message about 20): what the memory bound
+/// of the serve README counts with.
+///
+/// ```
+/// use loopwright_serve::{BYTES_PER_VALUE, DEFAULT_BODY_LIMIT, DEFAULT_ITEM_LIMIT, VALUES_PER_ITEM};
+/// // One conversation at the default limits, parsed: at most about 31 MB.
+/// let parsed = DEFAULT_BODY_LIMIT + BYTES_PER_VALUE * VALUES_PER_ITEM * DEFAULT_ITEM_LIMIT;
+/// assert_eq!(parsed, 31_428_608);
+/// ```
+pub const BYTES_PER_VALUE: usize = 72;
+
 /// What [`count`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Count {
@@ -45,51 +85,68 @@ pub(crate) struct Count {
     pub(crate) items: usize,
     /// Elements of their `content` and `output` arrays, in all.
     pub(crate) parts: usize,
+    /// JSON values in the whole body, object keys included, objects and
+    /// arrays weighed ([`VALUES_PER_ITEM`]).
+    pub(crate) values: usize,
 }
 
-/// Counts the elements of the array `field` of the JSON object `body`, and
-/// the elements of each one's `content` and `output` arrays, building
-/// nothing. A body that is not a JSON object is an error (the request's
-/// own parse then says what is wrong with it).
+/// Counts the elements of the array `field` of the JSON object `body`, the
+/// elements of each one's `content` and `output` arrays, and every JSON
+/// value of the body, building nothing. A body that is not a JSON object
+/// is an error (the request's own parse then says what is wrong with it).
 pub(crate) fn count(body: &[u8], field: &str) -> Result<Count, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    Top { field }.deserialize(&mut deserializer)
+    Walk(Level::Top(field)).deserialize(&mut deserializer)
+}
+
+/// Counts the JSON values of `text` (a function call's arguments, parsed
+/// into a value of their own), building nothing.
+pub(crate) fn values_in(text: &str) -> Result<usize, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let found = Walk(Level::Other).deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(found.values)
 }
 
 /// Refuses a body whose `field` holds more than `limits.items` items, or
 /// as many content parts in all (`what` names the items: "messages",
-/// "input items"): a 400 in `shape` naming the count and the limit.
+/// "input items"), or more than [`VALUES_PER_ITEM`] times as many JSON
+/// values: a 400 in `shape` naming the count and the limit. Returns how
+/// many more JSON values the request may bring (in strings it parses,
+/// as function calls' arguments).
 pub(crate) fn check_body(
     body: &[u8],
     field: &str,
     what: &str,
     limits: Limits,
     shape: Shape,
-) -> Result<(), ApiError> {
+) -> Result<usize, ApiError> {
+    let values = limits.items.saturating_mul(VALUES_PER_ITEM);
     // A body that does not parse is refused by the request's own parse,
     // which names what is wrong with it.
     let Ok(found) = count(body, field) else {
-        return Ok(());
+        return Ok(values);
     };
-    let over = if found.items > limits.items {
-        Some((found.items, what))
-    } else if found.parts > limits.items {
-        Some((found.parts, "content parts in all"))
-    } else {
-        None
-    };
-    match over {
-        Some((n, what)) => Err(ApiError::new(
-            shape,
-            Kind::BadRequest,
-            format!(
-                "`{field}` has {n} {what}: this server takes at most {} a request (its item limit); send \
-                 fewer",
-                limits.items
-            ),
-        )),
-        None => Ok(()),
+    let refuse = |message: String| Err(ApiError::new(shape, Kind::BadRequest, message));
+    if found.items > limits.items || found.parts > limits.items {
+        let (n, what) = if found.items > limits.items {
+            (found.items, what)
+        } else {
+            (found.parts, "content parts in all")
+        };
+        return refuse(format!(
+            "`{field}` has {n} {what}: this server takes at most {} a request (its item limit); send fewer",
+            limits.items
+        ));
     }
+    if found.values > values {
+        return refuse(format!(
+            "the request body has {} JSON values (objects, arrays, keys, strings, numbers): this server takes at \
+             most {values} a request ({VALUES_PER_ITEM} per item of its item limit of {}); send fewer",
+            found.values, limits.items
+        ));
+    }
+    Ok(values - found.values)
 }
 
 /// Refuses a run whose whole conversation (`stored` messages of a
@@ -157,36 +214,123 @@ pub(crate) fn json_len(messages: &[Message]) -> usize {
     counter.0
 }
 
-/// The top-level object: counts `field`, skips the rest.
-struct Top<'a> {
-    field: &'a str,
+/// Where in the body a value is.
+#[derive(Clone, Copy)]
+enum Level<'a> {
+    /// The body: an object whose `field` holds the items.
+    Top(&'a str),
+    /// The items' field: an array's elements are items.
+    Field,
+    /// An item: its `content` and `output` arrays hold parts.
+    Item,
+    /// An item's `content` or `output`: an array's elements are parts.
+    Parts,
+    /// Anything else: its values are counted.
+    Other,
 }
 
-impl<'de> DeserializeSeed<'de> for Top<'_> {
+/// Counts a value and everything in it, as [`Level`] says.
+struct Walk<'a>(Level<'a>);
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
     type Value = Count;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Count, D::Error> {
-        deserializer.deserialize_map(self)
+        match self.0 {
+            Level::Top(_) => deserializer.deserialize_map(self),
+            _ => deserializer.deserialize_any(self),
+        }
     }
 }
 
-impl<'de> Visitor<'de> for Top<'_> {
+impl Count {
+    fn one() -> Self {
+        Self {
+            values: 1,
+            ..Self::default()
+        }
+    }
+
+    fn add(&mut self, other: Count) {
+        self.items += other.items;
+        self.parts += other.parts;
+        self.values += other.values;
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_> {
     type Value = Count;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
+        f.write_str("a JSON value")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
-        let mut found = Count::default();
-        while let Some(matched) = map.next_key_seed(KeyIs(&[self.field]))? {
-            if matched.is_some() {
-                found = map.next_value_seed(Items)?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
+        let mut found = Count {
+            values: OBJECT_WEIGHT,
+            ..Count::default()
+        };
+        let names: &[&str] = match self.0 {
+            Level::Top(field) => &[field][..],
+            Level::Item => &["content", "output"],
+            _ => &[],
+        };
+        while let Some(matched) = map.next_key_seed(KeyIs(names))? {
+            // The key is a value too (a string in a parsed object).
+            found.values += 1;
+            let level = match (self.0, matched) {
+                (Level::Top(_), Some(_)) => Level::Field,
+                (Level::Item, Some(_)) => Level::Parts,
+                _ => Level::Other,
+            };
+            found.add(map.next_value_seed(Walk(level))?);
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+        let mut found = Count {
+            values: ARRAY_WEIGHT,
+            ..Count::default()
+        };
+        let (element, counted) = match self.0 {
+            Level::Field => (Level::Item, true),
+            Level::Parts => (Level::Other, true),
+            _ => (Level::Other, false),
+        };
+        while let Some(inner) = seq.next_element_seed(Walk(element))? {
+            found.add(inner);
+            match self.0 {
+                Level::Field if counted => found.items += 1,
+                Level::Parts if counted => found.parts += 1,
+                _ => {}
             }
         }
         Ok(found)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Count, E> {
+        Ok(Count::one())
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Count, E> {
+        Ok(Count::one())
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Count, E> {
+        Ok(Count::one())
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Count, E> {
+        Ok(Count::one())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Count, E> {
+        Ok(Count::one())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Count, E> {
+        Ok(Count::one())
     }
 }
 
@@ -213,138 +357,6 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
 }
 
-/// The field's value: an array's elements and their parts are counted;
-/// anything else counts nothing.
-struct Items;
-
-impl<'de> DeserializeSeed<'de> for Items {
-    type Value = Count;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Count, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Items {
-    type Value = Count;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
-        let mut found = Count::default();
-        while let Some(parts) = seq.next_element_seed(Parts::Item)? {
-            found.items += 1;
-            found.parts += parts;
-        }
-        Ok(found)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Count::default())
-    }
-
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Count, E> {
-        Ok(Count::default())
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Count, E> {
-        Ok(Count::default())
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Count, E> {
-        Ok(Count::default())
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Count, E> {
-        Ok(Count::default())
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Count, E> {
-        Ok(Count::default())
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Count, E> {
-        Ok(Count::default())
-    }
-}
-
-/// An item (its `content` and `output` arrays' elements counted) or one
-/// of those arrays (its elements counted).
-#[derive(Clone, Copy)]
-enum Parts {
-    Item,
-    List,
-}
-
-impl<'de> DeserializeSeed<'de> for Parts {
-    type Value = usize;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Parts {
-    type Value = usize;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
-        let mut parts = 0;
-        if matches!(self, Parts::List) {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            return Ok(0);
-        }
-        while let Some(matched) = map.next_key_seed(KeyIs(&["content", "output"]))? {
-            if matched.is_some() {
-                parts += map.next_value_seed(Parts::List)?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(parts)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
-        let mut n = 0;
-        while seq.next_element::<IgnoredAny>()?.is_some() {
-            n += 1;
-        }
-        // An item that is itself an array is no message: its elements are
-        // not parts.
-        Ok(if matches!(self, Parts::List) { n } else { 0 })
-    }
-
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<usize, E> {
-        Ok(0)
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<usize, E> {
-        Ok(0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -358,12 +370,16 @@ mod tests {
             {"type": "function_call_output", "output": [{"type": "input_text", "text": "c"}]},
             [1, 2], 7
         ], "other": {"messages": [1, 2, 3]}}"#;
-        assert_eq!(count(body, "messages").unwrap(), Count { items: 5, parts: 3 });
-        assert_eq!(count(body, "input").unwrap(), Count::default());
-        assert_eq!(
-            count(br#"{"input": "just text"}"#, "input").unwrap(),
-            Count::default()
-        );
+        let found = count(body, "messages").unwrap();
+        assert_eq!((found.items, found.parts), (5, 3));
+        let found = count(body, "input").unwrap();
+        assert_eq!((found.items, found.parts), (0, 0));
+        // {"input": "just text"}: an object (8), a key, a string.
+        let found = count(br#"{"input": "just text"}"#, "input").unwrap();
+        assert_eq!((found.items, found.values), (0, 10));
+        // Two objects (16), two arrays (4), three keys, four scalars.
+        let found = count(br#"{"a": [1, [2, {"b": null}]], "c": true}"#, "x").unwrap();
+        assert_eq!(found.values, 27);
         assert!(count(b"[1, 2]", "input").is_err());
         assert!(count(b"{\"input\": [", "input").is_err());
     }
@@ -384,7 +400,31 @@ mod tests {
             {"type": "text", "text": "b"}, {"type": "text", "text": "c"}]}]}"#;
         let e = check_body(parts, "messages", "messages", limits, Shape::Plain).unwrap_err();
         assert!(e.message.contains("3 content parts"), "{}", e.message);
-        assert!(check_body(b"not json", "messages", "messages", limits, Shape::Plain).is_ok());
+        assert_eq!(
+            check_body(b"not json", "messages", "messages", limits, Shape::Plain).unwrap(),
+            64
+        );
+        assert_eq!(
+            check_body(
+                br#"{"messages": []}"#,
+                "messages",
+                "messages",
+                limits,
+                Shape::Plain
+            )
+            .unwrap(),
+            53
+        );
+        assert_eq!(values_in("[1, {\"a\": 2}]").unwrap(), 13);
+        assert!(values_in("[1] 2").is_err());
+        // Two items, but a body of tiny values beyond 32 an item.
+        let junk = format!(r#"{{"messages": [], "junk": [{}]}}"#, vec!["0"; 70].join(","));
+        let e = check_body(junk.as_bytes(), "messages", "messages", limits, Shape::Plain).unwrap_err();
+        assert!(
+            e.message.contains("84 JSON values") && e.message.contains("at most 64"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub use agents::ServedAgent;
 pub use durable::Restate;
 pub use error::ServeError;
 pub use guard::LOOPBACK_HOSTS;
-pub use items::DEFAULT_ITEM_LIMIT;
+pub use items::{BYTES_PER_VALUE, DEFAULT_ITEM_LIMIT, VALUES_PER_ITEM};
 pub use limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, IN_FLIGHT_GAUGE, QUEUED_GAUGE, RETRY_AFTER_SECS};
 pub use listen::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, H2_KEEP_ALIVE_INTERVAL,

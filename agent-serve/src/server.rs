@@ -349,8 +349,10 @@ impl Serve {
 
     /// At most `n` requests waiting per instance; more are answered 503
     /// with `Retry-After` ([`DEFAULT_QUEUE`]). A waiting request holds its
-    /// parsed conversation (never its raw body), so this bounds what
-    /// waiting requests hold to `n` times the body limit.
+    /// parsed conversation (never its raw body), at most the body limit
+    /// plus [`BYTES_PER_VALUE`](crate::BYTES_PER_VALUE) for each JSON value
+    /// the [item limit](Self::item_limit) lets it hold: this bounds what
+    /// waiting requests hold to `n` such conversations.
     pub fn queue(mut self, n: usize) -> Self {
         self.queue = Some(n);
         self
@@ -390,8 +392,10 @@ impl Serve {
 
     /// Messages a request's conversation may hold (input items on the
     /// Responses API), and content parts in all
-    /// ([`DEFAULT_ITEM_LIMIT`](crate::DEFAULT_ITEM_LIMIT)); more are
-    /// answered 400 in the surface's shape, naming the count and the limit.
+    /// ([`DEFAULT_ITEM_LIMIT`](crate::DEFAULT_ITEM_LIMIT)), and
+    /// [`VALUES_PER_ITEM`](crate::VALUES_PER_ITEM) times as many JSON values
+    /// (objects weighing 8, arrays 2); more are answered 400 in the
+    /// surface's shape, naming the count and the limit.
     /// A continued conversation (a session, a response's
     /// `previous_response_id`) is held, with the request's input, to this
     /// many messages and to the [body limit](Self::body_limit) in bytes of

@@ -270,6 +270,19 @@ async fn conversations_over_the_item_limit_are_400_in_each_surfaces_shape() {
             assert_eq!(answer["type"], "error", "Anthropic's shape: {answer}");
         }
     }
+    // Few items, but more JSON values than 32 an item (96 here).
+    let junk: Vec<Value> = (0..100).map(|_| json!(0)).collect();
+    let (status, answer) = post(
+        &at(Surface::OpenAi, "/v1/chat/completions"),
+        json!({"model": "gated", "messages": [user], "junk": junk}),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("JSON values") && message.contains("at most 96"),
+        "{message}"
+    );
     assert_eq!(model.started.load(Ordering::SeqCst), 0, "no run started");
     // A continued conversation is held to the limit with the request's input.
     model.release.add_permits(2);

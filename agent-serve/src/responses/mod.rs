@@ -72,8 +72,8 @@ async fn create_checked(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = crate::error::body_or_error(body, SHAPE)?;
-    crate::items::check_body(&body, "input", "input items", instance.limits, SHAPE)?;
-    let p = request::prepare(&body)?;
+    let values = crate::items::check_body(&body, "input", "input items", instance.limits, SHAPE)?;
+    let p = request::prepare(&body, values)?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);
     let served = instance.agent(&p.meta.model, SHAPE)?.clone();

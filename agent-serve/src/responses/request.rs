@@ -75,8 +75,9 @@ pub(super) struct Prepared {
     pub(super) meta: Meta,
 }
 
-/// Check a request body.
-pub(super) fn prepare(body: &[u8]) -> Result<Prepared, ApiError> {
+/// Check a request body, whose function calls' arguments may hold `values`
+/// JSON values in all (see [`crate::items`]).
+pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> {
     let request: CreateRequest = serde_json::from_slice(body)
         .map_err(|e| bad(format!("the request body is not a valid responses request: {e}")))?;
     let tools = request.tools.as_ref().map_or(0, Vec::len);
@@ -103,7 +104,7 @@ pub(super) fn prepare(body: &[u8]) -> Result<Prepared, ApiError> {
     let Some(input) = request.input.as_ref() else {
         return Err(bad("`input` is missing: send a string or a list of input items"));
     };
-    let (input, mut system) = input_messages(input)?;
+    let (input, mut system) = input_messages(input, values)?;
     if let Some(instructions) = &request.instructions {
         system.insert(0, instructions.clone());
     }
@@ -208,14 +209,17 @@ fn reasoning_effort(
 }
 
 /// The messages and system texts of `input` (a string or items).
-fn input_messages(input: &Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+fn input_messages(input: &Value, values: usize) -> Result<(Vec<Message>, Vec<String>), ApiError> {
     let items = match input {
         Value::String(text) => return Ok((vec![Message::user(text.clone())], Vec::new())),
         Value::Array(items) if !items.is_empty() => items,
         Value::Array(_) => return Err(bad("`input` is empty")),
         _ => return Err(bad("`input` must be a string or a list of input items")),
     };
-    let mut reader = Items::default();
+    let mut reader = Items {
+        values_left: values,
+        ..Items::default()
+    };
     for (i, item) in items.iter().enumerate() {
         reader.item(i, item)?;
     }
@@ -234,6 +238,8 @@ struct Items {
     /// Whether the last item the model could answer is a user message or a
     /// call's output.
     answerable: bool,
+    /// JSON values the calls' arguments may still hold.
+    values_left: usize,
 }
 
 impl Items {
@@ -314,6 +320,17 @@ impl Items {
                 .ok_or_else(|| bad(format!("input[{i}] is a function_call without {name}")))
         };
         let (call_id, name, arguments) = (field("call_id")?, field("name")?, field("arguments")?);
+        // Counted before they are parsed: a few bytes of arguments can be
+        // many values, each tens of bytes once parsed.
+        let values = crate::items::values_in(arguments)
+            .map_err(|e| bad(format!("input[{i}].arguments is not JSON: {e}")))?;
+        self.values_left = self.values_left.checked_sub(values).ok_or_else(|| {
+            bad(format!(
+                "input[{i}].arguments: with the function calls' arguments, the request holds more JSON values \
+                 than this server takes ({} per item of its item limit); send fewer",
+                crate::items::VALUES_PER_ITEM
+            ))
+        })?;
         let input: Value = serde_json::from_str(arguments)
             .map_err(|e| bad(format!("input[{i}].arguments is not JSON: {e}")))?;
         if !self.calls.insert(call_id.to_owned()) {
@@ -450,7 +467,7 @@ mod tests {
     use super::*;
 
     fn prepared(body: Value) -> Result<Prepared, ApiError> {
-        prepare(body.to_string().as_bytes())
+        prepare(body.to_string().as_bytes(), 1000)
     }
 
     fn refused(body: Value) -> String {
@@ -521,6 +538,23 @@ mod tests {
         assert!(m.contains("ends") && m.contains("c1"), "{m}");
         let m = refused(json!({"model": "a", "input": [{"role": "assistant", "content": "hi"}]}));
         assert!(m.contains("nothing to answer"), "{m}");
+    }
+
+    #[test]
+    fn the_values_of_calls_arguments_count_against_the_limit() {
+        let user = json!({"role": "user", "content": "hi"});
+        let call =
+            |args: &str| json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": args});
+        let output = json!({"type": "function_call_output", "call_id": "c1", "output": "ok"});
+        let body = |args: &str| json!({"model": "a", "input": [user, call(args), output]}).to_string();
+        // An array weighs 2, each number 1.
+        assert!(prepare(body("[1, 2, 3]").as_bytes(), 5).is_ok());
+        let e = prepare(body("[1, 2, 3, 4]").as_bytes(), 5).err().unwrap();
+        assert!(
+            e.message.contains("input[1].arguments") && e.message.contains("JSON values"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
