@@ -234,6 +234,7 @@ async fn messages(State(instance): State<Arc<Instance>>, body: Result<Bytes, Byt
 }
 
 async fn messages_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, ApiError> {
+    crate::items::check_body(&body, "messages", "messages", instance.limits, SHAPE)?;
     let p = prepare(&body)?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);

@@ -249,6 +249,7 @@ async fn chat(State(instance): State<Arc<Instance>>, body: Result<Bytes, BytesRe
 }
 
 async fn chat_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, ApiError> {
+    crate::items::check_body(&body, "messages", "messages", instance.limits, SHAPE)?;
     let p = prepare(&body)?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);

@@ -55,6 +55,8 @@ pub(crate) struct Instance {
     pub(crate) allowed_hosts: Option<Arc<[String]>>,
     /// The server's background runs and store, shared by its instances.
     pub(crate) runs: Arc<crate::runs::Runs>,
+    /// What a request's conversation is held to.
+    pub(crate) limits: crate::items::Limits,
 }
 
 /// A run in flight and its permit.

@@ -54,7 +54,7 @@ pub use long_runs::{CompactionDefaults, ToolSearchDefaults};
 pub use loopwright_core::util::parse_duration;
 pub use loopwright_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use run::RunSetupError;
-pub use serve::{SERVE_KEYS, ServeConfig};
+pub use serve::{Retention, SERVE_KEYS, ServeConfig};
 
 /// The file looked for in the current directory, then in the home directory.
 pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";

@@ -54,8 +54,7 @@ impl Meta {
     /// The meta of a run record that is a response (`None` for any other
     /// run, which the Responses routes do not show).
     pub(super) fn of(record: &RunRecord) -> Option<Self> {
-        let surface = crate::runs::surface(record)?;
-        serde_json::from_value(surface.get(SURFACE_KEY)?.clone()).ok()
+        Self::deserialize(crate::runs::surface(record)?.get(SURFACE_KEY)?).ok()
     }
 }
 

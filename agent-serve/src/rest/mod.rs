@@ -123,6 +123,7 @@ async fn run(
 }
 
 async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Result<Response, ApiError> {
+    crate::items::check_body(&body, "messages", "messages", instance.limits, SHAPE)?;
     let request: RunRequest = serde_json::from_slice(&body).map_err(|e| {
         bad(format!(
             "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \

@@ -36,6 +36,7 @@ impl Turn {
             Ok(None) => (Vec::new(), 0),
             Err(e) => return Err(ApiError::store(SHAPE, &format!("session {id}"), &e)),
         };
+        crate::items::check_conversation(&history, &input, &format!("session {id}"), instance.limits, SHAPE)?;
         Ok(Self {
             id: id.to_owned(),
             history,

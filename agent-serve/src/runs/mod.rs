@@ -23,6 +23,7 @@ pub(crate) mod drive;
 pub(crate) mod lease;
 mod options;
 pub(crate) mod record;
+pub(crate) mod retention;
 mod tail;
 
 use std::collections::HashMap;
@@ -58,8 +59,9 @@ pub(crate) struct RunSpec {
     pub(crate) history: Vec<Message>,
     /// The session the run continues (created when new), if any.
     pub(crate) session: Option<String>,
-    /// Save the whole conversation under this id once completed.
-    pub(crate) snapshot: Option<String>,
+    /// Store the turn (its input and its answer) as this chain turn once
+    /// completed.
+    pub(crate) chain: Option<record::ChainLink>,
     /// What the request changed of the agent's options.
     pub(crate) options: RunOptions,
     /// The run's id (a fresh one when `None`).
@@ -68,11 +70,7 @@ pub(crate) struct RunSpec {
     pub(crate) surface: Option<serde_json::Value>,
 }
 
-/// What the surface that started run `record` keeps in it (see
-/// [`RunSpec::surface`]), if anything.
-pub(crate) fn surface(record: &RunRecord) -> Option<serde_json::Value> {
-    Envelope::of(record).ok()?.surface
-}
+pub(crate) use record::{ChainLink, surface};
 
 /// A decision as `POST /v1/runs/{id}/approvals` takes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -159,9 +157,15 @@ impl Runs {
             },
             None => (Vec::new(), 0),
         };
+        let whose = match &spec.session {
+            Some(session) => format!("session {session}"),
+            None => "the conversation it continues".to_owned(),
+        };
         let mut messages = spec.history;
         messages.extend(session_history);
-        messages.extend(spec.input.iter().cloned());
+        crate::items::check_conversation(&messages, &spec.input, &whose, instance.limits, shape)?;
+        let turn_from = messages.len();
+        messages.extend(spec.input);
         check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
         let ticket = instance
             .limiter
@@ -177,8 +181,8 @@ impl Runs {
             keep: Keep {
                 session: spec.session.clone(),
                 session_version,
-                turn: spec.input,
-                snapshot: spec.snapshot,
+                turn_from,
+                chain: spec.chain,
             },
             surface: spec.surface,
             durable,
