@@ -43,8 +43,8 @@ pub(crate) struct Limits {
 }
 
 /// JSON values a body may hold for each item of the item limit, counted
-/// by what they cost once parsed: an object weighs [`OBJECT_WEIGHT`], an
-/// array [`ARRAY_WEIGHT`], a key, a string, a number, a boolean or a null
+/// by what they cost once parsed: an object weighs 8, an
+/// array 2, a key, a string, a number, a boolean or a null
 /// one. A message weighs 12 to 40 (`{"type": "message", "role": "user",
 /// "content": [{"type": "input_text", "text": "..."}]}` is 27), so a
 /// conversation at the item limit fits, while a body of tiny values does
