@@ -197,6 +197,37 @@ async fn a_summary_larger_than_what_it_replaces_is_refused() {
     assert!(result.history.is_none());
 }
 
+/// A run whose history was compacted but still does not fit stops at the
+/// window with the compacted history in its result (it was lost before,
+/// leaving a result whose messages did not add up to its history).
+#[tokio::test]
+async fn a_run_compacted_that_still_overflows_keeps_the_compacted_history() {
+    // Three reads, the third with an input that alone fills the window:
+    // the first compaction (before the fourth step) clears the results,
+    // not the model's own calls.
+    let mut steps = reading_steps(3);
+    let pad = "word ".repeat(6_000);
+    let input = serde_json::json!({"n": 2, "pad": pad}).to_string();
+    steps[2] = ScriptedStep::tool_calls(&[("c2", "read", &input)]);
+    let compaction = Compaction::new(vec![CompactionStrategy::clear_tool_results()]).keep_turns(1);
+    let options = |b: AgentBuilder| {
+        b.system("Read.")
+            .max_steps(30)
+            .budget(tiny_budget())
+            .compaction(compaction)
+    };
+    let (events, result, _) = run(steps, tools(vec![reader()]), options).await;
+    assert_eq!(result.exit(), ExitReason::TokenLimit, "{:?}", result.outcome);
+    assert!(
+        !compacted_events(&events).is_empty(),
+        "a compaction happened first"
+    );
+    let history = result.history.as_ref().expect("the compacted history");
+    assert_valid(history);
+    assert!(history.iter().any(|m| m.content.iter().any(|p| matches!(p,
+        loopwright_core::ContentPart::ToolResult(r) if r.text().contains(CLEARED_NOTE)))));
+}
+
 #[tokio::test]
 async fn clearing_keeps_every_call_and_its_first_lines() {
     let compaction = Compaction::new(vec![CompactionStrategy::clear_tool_results()]).keep_turns(2);
