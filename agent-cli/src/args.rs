@@ -673,7 +673,8 @@ fn parse_var(text: &str) -> Result<(String, String), String> {
 }
 
 fn parse_effort(text: &str) -> Result<loopwright::ReasoningEffort, String> {
-    text.parse().map_err(|e: loopwright::UnknownEffort| e.to_string())
+    text.parse()
+        .map_err(|e: loopwright::model::UnknownEffort| e.to_string())
 }
 
 /// `--output-mode`.
@@ -687,7 +688,7 @@ pub enum OutputModeArg {
     Tool,
 }
 
-impl From<OutputModeArg> for loopwright::OutputMode {
+impl From<OutputModeArg> for loopwright::output::OutputMode {
     fn from(mode: OutputModeArg) -> Self {
         match mode {
             OutputModeArg::Auto => Self::Auto,

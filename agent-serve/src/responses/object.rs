@@ -92,7 +92,7 @@ impl Outcome {
     /// From a run's result (a response that is not stored).
     pub(super) fn of_result(result: &AgentResult) -> Self {
         let usage = Tokens::from(&result.tree_usage);
-        let (status, output) = match (result.exit, ending(result)) {
+        let (status, output) = match (result.exit(), ending(result)) {
             (ExitReason::Cancelled, _) => (Status::Cancelled, None),
             (
                 _,

@@ -165,14 +165,15 @@ impl Driver {
         let durable = self.durable.take();
         let agent = served
             .agent()
-            .with_cancellation(self.token.clone())
-            .map_options(|o| {
-                let o = options.apply_for_background(o);
-                match durable {
-                    Some(durable) => o.durable(durable),
-                    None => o,
+            .to_builder()
+            .cancellation(self.token.clone())
+            .configure(|o| {
+                *o = options.apply_for_background(std::mem::take(o));
+                if durable.is_some() {
+                    o.durable = durable;
                 }
-            });
+            })
+            .build();
         // Only the turn's own input is kept beside the run (the run has its
         // input; the history before the turn is stored already).
         let keep = &self.envelope.keep;
@@ -238,7 +239,7 @@ impl Driver {
                 self.token.cancel();
             }
         }
-        let result = match run.into_outcome().await {
+        let result = match run.await.or_else(loopwright_core::RunError::into_result) {
             Ok(result) => result,
             Err(aborted) => {
                 return End::failed("aborted", format!("the run stopped without a result: {aborted}"));
@@ -264,12 +265,12 @@ impl Driver {
             outcome: None,
             turn: Vec::new(),
         };
-        match result.exit {
+        match result.exit() {
             ExitReason::AwaitingApproval => {
                 end.status = RunStatus::AwaitingApproval;
                 end.result = None;
                 end.finished = None;
-                end.paused = result.state.as_ref().and_then(|s| serde_json::to_value(s).ok());
+                end.paused = result.state().and_then(|s| serde_json::to_value(s).ok());
             }
             ExitReason::Cancelled if shutdown => {
                 end.status = RunStatus::Failed;

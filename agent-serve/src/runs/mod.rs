@@ -30,7 +30,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use loopwright_core::history::check_history;
-use loopwright_core::{AgentOptions, ApprovalDecision, ApprovalRequest, Approver, Message};
+use loopwright_core::{
+    ApprovalDecision, Message, agent::AgentOptions, approval::ApprovalRequest, approval::Approver,
+};
 use loopwright_store::{RunRecord, RunStatus, Store};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -464,7 +466,7 @@ impl Runs {
 fn match_decisions(
     id: &str,
     envelope: &Envelope,
-    pending: &[loopwright_core::PendingCall],
+    pending: &[loopwright_core::agent::PendingCall],
     decisions: &[Decision],
 ) -> Result<Vec<Decided>, (Kind, String)> {
     let mut added: Vec<Decided> = Vec::new();
@@ -562,20 +564,26 @@ impl Approver for NobodyToAsk {
 /// A background run's approvals: calls that would ask a person through
 /// events (nobody reads them here) pause the run instead; an approver the
 /// application gave decides as it does anywhere.
-pub(crate) fn background_approvals(options: AgentOptions) -> AgentOptions {
-    match options.approvals.clone() {
-        Some(approvals) if approvals.is_via_events() => options.approvals(approvals.deferred()),
-        _ => options,
+pub(crate) fn background_approvals(mut options: AgentOptions) -> AgentOptions {
+    if let Some(approvals) = options.approvals.take() {
+        options.approvals = Some(if approvals.is_via_events() {
+            approvals.deferred()
+        } else {
+            approvals
+        });
     }
+    options
 }
 
 /// A synchronous request's approvals: calls that would pause or ask
 /// through events are denied, with a reason the model reads.
-pub(crate) fn foreground_approvals(options: AgentOptions) -> AgentOptions {
-    match options.approvals.clone() {
-        Some(approvals) if approvals.is_deferred() || approvals.is_via_events() => {
-            options.approvals(approvals.route_to(NobodyToAsk))
-        }
-        _ => options,
+pub(crate) fn foreground_approvals(mut options: AgentOptions) -> AgentOptions {
+    if let Some(approvals) = options.approvals.take() {
+        options.approvals = Some(if approvals.is_deferred() || approvals.is_via_events() {
+            approvals.route_to(NobodyToAsk)
+        } else {
+            approvals
+        });
     }
+    options
 }

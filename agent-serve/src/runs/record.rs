@@ -15,7 +15,7 @@
 //!   is read without copying what it does not need ([`Envelope::of`]
 //!   decodes from the stored value, [`surface`] takes only its part).
 
-use loopwright_core::{AgentResult, ApprovalDecision, PendingCall, RunState};
+use loopwright_core::{AgentResult, ApprovalDecision, RunState, agent::PendingCall};
 use loopwright_store::{RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -190,8 +190,8 @@ pub(crate) fn result_value(result: &AgentResult) -> Value {
         "text": result.text,
         "output": result.output,
         "usage": result.tree_usage,
-        "exit": result.exit,
-        "steps": result.steps,
+        "exit": result.exit(),
+        "steps": result.steps.len(),
     })
 }
 
