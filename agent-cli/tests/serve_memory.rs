@@ -29,9 +29,18 @@ You answer.
 /// A Chat Completions server answering every request "ok" (bodies read
 /// and dropped, so the test process stays small).
 async fn model_server() -> String {
-    let reply = |body: axum::body::Bytes| async move {
-        drop(body);
-        ([("content-type", "text/event-stream")], common::answer("ok"))
+    model_replying(common::answer("ok")).await
+}
+
+/// A Chat Completions server answering every request with the stream
+/// `sse`.
+async fn model_replying(sse: String) -> String {
+    let reply = move |body: axum::body::Bytes| {
+        let sse = sse.clone();
+        async move {
+            drop(body);
+            ([("content-type", "text/event-stream")], sse)
+        }
     };
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(reply));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -274,4 +283,66 @@ async fn ten_background_runs_of_the_worst_bodies_stay_under_the_bound() {
         [("values", values_run()), ("bytes", bytes_run())],
     )
     .await;
+}
+
+/// A Responses request whose output schema gives `answer` `depth` levels
+/// that each say `anyOf` of two references to the next, ending in `false`
+/// (every branch is visited), or else an integer.
+fn schema_request(depth: usize) -> String {
+    let mut defs = serde_json::Map::new();
+    for i in 0..depth {
+        let next = json!({"$ref": format!("#/$defs/l{}", i + 1)});
+        defs.insert(format!("l{i}"), json!({"anyOf": [next.clone(), next]}));
+    }
+    defs.insert(format!("l{depth}"), json!(false));
+    let answer = json!({"anyOf": [{"$ref": "#/$defs/l0"}, {"type": "integer"}]});
+    let schema =
+        json!({"type": "object", "properties": {"answer": answer}, "required": ["answer"], "$defs": defs});
+    json!({"model": "talker", "input": "hi",
+           "text": {"format": {"type": "json_schema", "name": "out", "schema": schema}}})
+    .to_string()
+}
+
+/// Item 1 of the second hardening round, ten at once: the schema that
+/// took 24 GB (depth 24) is refused by each client, naming the limit,
+/// while the server answers others; the costliest schema the limits
+/// still take (depth 10, some 4,000 subschemas at one place of an answer;
+/// depth 11 is refused) is checked for each of ten answers at once, and
+/// the peak stays under the bound of ten requests (15 MB over the idle
+/// server, debug build).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_costliest_output_schemas_at_once_are_refused_or_checked() {
+    // The model has no native structured output: it answers through the
+    // final-answer tool, whose input is checked against the schema.
+    let model = model_replying(common::tool_call("final_answer", json!({"answer": 1}))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, urls) = serve(dir.path(), &model).await;
+    let pid = child.id().unwrap();
+    let idle = status_kib(pid, "VmHWM");
+    let openai = urls["openai"].clone();
+    let refused = tokio::spawn(ten_at_once(format!("{openai}/responses"), schema_request(24)));
+    let (status, _) = get(&format!("{}/health", urls["rest"])).await;
+    assert_eq!(status, 200, "the server answers while the schemas come in");
+    for (status, answer) in refused.await.unwrap() {
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            message.contains("too complex") && message.contains("4096"),
+            "{message}"
+        );
+    }
+    for (status, answer) in ten_at_once(format!("{openai}/responses"), schema_request(10)).await {
+        assert_eq!(status, 200, "{answer}");
+        let text = answer["output"][0]["content"][0]["text"].as_str();
+        assert_eq!(text, Some(r#"{"answer":1}"#), "{answer}");
+    }
+    let peak = (status_kib(pid, "VmHWM") - idle) * 1024;
+    child.kill().await.unwrap();
+    let bound = 10 * 4 * parsed_bound();
+    eprintln!(
+        "output schemas: peak {} MB over the idle server's (bound {} MB)",
+        peak / 1_000_000,
+        bound / 1_000_000
+    );
+    assert!(peak <= bound, "{peak} bytes over the idle server, bound {bound}");
 }
