@@ -529,6 +529,34 @@ impl loopwright_store::RunStore for CancelLands {
     async fn delete_run(&self, id: &str) -> Result<bool, loopwright_store::StoreError> {
         self.inner.delete_run(id).await
     }
+    async fn expire_runs(&self, cutoff: i64, limit: usize) -> Result<u64, loopwright_store::StoreError> {
+        self.inner.expire_runs(cutoff, limit).await
+    }
+}
+
+#[async_trait::async_trait]
+impl loopwright_store::ChainStore for CancelLands {
+    async fn put_turn(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        messages: &[loopwright_core::Message],
+    ) -> Result<u64, loopwright_store::StoreError> {
+        self.inner.put_turn(id, previous, messages).await
+    }
+    async fn load_chain(
+        &self,
+        id: &str,
+        max_turns: u64,
+    ) -> Result<Option<loopwright_store::StoredChain>, loopwright_store::StoreError> {
+        self.inner.load_chain(id, max_turns).await
+    }
+    async fn release_turn(&self, id: &str) -> Result<bool, loopwright_store::StoreError> {
+        self.inner.release_turn(id).await
+    }
+    async fn expire_turns(&self, cutoff: i64) -> Result<u64, loopwright_store::StoreError> {
+        self.inner.expire_turns(cutoff).await
+    }
 }
 
 #[async_trait::async_trait]
