@@ -45,9 +45,13 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod backend;
 mod builder;
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 mod codec;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod dialect;
 mod error;
 mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
