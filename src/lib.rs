@@ -3,8 +3,8 @@
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
 //! `skills`, all on by default; `serve`, the headends; `store`, conversations
-//! and runs kept in SQLite or PostgreSQL; `otel`, the OTLP export of the trace
-//! spans; `eval`, evals over datasets of cases). See `loopwright_core` for
+//! and runs kept in SQLite, and `postgres`, in PostgreSQL; `otel`, the OTLP
+//! export of the trace spans; `eval`, evals over datasets of cases). See `loopwright_core` for
 //! the loop and the
 //! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
@@ -108,9 +108,11 @@ pub mod textfile;
 #[cfg(feature = "serve")]
 pub use loopwright_serve as serve;
 
-/// Conversations, run states and event logs that outlive a process (feature
-/// `store`): in memory, SQLite (one file) or PostgreSQL, opened by URL.
-#[cfg(feature = "store")]
+/// Conversations, run states and event logs that outlive a process, opened
+/// by URL: in memory and SQLite (one file) with the feature `store`,
+/// PostgreSQL with the feature `postgres`. A URL whose back end is not built
+/// is [`store::StoreError::BackendNotBuilt`], naming the feature.
+#[cfg(any(feature = "store", feature = "postgres"))]
 pub use loopwright_store as store;
 
 /// The GenAI trace spans exported over OTLP (feature `otel`).
