@@ -1,5 +1,7 @@
 //! `${VAR}` and `${VAR:-default}` in configuration values, with the key path
 //! of every string so that a missing variable can be named where it is used.
+//! One string is expanded by loopwright-types' expander, the one providers
+//! and MCP servers use too (its rules: `loopwright_types::util::expand_vars`).
 
 use serde_json::Value;
 
@@ -25,9 +27,9 @@ pub(crate) fn expand(
     }
     match value {
         Value::String(text) => {
-            *text = expand_str(text, lookup).map_err(|variable| Missing {
+            *text = loopwright_core::util::expand_vars(text, lookup).map_err(|unset| Missing {
                 key: path.to_string(),
-                variable,
+                variable: unset.name,
             })?;
         }
         Value::Array(items) => {
@@ -52,15 +54,6 @@ pub(crate) fn join(path: &str, key: &str) -> String {
     } else {
         format!("{path}.{key}")
     }
-}
-
-/// Expand one string (loopwright-mcp's `${VAR}` / `${VAR:-default}` rules); `Err`
-/// names the missing variable.
-fn expand_str(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    loopwright_mcp::interpolate("", text, lookup).map_err(|e| match e {
-        loopwright_mcp::McpError::MissingVariable { variable, .. } => variable,
-        other => other.to_string(),
-    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,10 @@
 //! Invariants:
 //! - `${VAR}` and `${VAR:-default}` are expanded everywhere except inside
 //!   `mcpServers.*.env` and `mcpServers.*.headers`, which loopwright-mcp resolves
-//!   when the server starts;
+//!   when the server starts, by the same rules: the default is used when the
+//!   variable is unset or empty and may name another variable
+//!   (`${KEY:-${OTHER_KEY}}`), a `${` never closed is kept as written, and
+//!   there is no escape;
 //! - a missing variable in `providers.<name>` makes only that provider
 //!   unusable, in `mcpServers.<name>` only that server; anywhere else it is
 //!   an error naming the key;
