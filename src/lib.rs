@@ -115,4 +115,4 @@ pub use loopwright_store as store;
 
 /// The GenAI trace spans exported over OTLP (feature `otel`).
 #[cfg(feature = "otel")]
-pub mod otel;
+pub use loopwright_otel as otel;

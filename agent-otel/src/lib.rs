@@ -1,11 +1,14 @@
-//! Export the library's trace spans (see [`telemetry`](crate::telemetry):
-//! `invoke_agent`, `chat`, `execute_tool`, MCP `tools/call`) over OTLP,
-//! HTTP/protobuf, to any OpenTelemetry collector.
+//! # loopwright-otel
 //!
-//! [`Otel`](crate::otel::Otel) owns the tracer provider;
-//! [`Otel::layer`](crate::otel::Otel::layer) is a `tracing` layer to add to
-//! the application's subscriber. The endpoint and headers come from the
-//! standard variables unless set in code:
+//! Export loopwright's trace spans (`invoke_agent`, `chat`, `execute_tool`,
+//! MCP `tools/call`, made by `loopwright-core`'s `telemetry` after the
+//! OpenTelemetry GenAI conventions) over OTLP, HTTP/protobuf, to any
+//! OpenTelemetry collector. Applications reach it as `loopwright::otel`
+//! (the facade's `otel` feature); the `loopwright` command's `--otel` uses it.
+//!
+//! [`Otel`] owns the tracer provider; [`Otel::layer`] is a `tracing` layer
+//! to add to the application's subscriber. The endpoint and headers come
+//! from the standard variables unless set in code:
 //! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the full URL), else
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (a base URL; `/v1/traces` is appended),
 //! else `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_HEADERS`,
@@ -13,18 +16,22 @@
 //! `OTEL_RESOURCE_ATTRIBUTES` for the resource.
 //!
 //! Invariants: spans are batched and sent from the exporter's own thread
-//! (no async runtime needed, none blocked);
-//! [`Otel::shutdown`](crate::otel::Otel::shutdown) sends what
+//! (no async runtime needed, none blocked); [`Otel::shutdown`] sends what
 //! is left and waits for it, and must be called off any current-thread
 //! async runtime (at the end of `main`, or in `spawn_blocking`); the layer
-//! passes only the spans of [`TARGET`](crate::telemetry::TARGET), so the
-//! application's own logs are not exported by it.
+//! passes only the spans of [`TARGET`](loopwright_types::trace::TARGET), so
+//! the application's own logs are not exported by it.
+//!
+//! OpenTelemetry's crates are 0.x and their types are part of this crate's
+//! API ([`OtelError`], the layer), so they live in this crate alone: an
+//! OpenTelemetry upgrade is a release of `loopwright-otel`, not of the
+//! crates an application builds agents with.
 //!
 //! ```no_run
 //! use tracing_subscriber::layer::SubscriberExt;
 //!
-//! # fn main() -> Result<(), loopwright::otel::OtelError> {
-//! let otel = loopwright::otel::Otel::from_env("my-app")?;
+//! # fn main() -> Result<(), loopwright_otel::OtelError> {
+//! let otel = loopwright_otel::Otel::from_env("my-app")?;
 //! tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otel.layer()))
 //!     .expect("no other subscriber");
 //! // ... run agents ...
@@ -46,7 +53,7 @@ const SCOPE: &str = "loopwright";
 /// Why the exporter could not start or stop.
 ///
 /// ```
-/// let e = loopwright::otel::OtelError::Shutdown("timed out".into());
+/// let e = loopwright_otel::OtelError::Shutdown("timed out".into());
 /// assert!(e.to_string().contains("timed out"));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -122,7 +129,7 @@ impl Otel {
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(Targets::new().with_target(loopwright_core::telemetry::TARGET, LevelFilter::TRACE))
+            .with_filter(Targets::new().with_target(loopwright_types::trace::TARGET, LevelFilter::TRACE))
     }
 
     /// Send the spans not sent yet and stop the exporter. Blocks until the
