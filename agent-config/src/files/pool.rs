@@ -26,11 +26,11 @@ use crate::config::{AgentConfig, RunSetupError};
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use loopwright::files::{AgentFile, BuildOptions, McpServerPool};
+/// use loopwright_config::files::{AgentFile, BuildOptions, McpServerPool};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("a.md"), "---\nmodel: local/x\n---\nA.").unwrap();
 /// std::fs::write(dir.path().join("b.md"), "---\nmodel: local/x\n---\nB.").unwrap();
-/// let config = loopwright::config::AgentConfig::parse(
+/// let config = loopwright_config::config::AgentConfig::parse(
 ///     r#"{"providers": {"local": {"type": "openai-compatible", "baseUrl": "http://127.0.0.1:9/v1"}}}"#,
 ///     "a.json", &|_| None).unwrap();
 /// let pool = McpServerPool::new();

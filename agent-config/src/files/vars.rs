@@ -14,7 +14,7 @@ use std::path::PathBuf;
 /// name.
 ///
 /// ```
-/// let vars = loopwright::files::PromptVars::new().max_steps(8).var("TEAM", "search");
+/// let vars = loopwright_config::files::PromptVars::new().max_steps(8).var("TEAM", "search");
 /// let (text, warnings) = vars.expand("${TEAM}: ${MAX_STEPS} steps, ${NOPE}, $HOME", "a.md");
 /// assert_eq!(text, "search: 8 steps, ${NOPE}, $HOME");
 /// assert_eq!(warnings, ["a.md: unknown prompt variable ${NOPE} left as is"]);

@@ -23,8 +23,8 @@ use std::time::Duration;
 use loopwright_core::replay::Cassette;
 use loopwright_core::toolset::SourceFailure;
 use loopwright_core::{
-    Agent, AgentOptions, AgentSlot, AgentTool, Approvals, NameFilter, OutputSpec, SourceOptions, ToolSet,
-    ToolSource, agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR,
+    Agent, AgentOptions, AgentSlot, AgentTool, Approvals, NameFilter, OutputSpec, ToolSet, ToolSource,
+    agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR,
 };
 use loopwright_mcp::Connected;
 use loopwright_tools::{Workspace, coding_tools};
@@ -41,8 +41,8 @@ use crate::config::{AgentConfig, ChosenModel, ModelChoiceError, RunSetupError};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("lead.md"), "---\nagents: [helper.md]\nmodel: none/x\n---\nLead.").unwrap();
 /// std::fs::write(dir.path().join("helper.md"), "---\nmodel: none/x\n---\nHelp.").unwrap();
-/// let file = loopwright::files::AgentFile::load(&dir.path().join("lead.md")).unwrap();
-/// let err = file.build(&loopwright::config::AgentConfig::default()).await.unwrap_err();
+/// let file = loopwright_config::files::AgentFile::load(&dir.path().join("lead.md")).unwrap();
+/// let err = file.build(&loopwright_config::config::AgentConfig::default()).await.unwrap_err();
 /// assert!(err.to_string().ends_with("helper.md: description: required for an agent used as a sub-agent (by lead)"), "{err}");
 /// # });
 /// ```
@@ -104,10 +104,10 @@ pub enum AgentBuildError {
 /// How [`AgentFile::build_with`] builds: the application's settings.
 ///
 /// ```
-/// let options = loopwright::files::BuildOptions::default()
+/// let options = loopwright_config::files::BuildOptions::default()
 ///     .var("TEAM", "search")
 ///     .model(["openai/gpt-4.1"])
-///     .root_options(loopwright::AgentOptions::default().max_steps(5));
+///     .root_options(loopwright_core::AgentOptions::default().max_steps(5));
 /// # let _ = options;
 /// ```
 #[derive(Clone, Default)]
@@ -190,8 +190,8 @@ impl BuildOptions {
     /// `tools` patterns say) when there are any, or warnings about them.
     ///
     /// ```
-    /// let skills = loopwright::skills::Skills::discover(loopwright::skills::Skills::default_dirs());
-    /// let options = loopwright::files::BuildOptions::default().skills(skills);
+    /// let skills = loopwright_config::skills::Skills::discover(loopwright_config::skills::Skills::default_dirs());
+    /// let options = loopwright_config::files::BuildOptions::default().skills(skills);
     /// # let _ = options;
     /// ```
     #[cfg(feature = "skills")]
@@ -220,8 +220,8 @@ impl BuildOptions {
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
-    /// let cassette = loopwright::replay::Cassette::record(dir.path()).unwrap();
-    /// let options = loopwright::files::BuildOptions::default().cassette(cassette);
+    /// let cassette = loopwright_core::replay::Cassette::record(dir.path()).unwrap();
+    /// let options = loopwright_config::files::BuildOptions::default().cassette(cassette);
     /// # let _ = options;
     /// ```
     pub fn cassette(mut self, cassette: Cassette) -> Self {
@@ -268,8 +268,8 @@ impl AgentFile {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use loopwright::files::{AgentFile, BuildOptions};
-    /// let config = loopwright::config::AgentConfig::load(std::path::Path::new(".ai-agent.json"))?;
+    /// use loopwright_config::files::{AgentFile, BuildOptions};
+    /// let config = loopwright_config::config::AgentConfig::load(std::path::Path::new(".ai-agent.json"))?;
     /// let built = AgentFile::load(std::path::Path::new("agents/coordinator.md"))?
     ///     .build_with(&config, BuildOptions::default().var("REPO", "loopwright"))
     ///     .await?;
@@ -689,7 +689,7 @@ impl Builder<'_> {
                     self.options.cassette.as_ref(),
                     Arc::new(SkillsSource::new(skills.clone())),
                 );
-                builder = builder.shared_source(source, SourceOptions::default());
+                builder = builder.shared_source(source, loopwright_core::SourceOptions::default());
                 [always, vec![LOAD_SKILL.to_owned(), READ_SKILL_FILE.to_owned()]].concat()
             }
             _ => always,

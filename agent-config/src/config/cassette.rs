@@ -23,9 +23,10 @@ use super::{AgentConfig, RunSetupError};
 ///
 /// ```no_run
 /// # use std::sync::Arc;
-/// use loopwright::config::AgentConfig;
-/// use loopwright::replay::{Cassette, ReplayMode, ReplayModel};
-/// use loopwright::{Agent, LanguageModel, ToolSet, providers::Providers};
+/// use loopwright_config::config::AgentConfig;
+/// use loopwright_core::replay::{Cassette, ReplayMode, ReplayModel};
+/// use loopwright_core::{Agent, LanguageModel, ToolSet};
+/// use loopwright_providers::Providers;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let config = AgentConfig::load("tests/agent.json".as_ref())?; // mcpServers: time
@@ -73,9 +74,9 @@ impl McpSources {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let config = loopwright::config::AgentConfig::default();
+    /// let config = loopwright_config::config::AgentConfig::default();
     /// let servers = config.mcp_sources(&[], None).await.unwrap();
-    /// let tools = servers.add_to(loopwright::ToolSet::builder()).build();
+    /// let tools = servers.add_to(loopwright_core::ToolSet::builder()).build();
     /// assert!(tools.connection_report().unwrap().servers.is_empty());
     /// # });
     /// ```
@@ -161,7 +162,7 @@ impl AgentConfig {
     ///
     /// ```
     /// let text = r#"{"mcpServers": {"fs": {"command": "fs-mcp", "toolOverrides": {"read_file": {"name": "fs_read"}}}}}"#;
-    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// assert!(format!("{:?}", config.source_options("fs")).contains("transform: true"));
     /// ```
     pub fn source_options(&self, name: &str) -> SourceOptions {
@@ -181,9 +182,9 @@ impl AgentConfig {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// use loopwright::replay::{Cassette, ReplayMode};
+    /// use loopwright_core::replay::{Cassette, ReplayMode};
     /// let text = r#"{"mcpServers": {"time": {"command": "/not/started/in/a/replay"}}}"#;
-    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let dir = tempfile::tempdir().unwrap();
     /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
     /// let servers = config.mcp_sources(&[], Some(&cassette)).await.unwrap();

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use loopwright::skills::{Skills, SkillsSource};
-use loopwright::{Agent, ContentPart, ToolSet};
+use loopwright_config::skills::{Skills, SkillsSource};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright_core::{Agent, ContentPart, ToolSet};
 
 const SKILL: &str = "---
 name: release-notes

@@ -26,7 +26,7 @@ pub const NO_MODEL_HELP: &str = "no model is configured. Do one of:
 /// Why no model could be chosen.
 ///
 /// ```
-/// let err = loopwright::config::ModelChoiceError::NoneUsable {
+/// let err = loopwright_config::config::ModelChoiceError::NoneUsable {
 ///     skipped: vec![("work/gpt-4.1".into(), "environment variable WORK_KEY is not set".into())],
 /// };
 /// assert_eq!(err.to_string(), "no usable model: work/gpt-4.1 (environment variable WORK_KEY is not set)");
@@ -87,7 +87,7 @@ impl ChosenModel {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = loopwright::config::AgentConfig::default();
+    /// let config = loopwright_config::config::AgentConfig::default();
     /// let chosen = config.choose_model(&["openai/gpt-4.1".into(), "openai/gpt-4o".into()], None).await?;
     /// let budget = chosen.budget(Some(8_192), None);
     /// # let _ = budget; Ok(()) }
@@ -118,8 +118,8 @@ impl AgentConfig {
     /// timeout.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), loopwright::config::ModelChoiceError> {
-    /// let config = loopwright::config::AgentConfig::default(); // the environment alone
+    /// # async fn demo() -> Result<(), loopwright_config::config::ModelChoiceError> {
+    /// let config = loopwright_config::config::AgentConfig::default(); // the environment alone
     /// let chosen = config.choose_model(&[], None).await?;
     /// for (selector, why) in &chosen.skipped {
     ///     eprintln!("warning: model {selector} left out: {why}");

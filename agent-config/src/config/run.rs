@@ -18,7 +18,7 @@ use super::{AgentConfig, ChosenModel};
 /// Why a run could not be set up from a configuration.
 ///
 /// ```
-/// let config = loopwright::config::AgentConfig::default();
+/// let config = loopwright_config::config::AgentConfig::default();
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let err = config.connect_mcp(&["fs".to_string()]).await.unwrap_err();
 /// assert_eq!(err.to_string(), "no MCP server named fs in the configuration (configured: none)");
@@ -53,7 +53,7 @@ impl AgentConfig {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = loopwright::config::AgentConfig::load(std::path::Path::new("agent.json"))?;
+    /// let config = loopwright_config::config::AgentConfig::load(std::path::Path::new("agent.json"))?;
     /// let chosen = config.choose_model(&[], None).await?;
     /// let options = config.agent_options(&chosen, |o| o.max_steps(5))?;
     /// assert_eq!(options.max_steps, 5);
@@ -92,7 +92,7 @@ impl AgentConfig {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let text = r#"{"mcpServers": {"gh": {"command": "${GH_MCP}"}}}"#;
-    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let connected = config.connect_mcp(&[]).await.unwrap();
     /// assert_eq!(connected.failed[0].server, "gh");
     /// assert!(connected.failed[0].error.to_string().contains("GH_MCP"));

@@ -47,8 +47,8 @@ const BINARY_SNIFF_BYTES: usize = 8192;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use loopwright::ToolSource;
-/// use loopwright::skills::{Skills, SkillsSource};
+/// use loopwright_core::ToolSource;
+/// use loopwright_config::skills::{Skills, SkillsSource};
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::create_dir(dir.path().join("notes")).unwrap();
 /// std::fs::write(dir.path().join("notes/SKILL.md"), "---\nname: notes\ndescription: Takes notes.\n---\nWrite them down.\n").unwrap();

@@ -66,7 +66,7 @@ pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";
 /// and, where it applies, the key.
 ///
 /// ```
-/// let err = loopwright::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": "ten"}}"#, "a.json", &|_| None).unwrap_err();
+/// let err = loopwright_config::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": "ten"}}"#, "a.json", &|_| None).unwrap_err();
 /// assert_eq!(err.to_string(), "a.json: defaults.maxSteps: expected an unsigned integer, got \"ten\"");
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -175,7 +175,7 @@ impl SchemaSource {
     /// after the file's stem (`output` for an inline schema).
     ///
     /// ```
-    /// use loopwright::config::SchemaSource;
+    /// use loopwright_config::config::SchemaSource;
     /// let inline = SchemaSource::Inline(serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
     /// assert_eq!(inline.load().unwrap().name(), "output");
     /// let missing = SchemaSource::File("/no/such/schema.json".into()).load().unwrap_err();
@@ -207,8 +207,8 @@ impl Defaults {
     /// [`ChosenModel::budget`].
     ///
     /// ```
-    /// let config = loopwright::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
-    /// let options = config.defaults.apply(loopwright::AgentOptions::default());
+    /// let config = loopwright_config::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
+    /// let options = config.defaults.apply(loopwright_core::AgentOptions::default());
     /// assert_eq!((options.max_steps, options.tool_timeout.as_secs()), (7, 5));
     /// ```
     pub fn apply(&self, mut options: AgentOptions) -> AgentOptions {
@@ -297,7 +297,7 @@ impl AgentConfig {
     ///
     /// ```
     /// let dir = std::env::temp_dir();
-    /// assert_eq!(loopwright::config::AgentConfig::discover(&dir.join("no-such-dir"), None), None);
+    /// assert_eq!(loopwright_config::config::AgentConfig::discover(&dir.join("no-such-dir"), None), None);
     /// ```
     pub fn discover(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
         std::iter::once(cwd)
@@ -312,11 +312,11 @@ impl AgentConfig {
     /// exists. The examples read it too, so one file configures both.
     ///
     /// ```no_run
-    /// let config = loopwright::config::AgentConfig::from_default_location()?;
+    /// let config = loopwright_config::config::AgentConfig::from_default_location()?;
     /// for warning in &config.warnings {
     ///     eprintln!("warning: {warning}");
     /// }
-    /// # Ok::<(), loopwright::config::ConfigFileError>(())
+    /// # Ok::<(), loopwright_config::config::ConfigFileError>(())
     /// ```
     pub fn from_default_location() -> Result<Self, ConfigFileError> {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -366,7 +366,7 @@ impl AgentConfig {
     /// Parse the text of a configuration file; `origin` names it in errors.
     ///
     /// ```
-    /// use loopwright::config::AgentConfig;
+    /// use loopwright_config::config::AgentConfig;
     /// let text = r#"{"providers": {"work": {"type": "openai", "apiKey": "${WORK_KEY}"}},
     ///                "mcpServers": {"gh": {"command": "gh-mcp", "env": {"TOKEN": "${GH_TOKEN}"}}},
     ///                "defaults": {"model": ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]}, "colour": "blue"}"#;
@@ -519,7 +519,7 @@ impl AgentConfig {
     ///
     /// ```
     /// let text = r#"{"toolOverrides": {"Bash": {"description": "[Shell] {description}"}}}"#;
-    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// assert!(format!("{:?}", config.native_source_options()).contains("transform: true"));
     /// ```
     pub fn native_source_options(&self) -> loopwright_core::SourceOptions {
@@ -535,7 +535,7 @@ impl AgentConfig {
     /// if it was configured with a missing variable.
     ///
     /// ```
-    /// let config = loopwright::config::AgentConfig::parse(r#"{"providers": {"openai": {"apiKey": "${K2}"}}}"#, "a.json", &|_| None).unwrap();
+    /// let config = loopwright_config::config::AgentConfig::parse(r#"{"providers": {"openai": {"apiKey": "${K2}"}}}"#, "a.json", &|_| None).unwrap();
     /// assert!(config.provider_problem("openai/gpt-4.1").unwrap().contains("K2"));
     /// assert_eq!(config.provider_problem("anthropic/claude-sonnet-4-5"), None);
     /// ```

@@ -27,7 +27,7 @@ impl AgentConfig {
     /// let text = r#"{"mcpServers": {
     ///     "gh": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer gh-literal-123"}},
     ///     "q": {"url": "https://h/mcp?api_key=in-url-456"}}}"#;
-    /// let config = loopwright::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
+    /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let secrets = config.secret_values();
     /// assert!(secrets.contains(&"Bearer gh-literal-123".to_string()));
     /// assert!(secrets.contains(&"gh-literal-123".to_string()));

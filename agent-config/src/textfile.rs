@@ -30,8 +30,8 @@ pub const MAX_TEXT_FILE_BYTES: u64 = loopwright_core::named_file::MAX_TEXT_FILE_
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("prompt.md");
 /// std::fs::write(&path, "Be brief.").unwrap();
-/// assert_eq!(loopwright::textfile::read_text_file(&path).unwrap(), "Be brief.");
-/// let err = loopwright::textfile::read_text_file(std::path::Path::new("/dev/zero")).unwrap_err();
+/// assert_eq!(loopwright_config::textfile::read_text_file(&path).unwrap(), "Be brief.");
+/// let err = loopwright_config::textfile::read_text_file(std::path::Path::new("/dev/zero")).unwrap_err();
 /// assert!(err.to_string().contains("not a regular file"), "{err}");
 /// ```
 pub fn read_text_file(path: &Path) -> io::Result<String> {
@@ -44,7 +44,7 @@ pub fn read_text_file(path: &Path) -> io::Result<String> {
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("big.txt");
 /// std::fs::write(&path, "x".repeat(2048)).unwrap();
-/// let err = loopwright::textfile::read_text_file_limited(&path, 1024).unwrap_err();
+/// let err = loopwright_config::textfile::read_text_file_limited(&path, 1024).unwrap_err();
 /// assert_eq!(err.to_string(), "larger than 1 KiB, the most read for such a file");
 /// ```
 pub fn read_text_file_limited(path: &Path, limit: u64) -> io::Result<String> {

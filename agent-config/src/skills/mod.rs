@@ -21,14 +21,14 @@
 //! path}` (one file, confined to the skill's folder).
 //!
 //! ```no_run
-//! # async fn demo(model: std::sync::Arc<dyn loopwright::LanguageModel>) -> Result<(), Box<dyn std::error::Error>> {
-//! use loopwright::skills::{Skills, SkillsSource};
+//! # async fn demo(model: std::sync::Arc<dyn loopwright_core::LanguageModel>) -> Result<(), Box<dyn std::error::Error>> {
+//! use loopwright_config::skills::{Skills, SkillsSource};
 //! let skills = Skills::discover(Skills::default_dirs());
 //! for warning in skills.warnings() {
 //!     eprintln!("warning: {warning}"); // an invalid skill, a name clash: never silent
 //! }
-//! let agent = loopwright::Agent::builder(model)
-//!     .tools(loopwright::ToolSet::builder().source(SkillsSource::new(skills)).build())
+//! let agent = loopwright_core::Agent::builder(model)
+//!     .tools(loopwright_core::ToolSet::builder().source(SkillsSource::new(skills)).build())
 //!     .build();
 //! let answer = agent.prompt("Summarise report.pdf").await?;
 //! # Ok(()) }

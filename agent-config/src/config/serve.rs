@@ -29,11 +29,11 @@ pub const SERVE_KEYS: &[&str] = &["apiKeys"];
 /// ```
 /// let text = r#"{"serve": {"apiKeys": ["${SERVE_KEY}"]}}"#;
 /// let lookup = |name: &str| (name == "SERVE_KEY").then(|| "k-123".to_string());
-/// let config = loopwright::config::AgentConfig::parse(text, "a.json", &lookup).unwrap();
+/// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &lookup).unwrap();
 /// assert_eq!(config.serve.api_keys, ["k-123"]);
 /// assert!(!format!("{:?}", config.serve).contains("k-123"));
 ///
-/// let typo = loopwright::config::AgentConfig::parse(r#"{"serve": {"apiKey": "k"}}"#, "a.json", &lookup).unwrap_err();
+/// let typo = loopwright_config::config::AgentConfig::parse(r#"{"serve": {"apiKey": "k"}}"#, "a.json", &lookup).unwrap_err();
 /// assert_eq!(typo.to_string(), "a.json: serve.apiKey: unknown key (known: apiKeys)");
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]

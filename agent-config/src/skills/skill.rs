@@ -42,7 +42,7 @@ const FILE_LINE: usize = 1;
 /// `SKILL.md`; all but `Read` the line.
 ///
 /// ```
-/// use loopwright::skills::Skill;
+/// use loopwright_config::skills::Skill;
 /// let err = Skill::parse("---\nname: PDF\ndescription: Reads PDFs.\n---\n", "skills/PDF".as_ref()).unwrap_err();
 /// assert_eq!(
 ///     err.to_string(),
@@ -91,7 +91,7 @@ pub enum SkillError {
 ///
 /// ```
 /// let text = "---\nname: pdf-reader\ndescription: Reads PDF files.\nmetadata:\n  version: \"1.0\"\n---\nUse pdftotext.\n";
-/// let skill = loopwright::skills::Skill::parse(text, "skills/pdf-reader".as_ref()).unwrap();
+/// let skill = loopwright_config::skills::Skill::parse(text, "skills/pdf-reader".as_ref()).unwrap();
 /// assert_eq!((skill.name.as_str(), skill.description.as_str()), ("pdf-reader", "Reads PDF files."));
 /// assert_eq!((skill.metadata["version"].as_str(), skill.body.as_str()), ("1.0", "Use pdftotext.\n"));
 /// ```
@@ -125,7 +125,7 @@ impl Skill {
     /// let folder = dir.path().join("notes");
     /// std::fs::create_dir(&folder).unwrap();
     /// std::fs::write(folder.join("SKILL.md"), "---\nname: notes\ndescription: Takes notes.\n---\nWrite them down.\n").unwrap();
-    /// let skill = loopwright::skills::Skill::load(&folder).unwrap();
+    /// let skill = loopwright_config::skills::Skill::load(&folder).unwrap();
     /// assert_eq!(skill.dir, folder.canonicalize().unwrap());
     /// ```
     pub fn load(dir: &Path) -> Result<Self, SkillError> {
@@ -174,7 +174,7 @@ impl Skill {
     /// The skill's `SKILL.md`.
     ///
     /// ```
-    /// let skill = loopwright::skills::Skill::parse("---\nname: a\ndescription: b\n---\n", "s/a".as_ref()).unwrap();
+    /// let skill = loopwright_config::skills::Skill::parse("---\nname: a\ndescription: b\n---\n", "s/a".as_ref()).unwrap();
     /// assert_eq!(skill.file(), std::path::Path::new("s/a/SKILL.md"));
     /// ```
     pub fn file(&self) -> PathBuf {

@@ -76,7 +76,7 @@ const REASONING_KEYS: &[&str] = &["effort", "budgetTokens"];
 /// but `Read` and `Frontmatter` the line, and where it applies the key.
 ///
 /// ```
-/// let err = loopwright::files::AgentFile::parse("---\nmaxSteps: ten\n---\nHi", "a.md".as_ref()).unwrap_err();
+/// let err = loopwright_config::files::AgentFile::parse("---\nmaxSteps: ten\n---\nHi", "a.md".as_ref()).unwrap_err();
 /// assert_eq!(err.to_string(), "a.md:2: maxSteps: expected an unsigned integer, got \"ten\"");
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -154,7 +154,7 @@ pub enum AgentFileError {
 ///
 /// ```
 /// let text = "---\ndescription: Finds sources.\nmodel: openai/gpt-4.1, anthropic/claude-sonnet-4-5\nmaxSteps: 5\n---\nYou research.\n";
-/// let file = loopwright::files::AgentFile::parse(text, "agents/researcher.md".as_ref()).unwrap();
+/// let file = loopwright_config::files::AgentFile::parse(text, "agents/researcher.md".as_ref()).unwrap();
 /// assert_eq!(file.name, "researcher");
 /// assert_eq!(file.model, ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]);
 /// assert_eq!((file.max_steps, file.body.as_str()), (Some(5), "You research.\n"));
@@ -267,8 +267,8 @@ impl AgentFile {
     /// unknown one.
     ///
     /// ```
-    /// let file = loopwright::files::AgentFile::parse("Steps: ${MAX_STEPS}", "a.md".as_ref()).unwrap();
-    /// let (text, warnings) = file.system_prompt(&loopwright::files::PromptVars::new().max_steps(9));
+    /// let file = loopwright_config::files::AgentFile::parse("Steps: ${MAX_STEPS}", "a.md".as_ref()).unwrap();
+    /// let (text, warnings) = file.system_prompt(&loopwright_config::files::PromptVars::new().max_steps(9));
     /// assert_eq!((text.as_str(), warnings.len()), ("Steps: 9", 0));
     /// ```
     pub fn system_prompt(&self, vars: &PromptVars) -> (String, Vec<String>) {

@@ -10,17 +10,17 @@ use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 use serde_json::{Map, Number, Value};
 
 /// What went wrong, where: (key path, line, message).
-pub(crate) type Located = (String, usize, String);
+pub type Located = (String, usize, String);
 
 /// The frontmatter as a JSON value and the lines of its key paths.
-pub(crate) struct Frontmatter {
+pub struct Frontmatter {
     pub value: Value,
     pub lines: HashMap<String, usize>,
 }
 
 /// Parse `text`, whose first line is line `first_line` of the file.
 /// `Err((line, column, message))` for a syntax error.
-pub(crate) fn parse(text: &str, first_line: usize) -> Result<Frontmatter, YamlError> {
+pub fn parse(text: &str, first_line: usize) -> Result<Frontmatter, YamlError> {
     let docs = MarkedYaml::load_from_str(text).map_err(|e| YamlError::Syntax {
         line: e.marker().line() + first_line - 1,
         column: e.marker().col() + 1,
@@ -43,7 +43,7 @@ pub(crate) fn parse(text: &str, first_line: usize) -> Result<Frontmatter, YamlEr
 
 /// Why the frontmatter is not usable YAML.
 #[derive(Debug)]
-pub(crate) enum YamlError {
+pub enum YamlError {
     /// Not YAML.
     Syntax {
         line: usize,

@@ -30,7 +30,7 @@ path relative to the skill's folder.";
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::create_dir(dir.path().join("notes")).unwrap();
 /// std::fs::write(dir.path().join("notes/SKILL.md"), "---\nname: notes\n---\n").unwrap();
-/// let skills = loopwright::skills::Skills::discover([dir.path()]);
+/// let skills = loopwright_config::skills::Skills::discover([dir.path()]);
 /// assert!(skills.is_empty());
 /// let warning = skills.warnings()[0].to_string();
 /// assert!(warning.ends_with("notes/SKILL.md:2: description: required: what the skill does and when to use it"), "{warning}");
@@ -79,7 +79,7 @@ pub enum SkillWarning {
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::create_dir(dir.path().join("pdf-reader")).unwrap();
 /// std::fs::write(dir.path().join("pdf-reader/SKILL.md"), "---\nname: pdf-reader\ndescription: Reads PDF files.\n---\nRun pdftotext.\n").unwrap();
-/// let skills = loopwright::skills::Skills::discover([dir.path(), &dir.path().join("missing")]);
+/// let skills = loopwright_config::skills::Skills::discover([dir.path(), &dir.path().join("missing")]);
 /// assert_eq!(skills.get("pdf-reader").unwrap().body, "Run pdftotext.\n");
 /// // A directory named that does not exist is said (the defaults need not exist).
 /// assert!(skills.warnings()[0].to_string().contains("missing does not exist"));
@@ -175,7 +175,7 @@ impl Skills {
     /// `./.agents/skills`, then `~/.agents/skills` (when `HOME` is set).
     ///
     /// ```
-    /// let dirs = loopwright::skills::Skills::default_dirs();
+    /// let dirs = loopwright_config::skills::Skills::default_dirs();
     /// assert!(dirs[0].ends_with(".agents/skills"));
     /// ```
     pub fn default_dirs() -> Vec<PathBuf> {
@@ -193,7 +193,7 @@ impl Skills {
     /// (`Some(&[])` configured means no skills).
     ///
     /// ```
-    /// use loopwright::skills::Skills;
+    /// use loopwright_config::skills::Skills;
     /// use std::path::PathBuf;
     /// let (a, b) = (PathBuf::from("a"), PathBuf::from("b"));
     /// assert_eq!(Skills::dirs(&[a.clone()], Some(&[b.clone()])), [a, b]);
@@ -241,7 +241,7 @@ impl Skills {
     /// form with the values HTML-escaped; `None` without skills.
     ///
     /// ```
-    /// let skills = loopwright::skills::Skills::default();
+    /// let skills = loopwright_config::skills::Skills::default();
     /// assert_eq!(skills.catalog(), None);
     /// ```
     pub fn catalog(&self) -> Option<String> {

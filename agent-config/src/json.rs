@@ -6,7 +6,7 @@ use serde_json::Value;
 /// A JSON type's name for messages (`expected a string, got a number`).
 ///
 /// Invariant: every name reads after "got" (`null`, `a boolean`, ...).
-pub(crate) fn type_name(value: &Value) -> &'static str {
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

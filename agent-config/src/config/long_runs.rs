@@ -17,9 +17,9 @@ use super::keys::type_name;
 /// "provider"], "threshold": 0.8, "keepTurns": 3}`).
 ///
 /// ```
-/// let off = loopwright::config::AgentConfig::parse(r#"{"defaults": {"compaction": false}}"#, "a.json", &|_| None).unwrap();
+/// let off = loopwright_config::config::AgentConfig::parse(r#"{"defaults": {"compaction": false}}"#, "a.json", &|_| None).unwrap();
 /// assert!(off.defaults.compaction.compaction().is_none());
-/// let on = loopwright::config::AgentConfig::default();
+/// let on = loopwright_config::config::AgentConfig::default();
 /// assert_eq!(on.defaults.compaction.compaction().unwrap().strategies.len(), 2);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -114,7 +114,7 @@ impl ToolSearchDefaults {
     /// The run option these settings give (`None` when off).
     ///
     /// ```
-    /// let config = loopwright::config::AgentConfig::parse(
+    /// let config = loopwright_config::config::AgentConfig::parse(
     ///     r#"{"defaults": {"toolSearch": {"maxTools": 10, "alwaysOn": ["fs__*"]}}}"#, "a.json", &|_| None).unwrap();
     /// let search = config.defaults.tool_search.tool_search().unwrap();
     /// assert_eq!((search.max_tools, search.always_on.len()), (10, 1));

@@ -5,10 +5,10 @@
 //! is the opening fence; a leading byte-order mark is dropped); every line
 //! number reported is a line of the whole file; text that does not start
 //! with a fence has no frontmatter (its body is all of it); a frontmatter
-//! must be a mapping with string keys, and [`Mapping`] knows the line of
+//! must be a mapping with string keys, and `Mapping` knows the line of
 //! every key path in it (`model`, `agents[1]`, `metadata.version`).
 
-pub(crate) mod yaml;
+pub mod yaml;
 
 use std::collections::HashMap;
 
