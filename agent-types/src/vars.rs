@@ -10,7 +10,16 @@
 //! [`NESTING_LIMIT`] deep, whatever the text holds.
 
 /// How deep references may nest inside defaults
-/// (`${A:-${B:-${C}}}` is two levels below the outer one).
+/// (`${A:-${B:-${C}}}` is two levels below the outer one); deeper text is
+/// kept as written.
+///
+/// ```
+/// use loopwright_types::util::{NESTING_LIMIT, expand_vars};
+/// let nested = |levels: usize| format!("{}x{}", "${A:-".repeat(levels), "}".repeat(levels));
+/// assert_eq!(expand_vars(&nested(NESTING_LIMIT + 1), &|_| None).unwrap(), "x");
+/// let too_deep = nested(NESTING_LIMIT + 2);
+/// assert_eq!(expand_vars(&too_deep, &|_| None).unwrap(), too_deep);
+/// ```
 pub const NESTING_LIMIT: usize = 8;
 
 /// A `${NAME}` whose variable is not set and which has no default.
