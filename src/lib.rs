@@ -43,7 +43,7 @@
 //! while let Some(event) = turn.next().await {
 //!     if let AgentEvent::TextDelta { text } = event { print!("{text}") } // or serde_json::to_string(&event)
 //! }
-//! let first = turn.into_result().await?; // Err on a 401, a lost connection, a full context window
+//! let first = turn.await?; // Err on a 401, a lost connection, a full context window
 //! std::fs::write("chat.json", serde_json::to_string(&chat)?)?; // the conversation is plain JSON
 //!
 //! let mut chat: Conversation = serde_json::from_str(&std::fs::read_to_string("chat.json")?)?;
@@ -53,9 +53,6 @@
 //! # Ok(()) }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
-
-#[cfg(feature = "core")]
-pub use loopwright_core as core;
 
 #[cfg(feature = "core")]
 pub use loopwright_core::*;

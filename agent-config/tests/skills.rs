@@ -43,7 +43,7 @@ async fn the_model_loads_a_skill_and_reads_its_reference_file() {
         .tools(tools)
         .system("You write documentation.")
         .build();
-    let result = agent.prompt("Write the release notes for 1.2.").await.unwrap();
+    let result = agent.run("Write the release notes for 1.2.").await.unwrap();
     assert_eq!(result.text, "Notes written.");
 
     let requests = model.requests();

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 use common::*;
-use loopwright_core::{Message, ModelRequest};
+use loopwright_core::{Message, model::ModelRequest};
 use loopwright_providers::{ConfigError, ProviderKind, Providers, ProvidersConfig};
 use serde_json::json;
 

@@ -8,11 +8,12 @@ use loopwright_core::Message;
 use serde_json::Value;
 
 use crate::error::{StoreError, to_u64};
-use crate::record::{RunRecord, RunStatus, StoredConversation};
+use crate::record::{RunRecord, RunStatus, StoredChain, StoredConversation};
 
 pub(crate) const TURNS: &str = "loopwright_conversation_turns";
 pub(crate) const RUNS: &str = "loopwright_runs";
 pub(crate) const EVENTS: &str = "loopwright_events";
+pub(crate) const CHAIN_TURNS: &str = "loopwright_chain_turns";
 
 /// JSON text of `value` (serialising our own types cannot fail; if it did,
 /// the error says what).
@@ -123,6 +124,59 @@ impl RunJson {
 pub(crate) fn event(run_id: &str, seq: i64, text: &str) -> Result<(u64, Value), StoreError> {
     let location = || format!("{EVENTS} row (run {run_id:?}, seq {seq})");
     Ok((to_u64(seq, location)?, decode(text, location)?))
+}
+
+/// The error for turn `id` continuing a turn that is not stored.
+pub(crate) fn missing_previous(id: &str, previous: &str) -> StoreError {
+    StoreError::conflict(
+        format!("turn {id:?}"),
+        format!("the turn it continues, {previous:?}, is not stored (deleted or expired)"),
+    )
+}
+
+/// The error for a chain longer than its reader takes.
+pub(crate) fn chain_too_long(id: &str, depth: u64, max_turns: u64) -> StoreError {
+    StoreError::Invalid(format!(
+        "the chain ending at turn {id:?} has {depth} turns, more than the {max_turns} it may be read with"
+    ))
+}
+
+/// One stored turn of a chain, as read back from its last turn: its id,
+/// depth and messages' JSON.
+pub(crate) struct ChainRow {
+    pub(crate) id: String,
+    pub(crate) depth: i64,
+    pub(crate) messages: String,
+}
+
+/// Folds a chain's turns, read back from its last turn (depth `depth`), into
+/// one chain; the turns must run `depth`, `depth - 1`, ..., 1 (else
+/// [`StoreError::Corrupt`]).
+pub(crate) fn chain(id: &str, depth: u64, rows: Vec<ChainRow>) -> Result<StoredChain, StoreError> {
+    let mut turns: Vec<Vec<Message>> = Vec::with_capacity(rows.len());
+    let mut expected = depth;
+    for row in rows {
+        let location = || format!("{CHAIN_TURNS} row {:?}", row.id);
+        if expected == 0 || to_u64(row.depth, location)? != expected {
+            return Err(StoreError::corrupt(
+                location(),
+                format!(
+                    "depth {} where the chain of turn {id:?} needs {expected}",
+                    row.depth
+                ),
+            ));
+        }
+        turns.push(decode(&row.messages, location)?);
+        expected -= 1;
+    }
+    if expected != 0 {
+        return Err(StoreError::corrupt(
+            format!("{CHAIN_TURNS} (the chain of turn {id:?})"),
+            format!("the turn at depth {expected} is missing"),
+        ));
+    }
+    let messages = turns.into_iter().rev().flatten().collect();
+    Ok(StoredChain::new(id, messages, depth))
 }
 
 /// The detail of a version conflict.

@@ -2,10 +2,13 @@
 //!
 //! What must outlive a process, for [loopwright](https://docs.rs/loopwright)
 //! agents: conversations (append-only turns with a version, so a concurrent
-//! writer gets a conflict and no turn is lost), runs (their status and
-//! resumable state, updated by compare-and-set) and each run's event log
-//! (events with sequence numbers, readable from any of them, so a stream can
-//! be resumed by a client or another process).
+//! writer gets a conflict and no turn is lost), chains of turns (each turn
+//! stored once, linked to the one it continues, as stored responses chain),
+//! runs (their status and resumable state, updated by compare-and-set) and
+//! each run's event log (events with sequence numbers, readable from any of
+//! them, so a stream can be resumed by a client or another process). Old
+//! runs, their logs and chains' turns are deleted by age
+//! ([`RunStore::expire_runs`], [`ChainStore::expire_turns`]).
 //!
 //! Three back ends behind one [`Store`] trait, chosen by URL ([`open`]) or a
 //! [`StoreBuilder`]:
@@ -67,9 +70,9 @@ pub use notify::{EventSubscription, FALLBACK_POLL};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
-pub use record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredConversation, UnknownStatus};
+pub use record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, UnknownStatus};
 pub use session::{Session, SessionError, SessionTurn};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::SqliteStore;
-pub use traits::{ConversationStore, EventLog, RunStore, Store};
+pub use traits::{ChainStore, ConversationStore, EventLog, RunStore, Store};

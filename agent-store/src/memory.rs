@@ -12,11 +12,11 @@ use async_trait::async_trait;
 use loopwright_core::Message;
 use serde_json::Value;
 
-use crate::codec::version_detail;
+use crate::codec::{chain_too_long, missing_previous, version_detail};
 use crate::error::{StoreError, check_id, to_i64};
 use crate::notify::{EventSubscription, Notifier};
-use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredConversation, now_millis};
-use crate::traits::{ConversationStore, EventLog, RunStore};
+use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis};
+use crate::traits::{ChainStore, ConversationStore, EventLog, RunStore};
 
 /// A store in memory (`memory:`): gone with the process.
 ///
@@ -39,6 +39,44 @@ struct Data {
     conversations: HashMap<String, (Vec<Message>, u64)>,
     runs: HashMap<String, RunRecord>,
     events: HashMap<String, BTreeMap<u64, Value>>,
+    /// Chains' turns by id.
+    turns: HashMap<String, ChainTurn>,
+}
+
+/// One turn of a chain.
+#[derive(Debug)]
+struct ChainTurn {
+    previous: Option<String>,
+    depth: u64,
+    messages: Vec<Message>,
+    released: bool,
+    created_at: i64,
+    /// Turns that continue this one.
+    children: usize,
+}
+
+impl Data {
+    /// Deletes the released turns among `ids` that nothing continues, then
+    /// each released turn before them that nothing else continues; how many.
+    fn collect_turns(&mut self, mut ids: Vec<String>) -> u64 {
+        let mut deleted = 0;
+        while let Some(id) = ids.pop() {
+            if !self.turns.get(&id).is_some_and(|t| t.released && t.children == 0) {
+                continue;
+            }
+            let Some(turn) = self.turns.remove(&id) else {
+                continue;
+            };
+            deleted += 1;
+            if let Some(previous) = turn.previous
+                && let Some(before) = self.turns.get_mut(&previous)
+            {
+                before.children = before.children.saturating_sub(1);
+                ids.push(previous);
+            }
+        }
+        deleted
+    }
 }
 
 impl MemoryStore {
@@ -153,6 +191,125 @@ impl RunStore for MemoryStore {
         let mut data = self.data();
         data.events.remove(id);
         Ok(data.runs.remove(id).is_some())
+    }
+
+    async fn expire_runs(&self, cutoff: i64, limit: usize) -> Result<u64, StoreError> {
+        let mut data = self.data();
+        let mut doomed: Vec<(i64, String)> = data
+            .runs
+            .values()
+            .filter(|run| run.status != RunStatus::Running && run.updated_at < cutoff)
+            .map(|run| (run.updated_at, run.id.clone()))
+            .collect();
+        doomed.sort();
+        doomed.truncate(limit);
+        for (_, id) in &doomed {
+            data.runs.remove(id);
+            data.events.remove(id);
+        }
+        Ok(doomed.len() as u64)
+    }
+}
+
+#[async_trait]
+impl ChainStore for MemoryStore {
+    async fn put_turn(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        messages: &[Message],
+    ) -> Result<u64, StoreError> {
+        check_id(id, "turn")?;
+        if previous == Some(id) {
+            return Err(StoreError::Invalid(format!("turn {id:?} cannot continue itself")));
+        }
+        let mut data = self.data();
+        if data.turns.contains_key(id) {
+            return Err(StoreError::conflict(format!("turn {id:?}"), "it exists already"));
+        }
+        let depth = match previous {
+            None => 1,
+            Some(previous) => match data.turns.get_mut(previous) {
+                Some(before) => {
+                    before.children += 1;
+                    before.depth + 1
+                }
+                None => return Err(missing_previous(id, previous)),
+            },
+        };
+        to_i64(depth, "depth")?;
+        data.turns.insert(
+            id.to_owned(),
+            ChainTurn {
+                previous: previous.map(str::to_owned),
+                depth,
+                messages: messages.to_vec(),
+                released: false,
+                created_at: now_millis(),
+                children: 0,
+            },
+        );
+        Ok(depth)
+    }
+
+    async fn load_chain(&self, id: &str, max_turns: u64) -> Result<Option<StoredChain>, StoreError> {
+        let data = self.data();
+        let Some(last) = data.turns.get(id).filter(|turn| !turn.released) else {
+            return Ok(None);
+        };
+        if last.depth > max_turns {
+            return Err(chain_too_long(id, last.depth, max_turns));
+        }
+        let mut turns = Vec::new();
+        let mut at = Some((id, last));
+        for depth in (1..=last.depth).rev() {
+            let Some((turn_id, turn)) = at.filter(|(_, turn)| turn.depth == depth) else {
+                return Err(StoreError::corrupt(
+                    format!("turn {id:?}"),
+                    format!("its chain has no turn at depth {depth}"),
+                ));
+            };
+            turns.push(&turn.messages);
+            at = match &turn.previous {
+                Some(previous) => Some((
+                    previous.as_str(),
+                    data.turns.get(previous).ok_or_else(|| {
+                        StoreError::corrupt(
+                            format!("turn {turn_id:?}"),
+                            format!("the turn it continues, {previous:?}, is missing"),
+                        )
+                    })?,
+                )),
+                None => None,
+            };
+        }
+        let messages = turns.into_iter().rev().flatten().cloned().collect();
+        Ok(Some(StoredChain::new(id, messages, last.depth)))
+    }
+
+    async fn release_turn(&self, id: &str) -> Result<bool, StoreError> {
+        let mut data = self.data();
+        let Some(turn) = data.turns.get_mut(id) else {
+            return Ok(false);
+        };
+        let was_held = !turn.released;
+        turn.released = true;
+        data.collect_turns(vec![id.to_owned()]);
+        Ok(was_held)
+    }
+
+    async fn expire_turns(&self, cutoff: i64) -> Result<u64, StoreError> {
+        let mut data = self.data();
+        let mut released = Vec::new();
+        for (id, turn) in &mut data.turns {
+            if turn.created_at < cutoff {
+                turn.released = true;
+            }
+            if turn.released {
+                released.push(id.clone());
+            }
+        }
+        Ok(data.collect_turns(released))
     }
 }
 

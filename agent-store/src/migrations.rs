@@ -26,10 +26,16 @@ pub(crate) const TABLE: &str = "loopwright_migrations";
 pub(crate) type Step = (i64, &'static str, &'static str);
 
 #[cfg(feature = "sqlite")]
-pub(crate) const SQLITE: &[Step] = &[(1, "init", include_str!("migrations/sqlite/0001_init.sql"))];
+pub(crate) const SQLITE: &[Step] = &[
+    (1, "init", include_str!("migrations/sqlite/0001_init.sql")),
+    (2, "chains", include_str!("migrations/sqlite/0002_chains.sql")),
+];
 
 #[cfg(feature = "postgres")]
-pub(crate) const POSTGRES: &[Step] = &[(1, "init", include_str!("migrations/postgres/0001_init.sql"))];
+pub(crate) const POSTGRES: &[Step] = &[
+    (1, "init", include_str!("migrations/postgres/0001_init.sql")),
+    (2, "chains", include_str!("migrations/postgres/0002_chains.sql")),
+];
 
 /// How a back end takes the lock and records migrations.
 pub(crate) struct Dialect {

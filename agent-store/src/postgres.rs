@@ -9,7 +9,13 @@
 //! its `pg_notify`, delivered at commit. Readers tailing a log hear every
 //! process's appends through one `LISTEN` connection per store; when that
 //! connection is lost, every subscriber is woken once it is back (anything
-//! may have been missed meanwhile).
+//! may have been missed meanwhile). Turns of chains are deleted (released,
+//! expired) under an advisory transaction lock held exclusively, and stored
+//! under the same lock held shared: a turn is never deleted while one that
+//! continues it is being written, and two deleting transactions take turns.
+//! Expired runs are taken `FOR UPDATE SKIP LOCKED`, so two sweeps delete
+//! different runs; a run's row is locked before its events, by a sweep as
+//! by [`delete_run`](crate::RunStore::delete_run).
 
 use std::fmt;
 use std::str::FromStr;
@@ -25,13 +31,13 @@ use tokio::sync::OnceCell;
 use tokio::task::JoinHandle;
 
 use crate::builder::{StoreBuilder, redact};
-use crate::codec::{self, RunJson, to_json, version_detail};
-use crate::error::{StoreError, check_id, from_sqlx, is_unique_violation, to_i64};
+use crate::codec::{self, RunJson, chain_too_long, missing_previous, to_json, version_detail};
+use crate::error::{StoreError, check_id, from_sqlx, is_unique_violation, to_i64, to_u64};
 use crate::migrations;
 use crate::notify::{EventSubscription, Notifier};
-use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredConversation, now_millis};
+use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis};
 use crate::sql::{self, Written};
-use crate::traits::{ConversationStore, EventLog, RunStore};
+use crate::traits::{ChainStore, ConversationStore, EventLog, RunStore};
 
 const BACKEND: &str = "postgres";
 /// The channel event appends are announced on; the payload is the run id.
@@ -44,6 +50,8 @@ const DEFAULT_MAX_CONNECTIONS: u32 = 10;
 const LISTEN_RETRY: Duration = Duration::from_millis(500);
 /// Subscribers re-read at least this often, whatever the listener heard.
 const SAFETY_POLL: Duration = Duration::from_secs(5);
+/// The advisory lock of chains' turns ("lwchains" in ASCII).
+const CHAINS_LOCK: i64 = 0x6c77_6368_6169_6e73;
 
 /// A store in a PostgreSQL database. Open it with [`open`](crate::open)
 /// (`postgres://...`) or a [`StoreBuilder`].
@@ -349,18 +357,191 @@ impl RunStore for PostgresStore {
 
     async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.error(e))?;
-        sqlx::query("DELETE FROM loopwright_events WHERE run_id = $1")
+        // The run's row first, as a sweep locks it: the two never wait for
+        // each other in opposite orders.
+        let done = sqlx::query("DELETE FROM loopwright_runs WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await
             .map_err(|e| self.error(e))?;
-        let done = sqlx::query("DELETE FROM loopwright_runs WHERE id = $1")
+        sqlx::query("DELETE FROM loopwright_events WHERE run_id = $1")
             .bind(id)
             .execute(&mut *tx)
             .await
             .map_err(|e| self.error(e))?;
         tx.commit().await.map_err(|e| self.error(e))?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn expire_runs(&self, cutoff: i64, limit: usize) -> Result<u64, StoreError> {
+        // One statement: the runs taken (and locked) first, then their logs
+        // and themselves; a run another sweep holds is left to it.
+        let done = sqlx::query(
+            "WITH doomed AS (SELECT id FROM loopwright_runs WHERE status <> 'running' AND updated_at < $1 \
+             ORDER BY updated_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), \
+             logs AS (DELETE FROM loopwright_events WHERE run_id IN (SELECT id FROM doomed)) \
+             DELETE FROM loopwright_runs WHERE id IN (SELECT id FROM doomed)",
+        )
+        .bind(cutoff)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.error(e))?;
+        Ok(done.rows_affected())
+    }
+}
+
+/// The chain of turn `$1` back from it, at most `$2` turns, last first.
+const CHAIN_WALK: &str = "WITH RECURSIVE chain(id, previous, depth, messages, n) AS (\
+     SELECT id, previous, depth, messages, 1 FROM loopwright_chain_turns WHERE id = $1 \
+     UNION ALL SELECT t.id, t.previous, t.depth, t.messages, c.n + 1 FROM loopwright_chain_turns t \
+     JOIN chain c ON t.id = c.previous WHERE c.n < $2) SELECT id, depth, messages::text FROM chain ORDER BY n";
+
+/// Deletes every released turn that no turn still held continues, directly
+/// or through released ones.
+const COLLECT_RELEASED: &str = "WITH RECURSIVE kept(id) AS (\
+     SELECT previous FROM loopwright_chain_turns WHERE NOT released AND previous IS NOT NULL \
+     UNION SELECT t.previous FROM loopwright_chain_turns t JOIN kept k ON t.id = k.id \
+     WHERE t.previous IS NOT NULL) \
+     DELETE FROM loopwright_chain_turns WHERE released AND id NOT IN (SELECT id FROM kept)";
+
+impl PostgresStore {
+    /// A transaction holding the chains' lock, shared or not.
+    async fn chains_transaction(
+        &self,
+        shared: bool,
+    ) -> Result<sqlx::Transaction<'_, sqlx::Postgres>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.error(e))?;
+        let lock = if shared {
+            "SELECT pg_advisory_xact_lock_shared($1)"
+        } else {
+            "SELECT pg_advisory_xact_lock($1)"
+        };
+        sqlx::query(lock)
+            .bind(CHAINS_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(tx)
+    }
+}
+
+#[async_trait]
+impl ChainStore for PostgresStore {
+    async fn put_turn(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        messages: &[Message],
+    ) -> Result<u64, StoreError> {
+        check_id(id, "turn")?;
+        if previous == Some(id) {
+            return Err(StoreError::Invalid(format!("turn {id:?} cannot continue itself")));
+        }
+        let json = to_json(messages, "the turn's messages")?;
+        let mut tx = self.chains_transaction(true).await?;
+        let written: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
+            "INSERT INTO loopwright_chain_turns (id, previous, depth, messages, created_at) \
+             SELECT $1, $2::text, COALESCE((SELECT depth FROM loopwright_chain_turns WHERE id = $2::text), 0) + 1, \
+             $3::json, $4 WHERE $2::text IS NULL OR EXISTS (SELECT 1 FROM loopwright_chain_turns WHERE id = $2::text) \
+             RETURNING depth",
+        )
+        .bind(id)
+        .bind(previous)
+        .bind(&json)
+        .bind(now_millis())
+        .fetch_optional(&mut *tx)
+        .await;
+        let depth = match written {
+            Ok(Some(depth)) => to_u64(depth, || format!("{} row {id:?}", codec::CHAIN_TURNS))?,
+            Ok(None) => return Err(missing_previous(id, previous.unwrap_or_default())),
+            Err(e) if is_unique_violation(&e) => {
+                return Err(StoreError::conflict(format!("turn {id:?}"), "it exists already"));
+            }
+            Err(e) => return Err(self.error(e)),
+        };
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(depth)
+    }
+
+    async fn load_chain(&self, id: &str, max_turns: u64) -> Result<Option<StoredChain>, StoreError> {
+        let depth: Option<i64> =
+            sqlx::query_scalar("SELECT depth FROM loopwright_chain_turns WHERE id = $1 AND NOT released")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.error(e))?;
+        let Some(depth) = depth else {
+            return Ok(None);
+        };
+        let depth = to_u64(depth, || format!("{} row {id:?}", codec::CHAIN_TURNS))?;
+        if depth > max_turns {
+            return Err(chain_too_long(id, depth, max_turns));
+        }
+        let rows = sqlx::query(CHAIN_WALK)
+            .bind(id)
+            .bind(to_i64(depth, "depth")?)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.error(e))?;
+        if rows.is_empty() {
+            // Released and deleted since its depth was read.
+            return Ok(None);
+        }
+        codec::chain(id, depth, sql::chain_rows(id, &rows)?).map(Some)
+    }
+
+    async fn release_turn(&self, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.chains_transaction(false).await?;
+        let released =
+            sqlx::query("UPDATE loopwright_chain_turns SET released = TRUE WHERE id = $1 AND NOT released")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.error(e))?;
+        // Up the chain while the turn is released and nothing continues it.
+        let mut at = id.to_owned();
+        loop {
+            let row: Option<(Option<String>, bool, bool)> = sqlx::query_as(
+                "SELECT previous, released, EXISTS (SELECT 1 FROM loopwright_chain_turns c WHERE c.previous = t.id) \
+                 FROM loopwright_chain_turns t WHERE id = $1",
+            )
+            .bind(&at)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+            let Some((previous, true, false)) = row else {
+                break;
+            };
+            sqlx::query("DELETE FROM loopwright_chain_turns WHERE id = $1")
+                .bind(&at)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.error(e))?;
+            match previous {
+                Some(previous) => at = previous,
+                None => break,
+            }
+        }
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(released.rows_affected() == 1)
+    }
+
+    async fn expire_turns(&self, cutoff: i64) -> Result<u64, StoreError> {
+        let mut tx = self.chains_transaction(false).await?;
+        sqlx::query(
+            "UPDATE loopwright_chain_turns SET released = TRUE WHERE created_at < $1 AND NOT released",
+        )
+        .bind(cutoff)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.error(e))?;
+        let deleted = sqlx::query(COLLECT_RELEASED)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(deleted.rows_affected())
     }
 }
 

@@ -1,5 +1,5 @@
-//! The values a store keeps: [`StoredConversation`], [`RunRecord`] and
-//! [`RunStatus`].
+//! The values a store keeps: [`StoredConversation`], [`StoredChain`],
+//! [`RunRecord`] and [`RunStatus`].
 //!
 //! Invariant: plain serde data, the same whichever back end holds it; a
 //! version counts the writes that made the value (0: never written).
@@ -43,6 +43,36 @@ impl StoredConversation {
             id: id.into(),
             messages,
             version,
+        }
+    }
+}
+
+/// A chain of turns as a store reads it: every message of every turn, the
+/// first turn's first, and how many turns (see
+/// [`ChainStore`](crate::ChainStore)).
+///
+/// ```
+/// let chain = loopwright_store::StoredChain::new("r2", vec![loopwright_core::Message::user("hi")], 2);
+/// assert_eq!((chain.id.as_str(), chain.turns), ("r2", 2));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StoredChain {
+    /// The chain's last turn.
+    pub id: String,
+    /// Every message, in order.
+    pub messages: Vec<Message>,
+    /// How many turns the chain has.
+    pub turns: u64,
+}
+
+impl StoredChain {
+    /// A chain ending at turn `id` with these messages over `turns` turns.
+    pub fn new(id: impl Into<String>, messages: Vec<Message>, turns: u64) -> Self {
+        Self {
+            id: id.into(),
+            messages,
+            turns,
         }
     }
 }

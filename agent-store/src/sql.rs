@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::query::Query;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
 
-use crate::codec::{self, EVENTS, RUNS, RunJson, RunRow, TURNS, TurnRow};
+use crate::codec::{self, CHAIN_TURNS, ChainRow, EVENTS, RUNS, RunJson, RunRow, TURNS, TurnRow};
 use crate::error::{StoreError, is_unique_violation};
 use crate::record::RunRecord;
 
@@ -38,6 +38,26 @@ where
             Ok(TurnRow {
                 version: column(row, 0, location)?,
                 messages: column(row, 1, location)?,
+            })
+        })
+        .collect()
+}
+
+/// Rows of `(id, depth, messages)` of the chain of turn `id`.
+pub(crate) fn chain_rows<R>(id: &str, rows: &[R]) -> Result<Vec<ChainRow>, StoreError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    String: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+{
+    let location = || format!("{CHAIN_TURNS} row (the chain of turn {id:?})");
+    rows.iter()
+        .map(|row| {
+            Ok(ChainRow {
+                id: column(row, 0, location)?,
+                depth: column(row, 1, location)?,
+                messages: column(row, 2, location)?,
             })
         })
         .collect()

@@ -19,13 +19,13 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::builder::StoreBuilder;
-use crate::codec::{self, RunJson, to_json, version_detail};
-use crate::error::{BoxError, StoreError, check_id, from_sqlx, is_unique_violation, to_i64};
+use crate::codec::{self, RunJson, chain_too_long, missing_previous, to_json, version_detail};
+use crate::error::{BoxError, StoreError, check_id, from_sqlx, is_unique_violation, to_i64, to_u64};
 use crate::migrations;
 use crate::notify::{EventSubscription, Notifier};
-use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredConversation, now_millis};
+use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis};
 use crate::sql::{self, Written};
-use crate::traits::{ConversationStore, EventLog, RunStore};
+use crate::traits::{ChainStore, ConversationStore, EventLog, RunStore};
 
 const BACKEND: &str = "sqlite";
 
@@ -334,6 +334,174 @@ impl RunStore for SqliteStore {
             .map_err(|e| self.error(e))?;
         tx.commit().await.map_err(|e| self.error(e))?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn expire_runs(&self, cutoff: i64, limit: usize) -> Result<u64, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| self.error(e))?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM loopwright_runs WHERE status <> 'running' AND updated_at < ? \
+             ORDER BY updated_at, id LIMIT ?",
+        )
+        .bind(cutoff)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| self.error(e))?;
+        for id in &ids {
+            for statement in [
+                "DELETE FROM loopwright_events WHERE run_id = ?",
+                "DELETE FROM loopwright_runs WHERE id = ?",
+            ] {
+                sqlx::query(statement)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.error(e))?;
+            }
+        }
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(ids.len() as u64)
+    }
+}
+
+/// The chain of turn `?1` back from it, at most `?2` turns, last first.
+const CHAIN_WALK: &str = "WITH RECURSIVE chain(id, previous, depth, messages, n) AS (\
+     SELECT id, previous, depth, messages, 1 FROM loopwright_chain_turns WHERE id = ?1 \
+     UNION ALL SELECT t.id, t.previous, t.depth, t.messages, c.n + 1 FROM loopwright_chain_turns t \
+     JOIN chain c ON t.id = c.previous WHERE c.n < ?2) SELECT id, depth, messages FROM chain ORDER BY n";
+
+/// Deletes every released turn that no turn still held continues, directly
+/// or through released ones.
+const COLLECT_RELEASED: &str = "WITH RECURSIVE kept(id) AS (\
+     SELECT previous FROM loopwright_chain_turns WHERE released = 0 AND previous IS NOT NULL \
+     UNION SELECT t.previous FROM loopwright_chain_turns t JOIN kept k ON t.id = k.id \
+     WHERE t.previous IS NOT NULL) \
+     DELETE FROM loopwright_chain_turns WHERE released = 1 AND id NOT IN (SELECT id FROM kept)";
+
+#[async_trait]
+impl ChainStore for SqliteStore {
+    async fn put_turn(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        messages: &[Message],
+    ) -> Result<u64, StoreError> {
+        check_id(id, "turn")?;
+        if previous == Some(id) {
+            return Err(StoreError::Invalid(format!("turn {id:?} cannot continue itself")));
+        }
+        let json = to_json(messages, "the turn's messages")?;
+        // One statement: the previous turn read and the row written in one
+        // transaction; a previous turn that is not there writes nothing.
+        let written: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
+            "INSERT INTO loopwright_chain_turns (id, previous, depth, messages, created_at) \
+             SELECT ?1, ?2, COALESCE((SELECT depth FROM loopwright_chain_turns WHERE id = ?2), 0) + 1, ?3, ?4 \
+             WHERE ?2 IS NULL OR EXISTS (SELECT 1 FROM loopwright_chain_turns WHERE id = ?2) RETURNING depth",
+        )
+        .bind(id)
+        .bind(previous)
+        .bind(&json)
+        .bind(now_millis())
+        .fetch_optional(&self.pool)
+        .await;
+        match written {
+            Ok(Some(depth)) => to_u64(depth, || format!("{} row {id:?}", codec::CHAIN_TURNS)),
+            Ok(None) => Err(missing_previous(id, previous.unwrap_or_default())),
+            Err(e) if is_unique_violation(&e) => {
+                Err(StoreError::conflict(format!("turn {id:?}"), "it exists already"))
+            }
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    async fn load_chain(&self, id: &str, max_turns: u64) -> Result<Option<StoredChain>, StoreError> {
+        let depth: Option<i64> =
+            sqlx::query_scalar("SELECT depth FROM loopwright_chain_turns WHERE id = ? AND released = 0")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| self.error(e))?;
+        let Some(depth) = depth else {
+            return Ok(None);
+        };
+        let depth = to_u64(depth, || format!("{} row {id:?}", codec::CHAIN_TURNS))?;
+        if depth > max_turns {
+            return Err(chain_too_long(id, depth, max_turns));
+        }
+        let rows = sqlx::query(CHAIN_WALK)
+            .bind(id)
+            .bind(to_i64(depth, "depth")?)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.error(e))?;
+        if rows.is_empty() {
+            // Released and deleted since its depth was read.
+            return Ok(None);
+        }
+        codec::chain(id, depth, sql::chain_rows(id, &rows)?).map(Some)
+    }
+
+    async fn release_turn(&self, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| self.error(e))?;
+        let released =
+            sqlx::query("UPDATE loopwright_chain_turns SET released = 1 WHERE id = ? AND released = 0")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.error(e))?;
+        // Up the chain while the turn is released and nothing continues it.
+        let mut at = id.to_owned();
+        loop {
+            let row: Option<(Option<String>, i64, i64)> = sqlx::query_as(
+                "SELECT previous, released, EXISTS (SELECT 1 FROM loopwright_chain_turns c WHERE c.previous = t.id) \
+                 FROM loopwright_chain_turns t WHERE id = ?",
+            )
+            .bind(&at)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+            let Some((previous, 1, 0)) = row else {
+                break;
+            };
+            sqlx::query("DELETE FROM loopwright_chain_turns WHERE id = ?")
+                .bind(&at)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.error(e))?;
+            match previous {
+                Some(previous) => at = previous,
+                None => break,
+            }
+        }
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(released.rows_affected() == 1)
+    }
+
+    async fn expire_turns(&self, cutoff: i64) -> Result<u64, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| self.error(e))?;
+        sqlx::query("UPDATE loopwright_chain_turns SET released = 1 WHERE created_at < ? AND released = 0")
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+        let deleted = sqlx::query(COLLECT_RELEASED)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.error(e))?;
+        tx.commit().await.map_err(|e| self.error(e))?;
+        Ok(deleted.rows_affected())
     }
 }
 

@@ -1,9 +1,11 @@
-//! The store traits: [`ConversationStore`], [`RunStore`], [`EventLog`] and
-//! [`Store`], all three at once.
+//! The store traits: [`ConversationStore`], [`ChainStore`], [`RunStore`],
+//! [`EventLog`] and [`Store`], all four at once.
 //!
-//! Invariant: every write is one transaction, whole or absent; versions and
+//! Invariants: every write is one transaction, whole or absent; versions and
 //! sequence numbers make concurrent writers safe (a writer that lost gets
-//! [`StoreError::Conflict`] and nothing of its write is stored).
+//! [`StoreError::Conflict`] and nothing of its write is stored); deleting by
+//! age is safe with any number of callers at once (each row is deleted
+//! once, and no caller fails for another's).
 
 use std::fmt::Debug;
 
@@ -13,7 +15,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::notify::{EventSubscription, FALLBACK_POLL};
-use crate::record::{RunRecord, RunStatus, StoredConversation};
+use crate::record::{RunRecord, RunStatus, StoredChain, StoredConversation};
 
 /// Conversations as append-only turns with a version.
 ///
@@ -96,6 +98,89 @@ pub trait RunStore: Send + Sync {
     /// # Ok(()) }
     /// ```
     async fn delete_run(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Deletes at most `limit` runs that are not running and were last
+    /// written before `cutoff` (Unix milliseconds), each with its event
+    /// log, in one transaction; how many. Callers at once delete each run
+    /// once (on PostgreSQL they take different runs); call again until
+    /// fewer than `limit` come back.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+    /// use loopwright_store::{RunRecord, RunStatus};
+    /// let store = loopwright_store::open("memory:").await?;
+    /// store.create_run(&RunRecord::new("done", "agent")).await?;
+    /// store.update_run(&RunRecord::new("done", "agent").with_status(RunStatus::Completed), 1).await?;
+    /// store.create_run(&RunRecord::new("going", "agent")).await?;
+    /// let later = store.load_run("done").await?.unwrap().updated_at + 1;
+    /// assert_eq!(store.expire_runs(later, 100).await?, 1); // a running run is never expired
+    /// assert!(store.load_run("done").await?.is_none() && store.load_run("going").await?.is_some());
+    /// # Ok(()) }
+    /// ```
+    async fn expire_runs(&self, cutoff: i64, limit: usize) -> Result<u64, StoreError>;
+}
+
+/// Chains of turns: each turn stored once, under an id, linked to the turn
+/// it continues (as a stored response continues the one before it), so a
+/// chain of `n` turns costs what its turns do, not `n` copies of the
+/// conversation. A namespace of its own: no conversation id
+/// ([`ConversationStore`]) reaches a chain's turn, nor a turn id a
+/// conversation.
+///
+/// Reading a chain walks its links back from its last turn, at most as many
+/// as that turn's depth (its chain's length, written when it was stored
+/// from the depth of the turn it continues). A released turn (its owner
+/// deleted it, or it expired) is no chain's last turn any more, but is still
+/// read as part of the chains that continue it, and deleted once no turn
+/// that is not released continues it.
+///
+/// ```
+/// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+/// use loopwright_core::Message;
+/// let store = loopwright_store::open("memory:").await?;
+/// store.put_turn("r1", None, &[Message::user("hi"), Message::assistant("hello")]).await?;
+/// let depth = store.put_turn("r2", Some("r1"), &[Message::user("and?"), Message::assistant("bye")]).await?;
+/// assert_eq!(depth, 2);
+/// let chain = store.load_chain("r2", 10).await?.unwrap();
+/// assert_eq!((chain.messages.len(), chain.turns), (4, 2));
+/// // Released, r1 is no chain's end, but r2's chain still reads it.
+/// assert!(store.release_turn("r1").await?);
+/// assert!(store.load_chain("r1", 10).await?.is_none());
+/// assert_eq!(store.load_chain("r2", 10).await?.unwrap().messages.len(), 4);
+/// # Ok(()) }
+/// ```
+#[async_trait]
+pub trait ChainStore: Send + Sync {
+    /// Stores turn `id` continuing turn `previous` (the first of a chain
+    /// when `None`); returns its depth (the chain's length up to it). An id
+    /// that is stored already, or a `previous` that is not (never stored,
+    /// or deleted meanwhile), is [`StoreError::Conflict`] and nothing is
+    /// written.
+    async fn put_turn(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        messages: &[Message],
+    ) -> Result<u64, StoreError>;
+
+    /// The chain ending at turn `id`, its first turn's messages first;
+    /// `None` when `id` is not stored or was released. A chain longer than
+    /// `max_turns` is [`StoreError::Invalid`] and is not read; a link that
+    /// is missing or out of order is [`StoreError::Corrupt`].
+    async fn load_chain(&self, id: &str, max_turns: u64) -> Result<Option<StoredChain>, StoreError>;
+
+    /// Releases turn `id`: deleted at once when no turn continues it (and
+    /// with it each released turn before it that nothing else continues),
+    /// else kept for the chains that continue it and deleted with the last
+    /// of them. Whether `id` was stored and not released.
+    async fn release_turn(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Releases every turn stored before `cutoff` (Unix milliseconds), then
+    /// deletes every released turn that no turn still held continues
+    /// (directly or through released ones), in one transaction; how many
+    /// were deleted. A turn is never deleted while a chain that is not
+    /// released reads it; callers at once take turns.
+    async fn expire_turns(&self, cutoff: i64) -> Result<u64, StoreError>;
 }
 
 /// A run's event log: events with sequence numbers, readable from any
@@ -148,14 +233,14 @@ pub trait EventLog: Send + Sync {
     }
 }
 
-/// Everything that must outlive a process: conversations, runs and their
-/// event logs. [`open`](crate::open) gives one by URL.
+/// Everything that must outlive a process: conversations, chains of turns,
+/// runs and their event logs. [`open`](crate::open) gives one by URL.
 ///
 /// ```
 /// # async fn demo() -> Result<(), loopwright_store::StoreError> {
 /// let store: std::sync::Arc<dyn loopwright_store::Store> = loopwright_store::open("sqlite:agent.db").await?;
 /// # let _ = store; Ok(()) }
 /// ```
-pub trait Store: ConversationStore + RunStore + EventLog + Send + Sync + Debug {}
+pub trait Store: ConversationStore + ChainStore + RunStore + EventLog + Send + Sync + Debug {}
 
-impl<T: ConversationStore + RunStore + EventLog + Send + Sync + Debug> Store for T {}
+impl<T: ConversationStore + ChainStore + RunStore + EventLog + Send + Sync + Debug> Store for T {}

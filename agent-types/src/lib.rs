@@ -70,7 +70,7 @@ pub use message::{
     CompactionItem, ContentPart, FileSource, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart,
     ToolResult,
 };
-pub use model::{LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+pub use model::{IntoModel, LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::ModelError;
 pub use responder::Responder;
 pub use settings::{ModelCapabilities, ReasoningConfig, ReasoningEffort, ResponseFormat, UnknownEffort};

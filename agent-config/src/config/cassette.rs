@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use loopwright_core::replay::{Cassette, ReplayMode};
 use loopwright_core::toolset::{ConnectionReport, SourceFailure};
-use loopwright_core::{SourceOptions, ToolSetBuilder, ToolSource};
+use loopwright_core::{ToolSource, toolset::SourceOptions, toolset::ToolSetBuilder};
 use loopwright_mcp::Connected;
 
 use super::{AgentConfig, RunSetupError};
@@ -42,7 +42,7 @@ use super::{AgentConfig, RunSetupError};
 /// };
 /// let servers = config.mcp_sources(&[], Some(&cassette)).await?; // replayed: nothing started
 /// let agent = Agent::builder(model).tools(servers.add_to(ToolSet::builder()).build()).build();
-/// let answer = agent.prompt("What time is it in Lisbon?").await?;
+/// let answer = agent.run("What time is it in Lisbon?").await?;
 /// assert!(answer.text.contains("Lisbon"));
 /// servers.connected.close_all().await;
 /// # Ok(()) }

@@ -180,7 +180,7 @@ pub(crate) fn defaults(
                     .map_err(|e| invalid(&path("reasoning"), e.to_string()))
             };
             match v {
-                Value::String(text) => effort(text).map(loopwright_core::ReasoningConfig::from),
+                Value::String(text) => effort(text).map(loopwright_core::model::ReasoningConfig::from),
                 Value::Object(obj) => {
                     let text = obj.get("effort").and_then(Value::as_str).ok_or_else(|| {
                         invalid(
@@ -188,7 +188,7 @@ pub(crate) fn defaults(
                             "expected one of none, minimal, low, medium, high".into(),
                         )
                     })?;
-                    let config = loopwright_core::ReasoningConfig::from(effort(text)?);
+                    let config = loopwright_core::model::ReasoningConfig::from(effort(text)?);
                     match obj.get("budgetTokens") {
                         None | Some(Value::Null) => Ok(config),
                         Some(b) => b

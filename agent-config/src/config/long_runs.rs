@@ -293,10 +293,14 @@ mod tests {
     #[test]
     fn compaction_and_tool_search_are_on_unless_turned_off_and_objects_tune_them() {
         let none = parse("{}").unwrap();
-        let options = none.defaults.apply(loopwright_core::AgentOptions::default());
+        let options = none
+            .defaults
+            .apply(loopwright_core::agent::AgentOptions::default());
         assert!(options.compaction.is_some() && options.tool_search.is_some());
         let off = parse(r#"{"defaults": {"compaction": false, "toolSearch": {"enabled": false}}}"#).unwrap();
-        let options = off.defaults.apply(loopwright_core::AgentOptions::default());
+        let options = off
+            .defaults
+            .apply(loopwright_core::agent::AgentOptions::default());
         assert!(options.compaction.is_none() && options.tool_search.is_none());
         let tuned = parse(
             r#"{"defaults": {"compaction": {"strategies": ["summarize", "provider"], "threshold": 0.7, "keepTurns": 5}}}"#,

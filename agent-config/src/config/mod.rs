@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loopwright_core::AgentOptions;
+use loopwright_core::agent::AgentOptions;
 use loopwright_core::toolset::SourceFailure;
 use loopwright_mcp::McpServerConfig;
 use loopwright_providers::{ProviderConfig, ProvidersConfig};
@@ -57,7 +57,7 @@ pub use long_runs::{CompactionDefaults, ToolSearchDefaults};
 pub use loopwright_core::util::parse_duration;
 pub use loopwright_mcp::{arg_secrets, looks_secret, url_secrets};
 pub use run::RunSetupError;
-pub use serve::{SERVE_KEYS, ServeConfig};
+pub use serve::{Retention, SERVE_KEYS, ServeConfig};
 
 /// The file looked for in the current directory, then in the home directory.
 pub const CONFIG_FILE_NAME: &str = ".ai-agent.json";
@@ -148,7 +148,7 @@ pub struct Defaults {
     pub context_window_buffer_tokens: Option<u64>,
     /// Reasoning effort and budget (`reasoning`: an effort, or
     /// `{"effort": "high", "budgetTokens": 16000}`).
-    pub reasoning: Option<loopwright_core::ReasoningConfig>,
+    pub reasoning: Option<loopwright_core::model::ReasoningConfig>,
     /// The schema the final answer must match (`outputSchema`: a file path,
     /// relative to the config file, or an inline object).
     pub output_schema: Option<SchemaSource>,
@@ -208,42 +208,42 @@ impl Defaults {
     ///
     /// ```
     /// let config = loopwright_config::config::AgentConfig::parse(r#"{"defaults": {"maxSteps": 7, "toolTimeout": "5s"}}"#, "a.json", &|_| None).unwrap();
-    /// let options = config.defaults.apply(loopwright_core::AgentOptions::default());
+    /// let options = config.defaults.apply(loopwright_core::agent::AgentOptions::default());
     /// assert_eq!((options.max_steps, options.tool_timeout.as_secs()), (7, 5));
     /// ```
     pub fn apply(&self, mut options: AgentOptions) -> AgentOptions {
         if let Some(t) = self.tool_timeout {
-            options = options.tool_timeout(t);
+            options.tool_timeout = t;
         }
-        if let Some(t) = self.temperature {
-            options = options.temperature(t);
+        if self.temperature.is_some() {
+            options.temperature = self.temperature;
         }
-        if let Some(p) = self.top_p {
-            options = options.top_p(p);
+        if self.top_p.is_some() {
+            options.top_p = self.top_p;
         }
-        if let Some(n) = self.max_output_tokens {
-            options = options.max_output_tokens(n);
+        if self.max_output_tokens.is_some() {
+            options.max_output_tokens = self.max_output_tokens;
         }
         if let Some(on) = self.parallel_tool_calls {
-            options = options.parallel_tool_calls(on);
+            options.parallel_tool_calls = on;
         }
         if let Some(n) = self.max_steps {
-            options = options.max_steps(n);
+            options.max_steps = n.max(1);
         }
-        if let Some(n) = self.max_model_calls {
-            options = options.max_model_calls(n);
+        if self.max_model_calls.is_some() {
+            options.max_model_calls = self.max_model_calls;
         }
-        if let Some(n) = self.max_tree_tokens {
-            options = options.max_tree_tokens(n);
+        if self.max_tree_tokens.is_some() {
+            options.max_tree_tokens = self.max_tree_tokens;
         }
-        if let Some(t) = self.run_timeout {
-            options = options.run_timeout(t);
+        if self.run_timeout.is_some() {
+            options.run_timeout = self.run_timeout;
         }
         if let Some(n) = self.tool_response_max_bytes {
-            options = options.max_tool_output_bytes(n);
+            options.max_tool_output_bytes = n;
         }
         if let Some(r) = self.reasoning {
-            options = options.reasoning(r);
+            options.reasoning = Some(r);
         }
         options.compaction = self.compaction.compaction();
         options.tool_search = self.tool_search.tool_search();
@@ -522,11 +522,11 @@ impl AgentConfig {
     /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// assert!(format!("{:?}", config.native_source_options()).contains("transform: true"));
     /// ```
-    pub fn native_source_options(&self) -> loopwright_core::SourceOptions {
+    pub fn native_source_options(&self) -> loopwright_core::toolset::SourceOptions {
         if self.tool_overrides.is_empty() {
-            loopwright_core::SourceOptions::default()
+            loopwright_core::toolset::SourceOptions::default()
         } else {
-            loopwright_core::SourceOptions::default()
+            loopwright_core::toolset::SourceOptions::default()
                 .shared_transform(self.tool_overrides.clone().transform())
         }
     }

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopwright_core::{AgentOptions, JsonlSink};
+use loopwright_core::{accounting::JsonlSink, agent::AgentOptions};
 use loopwright_mcp::{ConnectFailure, Connected, McpClientOptions, McpError, connect_all_with};
 
 use super::{AgentConfig, ChosenModel};
@@ -55,7 +55,10 @@ impl AgentConfig {
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// let config = loopwright_config::config::AgentConfig::load(std::path::Path::new("agent.json"))?;
     /// let chosen = config.choose_model(&[], None).await?;
-    /// let options = config.agent_options(&chosen, |o| o.max_steps(5))?;
+    /// let options = config.agent_options(&chosen, |mut o| {
+    ///     o.max_steps = 5;
+    ///     o
+    /// })?;
     /// assert_eq!(options.max_steps, 5);
     /// # Ok(()) }
     /// ```
@@ -72,7 +75,7 @@ impl AgentConfig {
                 path: path.clone(),
                 source,
             })?;
-            options = options.accounting(Arc::new(sink));
+            options.accounting = Some(Arc::new(sink));
         }
         if options.budget.is_none()
             && let Some(budget) = chosen.budget(
@@ -80,7 +83,7 @@ impl AgentConfig {
                 self.defaults.context_window_buffer_tokens,
             )
         {
-            options = options.budget(budget);
+            options.budget = Some(budget);
         }
         Ok(options)
     }
@@ -170,7 +173,10 @@ mod tests {
         let config = config(dir.path());
         let chosen = config.choose_model(&["local/m".into()], None).await.unwrap();
         let options = config
-            .agent_options(&chosen, |o| o.max_output_tokens(50))
+            .agent_options(&chosen, |mut o| {
+                o.max_output_tokens = Some(50);
+                o
+            })
             .unwrap();
         assert_eq!((options.max_steps, options.max_output_tokens), (7, Some(50)));
         assert!(options.accounting.is_some());

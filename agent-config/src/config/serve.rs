@@ -1,8 +1,9 @@
 //! The `serve` section: what `loopwright serve` reads from the configuration
-//! file (the bearer keys clients must send).
+//! file (the bearer keys clients must send, how long stored responses and
+//! runs are kept).
 //!
 //! ```json
-//! { "serve": { "apiKeys": ["${SERVE_KEY}", "${SERVE_KEY_NEXT:-}"] } }
+//! { "serve": { "apiKeys": ["${SERVE_KEY}", "${SERVE_KEY_NEXT:-}"], "retention": "30d" } }
 //! ```
 //!
 //! Invariants: unlike the rest of the file, whose unknown keys are
@@ -16,13 +17,55 @@
 //! start rather than serve without authentication; keys are never shown by
 //! `Debug`.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::ConfigFileError;
 use super::keys::type_name;
 
 /// The keys the `serve` section may have.
-pub const SERVE_KEYS: &[&str] = &["apiKeys"];
+pub const SERVE_KEYS: &[&str] = &["apiKeys", "retention"];
+
+/// How long `loopwright serve` keeps stored responses and runs
+/// (`serve.retention`, `--retention`).
+///
+/// ```
+/// use loopwright_config::config::Retention;
+/// use std::time::Duration;
+/// assert_eq!(Retention::parse(&serde_json::json!("30d")), Ok(Retention::After(Duration::from_secs(30 * 86_400))));
+/// assert_eq!(Retention::parse(&serde_json::json!("never")), Ok(Retention::Forever));
+/// assert!(Retention::parse(&serde_json::json!("10ms")).unwrap_err().contains("at least 1s"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Retention {
+    /// Deleted this long after their record was last written.
+    After(Duration),
+    /// Never deleted by age.
+    Forever,
+}
+
+impl Retention {
+    /// The shortest retention (a run's record is written just before its
+    /// last event).
+    pub const MIN: Duration = Duration::from_secs(1);
+
+    /// `"never"`, or a duration of at least [`Retention::MIN`]
+    /// (milliseconds, or a string such as `"30d"`, `"720h"`).
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        if value.as_str().is_some_and(|s| s.trim() == "never") {
+            return Ok(Self::Forever);
+        }
+        let duration = crate::config::parse_duration(value).map_err(|e| format!("{e}, or \"never\""))?;
+        if duration < Self::MIN {
+            return Err(format!(
+                "{value} is too short: a retention is at least 1s (\"never\" keeps everything)"
+            ));
+        }
+        Ok(Self::After(duration))
+    }
+}
 
 /// The `serve` section of a configuration file.
 ///
@@ -34,7 +77,7 @@ pub const SERVE_KEYS: &[&str] = &["apiKeys"];
 /// assert!(!format!("{:?}", config.serve).contains("k-123"));
 ///
 /// let typo = loopwright_config::config::AgentConfig::parse(r#"{"serve": {"apiKey": "k"}}"#, "a.json", &lookup).unwrap_err();
-/// assert_eq!(typo.to_string(), "a.json: serve.apiKey: unknown key (known: apiKeys)");
+/// assert_eq!(typo.to_string(), "a.json: serve.apiKey: unknown key (known: apiKeys, retention)");
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -46,6 +89,9 @@ pub struct ServeConfig {
     /// [`ServeConfig::api_keys`], every key came out empty, and a server
     /// must refuse to start (it would serve without authentication).
     pub api_keys_given: bool,
+    /// How long stored responses and runs are kept (`retention`), when
+    /// the file says.
+    pub retention: Option<Retention>,
 }
 
 impl std::fmt::Debug for ServeConfig {
@@ -53,6 +99,7 @@ impl std::fmt::Debug for ServeConfig {
         f.debug_struct("ServeConfig")
             .field("api_keys", &format_args!("[{} hidden]", self.api_keys.len()))
             .field("api_keys_given", &self.api_keys_given)
+            .field("retention", &self.retention)
             .finish()
     }
 }
@@ -102,9 +149,14 @@ pub(super) fn serve(
             ));
         }
     };
+    let retention = match section.get("retention") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(Retention::parse(value).map_err(|e| invalid("serve.retention", e))?),
+    };
     Ok(ServeConfig {
         api_keys,
         api_keys_given,
+        retention,
     })
 }
 
@@ -141,6 +193,27 @@ mod tests {
     }
 
     #[test]
+    fn the_retention_is_a_duration_or_never() {
+        use super::Retention;
+        use std::time::Duration;
+        assert_eq!(parse("{}").unwrap().serve.retention, None);
+        assert_eq!(
+            parse(r#"{"serve": {"retention": "7d"}}"#)
+                .unwrap()
+                .serve
+                .retention,
+            Some(Retention::After(Duration::from_secs(7 * 86_400)))
+        );
+        assert_eq!(
+            parse(r#"{"serve": {"retention": "never"}}"#)
+                .unwrap()
+                .serve
+                .retention,
+            Some(Retention::Forever)
+        );
+    }
+
+    #[test]
     fn errors_name_the_key_path() {
         for (text, error) in [
             (
@@ -149,7 +222,7 @@ mod tests {
             ),
             (
                 r#"{"serve": {"apikeys": ["k"]}}"#,
-                "a.json: serve.apikeys: unknown key (known: apiKeys)",
+                "a.json: serve.apikeys: unknown key (known: apiKeys, retention)",
             ),
             (
                 r#"{"serve": {"apiKeys": "k"}}"#,
@@ -162,6 +235,14 @@ mod tests {
             (
                 r#"{"serve": ["k"]}"#,
                 "a.json: serve: expected an object, got an array",
+            ),
+            (
+                r#"{"serve": {"retention": "soon"}}"#,
+                "a.json: serve.retention: expected milliseconds or a string such as \"500ms\", \"30s\", \"2m\", \"1h\", \"30d\", got \"soon\", or \"never\"",
+            ),
+            (
+                r#"{"serve": {"retention": 500}}"#,
+                "a.json: serve.retention: 500 is too short: a retention is at least 1s (\"never\" keeps everything)",
             ),
         ] {
             assert_eq!(parse(text).unwrap_err(), error, "{text}");

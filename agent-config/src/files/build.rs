@@ -23,8 +23,8 @@ use std::time::Duration;
 use loopwright_core::replay::Cassette;
 use loopwright_core::toolset::SourceFailure;
 use loopwright_core::{
-    Agent, AgentOptions, AgentSlot, AgentTool, Approvals, NameFilter, OutputSpec, ToolSet, ToolSource,
-    agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR,
+    Agent, AgentTool, Approvals, OutputSpec, ToolSet, ToolSource, agent::AgentOptions, agent::AgentSlot,
+    agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR, toolset::NameFilter,
 };
 use loopwright_mcp::Connected;
 use loopwright_tools::{Workspace, coding_tools};
@@ -101,13 +101,16 @@ pub enum AgentBuildError {
     Setup(#[from] RunSetupError),
 }
 
+/// A change to the root agent's options ([`BuildOptions::root`]).
+pub type RootChange = dyn Fn(&mut AgentOptions) + Send + Sync;
+
 /// How [`AgentFile::build_with`] builds: the application's settings.
 ///
 /// ```
 /// let options = loopwright_config::files::BuildOptions::default()
 ///     .var("TEAM", "search")
 ///     .model(["openai/gpt-4.1"])
-///     .root_options(loopwright_core::AgentOptions::default().max_steps(5));
+///     .root(|o| o.max_steps = 5);
 /// # let _ = options;
 /// ```
 #[derive(Clone, Default)]
@@ -116,7 +119,7 @@ pub struct BuildOptions {
     vars: BTreeMap<String, String>,
     model: Vec<String>,
     llm_timeout: Option<Duration>,
-    root_options: Option<AgentOptions>,
+    root: Option<Arc<RootChange>>,
     approvals: Option<Approvals>,
     mcp: Option<Vec<String>>,
     no_mcp: bool,
@@ -147,10 +150,11 @@ impl BuildOptions {
         self
     }
 
-    /// Options laid over the root's (see [`AgentOptions::merge`]): they win
-    /// over its file's settings.
-    pub fn root_options(mut self, options: AgentOptions) -> Self {
-        self.root_options = Some(options);
+    /// Change the root's options after its file's settings (so they win
+    /// over them): the application's own settings, each set (or put back)
+    /// exactly as `change` says.
+    pub fn root(mut self, change: impl Fn(&mut AgentOptions) + Send + Sync + 'static) -> Self {
+        self.root = Some(Arc::new(change));
         self
     }
 
@@ -273,7 +277,7 @@ impl AgentFile {
     /// let built = AgentFile::load(std::path::Path::new("agents/coordinator.md"))?
     ///     .build_with(&config, BuildOptions::default().var("REPO", "loopwright"))
     ///     .await?;
-    /// let answer = built.agent.prompt("Plan the release").await?;
+    /// let answer = built.agent.run("Plan the release").await?;
     /// println!("{} ({} tokens for the whole tree)", answer.text, answer.tree_usage.total().unwrap_or(0));
     /// built.connected.close_all().await;
     /// # Ok(()) }
@@ -502,9 +506,9 @@ impl Builder<'_> {
         let options = self.agent_options(index, file, &chosen)?;
         let tools = self.tool_set(index, file)?;
         let mut builder = Agent::builder(chosen.model.clone())
+            .options(options)
             .name(file.name.clone())
-            .shared_tools(Arc::new(tools))
-            .options(options);
+            .shared_tools(Arc::new(tools));
         for tool in sub_agents {
             builder = builder.sub_agent(tool);
         }
@@ -567,23 +571,23 @@ impl Builder<'_> {
         chosen: &ChosenModel,
     ) -> Result<AgentOptions, AgentBuildError> {
         let file_settings = |mut o: AgentOptions| -> Result<AgentOptions, AgentBuildError> {
-            if let Some(t) = file.temperature {
-                o = o.temperature(t);
+            if file.temperature.is_some() {
+                o.temperature = file.temperature;
             }
-            if let Some(p) = file.top_p {
-                o = o.top_p(p);
+            if file.top_p.is_some() {
+                o.top_p = file.top_p;
             }
-            if let Some(n) = file.max_output_tokens {
-                o = o.max_output_tokens(n);
+            if file.max_output_tokens.is_some() {
+                o.max_output_tokens = file.max_output_tokens;
             }
             if let Some(n) = file.max_steps {
-                o = o.max_steps(n);
+                o.max_steps = n.max(1);
             }
             if let Some(t) = file.tool_timeout {
-                o = o.tool_timeout(t);
+                o.tool_timeout = t;
             }
-            if let Some(r) = file.reasoning {
-                o = o.reasoning(r);
+            if file.reasoning.is_some() {
+                o.reasoning = file.reasoning;
             }
             if let Some(c) = &file.compaction {
                 o.compaction = c.compaction();
@@ -598,24 +602,24 @@ impl Builder<'_> {
                         message: e.to_string(),
                     }
                 })?;
-                o = o.output(spec);
+                o.output = Some(spec);
             }
             if let Some(approvals) = &self.options.approvals {
-                o = o.approvals(approvals.clone());
+                o.approvals = Some(approvals.clone());
             }
             Ok(o)
         };
         let mut options = file_settings(self.config.defaults.apply(AgentOptions::default()))?;
         if index == 0 {
-            if let Some(root) = &self.options.root_options {
-                options = options.merge(root.clone());
+            if let Some(root) = &self.options.root {
+                root(&mut options);
             }
-            options = self.config.agent_options(chosen, |o| o.merge(options))?;
+            options = self.config.agent_options(chosen, |_| options)?;
         } else if let Some(budget) = chosen.budget(
             options.max_output_tokens,
             self.config.defaults.context_window_buffer_tokens,
         ) {
-            options = options.budget(budget);
+            options.budget = Some(budget);
         }
         let vars = self
             .options
@@ -627,7 +631,7 @@ impl Builder<'_> {
         let (system, warnings) = file.system_prompt(&vars);
         self.warnings.extend(warnings);
         if options.system.is_none() && !system.trim().is_empty() {
-            options = options.system(system);
+            options.system = Some(system);
         }
         Ok(options)
     }
@@ -689,7 +693,7 @@ impl Builder<'_> {
                     self.options.cassette.as_ref(),
                     Arc::new(SkillsSource::new(skills.clone())),
                 );
-                builder = builder.shared_source(source, loopwright_core::SourceOptions::default());
+                builder = builder.shared_source(source, loopwright_core::toolset::SourceOptions::default());
                 [always, vec![LOAD_SKILL.to_owned(), READ_SKILL_FILE.to_owned()]].concat()
             }
             _ => always,

@@ -172,7 +172,7 @@ pub struct AgentFile {
     /// configuration's).
     pub model: Vec<String>,
     /// Reasoning effort (and budget).
-    pub reasoning: Option<loopwright_core::ReasoningConfig>,
+    pub reasoning: Option<loopwright_core::model::ReasoningConfig>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// Nucleus sampling.

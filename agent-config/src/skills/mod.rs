@@ -30,7 +30,7 @@
 //! let agent = loopwright_core::Agent::builder(model)
 //!     .tools(loopwright_core::ToolSet::builder().source(SkillsSource::new(skills)).build())
 //!     .build();
-//! let answer = agent.prompt("Summarise report.pdf").await?;
+//! let answer = agent.run("Summarise report.pdf").await?;
 //! # Ok(()) }
 //! ```
 //!

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use loopwright_core::{
-    SourceKind, Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput,
+    Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, tool::ToolAnnotations, toolset::SourceKind,
 };
-use loopwright_core::{ToolSource, ToolSourceError};
+use loopwright_core::{ToolSource, toolset::ToolSourceError};
 use loopwright_tools::{Workspace, WorkspaceError};
 use serde_json::{Value, json};
 
