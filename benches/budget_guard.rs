@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use loopwright::{
-    Agent, AgentOptions, ContextBudget, LanguageModel, Message, ModelError, ModelRequest, ModelStream,
-    StaticToolSource, ToolSet, tool_fn,
+    Agent, ContextBudget, LanguageModel, Message, ModelError, ToolSet, model::ModelRequest,
+    model::ModelStream, tool_fn, toolset::StaticToolSource,
 };
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 
@@ -137,16 +137,17 @@ fn bench_guard(c: &mut Criterion) {
         seen: Default::default(),
     };
     let model = Arc::new(model);
-    let options = AgentOptions::default().budget(ContextBudget::new(1_000_000).counter(tally.clone()));
     let agent = Agent::builder(model.clone())
         .shared_tools(tools.clone())
-        .options(options)
+        .budget(ContextBudget::new(1_000_000).counter(tally.clone()))
         .build();
-    let result = rt
-        .block_on(async { agent.run(input.clone()).into_result().await })
-        .unwrap();
+    let result = rt.block_on(async { agent.run(input.clone()).await }).unwrap();
     let seen = model.seen.lock().unwrap().clone();
-    assert!(result.steps == 2 && seen.len() == 2, "{} steps", result.steps);
+    assert!(
+        result.steps.len() == 2 && seen.len() == 2,
+        "{} steps",
+        result.steps.len()
+    );
     assert!(seen[0].0 >= HISTORY_BYTES, "{seen:?}");
     let mut before = (0, 0);
     for (step, (bytes, tokens)) in seen.iter().enumerate() {
@@ -181,14 +182,11 @@ fn bench_guard(c: &mut Criterion) {
                     ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
                     ScriptedStep::text("done"),
                 ]);
-                let mut options = AgentOptions::default();
+                let mut builder = Agent::builder(Arc::new(model)).shared_tools(tools.clone());
                 if let Some(budget) = budget() {
-                    options = options.budget(budget);
+                    builder = builder.budget(budget);
                 }
-                let agent = Agent::builder(Arc::new(model))
-                    .shared_tools(tools.clone())
-                    .options(options)
-                    .build();
+                let agent = builder.build();
                 (agent, input.clone())
             };
             b.to_async(&rt).iter_batched(
@@ -196,9 +194,8 @@ fn bench_guard(c: &mut Criterion) {
                 |(agent, input)| async move {
                     agent
                         .run(input)
-                        .into_result()
                         .await
-                        .map(|r| r.steps)
+                        .map(|r| r.steps.len())
                         .unwrap_or_default()
                 },
                 BatchSize::SmallInput,

@@ -31,8 +31,8 @@ use futures::StreamExt;
 use loopwright::mcp::McpToolSource;
 use loopwright::serve::{Restate, Running, Serve, ServedAgent, Surface};
 use loopwright::{
-    Agent, FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolSet, Usage,
-    tool_fn,
+    Agent, LanguageModel, ModelError, ToolSet, Usage, model::FinishReason, model::ModelEvent,
+    model::ModelRequest, model::ModelStream, tool_fn,
 };
 use loopwright_test_support::{Balancer, RestateServer};
 use serde_json::{Value, json};

@@ -27,7 +27,7 @@ use echo_server::{SERVE_ENV, bare_client, bare_client_of, serve, server_config};
 use loopwright::mcp::rmcp::model::CallToolRequestParams;
 use loopwright::mcp::{McpServerConfig, McpToolSource};
 use loopwright::providers::OpenAiChatModel;
-use loopwright::{Agent, Message, ModelRequest, ToolSet};
+use loopwright::{Agent, Message, ToolSet, model::ModelRequest};
 use serde_json::{Value, json};
 
 #[path = "common/chat_server.rs"]
@@ -122,9 +122,9 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
     for _ in 0..RUNS {
         script.clear();
         let start = Instant::now();
-        let result = agent.prompt("go").await.unwrap();
+        let result = agent.run("go").await.unwrap();
         runs.push(start.elapsed());
-        assert_eq!(result.steps as usize, steps + 1, "{:?}", result.exit);
+        assert_eq!(result.steps.len(), steps + 1, "{:?}", result.exit());
 
         let bodies = std::mem::take(&mut *script.bodies.lock().unwrap());
         let requests: Vec<ModelRequest> = (0..=steps)

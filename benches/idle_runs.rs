@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use loopwright::{
-    Agent, LanguageModel, ModelError, ModelRequest, ModelStream, StaticToolSource, ToolSet, tool_fn,
+    Agent, LanguageModel, ModelError, ToolSet, model::ModelRequest, model::ModelStream, tool_fn,
+    toolset::StaticToolSource,
 };
 
 /// Concurrent runs.
@@ -75,13 +76,13 @@ fn main() {
             .system("You are a helpful assistant.")
             .build();
         // Warm up: one run, so lazily built state (the catalog) is not counted per run.
-        let warm = agent.prompt("warm up");
+        let warm = agent.run("warm up");
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(warm);
         tokio::time::sleep(Duration::from_millis(50)).await;
         let (before, _) = memory();
         let runs: Vec<_> = (0..RUNS)
-            .map(|i| agent.prompt(format!("task number {i}: summarise the notes")))
+            .map(|i| agent.run(format!("task number {i}: summarise the notes")))
             .collect();
         // Let every run reach its model call.
         tokio::time::sleep(Duration::from_millis(500)).await;

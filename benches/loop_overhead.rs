@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
-use loopwright_core::{Agent, StaticToolSource, ToolSet, tool_fn};
+use loopwright_core::{Agent, ToolSet, tool_fn, toolset::StaticToolSource};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
@@ -47,7 +47,7 @@ fn bench_loop(c: &mut Criterion) {
             b.to_async(&rt).iter_batched(
                 setup,
                 |agent| async move {
-                    let result = agent.prompt("go").into_result().await;
+                    let result = agent.run("go").await;
                     std::hint::black_box(result.map(|r| r.steps).unwrap_or_default())
                 },
                 BatchSize::SmallInput,

@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
     let in_process = agent();
     group.bench_function("in_process", |b| {
         b.to_async(&rt)
-            .iter(|| async { in_process.prompt("hello").await.unwrap() })
+            .iter(|| async { in_process.run("hello").await.unwrap() })
     });
     for (name, url, body) in [
         ("openai", openai.clone(), chat_body(false)),

@@ -32,7 +32,9 @@ use loopwright::providers::{
     AnthropicModel, GeminiModel, OpenAiChatModel, OpenAiResponsesModel, token_counter_for,
 };
 use loopwright::tool_search::ToolSearch;
-use loopwright::{Agent, AgentOptions, LanguageModel, ModelError, ModelRequest, ModelStream};
+use loopwright::{
+    Agent, LanguageModel, ModelError, agent::AgentOptions, model::ModelRequest, model::ModelStream,
+};
 
 #[path = "common/chat_server.rs"]
 mod chat_server;
@@ -103,12 +105,11 @@ impl LanguageModel for Capture {
 }
 
 fn options(search: bool) -> AgentOptions {
-    let options = AgentOptions::default();
+    let mut options = AgentOptions::default();
     if search {
-        options.tool_search(ToolSearch::default())
-    } else {
-        options
+        options.tool_search = Some(ToolSearch::default());
     }
+    options
 }
 
 /// The first request of a run on `connected`'s tools.
@@ -118,7 +119,7 @@ async fn first_request(connected: &Connected, search: bool) -> ModelRequest {
         .tools(connected.tool_set())
         .options(options(search))
         .build();
-    let _ = agent.prompt("What can you do?").await;
+    let _ = agent.run("What can you do?").await;
     capture.0.lock().unwrap().take().unwrap()
 }
 
@@ -161,7 +162,7 @@ async fn time_to_first_call(
             .options(options(search))
             .build();
         let started = Instant::now();
-        let mut run = agent.prompt("What can you do?");
+        let mut run = agent.run("What can you do?");
         while run.next().await.is_some() {}
         let arrived = script.arrivals.lock().unwrap()[0];
         samples.push(arrived - started);

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use loopwright::{
-    SourceKind, Tool, ToolDefinition, ToolError, ToolOutput, ToolSet, ToolSource, ToolSourceError,
+    Tool, ToolDefinition, ToolError, ToolOutput, ToolSet, ToolSource, toolset::SourceKind,
+    toolset::ToolSourceError,
 };
 use serde_json::{Value, json};
 use tokio::sync::watch;

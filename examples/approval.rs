@@ -14,7 +14,9 @@ use std::io::Write as _;
 
 use futures::StreamExt;
 use loopwright::tools::{Workspace, coding_tools};
-use loopwright::{Agent, AgentEvent, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ToolSet};
+use loopwright::{
+    Agent, AgentEvent, ApprovalDecision, Approvals, ToolSet, approval::ApprovalPolicy, approval::ApprovalTier,
+};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[path = "common/model.rs"]
@@ -64,7 +66,7 @@ async fn run() -> i32 {
         .build();
 
     let mut answers = BufReader::new(tokio::io::stdin()).lines();
-    let mut run = agent.prompt(prompt);
+    let mut run = agent.run(prompt);
     while let Some(event) = run.next().await {
         match event {
             AgentEvent::TextDelta { text } => {
@@ -106,7 +108,7 @@ async fn run() -> i32 {
         }
     }
     println!();
-    match run.into_result().await {
+    match run.await {
         Ok(_) => 0,
         Err(e) => {
             eprintln!("error: {e}");

@@ -62,7 +62,11 @@ async fn run() -> i32 {
         return usage("give a task as the argument");
     }
 
-    let adjust = |options: loopwright::AgentOptions| options.system(SYSTEM).tool_timeout(TOOL_TIMEOUT);
+    let adjust = |mut options: loopwright::agent::AgentOptions| {
+        options.system = Some(SYSTEM.to_owned());
+        options.tool_timeout = TOOL_TIMEOUT;
+        options
+    };
     let (model, options, selector) = match common::model_and_options(adjust).await {
         Ok(found) => found,
         Err(message) => {
@@ -111,13 +115,13 @@ async fn run() -> i32 {
     }
     let tools = tools.build();
     let agent = Agent::builder(model).tools(tools).options(options).build();
-    let result = print::print_run(agent.prompt(prompt)).await;
+    let result = print::print_run(agent.run(prompt)).await;
     if let Some(servers) = servers {
         servers.close_all().await;
     }
     match result {
-        Ok(result) if result.exit == ExitReason::Completed => 0,
-        Ok(result) => fail(&format!("run ended: {:?}", result.exit)),
+        Ok(result) if result.exit() == ExitReason::Completed => 0,
+        Ok(result) => fail(&format!("run ended: {:?}", result.exit())),
         Err(e) => fail(&format!("run ended: {e}")),
     }
 }

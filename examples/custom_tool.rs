@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use loopwright::{Agent, ToolAnnotations, ToolContext, TypedTool};
+use loopwright::{Agent, ToolContext, tool::ToolAnnotations, tool::TypedTool};
 
 #[path = "common/model.rs"]
 mod model;
@@ -95,6 +95,6 @@ async fn main() {
         .tool(rates)
         .system("Answer briefly.")
         .build();
-    let ok = print::print_run(agent.prompt(prompt)).await.is_ok();
+    let ok = print::print_run(agent.run(prompt)).await.is_ok();
     std::process::exit(if ok { 0 } else { 1 });
 }

@@ -68,7 +68,7 @@ async fn run() -> i32 {
     }
     eprintln!("fallback order: {}", selectors.join(" -> "));
     let agent = Agent::builder(Arc::new(FallbackModel::new(models))).build();
-    match print::print_run(agent.prompt(prompt)).await {
+    match print::print_run(agent.run(prompt)).await {
         Ok(_) => 0,
         Err(_) => 3,
     }

@@ -78,19 +78,19 @@ async fn agent() -> Result<Agent, String> {
 
 /// Run `task` until it pauses, store it, then wait as a service would.
 async fn pause(agent: &Agent, store: Arc<dyn Store>, task: &str) -> i32 {
-    let result = agent.prompt(task).into_outcome().await;
+    let result = agent.run(task).await.or_else(loopwright::RunError::into_result);
     let Ok(result) = result else {
         eprintln!("the run stopped without a result");
         return 1;
     };
-    let Some(state) = result.state else {
+    let Some(state) = result.state() else {
         println!("finished without asking: {}", result.text);
         return 0;
     };
     let run_id = format!("run_{}", &state.id[3..15]);
     let record = RunRecord::new(&run_id, "notes")
         .with_status(RunStatus::AwaitingApproval)
-        .with_state(serde_json::to_value(&state).unwrap_or_default());
+        .with_state(serde_json::to_value(state).unwrap_or_default());
     if let Err(e) = store.create_run(&record).await {
         eprintln!("the paused run was not stored: {e}");
         return 1;
@@ -150,11 +150,11 @@ async fn resume(agent: &Agent, store: Arc<dyn Store>, run_id: &str, call_id: &st
             return 2;
         }
     };
-    let Ok(result) = run.into_outcome().await else {
+    let Ok(result) = run.await.or_else(loopwright::RunError::into_result) else {
         eprintln!("the run stopped without a result");
         return 1;
     };
-    let status = if result.exit == ExitReason::Completed {
+    let status = if result.exit() == ExitReason::Completed {
         RunStatus::Completed
     } else {
         RunStatus::Failed

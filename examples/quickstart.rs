@@ -72,7 +72,7 @@ async fn run() -> i32 {
                 .tools(tools)
                 .system("Answer briefly.")
                 .build();
-            match print::print_run(agent.prompt(prompt)).await {
+            match print::print_run(agent.run(prompt)).await {
                 Ok(_) => 0,
                 Err(_) => 1,
             }

@@ -13,7 +13,7 @@
 //! quickstart (`LOOPWRIGHT_MODEL`, a provider key, or a local server).
 
 use loopwright::mcp::connect_all;
-use loopwright::{Agent, ReasoningEffort};
+use loopwright::{Agent, OutputSpec, ReasoningEffort};
 
 #[path = "common/demo_server.rs"]
 mod demo_server;
@@ -60,9 +60,14 @@ async fn run() -> i32 {
                 .system("Use the tools to get facts; never guess a count.")
                 // Models that reason think a little; others get nothing added.
                 .reasoning(ReasoningEffort::Low)
+                .output(OutputSpec::of::<TextStats>())
                 .build();
             let prompt = format!("Count the words of \"{text}\" with the word_count tool, then report.");
-            match agent.prompt_typed::<TextStats>(prompt).await {
+            let stats = match agent.run(prompt).await {
+                Ok(result) => result.output::<TextStats>().map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            match stats {
                 Ok(stats) => {
                     println!("{}", serde_json::to_string_pretty(&stats).unwrap_or_default());
                     0

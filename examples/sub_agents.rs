@@ -82,7 +82,7 @@ async fn run() -> i32 {
 
     let mut run = built
         .agent
-        .prompt(format!("How many words has \"{text}\", and does it read well?"));
+        .run(format!("How many words has \"{text}\", and does it read well?"));
     while let Some(event) = run.next().await {
         match event {
             AgentEvent::TextDelta { text } => print!("{text}"),
@@ -94,7 +94,7 @@ async fn run() -> i32 {
             _ => {}
         }
     }
-    let status = match run.into_result().await {
+    let status = match run.await {
         Ok(result) => {
             println!();
             eprintln!(

@@ -43,7 +43,7 @@
 //! while let Some(event) = turn.next().await {
 //!     if let AgentEvent::TextDelta { text } = event { print!("{text}") } // or serde_json::to_string(&event)
 //! }
-//! let first = turn.into_result().await?; // Err on a 401, a lost connection, a full context window
+//! let first = turn.await?; // Err on a 401, a lost connection, a full context window
 //! std::fs::write("chat.json", serde_json::to_string(&chat)?)?; // the conversation is plain JSON
 //!
 //! let mut chat: Conversation = serde_json::from_str(&std::fs::read_to_string("chat.json")?)?;
@@ -53,9 +53,6 @@
 //! # Ok(()) }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
-
-#[cfg(feature = "core")]
-pub use loopwright_core as core;
 
 #[cfg(feature = "core")]
 pub use loopwright_core::*;
@@ -74,34 +71,55 @@ pub use loopwright_providers as providers;
 #[cfg(feature = "tools")]
 pub use loopwright_tools as tools;
 
-/// The `loopwright` command's configuration file (feature `config`).
+/// A test from the configuration file (feature `config`), recorded once
+/// against the real provider and MCP server (`RECORD=1 cargo test`), then
+/// replayed offline: no key, no network, no server.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// use loopwright::config::AgentConfig;
+/// use loopwright::replay::{Cassette, ReplayMode, ReplayModel};
+/// use loopwright::{Agent, LanguageModel, ToolSet, providers::Providers};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = AgentConfig::load("tests/agent.json".as_ref())?; // mcpServers: time
+/// let dir = "tests/cassettes/lisbon";
+/// let (cassette, model): (Cassette, Arc<dyn LanguageModel>) = if std::env::var_os("RECORD").is_some() {
+///     let cassette = Cassette::record(dir)?;
+///     let model = cassette.model(Providers::from_env()?.model("openai/gpt-4.1")?);
+///     (cassette, model)
+/// } else {
+///     let cassette = Cassette::replay(dir, ReplayMode::Strict)?;
+///     let model = Arc::new(ReplayModel::offline(&cassette, "openai", "gpt-4.1"));
+///     (cassette, model)
+/// };
+/// let servers = config.mcp_sources(&[], Some(&cassette)).await?; // replayed: nothing started
+/// let agent = Agent::builder(model).tools(servers.add_to(ToolSet::builder()).build()).build();
+/// let answer = agent.prompt("What time is it in Lisbon?").await?;
+/// assert!(answer.text.contains("Lisbon"));
+/// servers.connected.close_all().await;
+/// # Ok(()) }
+/// ```
 #[cfg(feature = "config")]
-pub mod config;
+pub use loopwright_config::config;
 
 /// Agent definition files and sub-agents built from them (feature `files`).
 #[cfg(feature = "files")]
-pub mod files;
+pub use loopwright_config::files;
 
 /// Agent Skills: folders with a `SKILL.md`, offered to the model as a
 /// catalog and loaded on demand (feature `skills`).
 #[cfg(feature = "skills")]
-pub mod skills;
+pub use loopwright_config::skills;
 
 #[cfg(feature = "eval")]
 pub mod eval;
-
-#[cfg(any(feature = "files", feature = "skills", feature = "eval"))]
-#[cfg_attr(not(any(feature = "files", feature = "skills")), allow(dead_code))]
-mod frontmatter;
-
-#[cfg(any(feature = "config", feature = "skills", feature = "eval"))]
-mod json;
 
 /// Reading the text files a person names (configurations, agent files,
 /// prompts, schemas): regular files only, opened without blocking, under a
 /// size limit.
 #[cfg(any(feature = "config", feature = "files", feature = "skills"))]
-pub mod textfile;
+pub use loopwright_config::textfile;
 
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
 /// Anthropic-compatible API, as an MCP server, over REST.
@@ -117,4 +135,4 @@ pub use loopwright_store as store;
 
 /// The GenAI trace spans exported over OTLP (feature `otel`).
 #[cfg(feature = "otel")]
-pub mod otel;
+pub use loopwright_otel as otel;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use loopwright::eval::{Case, Dataset, EvalOptions, EvalTarget, Expectation, run_eval};
 use loopwright::testing::{ScriptedModel, ScriptedStep};
-use loopwright::{Agent, ModelCapabilities, ModelError, tool_fn};
+use loopwright::{Agent, ModelError, model::ModelCapabilities, tool_fn};
 use tokio::sync::Barrier;
 
 /// Upper bound used only to detect a hang.

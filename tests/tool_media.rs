@@ -12,7 +12,8 @@ use loopwright::providers::{
     AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel,
 };
 use loopwright::{
-    ContentPart, Message, ModelRequest, Role, ToolCall, ToolContext, ToolOutputPart, ToolResult, ToolSource,
+    ContentPart, Message, Role, ToolCall, ToolContext, ToolOutputPart, ToolResult, ToolSource,
+    model::ModelRequest,
 };
 use serde_json::{Value, json};
 
@@ -121,7 +122,7 @@ async fn server_everythings_image_and_embedded_resource_reach_the_providers_that
         .iter()
         .find_map(|p| match p {
             ToolOutputPart::Image {
-                image: loopwright::ImageSource::Base64 { data, .. },
+                image: loopwright::message::ImageSource::Base64 { data, .. },
             } => Some(data.clone()),
             _ => None,
         })
@@ -149,7 +150,7 @@ async fn server_everythings_image_and_embedded_resource_reach_the_providers_that
         .iter()
         .find_map(|p| match p {
             ToolOutputPart::File {
-                file: loopwright::FileSource::Base64 { data, media_type },
+                file: loopwright::message::FileSource::Base64 { data, media_type },
                 filename: Some(uri),
             } if media_type == "application/gzip" => Some((data.clone(), uri.clone())),
             _ => None,

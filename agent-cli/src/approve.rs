@@ -1,12 +1,12 @@
 //! `--approve ask` and `--approve deny`: approvers for loopwright-core's
 //! approval policy (read-only tools run without asking; see
-//! `loopwright::ApprovalPolicy`).
+//! `loopwright::approval::ApprovalPolicy`).
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use loopwright::preflight::{Plan, PlanApprover, PlanDecision, Preflight};
-use loopwright::{ApprovalDecision, ApprovalRequest, Approver};
+use loopwright::{ApprovalDecision, approval::ApprovalRequest, approval::Approver};
 
 use crate::args::ApproveMode;
 use crate::escape;
@@ -125,7 +125,10 @@ fn ask(question: &str) -> Option<String> {
 /// question and its responder.
 pub fn input_request(
     event: &loopwright::AgentEvent,
-) -> Option<(&loopwright::UserInputRequest, &loopwright::UserInputResponder)> {
+) -> Option<(
+    &loopwright::user_input::UserInputRequest,
+    &loopwright::user_input::UserInputResponder,
+)> {
     match event {
         loopwright::AgentEvent::InputRequested {
             request, responder, ..
@@ -137,7 +140,10 @@ pub fn input_request(
 
 /// Ask an MCP server's question (elicitation) on the terminal, off the
 /// event loop; without a terminal it is left unanswered, which declines it.
-pub fn answer_on_terminal(request: loopwright::UserInputRequest, responder: loopwright::UserInputResponder) {
+pub fn answer_on_terminal(
+    request: loopwright::user_input::UserInputRequest,
+    responder: loopwright::user_input::UserInputResponder,
+) {
     if !terminal_available() {
         return;
     }
@@ -147,7 +153,7 @@ pub fn answer_on_terminal(request: loopwright::UserInputRequest, responder: loop
         PROMPTING.store(true, Ordering::SeqCst);
         let answer = tokio::task::spawn_blocking(move || ask_user(&request)).await;
         PROMPTING.store(false, Ordering::SeqCst);
-        responder.respond(answer.unwrap_or(loopwright::UserInputAnswer::Cancel));
+        responder.respond(answer.unwrap_or(loopwright::user_input::UserInputAnswer::Cancel));
     });
 }
 
@@ -156,8 +162,8 @@ static QUESTIONS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The questions of one request: accept, decline or cancel, then each
 /// field of a form (empty keeps the server's default).
-fn ask_user(request: &loopwright::UserInputRequest) -> loopwright::UserInputAnswer {
-    use loopwright::{UserInputAnswer, UserInputKind};
+fn ask_user(request: &loopwright::user_input::UserInputRequest) -> loopwright::user_input::UserInputAnswer {
+    use loopwright::{user_input::UserInputAnswer, user_input::UserInputKind};
     let intro = match &request.kind {
         UserInputKind::Url { url, .. } => format!(
             "\r\x1b[2K{} asks: {}\nOpen this page: {url}\nDone? [y]es / [d]ecline / [C]ancel: ",

@@ -539,6 +539,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub run_lease: Option<std::time::Duration>,
 
+    /// How long stored responses and background runs are kept after they
+    /// were last written, with their events and conversations (every
+    /// replica deletes what is older), or `never` [default: 30d; the
+    /// config's serve.retention].
+    #[arg(long, value_name = "DURATION|never", value_parser = parse_retention_arg)]
+    pub retention: Option<loopwright::config::Retention>,
+
     /// Make background runs durable Restate workflows: Restate's admin API
     /// (this replica registers its endpoint there at start). Needs --store,
     /// --restate-ingress and --restate-listen.
@@ -582,6 +589,13 @@ pub struct ServeArgs {
     /// 8388608, 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub body_limit: Option<usize>,
+
+    /// Messages a request's conversation may hold (input items on the
+    /// Responses API), and content parts in all; a continued conversation
+    /// (a session, previous_response_id) is held to as many, with the
+    /// request's [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub item_limit: Option<usize>,
 
     /// MCP HTTP sessions per instance [default: 256].
     #[arg(long, value_name = "N")]
@@ -643,6 +657,14 @@ fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
     loopwright::config::parse_duration(&value)
 }
 
+fn parse_retention_arg(text: &str) -> Result<loopwright::config::Retention, String> {
+    let value = match text.parse::<u64>() {
+        Ok(ms) => serde_json::Value::from(ms),
+        Err(_) => serde_json::Value::from(text),
+    };
+    loopwright::config::Retention::parse(&value)
+}
+
 fn parse_var(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
@@ -651,7 +673,8 @@ fn parse_var(text: &str) -> Result<(String, String), String> {
 }
 
 fn parse_effort(text: &str) -> Result<loopwright::ReasoningEffort, String> {
-    text.parse().map_err(|e: loopwright::UnknownEffort| e.to_string())
+    text.parse()
+        .map_err(|e: loopwright::model::UnknownEffort| e.to_string())
 }
 
 /// `--output-mode`.
@@ -665,7 +688,7 @@ pub enum OutputModeArg {
     Tool,
 }
 
-impl From<OutputModeArg> for loopwright::OutputMode {
+impl From<OutputModeArg> for loopwright::output::OutputMode {
     fn from(mode: OutputModeArg) -> Self {
         match mode {
             OutputModeArg::Auto => Self::Auto,

@@ -1,6 +1,6 @@
 //! Exit statuses, one per way a run can end.
 
-use loopwright::ExitReason;
+use loopwright::{ExitReason, Outcome};
 
 /// The model answered.
 pub const OK: u8 = 0;
@@ -51,9 +51,9 @@ pub fn for_exit(exit: ExitReason) -> u8 {
 /// The status for a run's result: as [`for_exit`], but a run cancelled by
 /// its own deadline is [`TIMED_OUT`], not interrupted.
 pub fn for_result(result: &loopwright::AgentResult) -> u8 {
-    match result.exit {
-        ExitReason::Cancelled if result.stopped_by.is_some() => TIMED_OUT,
-        exit => for_exit(exit),
+    match &result.outcome {
+        Outcome::Cancelled { reason: Some(_) } => TIMED_OUT,
+        outcome => for_exit(outcome.exit()),
     }
 }
 
@@ -61,37 +61,32 @@ pub fn for_result(result: &loopwright::AgentResult) -> u8 {
 /// says why (a model error's message is printed as its `finished` event
 /// arrives, so it is not repeated here).
 pub fn explain(result: &loopwright::AgentResult) -> Option<String> {
-    let why = match result.exit {
+    let steps = result.steps.len();
+    let why = match &result.outcome {
         // A pause is said by the notice that names the run and its calls.
-        ExitReason::Completed
-        | ExitReason::Stopped
-        | ExitReason::ModelError
-        | ExitReason::AwaitingApproval => {
+        // The `finished` event already said which limit stopped a run, and
+        // why.
+        Outcome::Answered
+        | Outcome::Stopped
+        | Outcome::ModelFailed { .. }
+        | Outcome::AwaitingApproval { .. }
+        | Outcome::BudgetExhausted { .. }
+        | Outcome::Cancelled { reason: Some(_) } => {
             return None;
         }
-        // The `finished` event's error already said which limit, and why.
-        _ if result.stopped_by.is_some() => return None,
-        ExitReason::TokenLimit => format!(
-            "the conversation no longer fits the model's context window (after {} step(s)), and compaction is off \
-             or could not make room; start a new conversation, give a shorter prompt, or use a model with a \
-             larger window",
-            result.steps
+        Outcome::TokenLimit => format!(
+            "the conversation no longer fits the model's context window (after {steps} step(s)), and compaction is \
+             off or could not make room; start a new conversation, give a shorter prompt, or use a model with a \
+             larger window"
         ),
-        ExitReason::MaxSteps => format!(
-            "the step limit was reached ({} steps); the model was asked to conclude without tools (raise \
-             --max-steps to let it go on)",
-            result.steps
+        Outcome::MaxSteps => format!(
+            "the step limit was reached ({steps} steps); the model was asked to conclude without tools (raise \
+             --max-steps to let it go on)"
         ),
-        ExitReason::OutputInvalid => match &result.output_error {
-            Some(e) => format!("the answer never matched the output schema: {e}"),
-            None => "the answer never matched the output schema".to_owned(),
-        },
-        ExitReason::PlanRejected => match &result.plan_rejection {
-            Some(why) => format!("the plan was rejected: {why}"),
-            None => "the plan was rejected".to_owned(),
-        },
-        ExitReason::Cancelled => "the run was cancelled".to_owned(),
-        other => format!("the run ended: {other:?}"),
+        Outcome::OutputInvalid { error } => format!("the answer never matched the output schema: {error}"),
+        Outcome::PlanRejected { reason } => format!("the plan was rejected: {reason}"),
+        Outcome::Cancelled { reason: None } => "the run was cancelled".to_owned(),
+        other => format!("the run ended: {:?}", other.exit()),
     };
     Some(format!("loopwright: {why} (exit status {})", for_result(result)))
 }

@@ -13,7 +13,7 @@ use loopwright::tools::Workspace;
 
 use crate::args::{AgentArgs, Args};
 use crate::exit::Failure;
-use crate::{Stop, accounting_sink, approvals, command_line_options, output_spec, run_prompt};
+use crate::{CommandLine, Stop, accounting_sink, approvals, output_spec, run_prompt};
 
 /// Build the file's agents, then list their tools or run the prompt.
 pub async fn run(
@@ -62,17 +62,10 @@ pub(crate) fn build_options(
 ) -> Result<BuildOptions, Failure> {
     let output = output_spec(args, args.output_schema.clone().map(SchemaSource::File))?;
     let sink = accounting_sink(args)?;
-    let root = command_line_options(
-        args,
-        plan,
-        loopwright::AgentOptions::default(),
-        system,
-        sink,
-        output,
-    );
+    let root = CommandLine::of(args, plan, system, sink, output);
     let mut options = BuildOptions::default()
         .model(args.model.clone())
-        .root_options(root)
+        .root(move |o| root.apply(o))
         .skills(skills);
     for (name, value) in &args.vars {
         options = options.var(name.clone(), value.clone());

@@ -162,7 +162,7 @@ impl After {
     /// answer was printed and the status stands.
     pub async fn finish(self, result: &AgentResult) {
         let Some(store) = self.store else { return };
-        if let Some(state) = &result.state {
+        if let Some(state) = &result.state() {
             let run_id = self
                 .run_id
                 .unwrap_or_else(|| format!("run_{}", state.id.trim_start_matches("rs_")));
@@ -193,7 +193,7 @@ impl After {
         {
             eprintln!("loopwright: run {}: its end was not stored: {e}", claimed.id);
         }
-        if result.exit == ExitReason::AwaitingApproval {
+        if result.exit() == ExitReason::AwaitingApproval {
             return;
         }
         if let Some((id, version, prompt)) = &self.session

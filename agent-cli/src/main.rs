@@ -28,7 +28,7 @@ use clap::Parser;
 use futures::StreamExt;
 use loopwright::config::{AgentConfig, ChosenModel, SchemaSource};
 use loopwright::replay::Cassette;
-use loopwright::{Agent, AgentOptions, Approvals, JsonlSink};
+use loopwright::{Agent, Approvals, accounting::JsonlSink, agent::AgentOptions};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::{AgentArgs, ApproveMode, Args};
@@ -299,8 +299,8 @@ async fn run_prompt(args: &Args, agent: &Agent, job: job::Job, stop: &mut Stop) 
     }
     // However it ended: the exit status says how.
     let result = run
-        .into_outcome()
         .await
+        .or_else(loopwright::RunError::into_result)
         .map_err(|_| Failure::usage("the run stopped without a result"))?;
     renderer.finish(&result);
     if stopped_by.is_none()
@@ -356,68 +356,100 @@ fn accounting_sink(args: &AgentArgs) -> Result<Option<Arc<JsonlSink>>, Failure> 
         .transpose()
 }
 
-/// The command line's run settings over `options` (all but approvals,
-/// which the callers set for every agent).
-fn command_line_options(
-    args: &AgentArgs,
-    plan: bool,
-    mut options: AgentOptions,
+/// The command line's run settings (all but approvals, which the callers
+/// set for every agent), applied over what the configuration set: each
+/// flag given sets its option, `--no-compaction` and `--no-tool-search`
+/// put theirs back to off.
+#[derive(Clone)]
+struct CommandLine {
     system: Option<String>,
+    max_steps: Option<u32>,
+    max_depth: Option<u32>,
+    max_model_calls: Option<u64>,
+    max_tree_tokens: Option<u64>,
+    timeout: Option<std::time::Duration>,
+    tool_timeout: Option<std::time::Duration>,
+    temperature: Option<f32>,
+    top_p: Option<f32>,
+    max_output_tokens: Option<u32>,
+    no_compaction: bool,
+    no_tool_search: bool,
+    parallel_tool_calls: Option<bool>,
     sink: Option<Arc<JsonlSink>>,
+    reasoning: Option<loopwright::ReasoningEffort>,
     output: Option<loopwright::OutputSpec>,
-) -> AgentOptions {
-    if let Some(system) = system {
-        options = options.system(system);
+    preflight: Option<loopwright::preflight::Preflight>,
+}
+
+impl CommandLine {
+    fn of(
+        args: &AgentArgs,
+        plan: bool,
+        system: Option<String>,
+        sink: Option<Arc<JsonlSink>>,
+        output: Option<loopwright::OutputSpec>,
+    ) -> Self {
+        Self {
+            system,
+            max_steps: args.max_steps,
+            max_depth: args.max_depth,
+            max_model_calls: args.max_model_calls,
+            max_tree_tokens: args.max_tree_tokens,
+            timeout: args.timeout,
+            tool_timeout: args.tool_timeout,
+            temperature: args.temperature,
+            top_p: args.top_p,
+            max_output_tokens: args.max_output_tokens,
+            no_compaction: args.no_compaction,
+            no_tool_search: args.no_tool_search,
+            parallel_tool_calls: args.parallel_tool_calls(),
+            sink,
+            reasoning: args.reasoning,
+            output,
+            preflight: plan.then(|| approve::preflight(args.approve)),
+        }
     }
-    if let Some(n) = args.max_steps {
-        options = options.max_steps(n);
+
+    fn apply(&self, options: &mut AgentOptions) {
+        fn set<T: Clone>(field: &mut Option<T>, flag: &Option<T>) {
+            if flag.is_some() {
+                field.clone_from(flag);
+            }
+        }
+        set(&mut options.system, &self.system);
+        if let Some(n) = self.max_steps {
+            options.max_steps = n.max(1);
+        }
+        if let Some(n) = self.max_depth {
+            options.max_depth = n;
+        }
+        set(&mut options.max_model_calls, &self.max_model_calls);
+        set(&mut options.max_tree_tokens, &self.max_tree_tokens);
+        set(&mut options.run_timeout, &self.timeout);
+        if let Some(t) = self.tool_timeout {
+            options.tool_timeout = t;
+        }
+        set(&mut options.temperature, &self.temperature);
+        set(&mut options.top_p, &self.top_p);
+        set(&mut options.max_output_tokens, &self.max_output_tokens);
+        if self.no_compaction {
+            options.compaction = None;
+        }
+        if self.no_tool_search {
+            options.tool_search = None;
+        }
+        if let Some(on) = self.parallel_tool_calls {
+            options.parallel_tool_calls = on;
+        }
+        if let Some(sink) = &self.sink {
+            options.accounting = Some(sink.clone());
+        }
+        if let Some(effort) = self.reasoning {
+            options.reasoning = Some(effort.into());
+        }
+        set(&mut options.output, &self.output);
+        set(&mut options.preflight, &self.preflight);
     }
-    if let Some(n) = args.max_depth {
-        options = options.max_depth(n);
-    }
-    if let Some(n) = args.max_model_calls {
-        options = options.max_model_calls(n);
-    }
-    if let Some(n) = args.max_tree_tokens {
-        options = options.max_tree_tokens(n);
-    }
-    if let Some(t) = args.timeout {
-        options = options.run_timeout(t);
-    }
-    if let Some(t) = args.tool_timeout {
-        options = options.tool_timeout(t);
-    }
-    if let Some(t) = args.temperature {
-        options = options.temperature(t);
-    }
-    if let Some(p) = args.top_p {
-        options = options.top_p(p);
-    }
-    if let Some(n) = args.max_output_tokens {
-        options = options.max_output_tokens(n);
-    }
-    if args.no_compaction {
-        options.compaction = None;
-    }
-    if args.no_tool_search {
-        options.tool_search = None;
-    }
-    if let Some(on) = args.parallel_tool_calls() {
-        options = options.parallel_tool_calls(on);
-    }
-    if let Some(sink) = sink {
-        options = options.accounting(sink);
-    }
-    if let Some(effort) = args.reasoning {
-        options = options.reasoning(effort);
-    }
-    if let Some(spec) = output {
-        options = options.output(spec);
-    }
-    if plan {
-        options = options.preflight(approve::preflight(args.approve));
-    }
-    options
 }
 
 /// The run's options: the config's defaults, then the command line, then
@@ -437,12 +469,13 @@ fn options(
     let output = output_spec(args, source)?;
     let sink = accounting_sink(args)?;
     let approvals = approvals(args);
-    let command_line = |options: AgentOptions| {
-        let options = command_line_options(args, plan, options, system, sink, output);
-        match approvals {
-            Some(approvals) => options.approvals(approvals),
-            None => options,
+    let command_line = CommandLine::of(args, plan, system, sink, output);
+    let command_line = |mut options: AgentOptions| {
+        command_line.apply(&mut options);
+        if approvals.is_some() {
+            options.approvals = approvals;
         }
+        options
     };
     config
         .agent_options(chosen, command_line)

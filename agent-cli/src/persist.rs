@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopwright::store::{RunRecord, RunStatus, Store};
-use loopwright::{AgentResult, ExitReason, Message, PendingCall, RunState};
+use loopwright::{AgentResult, ExitReason, Message, RunState, agent::PendingCall};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -265,14 +265,14 @@ pub fn pause_notice(run_id: &str, state: &RunState, origin: &Origin) -> String {
 
 /// The run record's status and result after the run ended as `result`.
 pub fn finished(mut record: RunRecord, result: &AgentResult) -> RunRecord {
-    record.status = match result.exit {
+    record.status = match result.exit() {
         ExitReason::Completed | ExitReason::Stopped | ExitReason::MaxSteps => RunStatus::Completed,
         ExitReason::Cancelled => RunStatus::Cancelled,
         _ => RunStatus::Failed,
     };
     record.state = None;
     record.result = Some(json!({
-        "exit": result.exit,
+        "exit": result.exit(),
         "text": result.text,
         "output": result.output,
         "usage": result.tree_usage,

@@ -6,7 +6,7 @@
 //! names the call and the digest its pause notice showed
 //! (`CALL_ID@DIGEST`): the digest covers the call and that command line
 //! and directory, so a record changed in the store since is refused and
-//! shown, never run. The decisions then go to [`loopwright::Resume`],
+//! shown, never run. The decisions then go to [`loopwright::agent::Resume`],
 //! which refuses, before anything runs, a decision for a call that is not
 //! pending and a pending call left without one.
 
@@ -71,7 +71,7 @@ fn decisions(args: &ResumeArgs) -> Vec<Given> {
 /// Each decision's digest against the digest of the pending call it names,
 /// as the record holds it now; a missing or different one is refused with
 /// the calls as they are now. A decision for a call that is not pending is
-/// left to [`loopwright::Resume`], which names it.
+/// left to [`loopwright::agent::Resume`], which names it.
 fn check_digests(paused: &persist::Paused, given: &[Given]) -> Result<(), Failure> {
     let pending = paused.state.pending();
     for decision in given {

@@ -76,7 +76,8 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
         },
         None => None,
     };
-    let serve = match settings(&args, served, keys) {
+    let retention = args.retention.or(config.serve.retention);
+    let serve = match settings(&args, served, keys, retention) {
         Ok(serve) => match &store {
             Some(store) => serve.store(store.clone()),
             None => serve,
@@ -214,8 +215,14 @@ async fn agents(
     Ok(served)
 }
 
-/// The server the flags describe.
-fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Result<Serve, Failure> {
+/// The server the flags describe (`retention`: the flag's, else the
+/// configuration's).
+fn settings(
+    args: &ServeArgs,
+    agents: Vec<ServedAgent>,
+    keys: Vec<String>,
+    retention: Option<loopwright::config::Retention>,
+) -> Result<Serve, Failure> {
     let mut serve = Serve::new();
     for agent in agents {
         serve = serve.agent(agent);
@@ -244,6 +251,7 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     if let Some(lease) = args.run_lease {
         serve = serve.run_lease(lease);
     }
+    serve = with_retention(serve, retention);
     if let (Some(admin), Some(ingress), Some(listen)) =
         (&args.restate_admin, &args.restate_ingress, args.restate_listen)
     {
@@ -271,6 +279,9 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
     if let Some(n) = args.body_limit {
         serve = serve.body_limit(n);
     }
+    if let Some(n) = args.item_limit {
+        serve = serve.item_limit(n);
+    }
     if let Some(n) = args.mcp_sessions {
         serve = serve.mcp_sessions(n);
     }
@@ -284,6 +295,17 @@ fn settings(args: &ServeArgs, agents: Vec<ServedAgent>, keys: Vec<String>) -> Re
         serve = serve.api_key(key);
     }
     Ok(serve)
+}
+
+/// `serve` keeping stored responses and runs as `retention` says (the
+/// default when it says nothing).
+fn with_retention(serve: Serve, retention: Option<loopwright::config::Retention>) -> Serve {
+    match retention {
+        Some(loopwright::config::Retention::After(retention)) => serve.retention(retention),
+        Some(loopwright::config::Retention::Forever) => serve.keep_forever(),
+        // `Retention` may grow: anything else keeps the default.
+        Some(_) | None => serve,
+    }
 }
 
 /// MCP servers to close at the end: the flags' agent's own, or the pool

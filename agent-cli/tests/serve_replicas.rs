@@ -5,7 +5,8 @@
 //! sequence 0 holds the whole run without gaps or duplicates; a session
 //! started on one replica continues on the other. And a store that goes
 //! down while a run is in flight: routes answer 503, the run fails with a
-//! clear error, and everything recovers once the store is back.
+//! clear error, and everything recovers once the store is back. And
+//! `--retention`: a run that outlived it is deleted from both replicas.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -301,4 +302,44 @@ async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_rec
     assert_eq!(status, 202);
     server.start_kill().unwrap();
     server.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_delete_what_outlived_the_retention() {
+    let database = loopwright_test_support::database();
+    let models = RoutedServer::start(vec![("chat-model", vec![chat_answer("Done.")])]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = files(dir.path(), &models, &log);
+    // A duration the flag does not take is a usage error naming it.
+    let out = run_agent(&["serve", "--rest", "0", "--retention", "soon"], &[], dir.path()).await;
+    assert_exit(&out, 2, "never");
+    let keep = ["--retention", "2s"];
+    let (mut a, a_url, _) = replica_with(dir.path(), &config, database.url(), "defer", &keep).await;
+    let (mut b, b_url, _) = replica_with(dir.path(), &config, database.url(), "defer", &keep).await;
+    let (status, started) = post(
+        &format!("{a_url}/v1/agents/assistant/runs"),
+        json!({"prompt": "go"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    until_run(&b_url, &id, "completed", |v| v["status"] == "completed").await;
+    // Two seconds after its last write, gone from both replicas.
+    tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let (on_a, _) = get(&format!("{a_url}/v1/runs/{id}")).await;
+            let (on_b, _) = get(&format!("{b_url}/v1/runs/{id}")).await;
+            if (on_a, on_b) == (404, 404) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the expired run was never deleted");
+    a.start_kill().unwrap();
+    b.start_kill().unwrap();
+    a.wait().await.unwrap();
+    b.wait().await.unwrap();
 }

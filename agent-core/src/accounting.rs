@@ -218,7 +218,7 @@ const TAIL_CHUNK: u64 = 4096;
 /// Appends entries to a JSONL file, one line each.
 ///
 /// ```
-/// use loopwright_core::JsonlSink;
+/// use loopwright_core::accounting::JsonlSink;
 /// let path = std::env::temp_dir().join(format!("acct-doc-{}.jsonl", std::process::id()));
 /// let sink = JsonlSink::open(&path).unwrap();
 /// # let _ = std::fs::remove_file(&path);

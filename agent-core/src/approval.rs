@@ -34,7 +34,7 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 /// When a tool call needs approval.
 ///
 /// ```
-/// use loopwright_core::{ApprovalTier, ToolAnnotations};
+/// use loopwright_core::{approval::ApprovalTier, tool::ToolAnnotations};
 /// let read_only = ToolAnnotations::default().read_only(true);
 /// assert_eq!(ApprovalTier::from_annotations(&read_only), ApprovalTier::Auto);
 /// let destructive = ToolAnnotations::default().destructive(true);
@@ -69,7 +69,7 @@ impl ApprovalTier {
 /// wins), else a default tier, else the tier the tool's annotations give.
 ///
 /// ```
-/// use loopwright_core::{ApprovalPolicy, ApprovalTier, ToolAnnotations};
+/// use loopwright_core::{approval::ApprovalPolicy, approval::ApprovalTier, tool::ToolAnnotations};
 /// let policy = ApprovalPolicy::default()
 ///     .tier("git__*", ApprovalTier::Always)
 ///     .tier("Read", ApprovalTier::Auto);
@@ -109,9 +109,9 @@ impl ApprovalPolicy {
 /// A call waiting for a decision.
 ///
 /// ```
-/// let r = loopwright_core::ApprovalRequest::new("c1", "Bash", serde_json::json!({"command": "ls"}))
+/// let r = loopwright_core::approval::ApprovalRequest::new("c1", "Bash", serde_json::json!({"command": "ls"}))
 ///     .source("coding", "Bash")
-///     .tier(loopwright_core::ApprovalTier::Always);
+///     .tier(loopwright_core::approval::ApprovalTier::Always);
 /// assert_eq!(r.tool, "Bash");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,7 +203,7 @@ impl ApprovalDecision {
 /// Decides approval requests in code (a UI, a rule engine, a chat message).
 ///
 /// ```
-/// use loopwright_core::{ApprovalDecision, ApprovalRequest, Approver};
+/// use loopwright_core::{ApprovalDecision, approval::ApprovalRequest, approval::Approver};
 /// struct NoBash;
 /// #[async_trait::async_trait]
 /// impl Approver for NoBash {
@@ -226,7 +226,7 @@ pub trait Approver: Send + Sync {
 /// application keeps it as long as its session lasts.
 ///
 /// ```
-/// let session = loopwright_core::ApprovalSession::default();
+/// let session = loopwright_core::approval::ApprovalSession::default();
 /// session.approve("Write");
 /// assert!(session.is_approved("Write"));
 /// assert!(!session.is_approved("Bash"));
@@ -253,13 +253,13 @@ impl ApprovalSession {
     }
 }
 
-/// Answers one `approval_requested` event (a [`Responder`](crate::Responder)
+/// Answers one `approval_requested` event (a [`Responder`](crate::user_input::Responder)
 /// of [`ApprovalDecision`]). Cloning shares the same answer slot: the first
 /// answer counts, later ones are ignored.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let (responder, rx) = loopwright_core::ApprovalResponder::new();
+/// let (responder, rx) = loopwright_core::approval::ApprovalResponder::new();
 /// responder.respond(loopwright_core::ApprovalDecision::Approve);
 /// assert_eq!(rx.await.unwrap(), loopwright_core::ApprovalDecision::Approve);
 /// # }
@@ -283,7 +283,7 @@ pub enum ApprovalChannel {
 /// Approval settings for a run. Installing them turns approval on.
 ///
 /// ```
-/// use loopwright_core::{Approvals, ApprovalPolicy, ApprovalTier};
+/// use loopwright_core::{Approvals, approval::ApprovalPolicy, approval::ApprovalTier};
 /// let approvals = Approvals::via_events()
 ///     .policy(ApprovalPolicy::default().tier("Read", ApprovalTier::Auto))
 ///     .timeout(std::time::Duration::from_secs(30));
@@ -343,10 +343,10 @@ impl Approvals {
     /// pause, the calls an agent would ask a person about.
     ///
     /// ```
-    /// use loopwright_core::{ApprovalDecision, ApprovalRequest, Approvals};
+    /// use loopwright_core::{ApprovalDecision, approval::ApprovalRequest, Approvals};
     /// struct Refuse;
     /// #[async_trait::async_trait]
-    /// impl loopwright_core::Approver for Refuse {
+    /// impl loopwright_core::approval::Approver for Refuse {
     ///     async fn decide(&self, _: &ApprovalRequest) -> ApprovalDecision {
     ///         ApprovalDecision::deny("nobody can approve calls on this surface")
     ///     }

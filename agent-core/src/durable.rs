@@ -2,7 +2,7 @@
 //! (Restate, Temporal, DBOS), so a run survives the death of its process.
 //!
 //! A run with a [`DurableRun`] in its options
-//! ([`AgentOptions::durable`](crate::AgentOptions::durable)) passes two kinds
+//! ([`AgentOptions::durable`](crate::agent::AgentOptions::durable)) passes two kinds
 //! of work through its [`Durability`] engine:
 //!
 //! - **steps**: each model call (its assembled message, usage and finish
@@ -314,7 +314,7 @@ pub trait Durability: Send + Sync {
 
     /// Wait for the decision `key` (the [`ApprovalDecision`](crate::ApprovalDecision)
     /// of a call, as JSON) until someone makes it, across restarts.
-    /// `request` is the [`ApprovalRequest`](crate::ApprovalRequest), as JSON.
+    /// `request` is the [`ApprovalRequest`](crate::approval::ApprovalRequest), as JSON.
     /// Call [`waiting.now()`](Waiting::now) before waiting: the loop then
     /// lets the run's events out (the request among them); a decision known
     /// at once (made in an earlier execution) is returned without it, and
@@ -341,7 +341,7 @@ pub trait Durability: Send + Sync {
 /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
 /// use loopwright_core::durable::DurableRun;
 /// let agent = loopwright_core::Agent::builder(model).build();
-/// let run = agent.map_options(|o| o.durable(DurableRun::new("run-7")));
+/// let run = agent.to_builder().durable(DurableRun::new("run-7")).build();
 /// assert_eq!(run.options().durable.as_ref().map(DurableRun::run_id), Some("run-7"));
 /// ```
 #[derive(Clone)]

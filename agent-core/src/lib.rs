@@ -50,32 +50,66 @@ pub mod tool_search;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub mod message {
+    //! Conversation messages beyond the root's: the payloads of image,
+    //! file, reasoning and compaction parts.
+    pub use loopwright_types::{CompactionItem, FileSource, ImageSource, Reasoning};
+}
+
+pub mod model {
+    //! What a model call carries beyond the [`LanguageModel`](crate::LanguageModel)
+    //! trait: the request and its settings, the event stream, capabilities,
+    //! finish reasons, and the error's helpers.
+    pub use loopwright_types::model_error::{CONTEXT_LENGTH_PHRASES, ErrorSource, is_context_length_message};
+    pub use loopwright_types::{
+        FinishReason, MediaFallback, ModelCapabilities, ModelEvent, ModelRequest, ModelStream,
+        ReasoningConfig, ResponseFormat, UnknownEffort,
+    };
+}
+
+pub mod tool {
+    //! Tools beyond the root's [`Tool`](crate::Tool) and
+    //! [`tool_fn`](crate::tool_fn): annotations, progress, typed tools with
+    //! state, and what an engine gives a call.
+    pub use loopwright_types::tool::{
+        IDEMPOTENCY_KEY_SEPARATOR, MCP_META_IDEMPOTENCY_KEY, OWN_TIMEOUT_GRACE, PROGRESS_BUFFER,
+        ProgressReceiver, ProgressReporter, RunScope, SharedTool, ToolAnnotations, ToolProgress,
+        idempotency_key,
+    };
+    pub use loopwright_types::{FnTool, IntoTool, TypedTool, TypedToolAdapter, markers};
+}
+
+pub mod toolset {
+    //! Tool sets beyond the root's [`ToolSet`]: sources,
+    //! naming, filters, overrides and the catalog a run offers.
+    pub use loopwright_types::toolset::*;
+    pub use loopwright_types::{SourceKind, StaticToolSource, ToolSourceError};
+}
+
+pub mod user_input {
+    //! A tool asking the person behind the run (MCP elicitation).
+    pub use loopwright_types::Responder;
+    pub use loopwright_types::user_input::*;
+}
+
 /// Reading files a person names: regular files only, opened without
 /// blocking, under a size limit (documented as `loopwright::textfile`).
 #[doc(hidden)]
 pub use loopwright_types::named_file;
-pub use loopwright_types::{
-    budget, fallback, history, media, model_error, schema, tool, toolset, user_input, util,
-};
+/// Helpers the loopwright crates share (not API).
+#[doc(hidden)]
+pub use loopwright_types::util;
+pub use loopwright_types::{budget, fallback, history, media, schema};
 
-pub use accounting::{AccountingSink, JsonlSink};
 pub use agent::{
-    Agent, AgentBuilder, AgentEvent, AgentOptions, AgentResult, AgentRun, AgentSlot, AgentTool, Conversation,
-    Decisions, ExitReason, PendingCall, PendingKind, Resume, ResumeError, RunAborted, RunError, RunState,
-    RunStateError, StepContext, StepSettings, StepSummary, ToolResultContext, Turn, run_agent,
+    Agent, AgentBuilder, AgentEvent, AgentResult, AgentRun, AgentTool, Conversation, ExitReason, Outcome,
+    RunError, RunInput, RunState,
 };
-pub use approval::{
-    ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalResponder, ApprovalSession, ApprovalTier,
-    Approvals, Approver,
-};
+pub use approval::{ApprovalDecision, Approvals};
 pub use loopwright_types::{
-    CancellationToken, CompactionItem, ContentPart, ContextBudget, FallbackModel, FileSource, FinishReason,
-    FnTool, ImageSource, IntoTool, LanguageModel, MediaFallback, Message, ModelCapabilities, ModelError,
-    ModelEvent, ModelRequest, ModelStream, NameFilter, Naming, ProgressReceiver, ProgressReporter, Reasoning,
-    ReasoningConfig, ReasoningEffort, Responder, ResponseFormat, Role, SharedTool, SourceKind, SourceOptions,
-    StaticToolSource, Tool, ToolAnnotations, ToolCall, ToolCatalog, ToolChoice, ToolContext, ToolDefinition,
-    ToolError, ToolOutput, ToolOutputPart, ToolProgress, ToolResult, ToolSet, ToolSetBuilder, ToolSource,
-    ToolSourceError, TypedTool, TypedToolAdapter, UnknownEffort, Usage, UserInputAnswer, UserInputKind,
-    UserInputRequest, UserInputResponder, markers, schemars, tool_fn, tool_fn_with_context,
+    CancellationToken, ContentPart, ContextBudget, FallbackModel, IntoModel, LanguageModel, Message,
+    ModelError, ReasoningEffort, Role, Tool, ToolCall, ToolChoice, ToolContext, ToolDefinition, ToolError,
+    ToolOutput, ToolOutputPart, ToolResult, ToolSet, ToolSource, Usage, schemars, tool_fn,
+    tool_fn_with_context,
 };
-pub use output::{OutputError, OutputMode, OutputSpec};
+pub use output::OutputSpec;

@@ -34,7 +34,7 @@ pub const WRAPPED_PROPERTY: &str = "value";
 /// How the model is made to give a structured answer.
 ///
 /// ```
-/// assert_eq!(loopwright_core::OutputMode::default(), loopwright_core::OutputMode::Auto);
+/// assert_eq!(loopwright_core::output::OutputMode::default(), loopwright_core::output::OutputMode::Auto);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -213,7 +213,7 @@ impl fmt::Debug for OutputSpec {
 /// that could not be read as the type asked for.
 ///
 /// ```
-/// let e = loopwright_core::OutputError::new("\"celsius\" is a required property", "{}");
+/// let e = loopwright_core::output::OutputError::new("\"celsius\" is a required property", "{}");
 /// assert_eq!(e.to_string(), "the answer does not match the output schema: \"celsius\" is a required property");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]

@@ -258,7 +258,7 @@ where
     }
 }
 
-/// Answers one `plan_proposed` event (a [`Responder`](crate::Responder) of
+/// Answers one `plan_proposed` event (a [`Responder`](crate::user_input::Responder) of
 /// [`PlanDecision`]). Cloning shares the answer slot: the first answer
 /// counts.
 ///

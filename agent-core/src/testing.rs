@@ -139,7 +139,7 @@ impl ScriptedModel {
     /// The same model claiming these capabilities.
     ///
     /// ```
-    /// use loopwright_core::{LanguageModel, ModelCapabilities};
+    /// use loopwright_core::{LanguageModel, model::ModelCapabilities};
     /// let m = loopwright_core::testing::ScriptedModel::new(vec![])
     ///     .with_capabilities(ModelCapabilities::default().structured_output(true, true));
     /// assert!(m.capabilities().structured_output);

@@ -13,8 +13,8 @@ use common::*;
 use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, ExitReason, FinishReason, ModelError, ModelEvent, Role, ToolError,
-    ToolOutput, Usage,
+    Agent, AgentBuilder, AgentEvent, ExitReason, ModelError, Role, ToolError, ToolOutput, Usage,
+    model::FinishReason, model::ModelEvent,
 };
 use serde_json::json;
 use tokio::sync::{Barrier, oneshot};
@@ -39,10 +39,10 @@ async fn eight_calls_are_all_in_flight_at_once() {
     let (_, result, _) = run(
         vec![ScriptedStep::tool_calls(&calls), ScriptedStep::text("done")],
         tools(vec![tool]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let results = results_by_id(&result);
     assert_eq!(results.len(), 8);
     assert!(results.values().all(|(err, text)| !err && text == "through"));
@@ -68,10 +68,10 @@ async fn concurrency_is_bounded() {
     let (_, result, _) = run(
         vec![ScriptedStep::tool_calls(&calls), ScriptedStep::text("done")],
         tools(vec![tool]),
-        AgentOptions::default().tool_concurrency(2),
+        |b: AgentBuilder| b.tool_concurrency(2),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(peak.load(Ordering::SeqCst), 2);
 }
 
@@ -149,13 +149,13 @@ async fn a_timeout_becomes_an_error_result_and_the_tool_sees_cancellation() {
             ScriptedStep::text("recovered"),
         ],
         tools(vec![tool]),
-        AgentOptions::default().tool_timeout(Duration::from_millis(50)),
+        |b: AgentBuilder| b.tool_timeout(Duration::from_millis(50)),
     )
     .await;
     let (is_error, text) = &results_by_id(&result)["c1"];
     assert!(is_error);
     assert_eq!(text, "tool execution timed out after 50 ms");
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(result.text, "recovered");
     tokio::time::timeout(HANG_GUARD, seen_rx).await.unwrap().unwrap();
 }
@@ -184,7 +184,7 @@ async fn schema_failure_is_reported_and_the_tool_is_not_called() {
     assert!(err2);
     assert!(text2.contains(r#""n" is a required property"#), "{text2}");
     assert_eq!(called.load(Ordering::SeqCst), 0);
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
 }
 
 #[tokio::test]
@@ -232,7 +232,7 @@ async fn a_panicking_tool_becomes_an_error_result() {
     let results = results_by_id(&result);
     assert_eq!(results["c1"], (true, "The tool panicked: kaboom".to_string()));
     assert_eq!(results["c2"], (false, "fine".to_string()));
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
 }
 
 #[tokio::test]
@@ -264,7 +264,7 @@ async fn oversized_output_is_truncated_with_the_cut_marked() {
             ScriptedStep::text("done"),
         ],
         tools(vec![big]),
-        AgentOptions::default().max_tool_output_bytes(1000),
+        |b: AgentBuilder| b.max_tool_output_bytes(1000),
     )
     .await;
     let (_, text) = &results_by_id(&result)["c1"];
@@ -297,7 +297,7 @@ async fn dropping_the_stream_cancels_a_running_tool() {
     });
     let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[("c1", "long", "{}")])]);
     let agent = Agent::builder(Arc::new(model)).tools(tools(vec![tool])).build();
-    let run = agent.prompt("go");
+    let run = agent.run("go");
     tokio::time::timeout(HANG_GUARD, started_rx)
         .await
         .unwrap()
@@ -335,17 +335,18 @@ async fn cancel_mid_tool_answers_every_call_and_exits_cancelled() {
     let agent = Agent::builder(Arc::new(model))
         .tools(tools(vec![polite, stubborn]))
         .build();
-    let run = agent.prompt("go");
+    let run = agent.run("go");
     tokio::time::timeout(HANG_GUARD, started_rx)
         .await
         .unwrap()
         .unwrap();
     run.cancel();
-    let result = tokio::time::timeout(HANG_GUARD, run.into_outcome())
+    let result = tokio::time::timeout(HANG_GUARD, run)
         .await
         .unwrap()
+        .or_else(loopwright_core::RunError::into_result)
         .unwrap();
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     assert_history_invariant(&result.messages);
     let results = results_by_id(&result);
     assert_eq!(results["c1"], (true, "The tool call was cancelled.".to_string()));
@@ -361,7 +362,7 @@ async fn cancel_during_the_model_stream_ends_the_run() {
         .then_hang(),
     ]);
     let agent = Agent::builder(Arc::new(model)).build();
-    let mut run = agent.prompt("go");
+    let mut run = agent.run("go");
     // Wait for the first delta, then cancel.
     loop {
         match tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
@@ -371,11 +372,12 @@ async fn cancel_during_the_model_stream_ends_the_run() {
         }
     }
     run.cancel();
-    let result = tokio::time::timeout(HANG_GUARD, run.into_outcome())
+    let result = tokio::time::timeout(HANG_GUARD, run)
         .await
         .unwrap()
+        .or_else(loopwright_core::RunError::into_result)
         .unwrap();
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     assert!(
         result.messages.is_empty(),
         "a cancelled step adds nothing to the history"
@@ -394,11 +396,11 @@ async fn a_model_error_mid_stream_discards_the_partial_step() {
             .then_error(ModelError::network("connection reset")),
         ],
         tools(vec![tool]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::ModelError);
-    assert!(matches!(result.error, Some(ModelError::Network { .. })));
+    assert_eq!(result.exit(), ExitReason::ModelError);
+    assert!(matches!(model_error(&result), Some(ModelError::Network { .. })));
     // First step's assistant + tool messages only; the partial text is gone.
     assert_eq!(result.messages.len(), 2);
     assert!(result.messages.iter().all(|m| !m.text().contains("half")));
@@ -422,11 +424,11 @@ async fn a_model_call_ended_by_cancellation_is_a_cancelled_run() {
                 .then_error(ModelError::Cancelled),
         ],
         tools(vec![]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Cancelled);
-    assert!(result.error.is_none(), "{:?}", result.error);
+    assert_eq!(result.exit(), ExitReason::Cancelled);
+    assert!(model_error(&result).is_none(), "{:?}", result.outcome);
 }
 
 #[tokio::test]
@@ -434,11 +436,11 @@ async fn a_stream_without_finish_is_a_model_error() {
     let (_, result, _) = run(
         vec![ScriptedStep::text("cut off").without_finish()],
         tools(vec![]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::ModelError);
-    assert!(matches!(result.error, Some(ModelError::StreamCut { .. })));
+    assert_eq!(result.exit(), ExitReason::ModelError);
+    assert!(matches!(model_error(&result), Some(ModelError::StreamCut { .. })));
     assert!(result.messages.is_empty());
 }
 
@@ -498,7 +500,7 @@ async fn reasoning_with_signature_is_kept_and_usage_adds_up() {
     let (events, result, model) = run(
         vec![ScriptedStep::events(first), ScriptedStep::text("The answer.")],
         tools(vec![tool]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     let assistant = &result.messages[0];
@@ -516,7 +518,7 @@ async fn reasoning_with_signature_is_kept_and_usage_adds_up() {
     assert_eq!(result.usage.input_tokens, Some(110));
     assert_eq!(result.usage.output_tokens, Some(25));
     assert_eq!(result.usage.reasoning_tokens, Some(7));
-    assert_eq!(result.step_usage.len(), 2);
+    assert_eq!(result.steps.len(), 2);
     let reasoning: String = events
         .iter()
         .filter_map(|e| match e {
@@ -536,7 +538,7 @@ async fn events_serialise_tagged_snake_case() {
             ScriptedStep::text("hi"),
         ],
         tools(vec![tool]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     let types: Vec<String> = events
@@ -607,7 +609,7 @@ async fn a_tool_with_its_own_timeout_outlasts_the_loop_timeout() {
         object_schema(),
     ));
     let set = loopwright_core::ToolSet::builder()
-        .source(loopwright_core::StaticToolSource::native("app").with_tool(tool))
+        .source(loopwright_core::toolset::StaticToolSource::native("app").with_tool(tool))
         .build();
     let (_, result, _) = run(
         vec![
@@ -615,7 +617,7 @@ async fn a_tool_with_its_own_timeout_outlasts_the_loop_timeout() {
             ScriptedStep::text("done"),
         ],
         set,
-        AgentOptions::default().tool_timeout(Duration::from_millis(10)),
+        |b: AgentBuilder| b.tool_timeout(Duration::from_millis(10)),
     )
     .await;
     let results = results_by_id(&result);
@@ -651,16 +653,17 @@ async fn calls_queued_behind_the_concurrency_bound_do_not_start_after_cancel() {
     ])]);
     let agent = Agent::builder(Arc::new(model))
         .tools(tools(vec![tool]))
-        .options(AgentOptions::default().tool_concurrency(1))
+        .tool_concurrency(1)
         .build();
-    let run = agent.prompt("go");
+    let run = agent.run("go");
     tokio::time::timeout(HANG_GUARD, first_rx).await.unwrap().unwrap();
     run.cancel();
-    let result = tokio::time::timeout(HANG_GUARD, run.into_outcome())
+    let result = tokio::time::timeout(HANG_GUARD, run)
         .await
         .unwrap()
+        .or_else(loopwright_core::RunError::into_result)
         .unwrap();
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     assert_eq!(
         started.load(Ordering::SeqCst),
         1,
@@ -680,7 +683,9 @@ impl loopwright_core::ToolSource for StuckSource {
     fn name(&self) -> &str {
         "stuck"
     }
-    async fn tools(&self) -> Result<Vec<Arc<dyn loopwright_core::Tool>>, loopwright_core::ToolSourceError> {
+    async fn tools(
+        &self,
+    ) -> Result<Vec<Arc<dyn loopwright_core::Tool>>, loopwright_core::toolset::ToolSourceError> {
         if *self.tx.borrow() > 0 {
             std::future::pending::<()>().await;
         }
@@ -704,12 +709,12 @@ async fn cancel_ends_a_run_stuck_listing_tools() {
         }
     });
     let set = loopwright_core::ToolSet::builder()
-        .source(loopwright_core::StaticToolSource::native("app").with_tool(changer))
-        .shared_source(source, loopwright_core::SourceOptions::default())
+        .source(loopwright_core::toolset::StaticToolSource::native("app").with_tool(changer))
+        .shared_source(source, loopwright_core::toolset::SourceOptions::default())
         .build();
     let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[("c1", "change", "{}")])]);
     let agent = Agent::builder(Arc::new(model)).tools(set).build();
-    let mut run = agent.prompt("go");
+    let mut run = agent.run("go");
     // After the tool result, the next step's catalog rebuild hangs.
     loop {
         match tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
@@ -719,10 +724,11 @@ async fn cancel_ends_a_run_stuck_listing_tools() {
         }
     }
     run.cancel();
-    let result = tokio::time::timeout(HANG_GUARD, run.into_outcome())
+    let result = tokio::time::timeout(HANG_GUARD, run)
         .await
         .unwrap()
+        .or_else(loopwright_core::RunError::into_result)
         .unwrap();
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     assert_history_invariant(&result.messages);
 }

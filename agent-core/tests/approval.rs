@@ -12,8 +12,9 @@ use common::*;
 use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, ApprovalDecision, ApprovalPolicy, ApprovalRequest, ApprovalSession,
-    ApprovalTier, Approvals, Approver, ExitReason, StaticToolSource, ToolAnnotations, ToolSet,
+    Agent, AgentBuilder, AgentEvent, ApprovalDecision, Approvals, ExitReason, ToolSet,
+    approval::ApprovalPolicy, approval::ApprovalRequest, approval::ApprovalSession, approval::ApprovalTier,
+    approval::Approver, tool::ToolAnnotations, toolset::StaticToolSource,
 };
 
 fn read_only() -> ToolAnnotations {
@@ -79,10 +80,10 @@ async fn tiers_auto_session_and_always() {
     let (_, result, _) = run(
         vec![step("a"), step("b"), ScriptedStep::text("done")],
         tools,
-        AgentOptions::default().approvals(approvals),
+        |b: AgentBuilder| b.approvals(approvals),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     // Every call ran; write was asked once (then remembered), delete twice, read never.
     for counter in [&reads, &writes, &deletes] {
         assert_eq!(counter.load(Ordering::SeqCst), 2);
@@ -115,7 +116,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told_why() {
             ScriptedStep::text("ok, I will not"),
         ],
         toolset(vec![counted("delete", destructive(), runs.clone())]),
-        AgentOptions::default().approvals(Approvals::with_approver(approver)),
+        |b: AgentBuilder| b.approvals(Approvals::with_approver(approver)),
     )
     .await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
@@ -127,7 +128,7 @@ async fn a_denied_call_is_not_run_and_the_model_is_told_why() {
     );
     assert!(events.iter().any(|e| matches!(e,
         AgentEvent::ApprovalResolved { call_id, approved: false, reason: Some(r) } if call_id == "c1" && r == "not on Fridays")));
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
 }
 
 #[tokio::test]
@@ -140,7 +141,7 @@ async fn no_answer_in_time_is_a_denial() {
         ],
         toolset(vec![counted("delete", destructive(), runs.clone())]),
         // Events channel, and the test never answers.
-        AgentOptions::default().approvals(Approvals::via_events().timeout(Duration::from_millis(50))),
+        |b: AgentBuilder| b.approvals(Approvals::via_events().timeout(Duration::from_millis(50))),
     )
     .await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
@@ -162,7 +163,7 @@ async fn without_approvals_every_tier_runs() {
             ScriptedStep::text("done"),
         ],
         toolset(vec![counted("delete", destructive(), runs.clone())]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -186,11 +187,9 @@ async fn approval_through_events_while_the_sibling_runs() {
             counted("delete", destructive(), deletes.clone()),
             counted("read", read_only(), reads.clone()),
         ]))
-        .options(AgentOptions::default().approvals(
-            Approvals::via_events().policy(ApprovalPolicy::default().tier("read", ApprovalTier::Auto)),
-        ))
+        .approvals(Approvals::via_events().policy(ApprovalPolicy::default().tier("read", ApprovalTier::Auto)))
         .build();
-    let mut run = agent.prompt("go");
+    let mut run = agent.run("go");
     let mut pending = None;
     let mut order = Vec::new();
     while let Some(event) = tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
@@ -215,7 +214,7 @@ async fn approval_through_events_while_the_sibling_runs() {
         }
     }
     assert_eq!(order, ["asked c1", "result c2", "resolved c1 true", "result c1"]);
-    let result = run.into_result().await.unwrap();
+    let result = run.await.unwrap();
     assert_history_invariant(&result.messages);
     assert_eq!(
         (deletes.load(Ordering::SeqCst), reads.load(Ordering::SeqCst)),
@@ -225,7 +224,7 @@ async fn approval_through_events_while_the_sibling_runs() {
 
 #[test]
 fn approval_events_serialise_without_the_responder() {
-    let (responder, _rx) = loopwright_core::ApprovalResponder::new();
+    let (responder, _rx) = loopwright_core::approval::ApprovalResponder::new();
     let e = AgentEvent::ApprovalRequested {
         call_id: "c1".into(),
         tool: "Bash".into(),
@@ -256,12 +255,12 @@ async fn with_nobody_to_answer_an_approval_is_denied_at_once() {
             .approvals(Approvals::via_events())
             .build();
         let started = tokio::time::Instant::now();
-        let mut run = agent.prompt("go");
+        let mut run = agent.run("go");
         if read_events {
             // A reader that does not know about approvals drops the event.
             while run.next().await.is_some() {}
         }
-        let result = run.into_result().await.unwrap();
+        let result = run.await.unwrap();
         assert!(
             started.elapsed() < std::time::Duration::from_secs(1),
             "waited {:?} for an answer nobody could give",
@@ -291,7 +290,7 @@ async fn an_approver_still_answers_when_the_event_is_dropped() {
             asked: asked.clone(),
         }))
         .build();
-    let result = agent.prompt("go").await.unwrap();
+    let result = agent.run("go").await.unwrap();
     assert_eq!(deletes.load(Ordering::SeqCst), 1);
     assert!(!results_by_id(&result)["c1"].0);
 }

@@ -11,7 +11,7 @@ use loopwright_core::accounting::AccountingEntry;
 use loopwright_core::agent::CONCLUDE_INSTRUCTION;
 use loopwright_core::budget::{BUDGET_EXCEEDED_RESULT, TokenCounter};
 use loopwright_core::testing::ScriptedStep;
-use loopwright_core::{AgentEvent, AgentOptions, ContextBudget, ExitReason, ToolChoice, ToolOutput};
+use loopwright_core::{AgentBuilder, AgentEvent, ContextBudget, ExitReason, ToolChoice, ToolOutput};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 #[tokio::test]
@@ -31,13 +31,13 @@ async fn a_huge_tool_result_is_replaced_and_the_run_concludes() {
         ],
         tools(vec![big, small]),
         // 4,000 tokens of window: the 40,000-character result (10,000 tokens) cannot fit.
-        AgentOptions::default().budget(ContextBudget::new(4_000).max_output_tokens(500)),
+        |b: AgentBuilder| b.budget(ContextBudget::new(4_000).max_output_tokens(500)),
     )
     .await;
     let results = results_by_id(&result);
     assert_eq!(results["c1"], (false, "small".to_string()));
     assert_eq!(results["c2"], (true, BUDGET_EXCEEDED_RESULT.to_string()));
-    assert_eq!(result.exit, ExitReason::TokenLimit);
+    assert_eq!(result.exit(), ExitReason::TokenLimit);
     assert_eq!(result.text, "Concluding with what fits.");
     let last = model.requests().pop().unwrap();
     assert_eq!(last.tool_choice, ToolChoice::None);
@@ -89,12 +89,10 @@ async fn a_request_that_cannot_fit_ends_with_token_limit() {
     let (events, result, model) = run(
         vec![ScriptedStep::text("never asked")],
         tools(vec![]),
-        AgentOptions::default()
-            .system("x".repeat(10_000))
-            .budget(ContextBudget::new(1_000)),
+        |b: AgentBuilder| b.system("x".repeat(10_000)).budget(ContextBudget::new(1_000)),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::TokenLimit);
+    assert_eq!(result.exit(), ExitReason::TokenLimit);
     assert!(
         model.requests().is_empty(),
         "the model is not called with a request that cannot fit"
@@ -128,10 +126,10 @@ async fn within_budget_nothing_changes() {
         tools(vec![TestTool::new("peek", object_schema(), |_, _| async {
             Ok(ToolOutput::text("small"))
         })]),
-        AgentOptions::default().budget(ContextBudget::new(128_000)),
+        |b: AgentBuilder| b.budget(ContextBudget::new(128_000)),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(results_by_id(&result)["c1"], (false, "small".to_string()));
 }
 
@@ -161,9 +159,9 @@ async fn the_next_turn_counts_only_the_new_messages() {
         async move {
             let model = loopwright_core::testing::ScriptedModel::new(vec![ScriptedStep::text("ok")]);
             let agent = loopwright_core::Agent::builder(Arc::new(model))
-                .options(AgentOptions::default().budget(budget))
+                .budget(budget)
                 .build();
-            let _answered = agent.run(input).into_result().await.unwrap();
+            let _answered = agent.run(input).await.unwrap();
         }
     };
     turn(history.clone()).await;

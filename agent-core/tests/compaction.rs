@@ -17,8 +17,8 @@ use loopwright_core::compaction::{Compaction, CompactionStrategy};
 use loopwright_core::history::check_history;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, Approvals, ContextBudget, Conversation, ExitReason, LanguageModel,
-    Message, ModelError, ModelRequest, ModelStream, Role, ToolAnnotations, ToolOutput,
+    Agent, AgentBuilder, AgentEvent, Approvals, ContextBudget, Conversation, ExitReason, LanguageModel,
+    Message, ModelError, Role, ToolOutput, model::ModelRequest, model::ModelStream, tool::ToolAnnotations,
 };
 
 /// Steps of the long run.
@@ -105,18 +105,14 @@ fn assert_requests_whole(requests: &[ModelRequest], system: &str) {
 #[tokio::test]
 async fn a_200_step_run_that_overflowed_its_window_completes_with_compaction() {
     // Without compaction the run stops at the window.
-    let options = AgentOptions::default()
-        .system("Read every file.")
-        .max_steps(LONG_RUN_STEPS as u32 + 1)
-        .budget(small_budget());
-    let (_, stopped, _) = run(
-        reading_steps(LONG_RUN_STEPS),
-        tools(vec![reader()]),
-        options.clone(),
-    )
-    .await;
-    assert_eq!(stopped.exit, ExitReason::TokenLimit);
-    assert!(stopped.steps < 30, "{}", stopped.steps);
+    let options = |b: AgentBuilder| {
+        b.system("Read every file.")
+            .max_steps(LONG_RUN_STEPS as u32 + 1)
+            .budget(small_budget())
+    };
+    let (_, stopped, _) = run(reading_steps(LONG_RUN_STEPS), tools(vec![reader()]), options).await;
+    assert_eq!(stopped.exit(), ExitReason::TokenLimit);
+    assert!(stopped.steps.len() < 30, "{}", stopped.steps.len());
 
     // With it, the same run goes to the end.
     let summarizer = summaries(LONG_RUN_STEPS);
@@ -127,11 +123,11 @@ async fn a_200_step_run_that_overflowed_its_window_completes_with_compaction() {
     let (events, result, model) = run(
         reading_steps(LONG_RUN_STEPS),
         tools(vec![reader()]),
-        options.compaction(compaction),
+        |b: AgentBuilder| options(b).compaction(compaction),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed, "{:?}", result.error);
-    assert_eq!(result.steps as usize, LONG_RUN_STEPS + 1);
+    assert_eq!(result.exit(), ExitReason::Completed, "{:?}", result.outcome);
+    assert_eq!(result.steps.len(), LONG_RUN_STEPS + 1);
     assert_eq!(result.text, "All files read.");
     // Every call kept its result, the requests were whole and within the window.
     let requests = model.requests();
@@ -170,11 +166,12 @@ async fn a_summary_larger_than_what_it_replaces_is_refused() {
         summarizer.clone(),
     ))])
     .keep_turns(1);
-    let options = AgentOptions::default()
-        .system("Read every file.")
-        .max_steps(40)
-        .budget(small_budget())
-        .compaction(compaction);
+    let options = |b: AgentBuilder| {
+        b.system("Read every file.")
+            .max_steps(40)
+            .budget(small_budget())
+            .compaction(compaction)
+    };
     let (events, result, _) = run(reading_steps(30), tools(vec![reader()]), options).await;
     assert!(!summarizer.requests().is_empty(), "the summary was asked for");
     assert!(
@@ -196,20 +193,52 @@ async fn a_summary_larger_than_what_it_replaces_is_refused() {
         "{warnings:?}"
     );
     // Nothing was replaced: the window ran out instead.
-    assert_eq!(result.exit, ExitReason::TokenLimit);
+    assert_eq!(result.exit(), ExitReason::TokenLimit);
     assert!(result.history.is_none());
+}
+
+/// A run whose history was compacted but still does not fit stops at the
+/// window with the compacted history in its result (it was lost before,
+/// leaving a result whose messages did not add up to its history).
+#[tokio::test]
+async fn a_run_compacted_that_still_overflows_keeps_the_compacted_history() {
+    // Three reads, the third with an input that alone fills the window:
+    // the first compaction (before the fourth step) clears the results,
+    // not the model's own calls.
+    let mut steps = reading_steps(3);
+    let pad = "word ".repeat(6_000);
+    let input = serde_json::json!({"n": 2, "pad": pad}).to_string();
+    steps[2] = ScriptedStep::tool_calls(&[("c2", "read", &input)]);
+    let compaction = Compaction::new(vec![CompactionStrategy::clear_tool_results()]).keep_turns(1);
+    let options = |b: AgentBuilder| {
+        b.system("Read.")
+            .max_steps(30)
+            .budget(tiny_budget())
+            .compaction(compaction)
+    };
+    let (events, result, _) = run(steps, tools(vec![reader()]), options).await;
+    assert_eq!(result.exit(), ExitReason::TokenLimit, "{:?}", result.outcome);
+    assert!(
+        !compacted_events(&events).is_empty(),
+        "a compaction happened first"
+    );
+    let history = result.history.as_ref().expect("the compacted history");
+    assert_valid(history);
+    assert!(history.iter().any(|m| m.content.iter().any(|p| matches!(p,
+        loopwright_core::ContentPart::ToolResult(r) if r.text().contains(CLEARED_NOTE)))));
 }
 
 #[tokio::test]
 async fn clearing_keeps_every_call_and_its_first_lines() {
     let compaction = Compaction::new(vec![CompactionStrategy::clear_tool_results()]).keep_turns(2);
-    let options = AgentOptions::default()
-        .system("Read.")
-        .max_steps(30)
-        .budget(tiny_budget())
-        .compaction(compaction);
+    let options = |b: AgentBuilder| {
+        b.system("Read.")
+            .max_steps(30)
+            .budget(tiny_budget())
+            .compaction(compaction)
+    };
     let (events, result, model) = run(reading_steps(12), tools(vec![reader()]), options).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let compactions = compacted_events(&events);
     assert!(!compactions.is_empty());
     assert!(compactions.iter().all(|c| c.0 == "clear_tool_results"));
@@ -280,8 +309,8 @@ async fn the_agents_own_model_summarises_and_the_call_is_accounted() {
         .budget(tiny_budget())
         .compaction(compaction)
         .build();
-    let (events, result) = collect(agent.prompt("do the task")).await;
-    assert_eq!(result.exit, ExitReason::Completed, "{:?}", result.error);
+    let (events, result) = collect(agent.run("do the task")).await;
+    assert_eq!(result.exit(), ExitReason::Completed, "{:?}", result.outcome);
     let requests = model.requests.lock().unwrap().clone();
     let summary_at = requests
         .iter()
@@ -314,7 +343,7 @@ async fn the_agents_own_model_summarises_and_the_call_is_accounted() {
         .count();
     assert_eq!(llm_entries, requests.len());
     assert_eq!(result.usage.input_tokens, Some(10 * requests.len() as u64));
-    assert_eq!(result.steps, 10);
+    assert_eq!(result.steps.len() as u32, 10);
 }
 
 #[tokio::test]
@@ -334,7 +363,7 @@ async fn a_conversation_keeps_the_compacted_form() {
         .build();
     let mut chat = Conversation::new();
     let first = chat.send(&agent, "do the task").await.unwrap();
-    assert_eq!(first.exit, ExitReason::Completed);
+    assert_eq!(first.exit(), ExitReason::Completed);
     let compacted = first.history.clone().expect("compacted");
     assert_eq!(chat.messages(), compacted.as_slice());
     assert_eq!(chat.turns(), 1);
@@ -360,9 +389,9 @@ async fn a_paused_run_compacted_before_resumes_with_one_result_per_call() {
         .compaction(Compaction::new(vec![CompactionStrategy::clear_tool_results()]).keep_turns(2))
         .approvals(approvals)
         .build();
-    let (_, paused) = collect(agent.prompt("do the task")).await;
-    assert_eq!(paused.exit, ExitReason::AwaitingApproval);
-    let state = paused.state.clone().unwrap();
+    let (_, paused) = collect(agent.run("do the task")).await;
+    assert_eq!(paused.exit(), ExitReason::AwaitingApproval);
+    let state = paused.state().cloned().unwrap();
     assert!(state.compacted);
     // The state's history ends with the waiting call; before it, all whole.
     let waiting = state.messages.len() - 1;
@@ -371,7 +400,7 @@ async fn a_paused_run_compacted_before_resumes_with_one_result_per_call() {
         p, loopwright_core::ContentPart::ToolResult(r) if r.text().contains(CLEARED_NOTE)))));
     let state = loopwright_core::RunState::from_json(&state.to_json()).unwrap();
     let (_, done) = collect(agent.resume(state).approve("w1").run().await.unwrap()).await;
-    assert_eq!(done.exit, ExitReason::Completed);
+    assert_eq!(done.exit(), ExitReason::Completed);
     let history = done
         .history
         .expect("the resumed run carries the compacted history");
@@ -400,8 +429,8 @@ async fn a_sub_agent_compacts_its_own_history() {
     let lead = Agent::builder(Arc::new(lead_model))
         .sub_agent(child.as_tool())
         .build();
-    let (events, result) = collect(lead.prompt("delegate")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (events, result) = collect(lead.run("delegate")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     let inner: Vec<&AgentEvent> = events
         .iter()
         .filter_map(|e| match e {

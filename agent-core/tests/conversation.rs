@@ -75,7 +75,7 @@ async fn a_turn_read_as_a_stream_joins_the_conversation_when_it_ends() {
         }
     }
     // The result is still there to take after the stream ended.
-    let result = turn.into_result().await.unwrap();
+    let result = turn.await.unwrap();
     assert_eq!((text.as_str(), result.text.as_str()), ("Streamed.", "Streamed."));
     assert_eq!(chat.turns(), 1);
     assert_eq!(chat.messages().len(), 2);

@@ -13,7 +13,8 @@ use common::*;
 use loopwright_core::testing::ScriptedStep;
 use loopwright_core::tool_search::{SEARCH_TOOLS_NAME, ToolSearch};
 use loopwright_core::{
-    AgentOptions, ExitReason, SourceKind, StaticToolSource, ToolDefinition, ToolOutput, ToolSet,
+    AgentBuilder, ExitReason, ToolDefinition, ToolOutput, ToolSet, toolset::SourceKind,
+    toolset::StaticToolSource,
 };
 use serde_json::json;
 
@@ -54,9 +55,10 @@ async fn a_huge_search_query_is_refused_with_what_to_fix() {
         .collect::<Vec<_>>()
         .join(" ");
     let input = json!({"query": query}).to_string();
-    let options = AgentOptions::default()
-        .tool_search(ToolSearch::default().max_tools(10))
-        .tool_timeout(Duration::from_secs(2));
+    let options = |b: AgentBuilder| {
+        b.tool_search(ToolSearch::default().max_tools(10))
+            .tool_timeout(Duration::from_secs(2))
+    };
     let (_, result, _) = run(
         vec![
             ScriptedStep::tool_calls(&[("s1", SEARCH_TOOLS_NAME, &input)]),
@@ -70,5 +72,5 @@ async fn a_huge_search_query_is_refused_with_what_to_fix() {
     assert!(is_error, "{text}");
     assert!(text.contains("longer than 1000 characters"), "{text}");
     assert!(text.contains("fix the arguments"), "{text}");
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
 }

@@ -19,8 +19,8 @@ use loopwright_core::durable::{
 };
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ExitReason, FinishReason,
-    ModelEvent, ToolOutput, Usage,
+    Agent, AgentEvent, ApprovalDecision, Approvals, ExitReason, ToolOutput, Usage, approval::ApprovalPolicy,
+    approval::ApprovalTier, model::FinishReason, model::ModelEvent,
 };
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -142,7 +142,9 @@ fn durable_agent(model: &ScriptedModel, list: Vec<TestTool>, engine: &Arc<Memory
     Agent::builder(Arc::new(model.clone()))
         .tools(tools(list))
         .build()
-        .map_options(|o| o.durable(DurableRun::new("run-1").engine(engine.clone())))
+        .to_builder()
+        .durable(DurableRun::new("run-1").engine(engine.clone()))
+        .build()
 }
 
 fn text_deltas(events: &[AgentEvent]) -> Vec<String> {
@@ -160,8 +162,8 @@ async fn completed_steps_come_from_the_journal() {
     let engine = Arc::new(MemoryEngine::default());
     let (work, calls) = counted_tool("work", "42");
     let model = ScriptedModel::new(vec![thinking_then_work(), ScriptedStep::text("done")]);
-    let (first, result) = collect(durable_agent(&model, vec![work], &engine).prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (first, result) = collect(durable_agent(&model, vec![work], &engine).run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(text_deltas(&first), ["thinking", "done"]);
     assert!(!first.iter().any(|e| matches!(e, AgentEvent::Resumed { .. })));
     assert_eq!(engine.ran(), ["model-1", "tool-1-0", "model-2"]);
@@ -169,8 +171,8 @@ async fn completed_steps_come_from_the_journal() {
     // The same run executed again: every step is journaled.
     let (work, again) = counted_tool("work", "42");
     let idle = ScriptedModel::new(vec![]);
-    let (second, replayed) = collect(durable_agent(&idle, vec![work], &engine).prompt("go")).await;
-    assert_eq!(replayed.exit, ExitReason::Completed);
+    let (second, replayed) = collect(durable_agent(&idle, vec![work], &engine).run("go")).await;
+    assert_eq!(replayed.exit(), ExitReason::Completed);
     assert_eq!(replayed.text, "done");
     assert_eq!(replayed.messages, result.messages);
     assert_eq!((idle.requests().len(), again.load(Ordering::SeqCst)), (0, 0));
@@ -200,7 +202,7 @@ async fn an_interrupted_step_runs_again_with_the_same_key() {
         })
     };
     let model = ScriptedModel::new(vec![thinking_then_work()]);
-    let mut first = durable_agent(&model, vec![tool(true)], &engine).prompt("go");
+    let mut first = durable_agent(&model, vec![tool(true)], &engine).run("go");
     let seen = until(&started, &mut first).await;
     // The process dies in the middle of the tool.
     let engine = engine.next_execution();
@@ -208,8 +210,8 @@ async fn an_interrupted_step_runs_again_with_the_same_key() {
     assert_eq!(text_deltas(&seen), ["thinking"]);
 
     let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
-    let (events, result) = collect(durable_agent(&model2, vec![tool(false)], &engine).prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (events, result) = collect(durable_agent(&model2, vec![tool(false)], &engine).run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     // Model call 1 was journaled: only call 2 reached the model again.
     assert_eq!((model.requests().len(), model2.requests().len()), (1, 1));
     assert_eq!(*keys.lock().unwrap(), ["run-1/1/c1", "run-1/1/c1"]);
@@ -252,7 +254,7 @@ async fn an_interrupted_model_call_reaches_the_model_again_and_streams_again() {
     let model = ScriptedModel::new(vec![
         ScriptedStep::events(vec![ModelEvent::TextDelta { text: "half".into() }]).then_hang(),
     ]);
-    let mut first = durable_agent(&model, vec![], &engine).prompt("go");
+    let mut first = durable_agent(&model, vec![], &engine).run("go");
     let mut seen = Vec::new();
     while let Some(event) = first.next().await {
         let delta = matches!(event, AgentEvent::TextDelta { .. });
@@ -267,9 +269,9 @@ async fn an_interrupted_model_call_reaches_the_model_again_and_streams_again() {
     assert_eq!(text_deltas(&seen), ["half"]);
 
     let model2 = ScriptedModel::new(vec![ScriptedStep::text("whole")]);
-    let (events, result) = collect(durable_agent(&model2, vec![], &engine).prompt("go")).await;
+    let (events, result) = collect(durable_agent(&model2, vec![], &engine).run("go")).await;
     assert_eq!(
-        (result.exit, result.text.as_str()),
+        (result.exit(), result.text.as_str()),
         (ExitReason::Completed, "whole")
     );
     assert_eq!((model.requests().len(), model2.requests().len()), (1, 1));
@@ -310,16 +312,15 @@ async fn every_call_of_an_interrupted_batch_gets_exactly_one_result() {
     };
     let batch = || ScriptedStep::tool_calls(&[("c1", "fast", "{}"), ("c2", "slow", "{}")]);
     let model = ScriptedModel::new(vec![batch()]);
-    let mut first =
-        durable_agent(&model, vec![tool("fast", false), tool("slow", true)], &engine).prompt("go");
+    let mut first = durable_agent(&model, vec![tool("fast", false), tool("slow", true)], &engine).run("go");
     until(&started, &mut first).await;
     let engine = engine.next_execution();
     drop(first);
 
     let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
     let agent2 = durable_agent(&model2, vec![tool("fast", false), tool("slow", false)], &engine);
-    let (events, result) = collect(agent2.prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (events, result) = collect(agent2.run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     // Each call is a step: `fast` (the first call, ended) was journaled and
     // is not run again; `slow` (interrupted) runs again, with the same key.
     assert_eq!(
@@ -396,9 +397,11 @@ async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
         .name("boss")
         .sub_agent(loopwright_core::AgentTool::new(child).description("Works."))
         .build()
-        .map_options(|o| o.durable(DurableRun::new("run-1").engine(engine.clone())));
-    let (_, result) = collect(parent.prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+        .to_builder()
+        .durable(DurableRun::new("run-1").engine(engine.clone()))
+        .build();
+    let (_, result) = collect(parent.run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(
         *keys.lock().unwrap(),
         [(Some("run-1".to_owned()), Some("run-1/1/c1/1/c1".to_owned()))]
@@ -410,7 +413,7 @@ async fn a_sub_agents_calls_have_keys_under_the_call_that_started_it() {
 fn destructive_work(runs: &Arc<AtomicUsize>) -> TestTool {
     counted(
         "work",
-        loopwright_core::ToolAnnotations::default().destructive(true),
+        loopwright_core::tool::ToolAnnotations::default().destructive(true),
         runs.clone(),
     )
 }
@@ -422,8 +425,10 @@ async fn an_approval_waits_for_a_durable_decision() {
     let model = ScriptedModel::new(vec![thinking_then_work()]);
     let approvals = Approvals::defer().policy(ApprovalPolicy::default().default_tier(ApprovalTier::Always));
     let agent = durable_agent(&model, vec![destructive_work(&runs)], &engine)
-        .map_options(|o| o.approvals(approvals.clone()));
-    let mut first = agent.prompt("go");
+        .to_builder()
+        .approvals(approvals.clone())
+        .build();
+    let mut first = agent.run("go");
     // The request goes out (it is not held) and the run waits.
     loop {
         match first.next().await {
@@ -440,8 +445,10 @@ async fn an_approval_waits_for_a_durable_decision() {
     drop(first);
     let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
     let agent2 = durable_agent(&model2, vec![destructive_work(&runs)], &engine)
-        .map_options(|o| o.approvals(approvals.clone()));
-    let mut second = agent2.prompt("go");
+        .to_builder()
+        .approvals(approvals.clone())
+        .build();
+    let mut second = agent2.run("go");
     let decider = engine.clone();
     let mut events = Vec::new();
     while let Some(event) = second.next().await {
@@ -450,8 +457,11 @@ async fn an_approval_waits_for_a_durable_decision() {
         }
         events.push(event);
     }
-    let result = second.into_outcome().await.unwrap();
-    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+    let result = second
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .unwrap();
+    assert_eq!(result.exit(), ExitReason::Completed, "{events:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(model.requests().len() + model2.requests().len(), 2);
     assert!(
@@ -500,8 +510,10 @@ async fn a_decision_replayed_from_the_journal_sends_nothing_again() {
     // where the first execution dies.
     let model = ScriptedModel::new(vec![calling("c1", "work"), calling("c2", "block")]);
     let agent = durable_agent(&model, vec![destructive_work(&runs), block(true)], &engine)
-        .map_options(|o| o.approvals(approvals.clone()));
-    let mut first = agent.prompt("go");
+        .to_builder()
+        .approvals(approvals.clone())
+        .build();
+    let mut first = agent.run("go");
     let decider = engine.clone();
     let mut step = 0;
     tokio::select! {
@@ -523,9 +535,11 @@ async fn a_decision_replayed_from_the_journal_sends_nothing_again() {
 
     let model2 = ScriptedModel::new(vec![ScriptedStep::text("done")]);
     let agent2 = durable_agent(&model2, vec![destructive_work(&runs), block(false)], &engine)
-        .map_options(|o| o.approvals(approvals.clone()));
-    let (events, result) = collect(agent2.prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+        .to_builder()
+        .approvals(approvals.clone())
+        .build();
+    let (events, result) = collect(agent2.run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Completed, "{events:?}");
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the approved work ran once");
     assert_eq!(model2.requests().len(), 1, "two model calls replayed");
     // Step 1 (its approval, its tool) is not sent again; step 2, whose
@@ -555,9 +569,11 @@ async fn a_denied_decision_is_the_calls_result() {
     let model = ScriptedModel::new(vec![thinking_then_work(), ScriptedStep::text("ok")]);
     let approvals =
         Approvals::via_events().policy(ApprovalPolicy::default().default_tier(ApprovalTier::Always));
-    let agent =
-        durable_agent(&model, vec![destructive_work(&runs)], &engine).map_options(|o| o.approvals(approvals));
-    let (_, result) = collect(agent.prompt("go")).await;
+    let agent = durable_agent(&model, vec![destructive_work(&runs)], &engine)
+        .to_builder()
+        .approvals(approvals)
+        .build();
+    let (_, result) = collect(agent.run("go")).await;
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     let denied = serde_json::to_string(&result.messages).unwrap();
     assert!(denied.contains("not today"), "{denied}");
@@ -570,8 +586,10 @@ async fn a_run_id_without_an_engine_reaches_the_tools_only() {
     let agent = Agent::builder(Arc::new(model))
         .tools(tools(vec![tool]))
         .build()
-        .map_options(|o| o.durable(DurableRun::new("run-9")));
-    let (events, _) = collect(agent.prompt("go")).await;
+        .to_builder()
+        .durable(DurableRun::new("run-9"))
+        .build();
+    let (events, _) = collect(agent.run("go")).await;
     assert_eq!(
         *keys.lock().unwrap(),
         [(Some("run-9".to_owned()), Some("run-9/1/c1".to_owned()))]
@@ -599,11 +617,11 @@ async fn cancelling_a_durable_run_reaches_the_running_tool() {
         }
     });
     let model = ScriptedModel::new(vec![thinking_then_work()]);
-    let mut run = durable_agent(&model, vec![tool], &engine).prompt("go");
+    let mut run = durable_agent(&model, vec![tool], &engine).run("go");
     until(&started, &mut run).await;
     run.cancel();
-    let result = run.into_outcome().await.unwrap();
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    let result = run.await.or_else(loopwright_core::RunError::into_result).unwrap();
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     assert!(
         noticed.load(Ordering::SeqCst),
         "the tool never saw the cancellation"
@@ -635,9 +653,11 @@ async fn an_engine_that_cannot_journal_stops_the_run_saying_why() {
     let model = ScriptedModel::new(vec![ScriptedStep::text("never")]);
     let agent = Agent::builder(Arc::new(model.clone()))
         .build()
-        .map_options(|o| o.durable(DurableRun::new("run-1").engine(Arc::new(Down))));
-    let (events, result) = collect(agent.prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Cancelled);
+        .to_builder()
+        .durable(DurableRun::new("run-1").engine(Arc::new(Down)))
+        .build();
+    let (events, result) = collect(agent.run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     assert!(model.requests().is_empty());
     assert!(
         events
@@ -658,8 +678,8 @@ async fn a_call_id_used_again_in_a_later_step_gets_a_key_of_its_own() {
         ScriptedStep::tool_calls(&[("call_0", "work", "{}")]),
         ScriptedStep::text("done"),
     ]);
-    let (_, result) = collect(durable_agent(&model, vec![tool], &engine).prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (_, result) = collect(durable_agent(&model, vec![tool], &engine).run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     let keys: Vec<_> = keys
         .lock()
         .unwrap()

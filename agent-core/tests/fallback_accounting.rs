@@ -12,8 +12,8 @@ use futures::StreamExt;
 use loopwright_core::accounting::{AccountingEntry, EntryStatus};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, ExitReason, FallbackModel, JsonlSink, LanguageModel, ModelError,
-    ModelEvent, ToolOutput,
+    Agent, AgentBuilder, AgentEvent, ExitReason, FallbackModel, LanguageModel, ModelError, ToolOutput,
+    accounting::JsonlSink, model::ModelEvent,
 };
 
 struct Named(ScriptedModel, &'static str);
@@ -28,8 +28,8 @@ impl LanguageModel for Named {
     }
     async fn stream(
         &self,
-        r: loopwright_core::ModelRequest,
-    ) -> Result<loopwright_core::ModelStream, ModelError> {
+        r: loopwright_core::model::ModelRequest,
+    ) -> Result<loopwright_core::model::ModelStream, ModelError> {
         self.0.stream(r).await
     }
 }
@@ -37,18 +37,15 @@ impl LanguageModel for Named {
 async fn run_model(
     model: FallbackModel,
     toolset: loopwright_core::ToolSet,
-    options: AgentOptions,
+    options: impl FnOnce(AgentBuilder) -> AgentBuilder,
 ) -> (Vec<AgentEvent>, loopwright_core::AgentResult) {
-    let agent = Agent::builder(Arc::new(model))
-        .tools(toolset)
-        .options(options)
-        .build();
-    let mut run = agent.prompt("go");
+    let agent = options(Agent::builder(Arc::new(model)).tools(toolset)).build();
+    let mut run = agent.run("go");
     let mut events = Vec::new();
     while let Some(e) = tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
         events.push(e);
     }
-    let result = run.into_outcome().await.unwrap();
+    let result = run.await.or_else(loopwright_core::RunError::into_result).unwrap();
     assert_history_invariant(&result.messages);
     (events, result)
 }
@@ -73,8 +70,8 @@ async fn an_error_before_streaming_moves_to_the_next_model() {
         Arc::new(Named(first.clone(), "a")),
         Arc::new(Named(second.clone(), "b")),
     ]);
-    let (events, result) = run_model(model, tools(vec![]), AgentOptions::default()).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (events, result) = run_model(model, tools(vec![]), |b: AgentBuilder| b).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(result.text, "from the second");
     assert!(
         events
@@ -100,7 +97,7 @@ async fn auth_errors_skip_the_model_for_good() {
         Arc::new(Named(first.clone(), "a")),
         Arc::new(Named(second, "b")),
     ]);
-    let (_, result) = run_model(model, tools(vec![]), AgentOptions::default()).await;
+    let (_, result) = run_model(model, tools(vec![]), |b: AgentBuilder| b).await;
     assert_eq!(result.text, "ok");
     assert_eq!(first.requests().len(), 1);
 }
@@ -132,8 +129,8 @@ async fn a_failure_mid_stream_discards_partial_output_and_runs_no_tool_twice() {
         ScriptedStep::text("final from the second"),
     ]);
     let model = FallbackModel::new(vec![Arc::new(Named(first, "a")), Arc::new(Named(second, "b"))]);
-    let (events, result) = run_model(model, tools(vec![tool]), AgentOptions::default()).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (events, result) = run_model(model, tools(vec![tool]), |b: AgentBuilder| b).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let history = serde_json::to_string(&result.messages).unwrap();
     assert!(
@@ -160,9 +157,12 @@ async fn rate_limits_in_every_model_wait_then_give_up() {
     ])
     .retries(1);
     let started = tokio::time::Instant::now();
-    let (events, result) = run_model(model, tools(vec![]), AgentOptions::default()).await;
-    assert_eq!(result.exit, ExitReason::ModelError);
-    assert!(matches!(result.error, Some(ModelError::RateLimited { .. })));
+    let (events, result) = run_model(model, tools(vec![]), |b: AgentBuilder| b).await;
+    assert_eq!(result.exit(), ExitReason::ModelError);
+    assert!(matches!(
+        model_error(&result),
+        Some(ModelError::RateLimited { .. })
+    ));
     assert_eq!((first.requests().len(), second.requests().len()), (2, 2));
     // One wait of the largest retry-after between the two cycles (virtual time).
     assert!(started.elapsed() >= Duration::from_secs(7));
@@ -186,10 +186,10 @@ async fn accounting_jsonl_has_one_whole_line_per_attempt_and_call() {
             ScriptedStep::text("done"),
         ],
         tools(vec![ok]),
-        AgentOptions::default().accounting(sink),
+        |b: AgentBuilder| b.accounting(sink),
     )
     .await;
-    assert!(result.completed());
+    assert!(result.exit() == ExitReason::Completed);
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(text.ends_with('\n'));

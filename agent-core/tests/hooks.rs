@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{TestTool, object_schema, results_by_id, run, tool_names, tools};
 use loopwright_core::testing::ScriptedStep;
-use loopwright_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice, ToolOutput};
+use loopwright_core::{AgentBuilder, AgentEvent, ExitReason, ToolChoice, ToolOutput};
 
 fn echo(name: &'static str) -> TestTool {
     TestTool::new(name, object_schema(), move |_, _| async move {
@@ -21,27 +21,28 @@ fn echo(name: &'static str) -> TestTool {
 async fn prepare_step_changes_tools_choice_system_and_settings_per_step() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    let options = AgentOptions::default()
-        .system("Base.")
-        .temperature(0.7)
-        .prepare_step(move |ctx, settings| {
-            s.lock()
-                .unwrap()
-                .push((ctx.step, ctx.steps.len(), ctx.messages.len()));
-            if ctx.step == 1 {
-                settings.active_tools = Some(vec!["search".into()]);
-                settings.tool_choice = ToolChoice::Required;
-                settings.system = Some(format!(
-                    "{} Search first.",
-                    settings.system.as_deref().unwrap_or("")
-                ));
-                settings.temperature = Some(0.0);
-                settings.max_output_tokens = Some(64);
-                settings
-                    .provider_options
-                    .insert("openai".into(), serde_json::json!({"store": false}));
-            }
-        });
+    let options = |b: AgentBuilder| {
+        b.system("Base.")
+            .temperature(0.7)
+            .prepare_step(move |ctx, settings| {
+                s.lock()
+                    .unwrap()
+                    .push((ctx.step, ctx.steps.len(), ctx.messages.len()));
+                if ctx.step == 1 {
+                    settings.active_tools = Some(vec!["search".into()]);
+                    settings.tool_choice = ToolChoice::Required;
+                    settings.system = Some(format!(
+                        "{} Search first.",
+                        settings.system.as_deref().unwrap_or("")
+                    ));
+                    settings.temperature = Some(0.0);
+                    settings.max_output_tokens = Some(64);
+                    settings
+                        .provider_options
+                        .insert("openai".into(), serde_json::json!({"store": false}));
+                }
+            })
+    };
     let (_, result, model) = run(
         vec![
             // Step 1 offers only `search`; the call to `write` is refused.
@@ -53,7 +54,7 @@ async fn prepare_step_changes_tools_choice_system_and_settings_per_step() {
         options,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let requests = model.requests();
     let names = |i: usize| tool_names(&requests[i]);
     assert_eq!(names(0), ["search"]);
@@ -83,11 +84,13 @@ async fn prepare_step_changes_tools_choice_system_and_settings_per_step() {
 
 #[tokio::test]
 async fn stop_when_ends_the_run_after_the_step_it_names() {
-    let options = AgentOptions::default().stop_when(|steps| {
-        steps
-            .last()
-            .is_some_and(|s| s.tool_calls.iter().any(|c| c.name == "submit"))
-    });
+    let options = |b: AgentBuilder| {
+        b.stop_when(|steps| {
+            steps
+                .last()
+                .is_some_and(|s| s.tool_calls.iter().any(|c| c.name == "submit"))
+        })
+    };
     let (events, result, model) = run(
         vec![
             ScriptedStep::tool_calls(&[("c1", "search", "{}")]),
@@ -98,8 +101,8 @@ async fn stop_when_ends_the_run_after_the_step_it_names() {
         options,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Stopped);
-    assert_eq!(result.steps, 2);
+    assert_eq!(result.exit(), ExitReason::Stopped);
+    assert_eq!(result.steps.len() as u32, 2);
     assert_eq!(model.requests().len(), 2);
     // The submit call ran and its result is in the history.
     assert!(!results_by_id(&result)["c2"].0);
@@ -116,13 +119,15 @@ async fn stop_when_ends_the_run_after_the_step_it_names() {
 async fn stop_when_sees_each_step_with_its_results() {
     let sizes = Arc::new(Mutex::new(Vec::new()));
     let s = sizes.clone();
-    let options = AgentOptions::default().stop_when(move |steps| {
-        let last = steps.last().unwrap();
-        s.lock()
-            .unwrap()
-            .push((last.step, last.tool_calls.len(), last.tool_results.len()));
-        steps.len() >= 2
-    });
+    let options = |b: AgentBuilder| {
+        b.stop_when(move |steps| {
+            let last = steps.last().unwrap();
+            s.lock()
+                .unwrap()
+                .push((last.step, last.tool_calls.len(), last.tool_results.len()));
+            steps.len() >= 2
+        })
+    };
     let (_, result, _) = run(
         vec![
             ScriptedStep::tool_calls(&[("c1", "search", "{}"), ("c2", "search", "{}")]),
@@ -133,21 +138,23 @@ async fn stop_when_sees_each_step_with_its_results() {
         options,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Stopped);
+    assert_eq!(result.exit(), ExitReason::Stopped);
     assert_eq!(*sizes.lock().unwrap(), [(1, 2, 2), (2, 1, 1)]);
 }
 
 #[tokio::test]
 async fn on_tool_result_rewrites_what_the_model_and_the_events_see() {
     // Error results (an unknown tool) pass through the hook too.
-    let options = AgentOptions::default().on_tool_result(|ctx, output| {
-        if ctx.call.name == "missing" {
-            assert_eq!(ctx.source, None);
-            return output.map_text(|t| format!("[rewritten] {t}"));
-        }
-        assert_eq!((ctx.source, ctx.original_name), (Some("test"), Some("search")));
-        output.map_text(|t| t.replace("hunter2", "[redacted]"))
-    });
+    let options = |b: AgentBuilder| {
+        b.on_tool_result(|ctx, output| {
+            if ctx.call.name == "missing" {
+                assert_eq!(ctx.source, None);
+                return output.map_text(|t| format!("[rewritten] {t}"));
+            }
+            assert_eq!((ctx.source, ctx.original_name), (Some("test"), Some("search")));
+            output.map_text(|t| t.replace("hunter2", "[redacted]"))
+        })
+    };
     let (events, result, model) = run(
         vec![
             ScriptedStep::tool_calls(&[("c1", "search", "{}"), ("c2", "missing", "{}")]),

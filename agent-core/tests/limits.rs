@@ -41,13 +41,16 @@ fn fan_out_script() -> (ScriptedModel, ScriptedModel) {
 #[tokio::test]
 async fn the_tree_budget_counts_every_agents_calls_and_stops_the_tree() {
     let (coordinator, worker) = fan_out_script();
-    let lead = fan_out(&coordinator, &worker).map_options(|o| o.max_model_calls(3));
-    let (events, result) = collect(lead.prompt("coordinate")).await;
+    let lead = fan_out(&coordinator, &worker)
+        .to_builder()
+        .max_model_calls(3)
+        .build();
+    let (events, result) = collect(lead.run("coordinate")).await;
     // One call of the lead, two of the workers: the third worker is
     // refused, and so is the lead's next call.
     assert_eq!(coordinator.requests().len() + worker.requests().len(), 3);
-    assert_eq!(result.exit, ExitReason::BudgetExhausted);
-    let why = result.stopped_by.clone().unwrap();
+    assert_eq!(result.exit(), ExitReason::BudgetExhausted);
+    let why = stopped_by(&result).unwrap();
     assert!(why.contains("budget of 3 model calls"), "{why}");
     let Some(AgentEvent::Finished { exit, error, .. }) = events.last() else {
         panic!("no finished event")
@@ -73,10 +76,10 @@ async fn the_tree_budget_counts_every_agents_calls_and_stops_the_tree() {
 #[tokio::test]
 async fn without_a_budget_the_fan_out_runs_to_its_end() {
     let (coordinator, worker) = fan_out_script();
-    let (_, result) = collect(fan_out(&coordinator, &worker).prompt("coordinate")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (_, result) = collect(fan_out(&coordinator, &worker).run("coordinate")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(coordinator.requests().len() + worker.requests().len(), 5);
-    assert_eq!(result.stopped_by, None);
+    assert_eq!(stopped_by(&result), None);
 }
 
 #[tokio::test]
@@ -90,10 +93,10 @@ async fn the_token_budget_stops_the_next_call() {
     let agent = Agent::builder(Arc::new(model.clone()))
         .max_tree_tokens(20)
         .build();
-    let (_, result) = collect(agent.prompt("go")).await;
+    let (_, result) = collect(agent.run("go")).await;
     assert_eq!(model.requests().len(), 2);
-    assert_eq!(result.exit, ExitReason::BudgetExhausted);
-    assert!(result.stopped_by.unwrap().contains("30 of 20 tokens"));
+    assert_eq!(result.exit(), ExitReason::BudgetExhausted);
+    assert!(stopped_by(&result).unwrap().contains("30 of 20 tokens"));
 }
 
 #[tokio::test]
@@ -104,9 +107,9 @@ async fn a_deadline_cancels_a_never_ending_stream_and_says_why() {
     let agent = Agent::builder(Arc::new(model))
         .run_timeout(Duration::from_millis(200))
         .build();
-    let (events, result) = collect(agent.prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::Cancelled);
-    let why = result.stopped_by.unwrap();
+    let (events, result) = collect(agent.run("go")).await;
+    assert_eq!(result.exit(), ExitReason::Cancelled);
+    let why = stopped_by(&result).unwrap();
     assert!(why.contains("deadline of 200ms"), "{why}");
     let Some(AgentEvent::Finished { error, .. }) = events.last() else {
         panic!("no finished event")
@@ -120,8 +123,11 @@ async fn a_run_cancelled_by_the_application_names_no_limit() {
     let agent = Agent::builder(Arc::new(model))
         .run_timeout(Duration::from_secs(600))
         .build();
-    let run = agent.prompt("go");
+    let run = agent.run("go");
     run.cancel();
     let (_, result) = collect(run).await;
-    assert_eq!((result.exit, result.stopped_by), (ExitReason::Cancelled, None));
+    assert_eq!(
+        (result.exit(), stopped_by(&result)),
+        (ExitReason::Cancelled, None)
+    );
 }

@@ -13,8 +13,8 @@ use futures::StreamExt;
 use loopwright_core::output::FINAL_ANSWER_TOOL;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, ExitReason, ModelCapabilities, OutputMode, OutputSpec, ResponseFormat, RunError,
-    ToolChoice,
+    Agent, AgentEvent, ExitReason, OutputSpec, RunError, ToolChoice, model::ModelCapabilities,
+    model::ResponseFormat, output::OutputMode,
 };
 use serde_json::json;
 
@@ -49,12 +49,12 @@ async fn native_mode_tools_first_then_a_validated_typed_answer() {
     ])
     .with_capabilities(native());
     let (agent, calls) = agent(&model, OutputMode::Auto);
-    let mut run = agent.prompt("Weather in Lisbon?");
+    let mut run = agent.run("Weather in Lisbon?");
     let mut events = Vec::new();
     while let Some(e) = run.next().await {
         events.push(e);
     }
-    let result = run.into_result().await.unwrap();
+    let result = run.await.unwrap();
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     let forecast: Forecast = result.output().unwrap();
     assert_eq!(
@@ -93,9 +93,9 @@ async fn tool_mode_ends_the_run_when_the_final_answer_tool_is_called() {
     ]);
     // The scripted model claims no native support: auto picks the tool mode.
     let (agent, _) = agent(&model, OutputMode::Auto);
-    let result = agent.prompt("Weather?").await.unwrap();
+    let result = agent.run("Weather?").await.unwrap();
     assert_eq!(result.output::<Forecast>().unwrap().celsius, 21.5);
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_history_invariant(&result.messages);
     assert_eq!(
         results_by_id(&result)["c2"],
@@ -120,7 +120,7 @@ async fn invalid_json_then_a_schema_violation_then_a_valid_answer() {
     ])
     .with_capabilities(native());
     let (agent, _) = agent(&model, OutputMode::Native);
-    let result = agent.prompt("Weather?").await.unwrap();
+    let result = agent.run("Weather?").await.unwrap();
     assert_eq!(result.output::<Forecast>().unwrap().summary, "mild");
     let requests = model.requests();
     assert_eq!(requests.len(), 3, "two retries");
@@ -144,7 +144,7 @@ async fn an_answer_that_never_validates_is_a_typed_error_keeping_the_raw_text() 
     ])
     .with_capabilities(native());
     let (agent, _) = agent(&model, OutputMode::Native);
-    let err = agent.prompt("Weather?").await.unwrap_err();
+    let err = agent.run("Weather?").await.unwrap_err();
     match &err {
         RunError::Output { error, result } => {
             assert!(
@@ -153,7 +153,7 @@ async fn an_answer_that_never_validates_is_a_typed_error_keeping_the_raw_text() 
                 error.message
             );
             assert_eq!(error.raw, r#"{"celsius": 3}"#);
-            assert_eq!(result.exit, ExitReason::OutputInvalid);
+            assert_eq!(result.exit(), ExitReason::OutputInvalid);
             assert!(result.output.is_none());
         }
         other => panic!("{other:?}"),
@@ -179,7 +179,7 @@ async fn tool_mode_retries_through_the_final_answer_results_and_text_answers() {
         ScriptedStep::tool_calls(&[("c2", FINAL_ANSWER_TOOL, VALID)]),
     ]);
     let (agent, _) = agent(&model, OutputMode::Tool);
-    let result = agent.prompt("Weather?").await.unwrap();
+    let result = agent.run("Weather?").await.unwrap();
     assert_eq!(result.output::<Forecast>().unwrap().celsius, 21.5);
     let requests = model.requests();
     assert!(
@@ -207,7 +207,7 @@ async fn at_the_step_limit_the_concluding_call_must_use_the_final_answer_tool() 
         .max_steps(1)
         .output(OutputSpec::of::<Forecast>().mode(OutputMode::Tool))
         .build();
-    let result = agent.prompt("Weather?").await.unwrap();
+    let result = agent.run("Weather?").await.unwrap();
     assert_eq!(result.output::<Forecast>().unwrap().summary, "mild");
     let last = model.requests().pop().unwrap();
     assert_eq!(
@@ -219,10 +219,12 @@ async fn at_the_step_limit_the_concluding_call_must_use_the_final_answer_tool() 
 }
 
 #[tokio::test]
-async fn prompt_typed_returns_the_type() {
+async fn a_typed_output_reads_as_the_type() {
     let model = ScriptedModel::new(vec![ScriptedStep::text(VALID)]).with_capabilities(native());
-    let agent = Agent::builder(Arc::new(model.clone())).build();
-    let forecast: Forecast = agent.prompt_typed("Weather?").await.unwrap();
+    let agent = Agent::builder(Arc::new(model.clone()))
+        .output(OutputSpec::of::<Forecast>())
+        .build();
+    let forecast: Forecast = agent.run("Weather?").await.unwrap().output().unwrap();
     assert_eq!(forecast.celsius, 21.5);
     assert!(model.requests()[0].response_format.is_some());
 }
@@ -237,7 +239,7 @@ async fn a_non_object_schema_travels_wrapped_and_comes_back_bare() {
     let agent = Agent::builder(Arc::new(model.clone()))
         .output(OutputSpec::of::<Vec<String>>())
         .build();
-    let colors: Vec<String> = agent.prompt("Colors?").await.unwrap().output().unwrap();
+    let colors: Vec<String> = agent.run("Colors?").await.unwrap().output().unwrap();
     assert_eq!(colors, ["red", "green"]);
     let sent = &model.requests()[0].tools[0].input_schema;
     assert_eq!(sent["properties"]["value"]["type"], "array");

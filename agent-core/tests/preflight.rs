@@ -8,12 +8,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{HANG_GUARD, collect, counted_tool, run, tools};
+use common::{HANG_GUARD, collect, counted_tool, plan_rejection, run, tools};
 use futures::StreamExt;
 use loopwright_core::preflight::{Plan, PlanDecision, PlanStep, Preflight, Risk};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, ExitReason, ModelCapabilities, Role, RunError, ToolChoice,
+    Agent, AgentBuilder, AgentEvent, ExitReason, Role, RunError, ToolChoice, model::ModelCapabilities,
 };
 
 const PLAN: &str = r#"{"steps": [
@@ -61,10 +61,10 @@ async fn an_approved_plan_joins_the_conversation_before_the_first_tool_runs() {
             ScriptedStep::text("It is sunny."),
         ],
         tools(vec![weather]),
-        AgentOptions::default().preflight(approve_all()),
+        |b: AgentBuilder| b.preflight(approve_all()),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 
     // The plan call: no tools declared, told to plan (with the tool names),
@@ -111,7 +111,7 @@ async fn an_approved_plan_joins_the_conversation_before_the_first_tool_runs() {
     );
     assert_eq!(result.messages[0].text(), second[1].text());
     // The plan call's usage counts; it is not a step.
-    assert_eq!(result.steps, 2);
+    assert_eq!(result.steps.len() as u32, 2);
     assert_eq!(result.usage.input_tokens, Some(30));
 }
 
@@ -125,12 +125,14 @@ async fn an_edited_plan_is_the_one_the_model_is_told_to_follow() {
     let (events, result, model) = run(
         vec![ScriptedStep::text(PLAN), ScriptedStep::text("Done.")],
         tools(vec![weather]),
-        AgentOptions::default().preflight(Preflight::with_approver(move |_: &Plan| PlanDecision::Edit {
-            plan: keep.clone(),
-        })),
+        |b: AgentBuilder| {
+            b.preflight(Preflight::with_approver(move |_: &Plan| PlanDecision::Edit {
+                plan: keep.clone(),
+            }))
+        },
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let (_, resolved) = plan_events(&events);
     assert_eq!(resolved, [(true, true, &edited, None)]);
     let told = model.requests()[1].messages[1].text();
@@ -158,9 +160,9 @@ async fn a_rejected_plan_ends_the_run_after_one_model_call_and_no_tool_call() {
             }
         }))
         .build();
-    let (events, result) = collect(agent.prompt("clean up")).await;
-    assert_eq!(result.exit, ExitReason::PlanRejected);
-    assert_eq!(result.plan_rejection.as_deref(), Some("no high-risk steps"));
+    let (events, result) = collect(agent.run("clean up")).await;
+    assert_eq!(result.exit(), ExitReason::PlanRejected);
+    assert_eq!(plan_rejection(&result), Some("no high-risk steps"));
     assert_eq!(model.requests().len(), 1);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert!(result.messages.is_empty());
@@ -180,10 +182,10 @@ async fn a_rejected_plan_ends_the_run_after_one_model_call_and_no_tool_call() {
             PlanDecision::reject("not today")
         }))
         .build();
-    match agent.prompt("clean up").await {
+    match agent.run("clean up").await {
         Err(RunError::PlanRejected { reason, result }) => {
             assert_eq!(reason, "not today");
-            assert_eq!(result.exit, ExitReason::PlanRejected);
+            assert_eq!(result.exit(), ExitReason::PlanRejected);
         }
         other => panic!("expected PlanRejected, got {other:?}"),
     }
@@ -201,7 +203,7 @@ async fn the_event_responder_answers_when_there_is_no_approver() {
         .tools(tools(vec![weather]))
         .preflight(Preflight::via_events())
         .build();
-    let mut run = agent.prompt("weather?");
+    let mut run = agent.run("weather?");
     let mut saw = false;
     tokio::time::timeout(HANG_GUARD, async {
         while let Some(event) = run.next().await {
@@ -214,7 +216,7 @@ async fn the_event_responder_answers_when_there_is_no_approver() {
     .await
     .expect("run hung");
     assert!(saw);
-    let result = run.into_result().await.unwrap();
+    let result = run.await.unwrap();
     assert_eq!(result.text, "Sunny.");
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
@@ -226,14 +228,14 @@ async fn no_answer_is_a_rejection_at_the_timeout_or_at_once_when_nobody_can_answ
     let agent = Agent::builder(Arc::new(model))
         .preflight(Preflight::via_events().timeout(Duration::from_secs(30)))
         .build();
-    let mut run = agent.prompt("x");
+    let mut run = agent.run("x");
     let mut held = Vec::new();
     while let Some(event) = run.next().await {
         held.push(event); // keeps the responder alive, unanswered
     }
-    let result = run.into_outcome().await.unwrap();
-    assert_eq!(result.exit, ExitReason::PlanRejected);
-    assert_eq!(result.plan_rejection.as_deref(), Some("no answer within 30s"));
+    let result = run.await.or_else(loopwright_core::RunError::into_result).unwrap();
+    assert_eq!(result.exit(), ExitReason::PlanRejected);
+    assert_eq!(plan_rejection(&result), Some("no answer within 30s"));
 
     // Awaited without reading events and no approver: nobody can answer.
     let model = ScriptedModel::new(vec![ScriptedStep::text(PLAN)]);
@@ -241,7 +243,7 @@ async fn no_answer_is_a_rejection_at_the_timeout_or_at_once_when_nobody_can_answ
         .preflight(Preflight::via_events())
         .build();
     let started = tokio::time::Instant::now();
-    let Err(RunError::PlanRejected { reason, .. }) = agent.prompt("x").await else {
+    let Err(RunError::PlanRejected { reason, .. }) = agent.run("x").await else {
         panic!("expected a rejection");
     };
     assert!(reason.starts_with("nobody can answer"), "{reason}");
@@ -261,13 +263,11 @@ async fn a_plan_that_never_matches_the_schema_is_rejected_after_the_retries() {
             ScriptedStep::text(r#"{"steps": [{"description": "x", "risk": "extreme"}]}"#),
         ],
         tools(vec![weather]),
-        AgentOptions::default()
-            .preflight(approve_all())
-            .max_output_retries(1),
+        |b: AgentBuilder| b.preflight(approve_all()).max_output_retries(1),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::PlanRejected);
-    let reason = result.plan_rejection.unwrap();
+    assert_eq!(result.exit(), ExitReason::PlanRejected);
+    let reason = plan_rejection(&result).unwrap();
     assert!(
         reason.contains("did not match the plan schema") && reason.contains("extreme"),
         "{reason}"
@@ -288,7 +288,7 @@ async fn a_model_that_can_asks_for_the_plan_natively() {
     let agent = Agent::builder(Arc::new(model.clone()))
         .preflight(approve_all())
         .build();
-    let _ = agent.prompt("x").await.unwrap();
+    let _ = agent.run("x").await.unwrap();
     let format = model.requests()[0]
         .response_format
         .clone()
@@ -304,7 +304,7 @@ async fn cancelling_while_the_plan_waits_ends_the_run_cancelled() {
     let agent = Agent::builder(Arc::new(model))
         .preflight(Preflight::via_events())
         .build();
-    let mut run = agent.prompt("x");
+    let mut run = agent.run("x");
     let mut held = Vec::new();
     let result = tokio::time::timeout(HANG_GUARD, async {
         while let Some(event) = run.next().await {
@@ -313,11 +313,11 @@ async fn cancelling_while_the_plan_waits_ends_the_run_cancelled() {
             }
             held.push(event);
         }
-        run.into_outcome().await.unwrap()
+        run.await.or_else(loopwright_core::RunError::into_result).unwrap()
     })
     .await
     .expect("run hung");
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    assert_eq!(result.exit(), ExitReason::Cancelled);
 }
 
 #[tokio::test]
@@ -364,7 +364,7 @@ async fn a_panicking_approver_rejects_the_plan() {
             panic!("approver bug")
         }))
         .build();
-    let Err(RunError::PlanRejected { reason, .. }) = agent.prompt("x").await else {
+    let Err(RunError::PlanRejected { reason, .. }) = agent.run("x").await else {
         panic!("expected a rejection");
     };
     assert_eq!(reason, "the plan approver panicked");

@@ -9,7 +9,7 @@ mod common;
 use common::{TestTool, object_schema, run, tools};
 use loopwright_core::testing::ScriptedStep;
 use loopwright_core::tool::PROGRESS_BUFFER;
-use loopwright_core::{AgentEvent, AgentOptions, ToolOutput};
+use loopwright_core::{AgentBuilder, AgentEvent, ToolOutput};
 
 const REPORTS: usize = 10_000;
 
@@ -29,7 +29,7 @@ async fn a_flood_of_progress_is_coalesced_and_never_follows_the_result() {
             ScriptedStep::text("done"),
         ],
         tools(vec![flood]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     assert_eq!(result.text, "done");
@@ -93,12 +93,14 @@ async fn a_report_after_the_result_is_dropped() {
             Ok(ToolOutput::text("slow"))
         }
     });
-    let options = AgentOptions::default().on_tool_result(move |ctx, output| {
-        if ctx.call.name == "fast" {
-            settled.notify_one();
-        }
-        output
-    });
+    let options = |b: AgentBuilder| {
+        b.on_tool_result(move |ctx, output| {
+            if ctx.call.name == "fast" {
+                settled.notify_one();
+            }
+            output
+        })
+    };
     let (events, _, _) = run(
         vec![
             ScriptedStep::tool_calls(&[("c1", "fast", "{}"), ("c2", "slow", "{}")]),

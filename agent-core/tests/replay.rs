@@ -13,8 +13,8 @@ use common::*;
 use loopwright_core::replay::{Cassette, CassetteError, ReplayMiss, ReplayMode, ReplayModel};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, ExitReason, LanguageModel, ModelCapabilities, ModelError, StaticToolSource,
-    ToolOutput, ToolSet, ToolSource,
+    Agent, AgentEvent, ExitReason, LanguageModel, ModelError, ToolOutput, ToolSet, ToolSource,
+    model::ModelCapabilities, toolset::StaticToolSource,
 };
 use serde_json::{Value, json};
 
@@ -77,8 +77,8 @@ async fn a_recorded_run_replays_the_same_events_without_the_model_or_the_tools()
         cassette.tool_source(Arc::new(app_source(calls.clone()))),
     )
     .await;
-    let (recorded, result) = collect(agent.prompt("echo hi")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (recorded, result) = collect(agent.run("echo hi")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     // The cassette is JSON lines a person can read.
@@ -101,8 +101,8 @@ async fn a_recorded_run_replays_the_same_events_without_the_model_or_the_tools()
     assert_eq!(cassette.recorded_sources(), ["app"]);
     let stand_in: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![]));
     let agent = agent_with(cassette.model(stand_in), cassette.replayed_source("app").unwrap()).await;
-    let (replayed, result) = collect(agent.prompt("echo hi")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (replayed, result) = collect(agent.run("echo hi")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(result.text, "echoed hi");
     assert_eq!(calls.load(Ordering::SeqCst), 1, "the live tool is not called");
     assert_eq!(normalised(&replayed), normalised(&recorded));
@@ -114,14 +114,14 @@ async fn a_changed_prompt_is_a_model_error_naming_the_difference() {
     let cassette = Cassette::record(dir.path()).unwrap();
     let live: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("noon")]));
     let agent = Agent::builder(cassette.model(live)).build();
-    let _ = agent.prompt("What time is it?").await.unwrap();
+    let _ = agent.run("What time is it?").await.unwrap();
 
     let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
     let model = ReplayModel::offline(&cassette, "scripted", "scripted-test-model");
     let agent = Agent::builder(Arc::new(model)).build();
-    let (_, result) = collect(agent.prompt("What time is it now?")).await;
-    assert_eq!(result.exit, ExitReason::ModelError);
-    let error = result.error.unwrap();
+    let (_, result) = collect(agent.run("What time is it now?")).await;
+    assert_eq!(result.exit(), ExitReason::ModelError);
+    let error = model_error(&result).cloned().unwrap();
     let miss = ReplayMiss::of(&error).unwrap();
     assert_eq!(miss.nearest_line, Some(1));
     assert_eq!(
@@ -137,9 +137,9 @@ async fn record_missing_asks_the_live_model_once_and_keeps_the_answer() {
     let live = ScriptedModel::new(vec![ScriptedStep::text("one"), ScriptedStep::text("two")]);
     let cassette = Cassette::replay(dir.path().join("new"), ReplayMode::RecordMissing).unwrap();
     let agent = Agent::builder(cassette.model(Arc::new(live.clone()))).build();
-    assert_eq!(agent.prompt("first").await.unwrap().text, "one");
+    assert_eq!(agent.run("first").await.unwrap().text, "one");
     assert_eq!(
-        agent.prompt("first").await.unwrap().text,
+        agent.run("first").await.unwrap().text,
         "one",
         "served from the cassette"
     );
@@ -148,12 +148,12 @@ async fn record_missing_asks_the_live_model_once_and_keeps_the_answer() {
     // Another process, strict: both the recorded answers are there.
     let cassette = Cassette::replay(dir.path().join("new"), ReplayMode::RecordMissing).unwrap();
     let agent = Agent::builder(cassette.model(Arc::new(live.clone()))).build();
-    assert_eq!(agent.prompt("second").await.unwrap().text, "two");
+    assert_eq!(agent.run("second").await.unwrap().text, "two");
     let cassette = Cassette::replay(dir.path().join("new"), ReplayMode::Strict).unwrap();
     let stand_in: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![]));
     let agent = Agent::builder(cassette.model(stand_in)).build();
-    assert_eq!(agent.prompt("first").await.unwrap().text, "one");
-    assert_eq!(agent.prompt("second").await.unwrap().text, "two");
+    assert_eq!(agent.run("first").await.unwrap().text, "one");
+    assert_eq!(agent.run("second").await.unwrap().text, "two");
 }
 
 #[tokio::test]
@@ -166,14 +166,14 @@ async fn identical_requests_are_served_in_recorded_order_then_the_last_again() {
     ]));
     let agent = Agent::builder(cassette.model(live)).build();
     for _ in 0..2 {
-        let _ = agent.prompt("flip").await.unwrap();
+        let _ = agent.run("flip").await.unwrap();
     }
     let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
     let stand_in: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![]));
     let agent = Agent::builder(cassette.model(stand_in)).build();
     let mut answers = Vec::new();
     for _ in 0..3 {
-        answers.push(agent.prompt("flip").await.unwrap().text);
+        answers.push(agent.run("flip").await.unwrap().text);
     }
     assert_eq!(answers, ["heads", "tails", "tails"]);
 }
@@ -187,14 +187,14 @@ async fn a_failed_call_replays_as_the_same_error() {
         ScriptedStep::text("partial").without_finish(),
     ]));
     let agent = Agent::builder(cassette.model(live)).build();
-    let first = agent.prompt("a").await.unwrap_err().to_string();
-    let second = agent.prompt("b").await.unwrap_err().to_string();
+    let first = agent.run("a").await.unwrap_err().to_string();
+    let second = agent.run("b").await.unwrap_err().to_string();
 
     let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
     let stand_in: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![]));
     let agent = Agent::builder(cassette.model(stand_in)).build();
-    assert_eq!(agent.prompt("a").await.unwrap_err().to_string(), first);
-    assert_eq!(agent.prompt("b").await.unwrap_err().to_string(), second);
+    assert_eq!(agent.run("a").await.unwrap_err().to_string(), first);
+    assert_eq!(agent.run("b").await.unwrap_err().to_string(), second);
     assert!(second.contains("stream"), "{second}");
 }
 
@@ -205,7 +205,7 @@ async fn an_edited_request_is_found_under_its_new_hash() {
     let live: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("noon")]));
     let _ = Agent::builder(cassette.model(live))
         .build()
-        .prompt("What time is it?")
+        .run("What time is it?")
         .await
         .unwrap();
     let file = dir.path().join("model.jsonl");
@@ -215,7 +215,7 @@ async fn an_edited_request_is_found_under_its_new_hash() {
     let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
     let stand_in: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![]));
     let agent = Agent::builder(cassette.model(stand_in)).build();
-    assert_eq!(agent.prompt("What time is it now?").await.unwrap().text, "noon");
+    assert_eq!(agent.run("What time is it now?").await.unwrap().text, "noon");
 }
 
 #[test]
@@ -247,7 +247,7 @@ async fn recording_again_starts_a_fresh_take() {
         let live: Arc<dyn LanguageModel> = Arc::new(ScriptedModel::new(vec![ScriptedStep::text(answer)]));
         let _ = Agent::builder(cassette.model(live))
             .build()
-            .prompt("q")
+            .run("q")
             .await
             .unwrap();
     }
@@ -271,7 +271,7 @@ async fn an_offline_replay_claims_the_recorded_capabilities() {
     let agent = Agent::builder(cassette.model(Arc::new(live)))
         .output(spec())
         .build();
-    let first = agent.prompt("Which city?").await.unwrap();
+    let first = agent.run("Which city?").await.unwrap();
     assert_eq!(first.output, Some(json!({"city": "Paris"})));
     let line = std::fs::read_to_string(dir.path().join("model.jsonl")).unwrap();
     assert!(
@@ -283,5 +283,5 @@ async fn an_offline_replay_claims_the_recorded_capabilities() {
     let offline = ReplayModel::offline(&cassette, "scripted", "scripted-test-model");
     assert_eq!(offline.capabilities(), caps);
     let agent = Agent::builder(Arc::new(offline)).output(spec()).build();
-    assert_eq!(agent.prompt("Which city?").await.unwrap().output, first.output);
+    assert_eq!(agent.run("Which city?").await.unwrap().output, first.output);
 }

@@ -12,8 +12,9 @@ use common::*;
 use loopwright_core::preflight::Preflight;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentTool, ApprovalDecision, ApprovalPolicy, ApprovalTier, Approvals, ContentPart,
-    ExitReason, PendingKind, ResumeError, Role, RunState, StaticToolSource, ToolAnnotations, ToolSet,
+    Agent, AgentEvent, AgentTool, ApprovalDecision, Approvals, ContentPart, ExitReason, Role, RunState,
+    ToolSet, agent::PendingKind, agent::ResumeError, approval::ApprovalPolicy, approval::ApprovalTier,
+    tool::ToolAnnotations, toolset::StaticToolSource,
 };
 
 struct Counts {
@@ -61,10 +62,10 @@ fn three_calls() -> ScriptedStep {
 
 /// A run of `agent` paused on c2 and c3 (c1 ran), serialised and read back.
 async fn paused(agent: &Agent) -> RunState {
-    let (events, result) = collect(agent.prompt("tidy up")).await;
-    assert_eq!(result.exit, ExitReason::AwaitingApproval);
+    let (events, result) = collect(agent.run("tidy up")).await;
+    assert_eq!(result.exit(), ExitReason::AwaitingApproval);
     assert!(result.messages.is_empty(), "a paused run commits nothing");
-    let state = result.state.expect("a paused run has a state");
+    let state = result.state().expect("a paused run has a state");
     let Some(AgentEvent::AwaitingApproval { state_id, pending }) = events
         .iter()
         .rev()
@@ -106,7 +107,7 @@ async fn deferred_calls_pause_the_run_and_resume_runs_each_decided_call_once() {
         .await
         .unwrap();
     let (events, result) = collect(run).await;
-    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+    assert_eq!(result.exit(), ExitReason::Completed, "{events:?}");
     assert_eq!(result.text, "Tidied.");
     assert_eq!(
         (
@@ -138,7 +139,7 @@ async fn deferred_calls_pause_the_run_and_resume_runs_each_decided_call_once() {
     );
     // The resumed result holds the whole turn, so a conversation keeps it.
     assert_eq!(result.messages.len(), 3, "{:?}", result.messages);
-    assert!(result.state.is_none());
+    assert!(result.state().is_none());
     // The paused calls were announced before the pause: the resumed run
     // tells their decisions and results, not their `tool_call` again.
     let announced: Vec<&str> = events
@@ -207,7 +208,7 @@ async fn a_resume_is_refused_before_anything_runs_when_it_cannot_be_exact() {
         .await
         .unwrap();
     let (_, result) = collect(run).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let e = err(lead.resume(state).approve("c2").approve("c3").run().await);
     assert!(matches!(e, ResumeError::AlreadyResumed { .. }), "{e}");
     assert_eq!(counts.write.load(Ordering::SeqCst), 1, "no tool ran twice");
@@ -220,7 +221,10 @@ async fn a_question_inside_a_sub_agent_pauses_the_tree_and_the_child_resumes_fir
         ScriptedStep::text("written"),
     ]);
     let (worker_tools, counts) = tools();
-    let worker = agent(&worker_model, worker_tools).map_options(|o| o.name("worker"));
+    let worker = agent(&worker_model, worker_tools)
+        .to_builder()
+        .name("worker")
+        .build();
     let lead_model = ScriptedModel::new(vec![
         ScriptedStep::tool_calls(&[("l1", "agent__worker", r#"{"prompt": "write it"}"#)]),
         ScriptedStep::text("The worker wrote it."),
@@ -231,9 +235,9 @@ async fn a_question_inside_a_sub_agent_pauses_the_tree_and_the_child_resumes_fir
         // Handing work to the worker needs no approval; its own calls do.
         .approvals(Approvals::defer().policy(ApprovalPolicy::default().tier("agent__*", ApprovalTier::Auto)))
         .build();
-    let (_, result) = collect(lead.prompt("go")).await;
-    assert_eq!(result.exit, ExitReason::AwaitingApproval);
-    let state = RunState::from_json(&result.state.unwrap().to_json()).unwrap();
+    let (_, result) = collect(lead.run("go")).await;
+    assert_eq!(result.exit(), ExitReason::AwaitingApproval);
+    let state = RunState::from_json(&result.state().unwrap().to_json()).unwrap();
     let pending = state.pending();
     assert_eq!(pending.len(), 1);
     assert_eq!(
@@ -243,7 +247,7 @@ async fn a_question_inside_a_sub_agent_pauses_the_tree_and_the_child_resumes_fir
     assert_eq!(counts.write.load(Ordering::SeqCst), 0);
     let run = lead.resume(state).approve("w1").run().await.unwrap();
     let (_, result) = collect(run).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(result.text, "The worker wrote it.");
     assert_eq!(counts.write.load(Ordering::SeqCst), 1);
     // The lead's call got the worker's answer.
@@ -268,15 +272,15 @@ async fn a_deferred_plan_pauses_before_any_tool_and_resumes_approved_or_rejected
             .tools(tools)
             .preflight(Preflight::defer())
             .build();
-        let (_, result) = collect(lead.prompt("go")).await;
-        assert_eq!(result.exit, ExitReason::AwaitingApproval);
-        let state = result.state.unwrap();
+        let (_, result) = collect(lead.run("go")).await;
+        assert_eq!(result.exit(), ExitReason::AwaitingApproval);
+        let state = result.state().unwrap();
         let pending = state.pending();
         assert_eq!(
             (pending[0].kind, pending[0].call_id.as_str()),
             (PendingKind::Plan, "plan")
         );
-        let resume = lead.resume(state);
+        let resume = lead.resume(state.clone());
         let resume = if approve {
             resume.approve("plan")
         } else {
@@ -284,11 +288,11 @@ async fn a_deferred_plan_pauses_before_any_tool_and_resumes_approved_or_rejected
         };
         let (_, result) = collect(resume.run().await.unwrap()).await;
         if approve {
-            assert_eq!(result.exit, ExitReason::Completed);
+            assert_eq!(result.exit(), ExitReason::Completed);
             assert_eq!(counts.write.load(Ordering::SeqCst), 1);
         } else {
-            assert_eq!(result.exit, ExitReason::PlanRejected);
-            assert_eq!(result.plan_rejection.as_deref(), Some("too risky"));
+            assert_eq!(result.exit(), ExitReason::PlanRejected);
+            assert_eq!(plan_rejection(&result), Some("too risky"));
             assert_eq!(counts.write.load(Ordering::SeqCst), 0);
         }
     }

@@ -12,7 +12,8 @@ use common::*;
 use loopwright_core::schema::SchemaError;
 use loopwright_core::testing::ScriptedStep;
 use loopwright_core::{
-    AgentOptions, ExitReason, OutputSpec, SourceKind, StaticToolSource, ToolDefinition, ToolOutput, ToolSet,
+    AgentBuilder, ExitReason, OutputSpec, ToolDefinition, ToolOutput, ToolSet, toolset::SourceKind,
+    toolset::StaticToolSource,
 };
 use serde_json::{Map, Value, json};
 
@@ -56,10 +57,10 @@ async fn a_tool_whose_schema_multiplies_is_hidden_and_named() {
             ScriptedStep::text("done"),
         ],
         set,
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(results_by_id(&result)["c1"], (false, "ran".to_owned()));
     assert_eq!(tool_names(&model.requests()[0]), ["server__fine"]);
     let warned = events.iter().any(|e| {

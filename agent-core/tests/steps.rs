@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use common::*;
 use loopwright_core::agent::CONCLUDE_INSTRUCTION;
 use loopwright_core::testing::ScriptedStep;
-use loopwright_core::{AgentEvent, AgentOptions, ExitReason, ToolChoice};
+use loopwright_core::{AgentBuilder, AgentEvent, ExitReason, ToolChoice};
 
 /// `max_steps(n)`: a model that calls a tool on every step gets `n` steps
 /// with tools, whose calls all run, then one concluding call without tools
@@ -23,9 +23,9 @@ async fn step_limit(n: u32) {
         .map(|id| ScriptedStep::tool_calls(&[(id.as_str(), "look", "{}")]))
         .collect();
     script.push(ScriptedStep::text("Here is what I found."));
-    let (events, result, model) = run(script, tools(vec![tool]), AgentOptions::default().max_steps(n)).await;
-    assert_eq!(result.exit, ExitReason::MaxSteps, "max_steps({n})");
-    assert_eq!(result.steps, n + 1);
+    let (events, result, model) = run(script, tools(vec![tool]), |b: AgentBuilder| b.max_steps(n)).await;
+    assert_eq!(result.exit(), ExitReason::MaxSteps, "max_steps({n})");
+    assert_eq!(result.steps.len() as u32, n + 1);
     assert_eq!(result.text, "Here is what I found.");
     assert_eq!(
         ran.load(Ordering::SeqCst),
@@ -69,10 +69,10 @@ async fn an_answer_within_the_step_limit_completes_without_the_conclude_instruct
     let (_, result, model) = run(
         vec![ScriptedStep::text("Done.")],
         tools(vec![]),
-        AgentOptions::default().max_steps(1),
+        |b: AgentBuilder| b.max_steps(1),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].tool_choice, ToolChoice::Auto);
@@ -89,12 +89,12 @@ async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
     let (tool, ran) = counted_tool("look", "seen");
     let hooked = Arc::new(AtomicUsize::new(0));
     let h = hooked.clone();
-    let options = AgentOptions::default()
-        .max_steps(1)
-        .on_tool_result(move |_, output| {
+    let options = |b: AgentBuilder| {
+        b.max_steps(1).on_tool_result(move |_, output| {
             h.fetch_add(1, Ordering::SeqCst);
             output
-        });
+        })
+    };
     let (events, result, _) = run(
         vec![
             ScriptedStep::tool_calls(&[("c1", "look", "{}")]),
@@ -105,7 +105,7 @@ async fn tool_calls_on_the_concluding_step_are_answered_but_not_run() {
         options,
     )
     .await;
-    assert_eq!(result.exit, ExitReason::MaxSteps);
+    assert_eq!(result.exit(), ExitReason::MaxSteps);
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     let results = results_by_id(&result);
     assert!(!results["c1"].0);

@@ -53,7 +53,7 @@ fn scripted(steps: Vec<ScriptedStep>) -> (Arc<ScriptedModel>, ScriptedModel) {
 
 /// Run `agent` on a prompt to the end, with the events.
 async fn run_all(agent: &Agent) -> (Vec<AgentEvent>, AgentResult) {
-    collect(agent.prompt("coordinate")).await
+    collect(agent.run("coordinate")).await
 }
 
 /// The sub-agent events by path: (path, inner event type).
@@ -114,7 +114,7 @@ async fn two_sub_agents_run_in_parallel_and_roll_up_usage_accounting_and_events(
         .build();
     let (events, result) = run_all(&coordinator).await;
 
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let results = results_by_id(&result);
     assert_eq!(results["r"], (false, "three sources".to_owned()));
     assert_eq!(results["c"], (false, "patched".to_owned()));
@@ -232,7 +232,7 @@ fn error_result_of(events: &[AgentEvent], path: &str) -> Option<String> {
 async fn the_depth_limit_refuses_without_a_model_call() {
     let (root, leaf_calls, _) = three_levels(1);
     let (events, result) = run_all(&root).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert_eq!(leaf_calls.requests().len(), 0, "the leaf must not call its model");
     let refused = error_result_of(&events, "root/mid");
     let refused = refused.expect("the mid agent's call of leaf gets an error result");
@@ -313,7 +313,7 @@ async fn a_sub_agent_that_fails_gives_an_error_result_with_its_reason_and_the_pa
         .build();
     let (_, result) = run_all(&parent).await;
     assert_eq!(
-        (result.exit, result.text.as_str()),
+        (result.exit(), result.text.as_str()),
         (ExitReason::Completed, "carried on")
     );
     let results = results_by_id(&result);
@@ -343,7 +343,9 @@ async fn structured_input_and_output_go_through_as_json() {
     let (model, child_calls) = scripted(vec![ScriptedStep::text(r#"{"ok": true}"#)]);
     let reviewer = Agent::builder(model)
         .name("reviewer")
-        .output(loopwright_core::OutputSpec::of::<Verdict>().mode(loopwright_core::OutputMode::Native))
+        .output(
+            loopwright_core::OutputSpec::of::<Verdict>().mode(loopwright_core::output::OutputMode::Native),
+        )
         .build();
     let input = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"]});
     let tool = reviewer.as_tool().input_schema(input);
@@ -397,7 +399,7 @@ async fn cancelling_the_parent_ends_the_child_and_its_tools_within_the_grace() {
         .name("parent")
         .sub_agent(child.as_tool())
         .build();
-    let mut run = parent.prompt("go");
+    let mut run = parent.run("go");
     // Wait until the child's tool is running.
     while let Some(event) = run.next().await {
         if let AgentEvent::SubAgent { event, .. } = &event
@@ -411,8 +413,8 @@ async fn cancelling_the_parent_ends_the_child_and_its_tools_within_the_grace() {
     }
     let cancelled_at = tokio::time::Instant::now();
     run.cancel();
-    let result = run.into_outcome().await.unwrap();
-    assert_eq!(result.exit, ExitReason::Cancelled);
+    let result = run.await.or_else(loopwright_core::RunError::into_result).unwrap();
+    assert_eq!(result.exit(), ExitReason::Cancelled);
     let within = loopwright_core::agent::CANCEL_GRACE + std::time::Duration::from_millis(50);
     assert!(cancelled_at.elapsed() <= within, "{:?}", cancelled_at.elapsed());
     // The child's run was aborted with the parent's call; its tool with it.
@@ -470,7 +472,7 @@ async fn a_tool_keeping_its_context_in_a_task_that_outlives_the_run_does_not_hol
     // `collect` fails with "run hung" if the stream never ends.
     let (_, result) = run_all(&parent).await;
     assert_eq!(
-        (result.exit, result.text.as_str()),
+        (result.exit(), result.text.as_str()),
         (ExitReason::Completed, "parent done")
     );
     assert_eq!(results_by_id(&result)["c"], (false, "child done".to_owned()));

@@ -13,8 +13,9 @@ use common::{HANG_GUARD, TestTool, object_schema, results_by_id};
 use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentOptions, CancellationToken, ContextBudget, ExitReason, ModelError, RunError,
-    StaticToolSource, ToolChoice, ToolContext, ToolError, ToolSet, TypedTool, tool_fn, tool_fn_with_context,
+    Agent, AgentBuilder, CancellationToken, ContextBudget, ExitReason, ModelError, RunError, ToolChoice,
+    ToolContext, ToolError, ToolSet, tool::TypedTool, tool_fn, tool_fn_with_context,
+    toolset::StaticToolSource,
 };
 
 fn agent(steps: Vec<ScriptedStep>) -> (Agent, ScriptedModel) {
@@ -28,7 +29,7 @@ async fn a_401_is_an_error_of_the_run_not_an_empty_answer() {
         Some(401),
         "invalid x-api-key",
     ))]);
-    let err = tokio::time::timeout(HANG_GUARD, agent.prompt("hi"))
+    let err = tokio::time::timeout(HANG_GUARD, agent.run("hi"))
         .await
         .unwrap()
         .expect_err("a model that refused the key must not look like an answer");
@@ -36,7 +37,7 @@ async fn a_401_is_an_error_of_the_run_not_an_empty_answer() {
         RunError::Model { error, result } => {
             assert_eq!(error.kind(), "authentication");
             assert_eq!(error.message(), "invalid x-api-key");
-            assert_eq!(result.exit, ExitReason::ModelError);
+            assert_eq!(result.exit(), ExitReason::ModelError);
             assert!(result.text.is_empty() && result.messages.is_empty());
         }
         other => panic!("{other:?}"),
@@ -52,7 +53,7 @@ async fn a_401_is_an_error_of_the_run_not_an_empty_answer() {
     let (cut, _) = self::agent(vec![ScriptedStep::fail(
         ModelError::stream_cut("body broke").with_source(io),
     )]);
-    let err = cut.prompt("hi").await.unwrap_err();
+    let err = cut.run("hi").await.unwrap_err();
     assert_eq!(
         std::error::Error::source(&err).unwrap().to_string(),
         "connection reset by peer"
@@ -63,11 +64,11 @@ async fn a_401_is_an_error_of_the_run_not_an_empty_answer() {
 async fn a_failed_run_carries_what_it_did_before() {
     let agent = with_tool_t(
         ScriptedStep::fail(ModelError::server(Some(503), "overloaded")),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     );
-    let err = agent.prompt("go").into_result().await.unwrap_err();
+    let err = agent.run("go").await.unwrap_err();
     let partial = err.result().expect("a model error keeps the partial result");
-    assert_eq!(partial.steps, 1);
+    assert_eq!(partial.steps.len() as u32, 1);
     assert_eq!(partial.messages.len(), 2, "the call and its result are kept");
     assert!(!results_by_id(partial)["c1"].0);
     assert_eq!(err.model_error().unwrap().status(), Some(503));
@@ -77,8 +78,12 @@ async fn a_failed_run_carries_what_it_did_before() {
         "overloaded",
     ))]);
     let agent = Agent::builder(Arc::new(model)).build();
-    let outcome = agent.prompt("go").into_outcome().await.unwrap();
-    assert_eq!(outcome.exit, ExitReason::ModelError);
+    let outcome = agent
+        .run("go")
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .unwrap();
+    assert_eq!(outcome.exit(), ExitReason::ModelError);
 }
 
 #[tokio::test]
@@ -89,30 +94,24 @@ async fn token_limit_and_cancellation_are_errors_too() {
         .budget(ContextBudget::new(50).buffer_tokens(0))
         .system("a system prompt that overflows a fifty-token window on its own ".repeat(10))
         .build();
-    let err = agent.prompt("hi").await.unwrap_err();
+    let err = agent.run("hi").await.unwrap_err();
     assert!(matches!(err, RunError::TokenLimit { .. }), "{err:?}");
     assert!(model.requests().is_empty());
 
     let (agent, _) = agent_with_hang();
-    let run = agent.prompt("hi");
+    let run = agent.run("hi");
     run.cancel();
-    let err = tokio::time::timeout(HANG_GUARD, run.into_result())
-        .await
-        .unwrap()
-        .unwrap_err();
+    let err = tokio::time::timeout(HANG_GUARD, run).await.unwrap().unwrap_err();
     assert!(matches!(err, RunError::Cancelled { .. }), "{err:?}");
 }
 
 /// An agent whose model calls tool `t` (answering "ok"), then plays `then`.
-fn with_tool_t(then: ScriptedStep, options: AgentOptions) -> Agent {
+fn with_tool_t(then: ScriptedStep, options: impl FnOnce(AgentBuilder) -> AgentBuilder) -> Agent {
     let tool = TestTool::new("t", object_schema(), |_, _| async {
         Ok(loopwright_core::ToolOutput::text("ok"))
     });
     let model = ScriptedModel::new(vec![ScriptedStep::tool_calls(&[("c1", "t", "{}")]), then]);
-    Agent::builder(Arc::new(model))
-        .tool(tool)
-        .options(options)
-        .build()
+    options(Agent::builder(Arc::new(model)).tool(tool)).build()
 }
 
 fn agent_with_hang() -> (Agent, ScriptedModel) {
@@ -121,12 +120,11 @@ fn agent_with_hang() -> (Agent, ScriptedModel) {
 
 #[tokio::test]
 async fn the_step_limit_conclusion_is_an_answer() {
-    let agent = with_tool_t(
-        ScriptedStep::text("What I found so far."),
-        AgentOptions::default().max_steps(1),
-    );
-    let result = agent.prompt("go").await.unwrap();
-    assert_eq!(result.exit, ExitReason::MaxSteps);
+    let agent = with_tool_t(ScriptedStep::text("What I found so far."), |b: AgentBuilder| {
+        b.max_steps(1)
+    });
+    let result = agent.run("go").await.unwrap();
+    assert_eq!(result.exit(), ExitReason::MaxSteps);
     assert_eq!(result.text, "What I found so far.");
 }
 
@@ -136,20 +134,21 @@ async fn builder_setters_compose_in_any_order() {
     // `options` after `system` used to replace the options, dropping the prompt.
     let first = Agent::builder(Arc::new(model.clone()))
         .system("Be brief.")
-        .options(AgentOptions::default().max_steps(3).temperature(0.5))
+        .max_steps(3)
+        .temperature(0.5)
         .build();
     assert_eq!(first.options().system.as_deref(), Some("Be brief."));
     assert_eq!(first.options().max_steps, 3);
     let second = Agent::builder(Arc::new(model.clone()))
-        .options(AgentOptions::default().system("From options."))
+        .system("From options.")
         .temperature(0.1)
         .top_p(0.9)
         .max_output_tokens(77)
         .tool_choice(ToolChoice::Required)
         .parallel_tool_calls(false)
         .build();
-    let _ = first.prompt("one").await.unwrap();
-    let _ = second.prompt("two").await.unwrap();
+    let _ = first.run("one").await.unwrap();
+    let _ = second.run("two").await.unwrap();
     let requests = model.requests();
     assert_eq!(requests[0].system.as_deref(), Some("Be brief."));
     assert_eq!(requests[0].temperature, Some(0.5));
@@ -234,7 +233,7 @@ async fn tools_one_at_a_time_and_as_a_set_join_one_catalog() {
         .tool(store)
         .tool(with_ctx)
         .build();
-    let result = agent.prompt("go").await.unwrap();
+    let result = agent.run("go").await.unwrap();
     let mut names: Vec<String> = model.requests()[0].tools.iter().map(|d| d.name.clone()).collect();
     names.sort();
     assert_eq!(names, ["lookup", "ping", "whoami"]);
@@ -272,7 +271,7 @@ async fn a_tool_body_uses_question_mark_on_any_error() {
         ScriptedStep::text("done"),
     ]);
     let agent = Agent::builder(Arc::new(model)).tool(tool).build();
-    let results = results_by_id(&agent.prompt("go").await.unwrap());
+    let results = results_by_id(&agent.run("go").await.unwrap());
     assert!(results["c1"].0);
     assert!(results["c1"].1.contains("invalid digit"), "{}", results["c1"].1);
     assert_eq!(results["c2"], (false, "42".to_string()));
@@ -290,17 +289,20 @@ async fn a_parent_token_cancels_every_run_and_a_run_never_cancels_its_parent() {
         .cancellation(shutdown.clone())
         .build();
     // Cancelling (or dropping) one run leaves the parent alone.
-    let first = agent.prompt("a").await.unwrap();
+    let first = agent.run("a").await.unwrap();
     assert_eq!(first.text, "first");
-    let dropped = agent.prompt("b");
+    let dropped = agent.run("b");
     dropped.cancel();
     drop(dropped);
     assert!(!shutdown.is_cancelled());
     // The parent cancels a run in progress.
-    let mut run = agent.prompt("c");
+    let mut run = agent.run("c");
     let waiter = tokio::spawn(async move {
         while run.next().await.is_some() {}
-        run.into_outcome().await.unwrap().exit
+        run.await
+            .or_else(loopwright_core::RunError::into_result)
+            .unwrap()
+            .exit()
     });
     tokio::time::sleep(Duration::from_millis(20)).await;
     shutdown.cancel();
@@ -312,8 +314,8 @@ async fn a_parent_token_cancels_every_run_and_a_run_never_cancels_its_parent() {
 async fn with_cancellation_scopes_one_agent_copy_to_a_token() {
     let (agent, _) = agent_with_hang();
     let request = CancellationToken::new();
-    let scoped = agent.with_cancellation(request.clone());
-    let run = scoped.prompt("hi");
+    let scoped = agent.to_builder().cancellation(request.clone()).build();
+    let run = scoped.run("hi");
     request.cancel();
     let err = tokio::time::timeout(HANG_GUARD, run).await.unwrap().unwrap_err();
     assert!(matches!(err, RunError::Cancelled { .. }));
@@ -331,7 +333,7 @@ async fn a_scoped_agent_keeps_the_tokens_it_had() {
         .cancellation(shutdown.clone())
         .build();
     let request = CancellationToken::new();
-    let run = agent.with_cancellation(request.clone()).prompt("hi");
+    let run = agent.to_builder().cancellation(request.clone()).build().run("hi");
     // The application-wide token still cancels the request-scoped run.
     shutdown.cancel();
     let err = tokio::time::timeout(HANG_GUARD, run).await.unwrap().unwrap_err();
@@ -347,7 +349,7 @@ async fn fallback_skips_a_model_that_refused_the_request_and_never_resends_it() 
     let b = ScriptedModel::new(vec![bad(), bad(), bad()]);
     let model = FallbackModel::new(vec![Arc::new(a.clone()), Arc::new(b.clone())]).retries(2);
     let agent = Agent::builder(Arc::new(model)).build();
-    let err = agent.prompt("go").await.unwrap_err();
+    let err = agent.run("go").await.unwrap_err();
     assert_eq!(err.model_error().unwrap().kind(), "invalid_request");
     assert_eq!(
         (a.requests().len(), b.requests().len()),
@@ -363,7 +365,7 @@ async fn fallback_skips_a_model_that_refused_the_request_and_never_resends_it() 
     let large = ScriptedModel::new(vec![ScriptedStep::text("fits")]);
     let model = FallbackModel::new(vec![Arc::new(small.clone()), Arc::new(large.clone())]);
     let agent = Agent::builder(Arc::new(model)).build();
-    assert_eq!(agent.prompt("go").await.unwrap().text, "fits");
+    assert_eq!(agent.run("go").await.unwrap().text, "fits");
     assert_eq!((small.requests().len(), large.requests().len()), (1, 1));
 }
 
@@ -372,7 +374,11 @@ async fn a_result_serialises_for_the_application_to_keep() {
     let (agent, _) = agent(vec![ScriptedStep::fail(ModelError::network(
         "connection refused",
     ))]);
-    let outcome = agent.prompt("hi").into_outcome().await.unwrap();
+    let outcome = agent
+        .run("hi")
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .unwrap();
     let json = serde_json::to_value(&outcome).unwrap();
     assert_eq!(json["exit"], "model_error");
     assert_eq!(json["error"], "network error: connection refused");

@@ -123,7 +123,7 @@ async fn a_run_with_a_sub_agent_and_a_tool_makes_the_span_tree_of_the_convention
     .temperature(0.5)
     .sub_agent(researcher.as_tool().description("Finds things."))
     .build();
-    let result = lead.prompt("what is it?").await.unwrap();
+    let result = lead.run("what is it?").await.unwrap();
     assert_eq!(result.text, "It is 42.");
 
     let all = spans.all();
@@ -181,8 +181,12 @@ async fn failures_mark_their_spans_with_an_error_type() {
         Err(loopwright_core::ToolError::execution("disk on fire"))
     });
     let agent = Agent::builder(Arc::new(model)).tools(tools(vec![broken])).build();
-    let outcome = agent.prompt("x").into_outcome().await.unwrap();
-    assert_eq!(outcome.exit, ExitReason::ModelError);
+    let outcome = agent
+        .run("x")
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .unwrap();
+    assert_eq!(outcome.exit(), ExitReason::ModelError);
 
     let all = spans.all();
     let (_, run) = one(&all, "invoke_agent agent");

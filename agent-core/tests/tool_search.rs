@@ -14,9 +14,9 @@ use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::tool_search::{SEARCH_TOOLS_NAME, ToolSearch};
 use loopwright_core::toolset::{ToolOverride, ToolOverrides};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, ContentPart, Conversation, ExitReason, FinishReason, ModelEvent,
-    NameFilter, SourceKind, SourceOptions, StaticToolSource, ToolDefinition, ToolOutput, ToolOutputPart,
-    ToolSet, Usage,
+    Agent, AgentBuilder, AgentEvent, ContentPart, Conversation, ExitReason, ToolDefinition, ToolOutput,
+    ToolOutputPart, ToolSet, Usage, model::FinishReason, model::ModelEvent, toolset::NameFilter,
+    toolset::SourceKind, toolset::SourceOptions, toolset::StaticToolSource,
 };
 use serde_json::json;
 
@@ -60,8 +60,8 @@ async fn a_big_catalog_is_searched_and_found_tools_are_offered_next() {
         .tools(big_set(100))
         .tool_search(ToolSearch::default())
         .build();
-    let (events, result) = collect(agent.prompt("Weather in Porto?")).await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    let (events, result) = collect(agent.run("Weather in Porto?")).await;
+    assert_eq!(result.exit(), ExitReason::Completed);
     let requests = model.requests();
     // First step: the search tool and the native tool, the rest held back.
     assert_eq!(tool_names(&requests[0]), ["note", SEARCH_TOOLS_NAME]);
@@ -105,11 +105,9 @@ async fn a_big_catalog_is_searched_and_found_tools_are_offered_next() {
 
 #[tokio::test]
 async fn a_catalog_under_the_threshold_is_offered_whole() {
-    let (_, _, model) = run(
-        vec![ScriptedStep::text("ok")],
-        big_set(20),
-        AgentOptions::default().tool_search(ToolSearch::default()),
-    )
+    let (_, _, model) = run(vec![ScriptedStep::text("ok")], big_set(20), |b: AgentBuilder| {
+        b.tool_search(ToolSearch::default())
+    })
     .await;
     let request = &model.requests()[0];
     assert_eq!(request.tools.len(), 21);
@@ -173,7 +171,7 @@ async fn overrides_rename_rewrite_and_carry_provider_options_while_calls_reach_t
         ScriptedStep::text("done"),
     ]);
     let agent = Agent::builder(Arc::new(model.clone())).tools(set).build();
-    let (events, result) = collect(agent.prompt("go")).await;
+    let (events, result) = collect(agent.run("go")).await;
     let request = &model.requests()[0];
     assert_eq!(tool_names(request), ["big__first", "big__tool_0"]);
     let first = &request.tools[0];
@@ -217,7 +215,7 @@ async fn tool_input_deltas_come_in_order_before_their_call() {
     let (events, _, _) = run(
         vec![step, ScriptedStep::text("ok")],
         tools(vec![counted_tool("note", "noted").0]),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     let seen: Vec<String> = events

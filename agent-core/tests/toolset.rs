@@ -10,8 +10,9 @@ use common::*;
 use loopwright_core::testing::ScriptedStep;
 use loopwright_core::toolset::{INSTRUCTIONS_HEADING, is_valid_tool_name};
 use loopwright_core::{
-    AgentEvent, AgentOptions, NameFilter, Naming, SourceKind, SourceOptions, StaticToolSource, Tool,
-    ToolOutput, ToolSet, ToolSource, ToolSourceError, tool_fn,
+    AgentBuilder, AgentEvent, ExitReason, Tool, ToolOutput, ToolSet, ToolSource, tool_fn,
+    toolset::NameFilter, toolset::Naming, toolset::SourceKind, toolset::SourceOptions,
+    toolset::StaticToolSource, toolset::ToolSourceError,
 };
 use tokio::sync::watch;
 
@@ -87,7 +88,7 @@ async fn external_sources_are_namespaced_and_calls_route_by_original_name() {
             ScriptedStep::text("ok"),
         ],
         set,
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     assert_eq!(results_by_id(&result)["c1"], (false, "time for c1".to_string()));
@@ -210,7 +211,7 @@ async fn a_changed_tool_list_is_seen_from_the_next_step() {
             ScriptedStep::text("done"),
         ],
         set,
-        AgentOptions::default().system("Base prompt."),
+        |b: AgentBuilder| b.system("Base prompt."),
     )
     .await;
     let requests = model.requests();
@@ -247,12 +248,12 @@ async fn a_failing_source_is_a_warning_and_the_others_still_work() {
             ScriptedStep::text("done"),
         ],
         set,
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     assert!(events.iter().any(|e| matches!(e,
         AgentEvent::Warning { message } if message.contains("tool source broken: connection refused"))));
-    assert!(result.completed());
+    assert!(result.exit() == ExitReason::Completed);
 }
 
 #[tokio::test]
@@ -268,7 +269,7 @@ async fn a_sources_own_warnings_are_read_with_every_listing_and_reported_by_runs
     assert_eq!(set.catalog().await.warnings(), ["live: first"], "cached");
     live.tx.send_modify(|g| *g += 1);
     assert_eq!(set.catalog().await.warnings(), ["live: second"]);
-    let (events, result, _) = run(vec![ScriptedStep::text("done")], set, AgentOptions::default()).await;
+    let (events, result, _) = run(vec![ScriptedStep::text("done")], set, |b: AgentBuilder| b).await;
     let warned = |text: &str| {
         events
             .iter()
@@ -280,7 +281,7 @@ async fn a_sources_own_warnings_are_read_with_every_listing_and_reported_by_runs
         .filter(|e| matches!(e, AgentEvent::Warning { message } if message == "live: second"))
         .count();
     assert_eq!(told, 1, "told once per run");
-    assert!(result.completed());
+    assert!(result.exit() == ExitReason::Completed);
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -311,7 +312,7 @@ async fn a_typed_tool_is_validated_and_called() {
             ScriptedStep::text("42"),
         ],
         set,
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await;
     let results = results_by_id(&result);

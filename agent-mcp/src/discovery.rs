@@ -238,22 +238,23 @@ mod tests {
                 tool["annotations"] = a;
             }
             let parsed: rmcp::model::Tool = serde_json::from_value(tool.clone()).unwrap();
-            let strict = loopwright_core::ApprovalTier::from_annotations(&from_rmcp(parsed).0.annotations);
+            let strict =
+                loopwright_core::approval::ApprovalTier::from_annotations(&from_rmcp(parsed).0.annotations);
             let (lenient, _) = lenient_page(&json!({"tools": [tool]})).unwrap();
             assert_eq!(
                 strict,
-                loopwright_core::ApprovalTier::from_annotations(&lenient[0].0.annotations)
+                loopwright_core::approval::ApprovalTier::from_annotations(&lenient[0].0.annotations)
             );
             strict
         };
         let absent = tier(None);
-        assert_eq!(absent, loopwright_core::ApprovalTier::Always);
+        assert_eq!(absent, loopwright_core::approval::ApprovalTier::Always);
         assert_eq!(tier(Some(json!({}))), absent);
         assert_eq!(tier(Some(json!({"idempotentHint": true}))), absent);
         assert_eq!(tier(Some(json!({"title": "T"}))), absent);
         assert_eq!(
             tier(Some(json!({"readOnlyHint": true}))),
-            loopwright_core::ApprovalTier::Auto
+            loopwright_core::approval::ApprovalTier::Auto
         );
     }
 

@@ -26,7 +26,7 @@ pub async fn run_agent(
         .tools(ToolSet::builder().source(source).build())
         .tool_timeout(timeout)
         .build();
-    let mut run = agent.prompt("use the tools");
+    let mut run = agent.run("use the tools");
     let events = tokio::time::timeout(HANG_GUARD, async {
         let mut events = Vec::new();
         while let Some(e) = run.next().await {
@@ -36,7 +36,10 @@ pub async fn run_agent(
     })
     .await
     .expect("run hung");
-    let result = run.into_outcome().await.expect("result");
+    let result = run
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .expect("result");
     (events, result)
 }
 
@@ -69,7 +72,7 @@ async fn namespaced_calls_reach_the_server_under_their_original_names() {
         Duration::from_secs(60),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let tools = match &events[0] {
         AgentEvent::RunStarted { tools, .. } => tools.clone(),
         other => panic!("first event {other:?}"),
@@ -130,7 +133,7 @@ async fn a_crashed_server_gives_an_error_result_naming_it_and_the_run_goes_on() 
         Duration::from_secs(60),
     )
     .await;
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let results = tool_results(&result);
     assert!(results[0].1, "crash must be an error result");
     assert!(results[0].2.contains("mcp server fragile"), "{}", results[0].2);
@@ -210,11 +213,11 @@ async fn instructions_reach_the_system_prompt_and_a_changed_list_the_next_step()
     let agent = Agent::builder(Arc::new(model.clone()))
         .tools(ToolSet::builder().source(source.clone()).build())
         .build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("go").into_result())
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("go"))
         .await
         .expect("run hung")
         .expect("result");
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let results = tool_results(&result);
     assert_eq!(results[1], ("c2".to_string(), false, "extra ran".to_string()));
 
@@ -258,7 +261,7 @@ async fn mcp_connected_reports_who_is_in_and_the_run_goes_on_without_the_failed(
     let agent = Agent::builder(Arc::new(model))
         .tools(connected.add_to(ToolSet::builder()).build())
         .build();
-    let mut run = agent.prompt("go");
+    let mut run = agent.run("go");
     let mut events = Vec::new();
     tokio::time::timeout(HANG_GUARD, async {
         while let Some(e) = run.next().await {
@@ -267,8 +270,8 @@ async fn mcp_connected_reports_who_is_in_and_the_run_goes_on_without_the_failed(
     })
     .await
     .expect("run hung");
-    let result = run.into_result().await.unwrap();
-    assert_eq!(result.exit, ExitReason::Completed);
+    let result = run.await.unwrap();
+    assert_eq!(result.exit(), ExitReason::Completed);
     assert!(matches!(events[0], AgentEvent::RunStarted { .. }));
     let AgentEvent::McpConnected { servers, failed } = &events[1] else {
         panic!("second event is not mcp_connected: {:?}", events[1]);
@@ -309,9 +312,13 @@ async fn a_run_with_an_id_sends_each_calls_idempotency_key_in_meta() {
     ]);
     let agent = Agent::builder(Arc::new(model))
         .tools(ToolSet::builder().source(source.clone()).build())
-        .build()
-        .map_options(|o| o.durable(loopwright_core::durable::DurableRun::new("run-3")));
-    let result = agent.prompt("use the tools").into_outcome().await.unwrap();
+        .durable(loopwright_core::durable::DurableRun::new("run-3"))
+        .build();
+    let result = agent
+        .run("use the tools")
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .unwrap();
     let results = tool_results(&result);
     assert_eq!(results.len(), 1, "{results:?}");
     let meta: serde_json::Value = serde_json::from_str(&results[0].2).unwrap();

@@ -15,7 +15,10 @@ use std::time::Duration;
 use common::*;
 use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
-use loopwright_core::{Agent, AgentEvent, AgentResult, ContentPart, ToolSet, UserInputAnswer, UserInputKind};
+use loopwright_core::{
+    Agent, AgentEvent, AgentResult, ContentPart, ToolSet, user_input::UserInputAnswer,
+    user_input::UserInputKind,
+};
 use loopwright_mcp::{McpClientOptions, McpServerConfig, McpToolSource};
 use serde_json::json;
 
@@ -36,7 +39,7 @@ async fn run_call(
         .tools(ToolSet::builder().source(source).build())
         .tool_timeout(Duration::from_secs(30))
         .build();
-    let mut run = agent.prompt("book it");
+    let mut run = agent.run("book it");
     let mut held = Vec::new();
     let events = tokio::time::timeout(HANG_GUARD, async {
         let mut events = Vec::new();
@@ -53,7 +56,7 @@ async fn run_call(
     })
     .await
     .expect("run hung");
-    let result: AgentResult = run.into_outcome().await.unwrap();
+    let result: AgentResult = run.await.or_else(loopwright_core::RunError::into_result).unwrap();
     let text = result
         .messages
         .iter()

@@ -12,7 +12,7 @@ use common::*;
 use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, ProgressReporter, ToolContext, ToolOutputPart, ToolSet, ToolSource,
+    Agent, AgentEvent, ToolContext, ToolOutputPart, ToolSet, ToolSource, tool::ProgressReporter,
 };
 use loopwright_mcp::{McpServerConfig, McpToolSource};
 use serde_json::json;
@@ -95,7 +95,7 @@ async fn everything_through_the_agent_loop() {
     let agent = Agent::builder(Arc::new(model))
         .tools(ToolSet::builder().source(source.clone()).build())
         .build();
-    let mut run = agent.prompt("echo something");
+    let mut run = agent.run("echo something");
     let events: Vec<_> = tokio::time::timeout(HANG_GUARD, async {
         let mut v = Vec::new();
         while let Some(e) = run.next().await {

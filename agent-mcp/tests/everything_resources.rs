@@ -299,11 +299,11 @@ async fn the_model_lists_then_reads_a_resource_through_the_loop() {
     let agent = Agent::builder(model.clone())
         .tools(ToolSet::builder().source(server.source.clone()).build())
         .build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("What does the architecture doc say?"))
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("What does the architecture doc say?"))
         .await
         .expect("run hung")
         .unwrap();
-    assert_eq!(result.exit, ExitReason::Completed);
+    assert_eq!(result.exit(), ExitReason::Completed);
     let results = tool_results(&result.messages);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::*;
-use loopwright_core::{ProgressReporter, ToolContext, ToolOutputPart, ToolSource};
+use loopwright_core::{ToolContext, ToolOutputPart, ToolSource, tool::ProgressReporter};
 use loopwright_mcp::{McpError, McpServerConfig, McpToolSource};
 use serde_json::json;
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use loopwright_core::{ProgressReporter, ToolContext, ToolSource};
+use loopwright_core::{ToolContext, ToolSource, tool::ProgressReporter};
 use loopwright_mcp::McpServerConfig;
 use serde_json::json;
 

@@ -267,7 +267,7 @@ async fn python_resources_read_as_text_image_and_placeholder() {
     match pixel.parts.as_slice() {
         [
             loopwright_core::ToolOutputPart::Image {
-                image: loopwright_core::ImageSource::Base64 { media_type, data },
+                image: loopwright_core::message::ImageSource::Base64 { media_type, data },
             },
         ] => {
             assert_eq!(media_type, "image/png");

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use loopwright_core::{ProgressReporter, ToolContext, ToolError, ToolOutputPart, ToolSource};
+use loopwright_core::{ToolContext, ToolError, ToolOutputPart, ToolSource, tool::ProgressReporter};
 use loopwright_mcp::{McpError, connect_all};
 use serde_json::json;
 
@@ -48,7 +48,7 @@ async fn discovers_every_page_and_the_instructions() {
         json!({"type": "object", "properties": {}})
     );
     assert!(source.instructions().unwrap().contains("call echo"));
-    assert_eq!(source.kind(), loopwright_core::SourceKind::External);
+    assert_eq!(source.kind(), loopwright_core::toolset::SourceKind::External);
     source.close().await;
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::*;
 use futures::StreamExt;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
-use loopwright_core::{Agent, AgentEvent, ContentPart, ToolSet, UserInputAnswer};
+use loopwright_core::{Agent, AgentEvent, ContentPart, ToolSet, user_input::UserInputAnswer};
 use loopwright_mcp::McpToolSource;
 
 /// One scripted call of `job` with `args`: the events and the result (is_error, text).
@@ -26,7 +26,7 @@ async fn run_job(source: McpToolSource, args: &str) -> (Vec<AgentEvent>, bool, S
         .tools(ToolSet::builder().source(source).build())
         .tool_timeout(Duration::from_secs(30))
         .build();
-    let mut run = agent.prompt("run the job");
+    let mut run = agent.run("run the job");
     let events = tokio::time::timeout(HANG_GUARD, async {
         let mut events = Vec::new();
         while let Some(event) = run.next().await {
@@ -39,7 +39,7 @@ async fn run_job(source: McpToolSource, args: &str) -> (Vec<AgentEvent>, bool, S
     })
     .await
     .expect("run hung");
-    let result = run.into_outcome().await.unwrap();
+    let result = run.await.or_else(loopwright_core::RunError::into_result).unwrap();
     let (is_error, text) = result
         .messages
         .iter()

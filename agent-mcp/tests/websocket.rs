@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use loopwright_core::{ProgressReporter, ToolContext, ToolSource};
+use loopwright_core::{ToolContext, ToolSource, tool::ProgressReporter};
 use loopwright_mcp::{McpServerConfig, WS_SUBPROTOCOL};
 use serde_json::json;
 

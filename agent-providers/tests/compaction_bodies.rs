@@ -22,8 +22,8 @@ use loopwright_core::compaction::summarize::SUMMARY_HEADER;
 use loopwright_core::compaction::{Compaction, CompactionStrategy};
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, ContextBudget, LanguageModel, ModelEvent, ModelRequest, StaticToolSource, ToolOutput,
-    ToolSet, tool_fn,
+    Agent, AgentEvent, ContextBudget, LanguageModel, ToolOutput, ToolSet, model::ModelEvent,
+    model::ModelRequest, tool_fn, toolset::StaticToolSource,
 };
 use loopwright_providers::{AnthropicModel, CONTEXT_MANAGEMENT_BETA, OpenAiResponsesModel};
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ async fn compacted_request(strategies: Vec<CompactionStrategy>) -> ModelRequest 
         .budget(ContextBudget::new(4_000).max_output_tokens(500))
         .compaction(Compaction::new(strategies))
         .build();
-    let result = agent.prompt("read").await.unwrap();
+    let result = agent.run("read").await.unwrap();
     assert!(result.history.is_some(), "the run compacted");
     model.requests().pop().unwrap()
 }
@@ -275,7 +275,7 @@ async fn responses_compaction_items_are_kept_and_sent_back_alone() {
         .budget(ContextBudget::new(100_000))
         .compaction(Compaction::new(vec![CompactionStrategy::provider()]).threshold(0.8))
         .build();
-    let mut run = agent.prompt("read page one");
+    let mut run = agent.run("read page one");
     let mut events = Vec::new();
     while let Some(e) = run.next().await {
         events.push(e);

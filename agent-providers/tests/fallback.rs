@@ -13,8 +13,8 @@ use common::*;
 use futures::StreamExt;
 use loopwright_core::accounting::{AccountingEntry, EntryStatus};
 use loopwright_core::{
-    Agent, AgentEvent, AgentResult, ExitReason, FallbackModel, LanguageModel, StaticToolSource, ToolSet,
-    tool_fn,
+    Agent, AgentEvent, AgentResult, ExitReason, FallbackModel, LanguageModel, ToolSet, tool_fn,
+    toolset::StaticToolSource,
 };
 use loopwright_providers::{AnthropicModel, HttpOptions, OpenAiChatModel};
 use serde_json::{Value, json};
@@ -122,12 +122,15 @@ fn dying_answer() -> Reply {
 
 async fn run(model: FallbackModel, tools: ToolSet) -> (Vec<AgentEvent>, AgentResult) {
     let agent = Agent::builder(Arc::new(model)).tools(tools).build();
-    let mut run = agent.prompt("What is the weather in Paris?");
+    let mut run = agent.run("What is the weather in Paris?");
     let mut events = Vec::new();
     while let Some(e) = tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
         events.push(e);
     }
-    (events, run.into_outcome().await.unwrap())
+    (
+        events,
+        run.await.or_else(loopwright_core::RunError::into_result).unwrap(),
+    )
 }
 
 fn llm_entries(events: &[AgentEvent]) -> Vec<(String, EntryStatus)> {
@@ -171,7 +174,7 @@ async fn fallback_case(alpha_replies: Vec<Reply>) -> (Vec<AgentEvent>, Vec<Strin
     let (events, result) = run(model, tools).await;
 
     // The second provider's answer is used.
-    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+    assert_eq!(result.exit(), ExitReason::Completed, "{events:?}");
     assert_eq!(result.text, "It is sunny in Paris.");
     // The tool ran exactly once, with beta's call.
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -335,7 +338,7 @@ async fn openai_dying_mid_stream_falls_back_to_anthropic() {
     let model = FallbackModel::new(vec![chat_model("alpha", &alpha, "alpha-1"), anthropic]).retries(0);
     let (tools, runs) = counted_weather();
     let (events, result) = run(model, tools).await;
-    assert_eq!(result.exit, ExitReason::Completed, "{events:?}");
+    assert_eq!(result.exit(), ExitReason::Completed, "{events:?}");
     assert_eq!(result.text, "Sunny, says Claude.");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let history = serde_json::to_string(&result.messages).unwrap();

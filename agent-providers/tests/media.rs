@@ -15,8 +15,8 @@ mod common;
 use common::models::{anthropic, chat, gemini, ollama, responses};
 use common::{Reply, Server};
 use loopwright_core::{
-    ContentPart, FileSource, ImageSource, LanguageModel, MediaFallback, Message, ModelRequest, Role,
-    ToolCall, ToolOutputPart, ToolResult,
+    ContentPart, LanguageModel, Message, Role, ToolCall, ToolOutputPart, ToolResult, message::FileSource,
+    message::ImageSource, model::MediaFallback, model::ModelRequest,
 };
 use loopwright_providers::{AnthropicModel, OllamaModel, OpenAiResponsesModel};
 use serde_json::{Value, json};

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use common::*;
 use loopwright_core::LanguageModel;
 use loopwright_core::{
-    Agent, ContentPart, FinishReason, Message, ModelError, ModelEvent, ModelRequest, Role, ToolCall,
-    ToolChoice, ToolDefinition, ToolOutputPart, ToolResult, Usage,
+    Agent, ContentPart, Message, ModelError, Role, ToolCall, ToolChoice, ToolDefinition, ToolOutputPart,
+    ToolResult, Usage, model::FinishReason, model::ModelEvent, model::ModelRequest,
 };
 use loopwright_providers::OpenAiChatModel;
 use serde_json::{Value, json};
@@ -512,11 +512,16 @@ async fn agent_loop_end_to_end() {
     let agent = Agent::builder(Arc::new(model(&server)))
         .tools(weather_tools())
         .build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("Weather in SF?").into_result())
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("Weather in SF?"))
         .await
         .unwrap()
         .unwrap();
-    assert!(result.error.is_none(), "{:?}", result.error);
+    assert_ne!(
+        result.exit(),
+        loopwright_core::ExitReason::ModelError,
+        "{:?}",
+        result.outcome
+    );
     assert_eq!(result.text, "It is sunny.");
     let second_body = &server.received()[1].body;
     let messages = second_body["messages"].as_array().unwrap();
@@ -601,11 +606,16 @@ async fn openrouter_reasoning_details_are_kept_and_replayed() {
         .build()
         .unwrap();
     let agent = Agent::builder(Arc::new(m)).tools(weather_tools()).build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("Oslo?").into_result())
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("Oslo?"))
         .await
         .unwrap()
         .unwrap();
-    assert!(result.error.is_none(), "{:?}", result.error);
+    assert_ne!(
+        result.exit(),
+        loopwright_core::ExitReason::ModelError,
+        "{:?}",
+        result.outcome
+    );
     assert_eq!(result.text, "Cold.");
     let reasoning = result.messages[0]
         .content

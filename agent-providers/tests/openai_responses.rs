@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use common::*;
 use loopwright_core::{
-    Agent, ContentPart, FinishReason, LanguageModel, Message, ModelError, ModelEvent, ModelRequest,
-    Reasoning, Role, StaticToolSource, ToolCall, ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
-    ToolSet, tool_fn,
+    Agent, ContentPart, LanguageModel, Message, ModelError, Role, ToolCall, ToolChoice, ToolDefinition,
+    ToolOutputPart, ToolResult, ToolSet, message::Reasoning, model::FinishReason, model::ModelEvent,
+    model::ModelRequest, tool_fn, toolset::StaticToolSource,
 };
 use loopwright_providers::OpenAiResponsesModel;
 use serde_json::{Value, json};
@@ -232,13 +232,18 @@ async fn agent_loop_end_to_end_three_calls() {
         )))
         .build();
     let agent = Agent::builder(Arc::new(model(&server))).tools(tools).build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("12+7, *3, *10").into_result())
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("12+7, *3, *10"))
         .await
         .unwrap()
         .unwrap();
-    assert!(result.error.is_none(), "{:?}", result.error);
+    assert_ne!(
+        result.exit(),
+        loopwright_core::ExitReason::ModelError,
+        "{:?}",
+        result.outcome
+    );
     assert_eq!(result.text, "The final result is **570**.");
-    assert_eq!(result.steps, 4);
+    assert_eq!(result.steps.len(), 4);
     let received = server.received();
     assert_eq!(received.len(), 4);
     let input = received[1].body["input"].as_array().unwrap().clone();

@@ -8,7 +8,8 @@ use common::models::*;
 use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 
 use loopwright_core::{
-    Message, ModelRequest, ReasoningConfig, ReasoningEffort, ResponseFormat, ToolChoice, ToolDefinition,
+    Message, ReasoningEffort, ToolChoice, ToolDefinition, model::ModelRequest, model::ReasoningConfig,
+    model::ResponseFormat,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use common::*;
 use loopwright_core::output::FINAL_ANSWER_TOOL;
-use loopwright_core::{Agent, LanguageModel, Message, ModelRequest, OutputMode, OutputSpec, ReasoningEffort};
+use loopwright_core::{
+    Agent, LanguageModel, Message, OutputSpec, ReasoningEffort, model::ModelRequest, output::OutputMode,
+};
 use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 
@@ -268,7 +270,7 @@ async fn structured_run(wire: &Wire, mode: OutputMode) -> Vec<Value> {
         .tools(weather_tools())
         .output(OutputSpec::of::<Verdict>().mode(mode))
         .build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("Is it sunny in Paris?"))
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("Is it sunny in Paris?"))
         .await
         .unwrap()
         .unwrap_or_else(|e| panic!("{}: {e}", wire.name));
@@ -377,7 +379,7 @@ async fn second_body_with_reasoning(
         .tools(weather_tools())
         .reasoning(effort)
         .build();
-    let result = agent.prompt("Weather in Paris?").await.unwrap();
+    let result = agent.run("Weather in Paris?").await.unwrap();
     assert_eq!(result.text, "Sunny.");
     server.received()[1].body.clone()
 }

@@ -14,8 +14,8 @@ use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatM
 use std::sync::Arc;
 
 use loopwright_core::{
-    ContentPart, ImageSource, Message, ModelRequest, ReasoningConfig, ReasoningEffort, ResponseFormat, Role,
-    ToolCall, ToolChoice, ToolDefinition, ToolOutputPart, ToolResult,
+    ContentPart, Message, ReasoningEffort, Role, ToolCall, ToolChoice, ToolDefinition, ToolOutputPart,
+    ToolResult, message::ImageSource, model::ModelRequest, model::ReasoningConfig, model::ResponseFormat,
 };
 use serde_json::{Value, json};
 

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use common::*;
 use loopwright_core::output::FINAL_ANSWER_TOOL;
-use loopwright_core::{Agent, LanguageModel, Message, ModelRequest, OutputMode, OutputSpec, ReasoningEffort};
+use loopwright_core::{
+    Agent, LanguageModel, Message, OutputSpec, ReasoningEffort, model::ModelRequest, output::OutputMode,
+};
 use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::{Value, json};
 
@@ -461,7 +463,7 @@ async fn reasoned_structured_run(wire: &Wire, mode: OutputMode) -> Vec<Value> {
         .output(OutputSpec::of::<Verdict>().mode(mode))
         .reasoning(ReasoningEffort::High)
         .build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("Is it sunny in Paris?"))
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("Is it sunny in Paris?"))
         .await
         .expect("hang guard")
         .unwrap_or_else(|e| panic!("{}: {e}", wire.name));
@@ -555,7 +557,7 @@ async fn o_series_run_sends_no_parallel_tool_calls() {
         .tools(weather_tools())
         .reasoning(ReasoningEffort::Low)
         .build();
-    let result = agent.prompt("Weather in Paris?").await.unwrap();
+    let result = agent.run("Weather in Paris?").await.unwrap();
     assert_eq!(result.text, "Sunny.");
     for r in server.received() {
         assert_eq!(r.body["reasoning_effort"], "low");
@@ -576,7 +578,7 @@ async fn reasoned_run(
         .tools(weather_tools())
         .reasoning(ReasoningEffort::High)
         .build();
-    let result = tokio::time::timeout(HANG_GUARD, agent.prompt("Weather in Paris?"))
+    let result = tokio::time::timeout(HANG_GUARD, agent.run("Weather in Paris?"))
         .await
         .expect("hang guard")
         .unwrap();

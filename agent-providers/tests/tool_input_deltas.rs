@@ -38,7 +38,7 @@ fn responses_text(text: &str) -> Reply {
 /// event.
 async fn events_of(model: Arc<dyn LanguageModel>, steps: u32) -> Vec<AgentEvent> {
     let agent = Agent::builder(model).max_steps(steps).build();
-    let mut run = agent.prompt("go");
+    let mut run = agent.run("go");
     let mut events = Vec::new();
     tokio::time::timeout(HANG_GUARD, async {
         while let Some(e) = run.next().await {

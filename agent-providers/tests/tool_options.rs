@@ -12,8 +12,8 @@ use std::sync::Arc;
 use common::models::{anthropic, chat, gemini, ollama, responses};
 use common::{Reply, Server};
 use loopwright_core::{
-    ContentPart, LanguageModel, Message, ModelRequest, Role, ToolCall, ToolDefinition, ToolOutputPart,
-    ToolResult,
+    ContentPart, LanguageModel, Message, Role, ToolCall, ToolDefinition, ToolOutputPart, ToolResult,
+    model::ModelRequest,
 };
 use loopwright_providers::{AnthropicModel, TOOL_SEARCH_BETA};
 use serde_json::{Value, json};

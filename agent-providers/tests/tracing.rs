@@ -7,7 +7,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use loopwright_core::{LanguageModel, ModelRequest};
+use loopwright_core::{LanguageModel, model::ModelRequest};
 use loopwright_providers::{AnthropicModel, GeminiModel, OpenAiChatModel};
 
 #[derive(Clone, Default)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::*;
 use futures::StreamExt;
-use loopwright_core::{LanguageModel, ModelError, ModelEvent, ModelRequest};
+use loopwright_core::{LanguageModel, ModelError, model::ModelEvent, model::ModelRequest};
 use loopwright_providers::{AnthropicModel, GeminiModel, OllamaModel, OpenAiChatModel, OpenAiResponsesModel};
 use serde_json::json;
 

@@ -24,7 +24,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use loopwright_core::{ContentPart, ImageSource, Message, OutputSpec, Role};
+use loopwright_core::{ContentPart, Message, OutputSpec, Role, message::ImageSource};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -234,6 +234,7 @@ async fn messages(State(instance): State<Arc<Instance>>, body: Result<Bytes, Byt
 }
 
 async fn messages_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, ApiError> {
+    crate::items::check_body(&body, "messages", "messages", instance.limits, SHAPE)?;
     let p = prepare(&body)?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);
@@ -247,17 +248,17 @@ async fn messages_checked(instance: Arc<Instance>, body: Bytes) -> Result<Respon
             p.history,
             move |mut o| {
                 o = add_system(o, &system);
-                if let Some(spec) = output {
-                    o = o.output(spec);
+                if output.is_some() {
+                    o.output = output;
                 }
-                if let Some(t) = temperature {
-                    o = o.temperature(t);
+                if temperature.is_some() {
+                    o.temperature = temperature;
                 }
-                if let Some(t) = top_p {
-                    o = o.top_p(t);
+                if top_p.is_some() {
+                    o.top_p = top_p;
                 }
-                if let Some(n) = max_tokens {
-                    o = o.max_output_tokens(n);
+                if max_tokens.is_some() {
+                    o.max_output_tokens = max_tokens;
                 }
                 o
             },

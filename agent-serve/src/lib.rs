@@ -43,6 +43,7 @@ mod anthropic;
 pub mod durable;
 mod error;
 mod guard;
+mod items;
 mod limit;
 mod listen;
 #[cfg(feature = "mcp")]
@@ -65,12 +66,14 @@ pub use agents::ServedAgent;
 pub use durable::Restate;
 pub use error::ServeError;
 pub use guard::LOOPBACK_HOSTS;
+pub use items::{BYTES_PER_VALUE, DEFAULT_ITEM_LIMIT, VALUES_PER_ITEM};
 pub use limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, IN_FLIGHT_GAUGE, QUEUED_GAUGE, RETRY_AFTER_SECS};
 pub use listen::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, H2_KEEP_ALIVE_INTERVAL,
     H2_KEEP_ALIVE_TIMEOUT,
 };
 pub use runs::lease::{DEFAULT_RUN_LEASE, MIN_RUN_LEASE};
+pub use runs::retention::{DEFAULT_RETENTION, MIN_RETENTION};
 pub use server::{
     Bound, DEFAULT_BODY_LIMIT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_SESSIONS, DEFAULT_SHUTDOWN_GRACE,
     Running, Serve, Surface,

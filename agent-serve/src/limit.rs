@@ -27,7 +27,7 @@ pub const DEFAULT_CONCURRENCY: usize = 10;
 
 /// Requests that may wait per instance when not configured: a burst of a
 /// few clients' retries, while what waiting requests hold (each its parsed
-/// conversation, at most the body limit) stays bounded.
+/// conversation, bounded by the body and item limits) stays bounded.
 pub const DEFAULT_QUEUE: usize = 64;
 
 /// Seconds a refused client is told to wait (`Retry-After`): about one

@@ -238,7 +238,7 @@ impl ServerHandler for McpSurface {
                 let _ = context.peer.notify_progress(param).await;
             }
         }
-        let result = match started.run.into_outcome().await {
+        let result = match started.run.await.or_else(loopwright_core::RunError::into_result) {
             Ok(result) => result,
             Err(aborted) => {
                 return Ok(text_result(
@@ -247,7 +247,7 @@ impl ServerHandler for McpSurface {
                 ));
             }
         };
-        if result.exit == ExitReason::Completed {
+        if result.exit() == ExitReason::Completed {
             return Ok(match result.output {
                 Some(value) if tool(&served).output_schema.is_some() => {
                     CallToolResponse::Complete(CallToolResult::structured(value))
@@ -257,11 +257,11 @@ impl ServerHandler for McpSurface {
             });
         }
         let why = match crate::run::ending(&result) {
-            _ if result.exit == ExitReason::Cancelled && self.instance.lifecycle.hard.is_cancelled() => {
+            _ if result.exit() == ExitReason::Cancelled && self.instance.lifecycle.hard.is_cancelled() => {
                 "the server is shutting down and cancelled the run".to_owned()
             }
             crate::run::Ending::Failed(message) => message,
-            crate::run::Ending::Answer { .. } => format!("the run ended early ({:?})", result.exit),
+            crate::run::Ending::Answer { .. } => format!("the run ended early ({:?})", result.exit()),
         };
         let partial = if result.text.is_empty() {
             String::new()

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use loopwright_core::history::check_history;
-use loopwright_core::{AgentEvent, AgentOptions, AgentResult, AgentRun, ExitReason, Message, Usage};
+use loopwright_core::{AgentEvent, AgentResult, AgentRun, Message, Outcome, Usage, agent::AgentOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::{Agents, ServedAgent};
@@ -55,6 +55,8 @@ pub(crate) struct Instance {
     pub(crate) allowed_hosts: Option<Arc<[String]>>,
     /// The server's background runs and store, shared by its instances.
     pub(crate) runs: Arc<crate::runs::Runs>,
+    /// What a request's conversation is held to.
+    pub(crate) limits: crate::items::Limits,
 }
 
 /// A run in flight and its permit.
@@ -93,8 +95,10 @@ impl Instance {
         // that would pause or ask are denied with a reason the model reads.
         let agent = served
             .agent()
-            .with_cancellation(self.lifecycle.hard.clone())
-            .map_options(|o| crate::runs::foreground_approvals(change(o)));
+            .to_builder()
+            .cancellation(self.lifecycle.hard.clone())
+            .configure(|o| *o = crate::runs::foreground_approvals(change(std::mem::take(o))))
+            .build();
         Ok(Started {
             run: agent.run(messages),
             _permit: permit,
@@ -175,37 +179,29 @@ pub(crate) enum Ending {
 /// How `result` ended, for a client.
 pub(crate) fn ending(result: &AgentResult) -> Ending {
     let output = result.output.as_ref().map(|v| v.to_string());
-    match result.exit {
-        ExitReason::Completed | ExitReason::Stopped => Ending::Answer {
+    match &result.outcome {
+        Outcome::Answered | Outcome::Stopped => Ending::Answer {
             stop: Stop::End,
             output,
         },
-        ExitReason::MaxSteps | ExitReason::TokenLimit => Ending::Answer {
+        Outcome::MaxSteps | Outcome::TokenLimit => Ending::Answer {
             stop: Stop::Length,
             output,
         },
-        ExitReason::OutputInvalid => Ending::Failed(format!(
-            "the agent's final answer did not match the requested schema: {}",
-            result
-                .output_error
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
+        Outcome::OutputInvalid { error } => Ending::Failed(format!(
+            "the agent's final answer did not match the requested schema: {error}"
         )),
-        ExitReason::ModelError => Ending::Failed(format!(
+        Outcome::ModelFailed { error } => Ending::Failed(format!(
             "the agent's model failed: {}",
-            result
-                .error
-                .as_ref()
-                .map(|e| loopwright_core::util::error_chain(e))
-                .unwrap_or_else(|| "unknown error".into())
+            loopwright_core::util::error_chain(error)
         )),
-        ExitReason::Cancelled => Ending::Failed("the run was cancelled: the server is shutting down".into()),
-        ExitReason::PlanRejected => Ending::Failed(format!(
-            "the agent's plan was rejected: {}",
-            result.plan_rejection.as_deref().unwrap_or("no reason given")
-        )),
-        _ => Ending::Failed(format!("the run ended without an answer ({:?})", result.exit)),
+        Outcome::Cancelled { .. } => {
+            Ending::Failed("the run was cancelled: the server is shutting down".into())
+        }
+        Outcome::PlanRejected { reason } => {
+            Ending::Failed(format!("the agent's plan was rejected: {reason}"))
+        }
+        other => Ending::Failed(format!("the run ended without an answer ({:?})", other.exit())),
     }
 }
 
@@ -225,8 +221,8 @@ pub(crate) async fn collect(
     }
     let result = started
         .run
-        .into_outcome()
         .await
+        .or_else(loopwright_core::RunError::into_result)
         .map_err(|aborted| format!("the run stopped without a result: {aborted}"));
     (pieces, result)
 }
@@ -278,7 +274,7 @@ pub(crate) fn response_id(prefix: &str) -> String {
 }
 
 /// `options` with a request's system texts after the agent's own prompt.
-pub(crate) fn add_system(options: AgentOptions, extra: &[String]) -> AgentOptions {
+pub(crate) fn add_system(mut options: AgentOptions, extra: &[String]) -> AgentOptions {
     let extra: Vec<&str> = extra
         .iter()
         .map(String::as_str)
@@ -292,7 +288,8 @@ pub(crate) fn add_system(options: AgentOptions, extra: &[String]) -> AgentOption
         Some(own) if !own.trim().is_empty() => format!("{own}{STEP_SEPARATOR}{joined}"),
         _ => joined,
     };
-    options.system(system)
+    options.system = Some(system);
+    options
 }
 
 #[cfg(test)]

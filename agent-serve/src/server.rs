@@ -15,7 +15,10 @@
 //!   gives connections [`CONNECTION_DRAIN`] to end before their tasks are
 //!   aborted: `shutdown` always returns.
 //! - every HTTP instance has the connection limits of [`crate::listen`] and
-//!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape.
+//!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape;
+//! - unless told to keep everything, every replica sweeps its store for what
+//!   outlived the retention (`crate::runs::retention`), from its start
+//!   until it stops.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -149,11 +152,14 @@ pub struct Serve {
     allowed_hosts: Option<Vec<String>>,
     limits: crate::listen::ConnLimits,
     body_limit: usize,
+    item_limit: usize,
     mcp_sessions: usize,
     mcp_session_idle: Duration,
     store: Option<Arc<dyn loopwright_store::Store>>,
     replica: Option<String>,
     run_lease: Duration,
+    /// `None`: kept forever.
+    retention: Option<Duration>,
     #[cfg(feature = "restate")]
     restate: Option<crate::durable::Restate>,
 }
@@ -183,11 +189,13 @@ impl Serve {
                 max_connections: DEFAULT_MAX_CONNECTIONS,
             },
             body_limit: DEFAULT_BODY_LIMIT,
+            item_limit: crate::items::DEFAULT_ITEM_LIMIT,
             mcp_sessions: DEFAULT_MCP_SESSIONS,
             mcp_session_idle: DEFAULT_MCP_SESSION_IDLE,
             store: None,
             replica: None,
             run_lease: crate::runs::lease::DEFAULT_RUN_LEASE,
+            retention: Some(crate::runs::retention::DEFAULT_RETENTION),
             #[cfg(feature = "restate")]
             restate: None,
         }
@@ -263,6 +271,34 @@ impl Serve {
         self
     }
 
+    /// How long stored responses and runs are kept after their record was
+    /// last written (a response: once it ended), with their events and
+    /// conversations: every replica deletes what is older every tenth of
+    /// this (at most hourly). Default
+    /// [`DEFAULT_RETENTION`](crate::DEFAULT_RETENTION) (30 days, as OpenAI
+    /// keeps responses), at least [`MIN_RETENTION`](crate::MIN_RETENTION).
+    /// A running run is never deleted; one awaiting approval for longer is.
+    /// A response's turn that a later response continues stays as long as
+    /// that one does. Sessions are not deleted by age.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().retention(std::time::Duration::from_secs(7 * 24 * 3600));
+    /// ```
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.retention = Some(retention.max(crate::runs::retention::MIN_RETENTION));
+        self
+    }
+
+    /// Keep stored responses and runs until they are deleted (no sweep).
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().keep_forever();
+    /// ```
+    pub fn keep_forever(mut self) -> Self {
+        self.retention = None;
+        self
+    }
+
     /// Serve this agent (names must be unique).
     pub fn agent(mut self, agent: ServedAgent) -> Self {
         self.agents.push(agent);
@@ -313,8 +349,10 @@ impl Serve {
 
     /// At most `n` requests waiting per instance; more are answered 503
     /// with `Retry-After` ([`DEFAULT_QUEUE`]). A waiting request holds its
-    /// parsed conversation (never its raw body), so this bounds what
-    /// waiting requests hold to `n` times the body limit.
+    /// parsed conversation (never its raw body), at most the body limit
+    /// plus [`BYTES_PER_VALUE`](crate::BYTES_PER_VALUE) for each JSON value
+    /// the [item limit](Self::item_limit) lets it hold: this bounds what
+    /// waiting requests hold to `n` such conversations.
     pub fn queue(mut self, n: usize) -> Self {
         self.queue = Some(n);
         self
@@ -349,6 +387,25 @@ impl Serve {
     /// The largest request body read ([`DEFAULT_BODY_LIMIT`] bytes).
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// Messages a request's conversation may hold (input items on the
+    /// Responses API), and content parts in all
+    /// ([`DEFAULT_ITEM_LIMIT`](crate::DEFAULT_ITEM_LIMIT)), and
+    /// [`VALUES_PER_ITEM`](crate::VALUES_PER_ITEM) times as many JSON values
+    /// (objects weighing 8, arrays 2); more are answered 400 in the
+    /// surface's shape, naming the count and the limit.
+    /// A continued conversation (a session, a response's
+    /// `previous_response_id`) is held, with the request's input, to this
+    /// many messages and to the [body limit](Self::body_limit) in bytes of
+    /// JSON, as if it were sent whole.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().item_limit(2_000);
+    /// ```
+    pub fn item_limit(mut self, n: usize) -> Self {
+        self.item_limit = n.max(1);
         self
     }
 
@@ -418,6 +475,10 @@ impl Serve {
             lifecycle: lifecycle.clone(),
             allowed_hosts,
             runs: runs.clone(),
+            limits: crate::items::Limits {
+                items: self.item_limit,
+                body: self.body_limit,
+            },
         })
     }
 
@@ -534,6 +595,13 @@ impl Serve {
             running.tasks.push(task);
             running.instances.push(instance);
             running.deployment = Some(deployment);
+        }
+        if let Some(retention) = self.retention {
+            running.tasks.push(crate::runs::retention::spawn(
+                runs.store.clone(),
+                retention,
+                lifecycle.stopping.clone(),
+            ));
         }
         if self.mcp_stdio {
             let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle, &runs);

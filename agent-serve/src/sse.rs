@@ -59,7 +59,7 @@ pub(crate) async fn relay(
             tx.send(e).await.ok()?;
         }
     }
-    let message = match started.run.into_outcome().await {
+    let message = match started.run.await.or_else(loopwright_core::RunError::into_result) {
         Ok(result) => match crate::run::ending(&result) {
             crate::run::Ending::Answer { stop, output } => return Some((result, stop, output)),
             crate::run::Ending::Failed(message) => message,

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, Approvals, ContentPart, Role, StaticToolSource, Tool, ToolAnnotations, ToolContext,
-    ToolDefinition, ToolError, ToolOutput, ToolSet,
+    Agent, Approvals, ContentPart, Role, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolSet,
+    tool::ToolAnnotations, toolset::StaticToolSource,
 };
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use serde_json::{Value, json};

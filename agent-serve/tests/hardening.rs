@@ -206,6 +206,125 @@ async fn bodies_over_the_limit_are_413_in_each_surfaces_shape() {
     running.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_over_the_item_limit_are_400_in_each_surfaces_shape() {
+    let (model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .openai(local())
+        .anthropic(local())
+        .rest(local())
+        .item_limit(3)
+        .start()
+        .await
+        .unwrap();
+    let at = |surface: Surface, path: &str| format!("http://{}{path}", running.address(surface).unwrap());
+    let user = json!({"role": "user", "content": "hi"});
+    let rest_user = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
+    let text = json!({"type": "text", "text": "a"});
+    let cases = [
+        (
+            at(Surface::OpenAi, "/v1/chat/completions"),
+            json!({"model": "gated", "messages": [user, user, user, user]}),
+            "4 messages",
+        ),
+        (
+            at(Surface::OpenAi, "/v1/chat/completions"),
+            json!({"model": "gated", "messages": [{"role": "user", "content": [text, text, text, text]}]}),
+            "4 content parts",
+        ),
+        (
+            at(Surface::OpenAi, "/v1/responses"),
+            json!({"model": "gated", "input": [user, user, user, user]}),
+            "4 input items",
+        ),
+        (
+            at(Surface::Anthropic, "/v1/messages"),
+            json!({"model": "gated", "max_tokens": 10, "messages": [user, user, user, user]}),
+            "4 messages",
+        ),
+        (
+            at(Surface::Rest, "/v1/agents/gated"),
+            json!({"messages": [rest_user, rest_user, rest_user, rest_user]}),
+            "4 messages",
+        ),
+        (
+            at(Surface::Rest, "/v1/agents/gated/runs"),
+            json!({"messages": [rest_user, rest_user, rest_user, rest_user]}),
+            "4 messages",
+        ),
+    ];
+    for (url, body, count) in cases {
+        let (status, answer) = post(&url, body).await;
+        assert_eq!(status, 400, "{url}: {answer}");
+        assert_eq!(
+            answer["error"]["type"], "invalid_request_error",
+            "{url}: {answer}"
+        );
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(count) && message.contains("at most 3"),
+            "{url}: {message}"
+        );
+        if url.contains("/v1/messages") {
+            assert_eq!(answer["type"], "error", "Anthropic's shape: {answer}");
+        }
+    }
+    // Few items, but more JSON values than 32 an item (96 here).
+    let junk: Vec<Value> = (0..100).map(|_| json!(0)).collect();
+    let (status, answer) = post(
+        &at(Surface::OpenAi, "/v1/chat/completions"),
+        json!({"model": "gated", "messages": [user], "junk": junk}),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("JSON values") && message.contains("at most 96"),
+        "{message}"
+    );
+    assert_eq!(model.started.load(Ordering::SeqCst), 0, "no run started");
+    // A continued conversation is held to the limit with the request's input.
+    model.release.add_permits(2);
+    let (status, answer) = post(
+        &at(Surface::Rest, "/v1/agents/gated"),
+        json!({"prompt": "one", "session": "s1"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    for path in ["/v1/agents/gated", "/v1/agents/gated/runs"] {
+        let (status, answer) = post(
+            &at(Surface::Rest, path),
+            json!({"messages": [rest_user, rest_user], "session": "s1"}),
+        )
+        .await;
+        assert_eq!(status, 400, "{path}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("session s1 holds 2 messages") && message.contains("4 in all"),
+            "{message}"
+        );
+    }
+    let (status, first) = post(
+        &at(Surface::OpenAi, "/v1/responses"),
+        json!({"model": "gated", "input": [user, user]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    let (status, answer) = post(
+        &at(Surface::OpenAi, "/v1/responses"),
+        json!({"model": "gated", "input": "more", "previous_response_id": first["id"]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"].as_str().unwrap().contains("4 in all"),
+        "{answer}"
+    );
+    assert_eq!(model.started.load(Ordering::SeqCst), 2);
+    running.shutdown().await;
+}
+
 /// An MCP exchange over streamable HTTP, as a bare client writes it.
 struct Mcp {
     url: String,

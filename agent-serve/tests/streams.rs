@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use loopwright_core::{Agent, LanguageModel, ModelError, ModelRequest, ModelStream};
+use loopwright_core::{Agent, LanguageModel, ModelError, model::ModelRequest, model::ModelStream};
 use loopwright_serve::{Serve, ServedAgent, Surface};
 use serde_json::{Value, json};
 

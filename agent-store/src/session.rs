@@ -13,7 +13,9 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use futures::future::BoxFuture;
-use loopwright_core::{Agent, AgentEvent, AgentResult, Conversation, Message, RunError, Turn};
+use loopwright_core::{
+    Agent, AgentEvent, AgentResult, Conversation, Message, RunError, agent::Turn, agent::TurnInput,
+};
 
 use crate::error::StoreError;
 use crate::traits::Store;
@@ -35,7 +37,7 @@ use crate::traits::Store;
 /// while let Some(event) = turn.next().await {
 ///     if let loopwright_core::AgentEvent::TextDelta { text } = event { print!("{text}") }
 /// }
-/// let result = turn.into_result().await?; // stored now (or an error saying why not)
+/// let result = turn.await?; // stored now (or an error saying why not)
 /// # let _ = result; Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -117,14 +119,11 @@ impl Session {
         Ok(self.version)
     }
 
-    /// Sends a user prompt to `agent`; the turn streams like
-    /// [`Conversation::send`]'s and is stored when its result is taken.
-    pub fn send<'a>(&'a mut self, agent: &Agent, prompt: impl Into<String>) -> SessionTurn<'a> {
-        self.send_message(agent, Message::user(prompt))
-    }
-
-    /// Sends any message (images, several parts) to `agent`.
-    pub fn send_message<'a>(&'a mut self, agent: &Agent, message: Message) -> SessionTurn<'a> {
+    /// Sends a user prompt, or any message (images, several parts), to
+    /// `agent`; the turn streams like [`Conversation::send`]'s and is
+    /// stored when its result is taken.
+    pub fn send<'a>(&'a mut self, agent: &Agent, prompt: impl Into<TurnInput>) -> SessionTurn<'a> {
+        let message: Message = prompt.into().into_message();
         let unsaved = self.unsaved().to_vec();
         let Session {
             store,
@@ -134,7 +133,7 @@ impl Session {
             stored,
         } = self;
         SessionTurn {
-            turn: conversation.send_message(agent, message.clone()),
+            turn: conversation.send(agent, message.clone()),
             prompt: message,
             unsaved,
             store,
@@ -149,7 +148,7 @@ impl Session {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
-    /// The run did not end with an answer (as [`Turn::into_result`] says);
+    /// The run did not end with an answer (as awaiting its [`Turn`] says);
     /// what it did was stored like any turn.
     #[error(transparent)]
     Run(#[from] RunError),
@@ -183,10 +182,10 @@ impl SessionError {
 }
 
 /// One turn of a [`Session`]: the run's events as a [`Stream`], then
-/// [`into_result`](Self::into_result) (or `.await`), which stores the turn.
+/// `.await` on it, which stores the turn.
 /// Dropped without that, the turn still joins the session's memory once its
 /// run ended, unsaved: the next turn or [`Session::save`] stores it.
-#[must_use = "a turn is cancelled when dropped, and stored only by `into_result()` or `.await`"]
+#[must_use = "a turn is cancelled when dropped, and stored only by `.await`"]
 pub struct SessionTurn<'a> {
     turn: Turn<'a>,
     prompt: Message,
@@ -205,9 +204,9 @@ impl SessionTurn<'_> {
     }
 
     /// Drains the events not read yet and appends the turn to the store; the
-    /// result as [`Turn::into_result`] gives it, or
-    /// [`SessionError::Store`] with the result when the store refused.
-    pub async fn into_result(self) -> Result<AgentResult, SessionError> {
+    /// result as awaiting a [`Turn`] gives it, or [`SessionError::Store`]
+    /// with the result when the store refused.
+    async fn into_result(self) -> Result<AgentResult, SessionError> {
         let Self {
             turn,
             prompt,
@@ -217,7 +216,7 @@ impl SessionTurn<'_> {
             version,
             stored,
         } = self;
-        let result = match turn.into_outcome().await {
+        let result = match turn.await.or_else(RunError::into_result) {
             Ok(result) => result,
             Err(aborted) => return Err(SessionError::Run(RunError::Aborted(aborted))),
         };
@@ -241,7 +240,7 @@ impl SessionTurn<'_> {
                 }
             }
         }
-        RunError::check(result).map_err(SessionError::Run)
+        result.into_answer().map_err(SessionError::Run)
     }
 }
 

@@ -95,7 +95,7 @@ async fn a_streamed_turn_is_stored_and_a_dropped_one_goes_with_the_next(mut fixt
     }
     assert!(finished);
     assert_eq!(text, "one");
-    let _ = turn.into_result().await.unwrap();
+    let _ = turn.await.unwrap();
     assert_eq!(chat.version(), 1);
 
     // Read to the end and dropped: in memory, not stored.

@@ -32,12 +32,11 @@ async fn read_edit_bash_on_a_temporary_repository() {
         .build();
     let agent = Agent::builder(Arc::new(model.clone())).tools(tools).build();
     let result = agent
-        .prompt("Change hello to goodbye in src/greeting.txt")
-        .into_result()
+        .run("Change hello to goodbye in src/greeting.txt")
         .await
         .unwrap();
 
-    assert!(result.completed(), "{:?}", result.exit);
+    assert!(result.outcome.answered(), "{:?}", result.outcome);
     assert_eq!(result.text, "Changed the greeting.");
     assert_eq!(
         std::fs::read_to_string(repo.path().join("src/greeting.txt")).unwrap(),

@@ -2,7 +2,7 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use loopwright_core::{SourceKind, ToolSource};
+use loopwright_core::{ToolSource, toolset::SourceKind};
 use loopwright_tools::{Workspace, coding_tools};
 
 #[tokio::test]

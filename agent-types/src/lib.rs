@@ -62,6 +62,7 @@ mod usage;
 pub mod user_input;
 #[doc(hidden)]
 pub mod util;
+mod vars;
 
 pub use budget::ContextBudget;
 pub use fallback::FallbackModel;
@@ -69,7 +70,7 @@ pub use message::{
     CompactionItem, ContentPart, FileSource, ImageSource, Message, Reasoning, Role, ToolCall, ToolOutputPart,
     ToolResult,
 };
-pub use model::{LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+pub use model::{IntoModel, LanguageModel, MediaFallback, ModelEvent, ModelRequest, ModelStream, ToolChoice};
 pub use model_error::ModelError;
 pub use responder::Responder;
 pub use settings::{ModelCapabilities, ReasoningConfig, ReasoningEffort, ResponseFormat, UnknownEffort};

@@ -70,6 +70,50 @@ pub trait LanguageModel: Send + Sync {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
 }
 
+/// What makes the model of an agent: any [`LanguageModel`], a shared one
+/// (`Arc<M>` or `Arc<dyn LanguageModel>`), or a provider's model builder
+/// (the providers implement it for theirs), so a model goes to an agent's
+/// builder as it was made.
+///
+/// ```
+/// use std::sync::Arc;
+/// use loopwright_types::{IntoModel, LanguageModel, ModelError, ModelRequest, ModelStream};
+/// struct Hi;
+/// #[async_trait::async_trait]
+/// impl LanguageModel for Hi {
+///     fn provider(&self) -> &str { "example" }
+///     fn model_id(&self) -> &str { "hi-1" }
+///     async fn stream(&self, _: ModelRequest) -> Result<ModelStream, ModelError> {
+///         Err(ModelError::server(None, "unused"))
+///     }
+/// }
+/// let a: Arc<dyn LanguageModel> = Hi.into_model();
+/// let b: Arc<dyn LanguageModel> = Arc::new(Hi).into_model();
+/// assert_eq!((a.model_id(), b.model_id()), ("hi-1", "hi-1"));
+/// ```
+pub trait IntoModel {
+    /// The model, shared.
+    fn into_model(self) -> Arc<dyn LanguageModel>;
+}
+
+impl<M: LanguageModel + 'static> IntoModel for M {
+    fn into_model(self) -> Arc<dyn LanguageModel> {
+        Arc::new(self)
+    }
+}
+
+impl<M: LanguageModel + 'static> IntoModel for Arc<M> {
+    fn into_model(self) -> Arc<dyn LanguageModel> {
+        self
+    }
+}
+
+impl IntoModel for Arc<dyn LanguageModel> {
+    fn into_model(self) -> Arc<dyn LanguageModel> {
+        self
+    }
+}
+
 /// How the model may use tools.
 ///
 /// ```

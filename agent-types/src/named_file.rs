@@ -12,7 +12,7 @@
 //!   so nothing can be swapped in between: anything but a regular file (a
 //!   FIFO, a device such as `/dev/zero`, a directory, a socket) is refused
 //!   before a byte is read; `O_NONBLOCK` is cleared afterwards;
-//! - with [`Links::Refuse`] a symbolic link in the last component is not
+//! - with `Links::Refuse` a symbolic link in the last component is not
 //!   followed (`O_NOFOLLOW`) and is refused;
 //! - at most the caller's limit is read, and a larger file is refused
 //!   rather than cut (checked on the size `fstat` gives and again while

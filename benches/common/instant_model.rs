@@ -2,7 +2,10 @@
 //! what they measure is the serving path, not a model.
 
 use futures::StreamExt;
-use loopwright::{FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage};
+use loopwright::{
+    LanguageModel, ModelError, Usage, model::FinishReason, model::ModelEvent, model::ModelRequest,
+    model::ModelStream,
+};
 
 /// Answers "hi" (10 tokens in, 1 out) as soon as it is asked.
 pub struct InstantModel;

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use loopwright::config::{AgentConfig, ChosenModel, ModelChoiceError};
-use loopwright::{AgentOptions, LanguageModel};
+use loopwright::{LanguageModel, agent::AgentOptions};
 
 /// The model and its selector(s), or the message to print (exit status 2).
 #[allow(dead_code)] // Each example includes this file; not all use both functions.

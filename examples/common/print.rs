@@ -35,5 +35,5 @@ pub async fn print_run(mut run: AgentRun) -> Result<AgentResult, RunError> {
         }
     }
     println!();
-    run.into_result().await
+    run.await
 }

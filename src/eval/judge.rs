@@ -73,17 +73,12 @@ pub(crate) async fn judge(
         .output(verdict_spec()?)
         .build();
     let result = agent
-        .prompt(prompt(conversation, answer, rubric))
-        .into_result()
+        .run(prompt(conversation, answer, rubric))
         .await
         .map_err(|e| format!("the judge could not grade: {e}"))?;
-    let value = result.output.ok_or_else(|| {
-        let why = result
-            .output_error
-            .as_ref()
-            .map_or_else(|| format!("{:?}", result.exit), ToString::to_string);
-        format!("the judge gave no verdict: {why}")
-    })?;
+    let value = result
+        .output
+        .ok_or_else(|| format!("the judge gave no verdict: {:?}", result.outcome.exit()))?;
     serde_json::from_value(value).map_err(|e| format!("the judge's verdict is unreadable: {e}"))
 }
 

@@ -61,7 +61,7 @@ pub const DEFAULT_EVAL_CONCURRENCY: usize = 4;
 /// impl EvalTarget for PerCase {
 ///     async fn agent(&self, case: &Case) -> Result<loopwright::Agent, String> {
 ///         let tone = case.vars.get("TONE").cloned().unwrap_or_default();
-///         Ok(self.0.map_options(|o| o.system(format!("Answer in a {tone} tone."))))
+///         Ok(self.0.to_builder().system(format!("Answer in a {tone} tone.")).build())
 ///     }
 /// }
 /// ```
@@ -244,14 +244,14 @@ async fn run_case(
     while let Some(event) = run.next().await {
         events.push(event);
     }
-    let result = match run.into_outcome().await {
+    let result = match run.await.or_else(loopwright_core::RunError::into_result) {
         Ok(result) => result,
         Err(e) => return not_run(case, repeat, format!("the run stopped without a result: {e}")),
     };
     let view = RunView::new(
         result.text.clone(),
         result.output.clone(),
-        result.steps,
+        result.steps.len() as u32,
         RunView::calls_in(&events),
     );
     let mut verdicts = Vec::with_capacity(case.expectations.len());
@@ -291,17 +291,17 @@ fn finish(
     events: Vec<AgentEvent>,
     expectations: Vec<ExpectationResult>,
 ) -> RunReport {
-    let error = (!answered(result.exit)).then(|| {
-        let exit = serde_json::to_value(result.exit)
+    let error = (!answered(result.exit())).then(|| {
+        let exit = serde_json::to_value(result.exit())
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
-        match &result.error {
-            Some(e) => format!(
+        match &result.outcome {
+            loopwright_core::Outcome::ModelFailed { error } => format!(
                 "the run ended with {exit}: {}",
-                loopwright_core::util::error_chain(e)
+                loopwright_core::util::error_chain(error)
             ),
-            None => format!("the run ended with {exit}"),
+            _ => format!("the run ended with {exit}"),
         }
     });
     let held = expectations.iter().filter(|e| e.passed).count();
@@ -314,10 +314,10 @@ fn finish(
         repeat,
         passed: error.is_none() && held == expectations.len(),
         score,
-        exit: Some(result.exit),
+        exit: Some(result.exit()),
         text: result.text.clone(),
         output: result.output.clone(),
-        steps: result.steps,
+        steps: result.steps.len() as u32,
         usage: result.tree_usage,
         error,
         expectations,

@@ -5,7 +5,7 @@ use loopwright::{Agent, providers::Providers};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = Providers::from_env()?.model("anthropic/claude-sonnet-4-5")?; // ANTHROPIC_API_KEY
-    let result = Agent::builder(model).system("Be brief.").build().prompt("Hello!").await?;
+    let result = Agent::builder(model).system("Be brief.").build().run("Hello!").await?;
     println!("{}", result.text);
     Ok(())
 }

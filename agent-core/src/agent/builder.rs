@@ -1,56 +1,54 @@
-//! [`AgentBuilder`]: a model, tools and options, set in any order.
+//! [`AgentBuilder`]: a model, tools and options, set in any order; the one
+//! place settings are set.
 //!
-//! Invariant: setters compose. Every option has a setter here, and
-//! [`AgentBuilder::options`] merges (settings it leaves unset keep what the
-//! builder already has), so no setting is silently lost whatever the order.
+//! Invariants: each setter sets one field of the plain
+//! [`AgentOptions`] and nothing else, so the last call wins and a setting
+//! can be put back to its default ([`AgentBuilder::configure`]);
+//! [`AgentBuilder::options`] replaces every option at once, merging
+//! nothing. A builder made from an agent ([`Agent::to_builder`]) keeps its
+//! model, tools and identity.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
-use super::hooks::{StepContext, StepSettings, StepSummary, ToolResultContext};
+use super::AgentId;
+use super::hooks::{PrepareStep, StepContext, StepSettings, StepSummary, ToolResultContext};
 use super::options::AgentOptions;
 use super::sub_agent::{AgentTool, SUB_AGENT_SOURCE};
 use crate::accounting::AccountingSink;
 use crate::approval::Approvals;
+use crate::compaction::Compaction;
 use crate::output::OutputSpec;
-use loopwright_types::IntoTool;
-use loopwright_types::ReasoningConfig;
-use loopwright_types::StaticToolSource;
+use crate::preflight::Preflight;
+use crate::tool_search::ToolSearch;
 use loopwright_types::budget::ContextBudget;
 use loopwright_types::tool::{Tool, ToolOutput};
 use loopwright_types::toolset::{Naming, SourceOptions, ToolSet};
-use loopwright_types::{LanguageModel, ToolChoice};
+use loopwright_types::{
+    IntoTool, LanguageModel, MediaFallback, ReasoningConfig, StaticToolSource, ToolChoice,
+};
 
 /// Name of the native source holding the tools given to
 /// [`AgentBuilder::tool`].
 pub const APP_SOURCE: &str = "app";
 
-/// Builds an [`Agent`].
+/// Builds an [`Agent`]; start with [`Agent::builder`].
 ///
 /// ```
-/// use loopwright_core::{tool_fn, Agent};
-/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+/// use loopwright_core::{Agent, tool_fn};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-/// struct City { city: String }
-///
+/// struct NoArgs {}
 /// let agent = Agent::builder(model)
 ///     .system("Be brief.")
-///     .tool(tool_fn("weather", "Weather in a city.", |c: City| async move { Ok(format!("Sunny in {}", c.city)) }))
 ///     .max_steps(10)
+///     .tool(tool_fn("now", "The time.", |_: NoArgs| async { Ok("noon") }))
 ///     .build();
 /// assert_eq!(agent.options().max_steps, 10);
-/// ```
-///
-/// A builder left unbuilt is reported by the compiler:
-///
-/// ```compile_fail
-/// #![deny(unused_must_use)]
-/// # fn demo(model: std::sync::Arc<dyn loopwright_core::LanguageModel>) {
-/// loopwright_core::Agent::builder(model).system("Be brief.");
-/// # }
 /// ```
 #[must_use = "a builder does nothing until `build()`"]
 pub struct AgentBuilder {
@@ -59,21 +57,8 @@ pub struct AgentBuilder {
     own_tools: Vec<Arc<dyn Tool>>,
     sub_agents: Vec<Arc<dyn Tool>>,
     options: AgentOptions,
-}
-
-/// Builder setters that forward to the [`AgentOptions`] setter of the same
-/// name.
-macro_rules! option_setters {
-    ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(
-            $(#[$doc])*
-            #[doc = concat!("\n\nSee [`AgentOptions::", stringify!($name), "`].")]
-            pub fn $name(mut self, $($arg: $ty),*) -> Self {
-                self.options = self.options.$name($($arg),*);
-                self
-            }
-        )*
-    };
+    /// Kept from the agent a builder was made from.
+    id: Option<AgentId>,
 }
 
 impl AgentBuilder {
@@ -84,13 +69,36 @@ impl AgentBuilder {
             own_tools: Vec::new(),
             sub_agents: Vec::new(),
             options: AgentOptions::default(),
+            id: None,
         }
     }
 
-    /// Add one tool: a [`Tool`], a [`TypedTool`](crate::TypedTool), or a
+    pub(super) fn from_agent(agent: &Agent) -> Self {
+        Self {
+            model: agent.model.clone(),
+            tools: Some(agent.tools.clone()),
+            own_tools: Vec::new(),
+            sub_agents: Vec::new(),
+            options: agent.options.clone(),
+            id: Some(agent.id.clone()),
+        }
+    }
+
+    /// Add one tool: a [`Tool`], a [`TypedTool`](crate::tool::TypedTool), or a
     /// shared `Arc<dyn Tool>`. The builder's tools form a native source
     /// named [`APP_SOURCE`] (bare names, winning clashes) beside the set
     /// given to [`AgentBuilder::tools`].
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::{Agent, tool_fn};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct City { name: String }
+    /// let agent = Agent::builder(model)
+    ///     .tool(tool_fn("weather", "The weather in a city.", |c: City| async move { Ok(format!("Sunny in {}", c.name)) }))
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
     pub fn tool<M>(mut self, tool: impl IntoTool<M>) -> Self {
         self.own_tools.push(tool.into_tool());
         self
@@ -115,101 +123,69 @@ impl AgentBuilder {
 
     /// Use this tool set (MCP servers, coding tools, ...), beside the tools
     /// added with [`AgentBuilder::tool`].
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).tools(loopwright_core::ToolSet::empty()).build();
+    /// # let _ = agent;
+    /// ```
     pub fn tools(mut self, tools: ToolSet) -> Self {
         self.tools = Some(Arc::new(tools));
         self
     }
 
     /// Use a tool set shared with other agents.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let shared = std::sync::Arc::new(loopwright_core::ToolSet::empty());
+    /// let agent = loopwright_core::Agent::builder(model).shared_tools(shared.clone()).build();
+    /// assert!(std::sync::Arc::ptr_eq(agent.tools(), &shared));
+    /// ```
     pub fn shared_tools(mut self, tools: Arc<ToolSet>) -> Self {
         self.tools = Some(tools);
         self
     }
 
-    /// Lay these options over the builder's: settings `options` sets win,
-    /// the others keep what the builder has (see [`AgentOptions::merge`]).
+    /// Replace every option with `options`, the name included (nothing is
+    /// merged: a setting `options` leaves at its default is that default),
+    /// so call it before the setters. To change single settings, use the
+    /// setters or [`AgentBuilder::configure`].
     ///
     /// ```
-    /// use loopwright_core::{Agent, AgentOptions};
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
-    /// let agent = Agent::builder(model)
-    ///     .system("Be brief.")
-    ///     .options(AgentOptions::default().max_steps(3))
-    ///     .build();
-    /// assert_eq!(agent.options().system.as_deref(), Some("Be brief."));
-    /// assert_eq!(agent.options().max_steps, 3);
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::{Agent, agent::AgentOptions};
+    /// let agent = Agent::builder(model).system("Be brief.").options(AgentOptions::default()).build();
+    /// assert_eq!(agent.options().system, None);
     /// ```
     pub fn options(mut self, options: AgentOptions) -> Self {
-        self.options = self.options.merge(options);
+        self.options = options;
         self
     }
 
-    option_setters! {
-        /// Set the agent's name (its segment of agent paths).
-        name(name: impl Into<String>);
-        /// Set how deep sub-agents may nest below this agent's runs.
-        max_depth(n: u32);
-        /// Set the system prompt.
-        system(text: impl Into<String>);
-        /// Set the step limit: model calls that may use tools.
-        max_steps(steps: u32);
-        /// Set the timeout of each tool call.
-        tool_timeout(timeout: Duration);
-        /// Set the model calls the whole run tree may make.
-        max_model_calls(n: u64);
-        /// Set the tokens the whole run tree may use.
-        max_tree_tokens(n: u64);
-        /// Set how long a run may go on before it is cancelled.
-        run_timeout(timeout: Duration);
-        /// Set how many tool calls run at once.
-        tool_concurrency(n: usize);
-        /// Set the tool output cap in bytes.
-        max_tool_output_bytes(bytes: usize);
-        /// Set the sampling temperature.
-        temperature(t: f32);
-        /// Set nucleus sampling.
-        top_p(p: f32);
-        /// Set the output token limit per model call.
-        max_output_tokens(n: u32);
-        /// Set the tool choice.
-        tool_choice(choice: ToolChoice);
-        /// Allow or forbid several tool calls per step.
-        parallel_tool_calls(on: bool);
-        /// Ask before running tool calls.
-        approvals(approvals: Approvals);
-        /// Propose a plan for approval before the first tool call.
-        preflight(preflight: crate::preflight::Preflight);
-        /// Also write accounting entries to this sink.
-        accounting(sink: Arc<dyn AccountingSink>);
-        /// Guard the context window with this budget.
-        budget(budget: ContextBudget);
-        /// End with a final answer matching this schema.
-        output(spec: OutputSpec);
-        /// Set the retries after an answer that does not match the schema.
-        max_output_retries(retries: u32);
-        /// Set the reasoning effort (and budget).
-        reasoning(reasoning: impl Into<ReasoningConfig>);
-        /// Turn prompt-cache marking on or off.
-        prompt_caching(on: bool);
-        /// Compact the history instead of stopping at the context window.
-        compaction(compaction: crate::compaction::Compaction);
-        /// Offer a big catalog through a `search_tools` tool.
-        tool_search(search: crate::tool_search::ToolSearch);
-        /// Set what providers do with media they cannot take.
-        unsupported_media(fallback: crate::MediaFallback);
-        /// Merge raw options into a provider's request bodies.
-        provider_options(provider: impl Into<String>, options: serde_json::Value);
-        /// Also cancel every run when this token is cancelled.
-        cancellation(token: CancellationToken);
-        /// Change each request before it is sent.
-        prepare_step(hook: impl Fn(&StepContext<'_>, &mut StepSettings) + Send + Sync + 'static);
-        /// End the run after a step when the predicate says so.
-        stop_when(predicate: impl Fn(&[StepSummary]) -> bool + Send + Sync + 'static);
-        /// Rewrite tool results before the model sees them.
-        on_tool_result(hook: impl Fn(&ToolResultContext<'_>, ToolOutput) -> ToolOutput + Send + Sync + 'static);
+    /// Change the options in place: any field, to any value, its default
+    /// included.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .temperature(0.2)
+    ///     .configure(|o| o.temperature = None)
+    ///     .build();
+    /// assert_eq!(agent.options().temperature, None);
+    /// ```
+    pub fn configure(mut self, change: impl FnOnce(&mut AgentOptions)) -> Self {
+        change(&mut self.options);
+        self
     }
 
-    /// The agent.
+    /// The agent (a builder made from an agent keeps its identity).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).build();
+    /// assert_eq!(agent.name(), loopwright_core::agent::DEFAULT_AGENT_NAME);
+    /// ```
     pub fn build(self) -> Agent {
         let tools = match (
             self.tools,
@@ -240,7 +216,512 @@ impl AgentBuilder {
             model: self.model,
             tools,
             options: self.options,
-            id: super::next_agent_id(),
+            id: self.id.unwrap_or_default(),
         }
+    }
+}
+
+/// The setters of single options; each sets its field of
+/// [`AgentOptions`].
+impl AgentBuilder {
+    /// The agent's name: its segment of agent paths
+    /// (`coordinator/researcher`) in accounting entries, metrics and
+    /// `sub_agent` events, and the default name of its
+    /// [`AgentTool`].
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).name("researcher").build();
+    /// assert_eq!(agent.name(), "researcher");
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.options.name = Some(name.into());
+        self
+    }
+
+    /// How deep sub-agents may nest below a run of this agent: a sub-agent
+    /// at depth `depth` (its parent is at `depth - 1`, the run the
+    /// application started at 0) may start only while `depth <= n`; a call
+    /// beyond gets an error result and no model call. A sub-agent's runs
+    /// use the limit of the root of their tree, not their own.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_depth(1).build(); // sub-agents, none of their own
+    /// assert_eq!(agent.options().max_depth, 1);
+    /// ```
+    pub fn max_depth(mut self, n: u32) -> Self {
+        self.options.max_depth = n;
+        self
+    }
+
+    /// The system prompt (the tool sources' instructions follow it).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).system("Be brief.").build();
+    /// assert_eq!(agent.options().system.as_deref(), Some("Be brief."));
+    /// ```
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.options.system = Some(text.into());
+        self
+    }
+
+    /// The step limit: at most `steps` model calls may use tools (at least
+    /// 1). When the model still calls tools on step `steps`, those calls
+    /// run, their results go back, and one more call, without tools and
+    /// told to conclude, gives the answer; the run then ends
+    /// [`Outcome::MaxSteps`](crate::Outcome::MaxSteps). A run thus makes at
+    /// most `steps + 1` model calls.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_steps(1).build();
+    /// assert_eq!(agent.options().max_steps, 1);
+    /// ```
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.options.max_steps = steps.max(1);
+        self
+    }
+
+    /// The timeout of each tool call (a tool with a timeout of its own gets
+    /// that, plus a grace).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).tool_timeout(std::time::Duration::from_secs(5)).build();
+    /// assert_eq!(agent.options().tool_timeout.as_secs(), 5);
+    /// ```
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.options.tool_timeout = timeout;
+        self
+    }
+
+    /// How many tool calls run at once (at least 1).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).tool_concurrency(4).build();
+    /// assert_eq!(agent.options().tool_concurrency, 4);
+    /// ```
+    pub fn tool_concurrency(mut self, n: usize) -> Self {
+        self.options.tool_concurrency = n.max(1);
+        self
+    }
+
+    /// How many bytes of a tool's output are kept (head and tail).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_tool_output_bytes(10_000).build();
+    /// assert_eq!(agent.options().max_tool_output_bytes, 10_000);
+    /// ```
+    pub fn max_tool_output_bytes(mut self, bytes: usize) -> Self {
+        self.options.max_tool_output_bytes = bytes;
+        self
+    }
+
+    /// The sampling temperature.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).temperature(0.2).build();
+    /// assert_eq!(agent.options().temperature, Some(0.2));
+    /// ```
+    pub fn temperature(mut self, t: f32) -> Self {
+        self.options.temperature = Some(t);
+        self
+    }
+
+    /// Nucleus sampling.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).top_p(0.9).build();
+    /// assert_eq!(agent.options().top_p, Some(0.9));
+    /// ```
+    pub fn top_p(mut self, p: f32) -> Self {
+        self.options.top_p = Some(p);
+        self
+    }
+
+    /// The output token limit per step.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_output_tokens(512).build();
+    /// assert_eq!(agent.options().max_output_tokens, Some(512));
+    /// ```
+    pub fn max_output_tokens(mut self, n: u32) -> Self {
+        self.options.max_output_tokens = Some(n);
+        self
+    }
+
+    /// How the model may use the tools (every step but the concluding one).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::ToolChoice;
+    /// let agent = loopwright_core::Agent::builder(model).tool_choice(ToolChoice::Required).build();
+    /// assert_eq!(agent.options().tool_choice, ToolChoice::Required);
+    /// ```
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.options.tool_choice = choice;
+        self
+    }
+
+    /// Whether the model may call several tools per step (on by default).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).parallel_tool_calls(false).build();
+    /// assert!(!agent.options().parallel_tool_calls);
+    /// ```
+    pub fn parallel_tool_calls(mut self, on: bool) -> Self {
+        self.options.parallel_tool_calls = on;
+        self
+    }
+
+    /// Ask before running tool calls, as these settings say (see
+    /// [`Approvals`]: which calls ask depends on their tier, and your own
+    /// tools without annotations are treated as able to change things).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).approvals(loopwright_core::Approvals::via_events()).build();
+    /// assert!(agent.options().approvals.is_some());
+    /// ```
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.options.approvals = Some(approvals);
+        self
+    }
+
+    /// Propose a plan before the first tool call: one model call without
+    /// tools returns a [`Plan`](crate::preflight::Plan), sent as a
+    /// `plan_proposed` event and decided by the preflight's approver or the
+    /// event's responder. Approved (or edited), the plan joins the
+    /// conversation as a user message and the run goes on; rejected, or
+    /// unanswered within the timeout, the run ends
+    /// [`Outcome::PlanRejected`](crate::Outcome::PlanRejected) without
+    /// running any tool. Each run proposes its own plan.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::preflight::{Plan, PlanDecision, Preflight};
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .preflight(Preflight::with_approver(|_: &Plan| PlanDecision::Approve))
+    ///     .build();
+    /// assert!(agent.options().preflight.is_some());
+    /// ```
+    pub fn preflight(mut self, preflight: Preflight) -> Self {
+        self.options.preflight = Some(preflight);
+        self
+    }
+
+    /// Also write accounting entries to this sink (such as a
+    /// [`JsonlSink`](crate::accounting::JsonlSink)).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let sink = loopwright_core::accounting::JsonlSink::open(dir.path().join("usage.jsonl")).unwrap();
+    /// let agent = loopwright_core::Agent::builder(model).accounting(std::sync::Arc::new(sink)).build();
+    /// assert!(agent.options().accounting.is_some());
+    /// ```
+    pub fn accounting(mut self, sink: Arc<dyn AccountingSink>) -> Self {
+        self.options.accounting = Some(sink);
+        self
+    }
+
+    /// Guard the model's context window with this budget: a request that
+    /// would not fit is made the concluding one, or the run ends
+    /// [`Outcome::TokenLimit`](crate::Outcome::TokenLimit) (with
+    /// [`AgentBuilder::compaction`], the history is compacted first).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).budget(loopwright_core::ContextBudget::new(128_000)).build();
+    /// assert!(agent.options().budget.is_some());
+    /// ```
+    pub fn budget(mut self, budget: ContextBudget) -> Self {
+        self.options.budget = Some(budget);
+        self
+    }
+
+    /// Model calls the whole run tree may make: this run's and those of
+    /// every sub-agent run below it, counted together before each call. A
+    /// call over it ends the run
+    /// [`Outcome::BudgetExhausted`](crate::Outcome::BudgetExhausted), which
+    /// says why. A sub-agent's runs take from the tree's budget.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_model_calls(50).build();
+    /// assert_eq!(agent.options().max_model_calls, Some(50));
+    /// ```
+    pub fn max_model_calls(mut self, n: u64) -> Self {
+        self.options.max_model_calls = Some(n);
+        self
+    }
+
+    /// Tokens (input plus output) the whole run tree may use, counted after
+    /// each model call; once used up, the next call of any run of the tree
+    /// is refused as with [`AgentBuilder::max_model_calls`].
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_tree_tokens(1_000_000).build();
+    /// assert_eq!(agent.options().max_tree_tokens, Some(1_000_000));
+    /// ```
+    pub fn max_tree_tokens(mut self, n: u64) -> Self {
+        self.options.max_tree_tokens = Some(n);
+        self
+    }
+
+    /// Cancel a run that has gone on this long: it ends
+    /// [`Outcome::Cancelled`](crate::Outcome::Cancelled) with the deadline
+    /// as its reason; its sub-agents and tools are cancelled with it.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).run_timeout(std::time::Duration::from_secs(600)).build();
+    /// assert!(agent.options().run_timeout.is_some());
+    /// ```
+    pub fn run_timeout(mut self, timeout: Duration) -> Self {
+        self.options.run_timeout = Some(timeout);
+        self
+    }
+
+    /// End the run with a final answer that is JSON matching `spec`: it is
+    /// validated against the schema, and an answer that does not match goes
+    /// back to the model with the validator's errors, at most
+    /// [`AgentBuilder::max_output_retries`] times. Tools may be called on
+    /// the steps before. The spec says how the model is made to answer
+    /// ([`OutputMode`](crate::output::OutputMode): its provider's native structured
+    /// output, a `final_answer` tool, or the best the model supports).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Verdict { ok: bool, reason: String }
+    /// let agent = loopwright_core::Agent::builder(model).output(loopwright_core::OutputSpec::of::<Verdict>()).build();
+    /// assert!(agent.options().output.is_some());
+    /// ```
+    pub fn output(mut self, spec: OutputSpec) -> Self {
+        self.options.output = Some(spec);
+        self
+    }
+
+    /// How often a final answer that does not match the output schema is
+    /// sent back to be fixed.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).max_output_retries(0).build();
+    /// assert_eq!(agent.options().max_output_retries, 0);
+    /// ```
+    pub fn max_output_retries(mut self, retries: u32) -> Self {
+        self.options.max_output_retries = retries;
+        self
+    }
+
+    /// The reasoning effort (and, with a [`ReasoningConfig`], a token
+    /// budget). Models that cannot reason get nothing added.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::{model::ReasoningConfig, ReasoningEffort};
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .reasoning(ReasoningConfig::from(ReasoningEffort::Low).budget_tokens(2_048))
+    ///     .build();
+    /// assert_eq!(agent.options().reasoning.unwrap().budget(), Some(2_048));
+    /// ```
+    pub fn reasoning(mut self, reasoning: impl Into<ReasoningConfig>) -> Self {
+        self.options.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Mark the stable prefix of each request for the provider's prompt
+    /// cache where it needs marking (Anthropic); on by default.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).prompt_caching(false).build();
+    /// assert!(!agent.options().prompt_caching);
+    /// ```
+    pub fn prompt_caching(mut self, on: bool) -> Self {
+        self.options.prompt_caching = on;
+        self
+    }
+
+    /// Merge `options` (a JSON object) into `provider`'s request bodies, for
+    /// what this library does not model. Keys given again replace earlier
+    /// ones.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .provider_options("openai", serde_json::json!({"service_tier": "flex"}))
+    ///     .provider_options("openai", serde_json::json!({"store": false}))
+    ///     .build();
+    /// assert_eq!(agent.options().provider_options["openai"], serde_json::json!({"service_tier": "flex", "store": false}));
+    /// ```
+    pub fn provider_options(mut self, provider: impl Into<String>, options: Value) -> Self {
+        loopwright_types::util::merge_provider_options(
+            &mut self.options.provider_options,
+            provider.into(),
+            options,
+        );
+        self
+    }
+
+    /// Compact the history instead of stopping when it no longer fits the
+    /// budget's window (or above the compaction's threshold): old tool
+    /// results cleared, older turns summarised, or the provider's own
+    /// compaction, as `compaction` says (see [`crate::compaction`]). Needs
+    /// a [`budget`](AgentBuilder::budget). Off by default in the library;
+    /// the `loopwright` command and agents built from configuration or
+    /// agent files turn [`Compaction::default`] on.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::{ContextBudget, compaction::Compaction};
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .budget(ContextBudget::new(128_000))
+    ///     .compaction(Compaction::default())
+    ///     .build();
+    /// assert!(agent.options().compaction.is_some());
+    /// ```
+    pub fn compaction(mut self, compaction: Compaction) -> Self {
+        self.options.compaction = Some(compaction);
+        self
+    }
+
+    /// Offer a catalog above `search`'s thresholds through a `search_tools`
+    /// tool (and the always-on tools) instead of whole; the tools the model
+    /// finds are offered from the next step on (see
+    /// [`crate::tool_search`]). Off by default in the library; the
+    /// `loopwright` command and agents built from configuration or agent
+    /// files turn [`ToolSearch::default`] on.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::tool_search::ToolSearch;
+    /// let agent = loopwright_core::Agent::builder(model).tool_search(ToolSearch::default().max_tools(40)).build();
+    /// assert_eq!(agent.options().tool_search.as_ref().unwrap().max_tools, 40);
+    /// ```
+    pub fn tool_search(mut self, search: ToolSearch) -> Self {
+        self.options.tool_search = Some(search);
+        self
+    }
+
+    /// What a provider does with a file or audio part of a user message it
+    /// cannot take: fail before sending (the default) or send its
+    /// placeholder.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::model::MediaFallback;
+    /// let agent = loopwright_core::Agent::builder(model).unsupported_media(MediaFallback::Placeholder).build();
+    /// assert_eq!(agent.options().unsupported_media, MediaFallback::Placeholder);
+    /// ```
+    pub fn unsupported_media(mut self, fallback: MediaFallback) -> Self {
+        self.options.unsupported_media = fallback;
+        self
+    }
+
+    /// Also cancel every run when `token` is cancelled (tokens set earlier
+    /// still count; cancelling a run never cancels them).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let shutdown = loopwright_core::CancellationToken::new();
+    /// let agent = loopwright_core::Agent::builder(model).cancellation(shutdown).build();
+    /// assert_eq!(agent.options().cancellation.len(), 1);
+    /// ```
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.options.cancellation.push(token);
+        self
+    }
+
+    /// Before each model call, let `hook` change the request: the system
+    /// text, which tools are offered (by exposed name), the tool choice and
+    /// the sampling settings. On the concluding call tools stay withheld
+    /// whatever the hook sets.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::ToolChoice;
+    /// // Make the model use a tool on the first step only.
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .prepare_step(|ctx, settings| {
+    ///         if ctx.step == 1 {
+    ///             settings.tool_choice = ToolChoice::Required;
+    ///         }
+    ///     })
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
+    pub fn prepare_step(
+        mut self,
+        hook: impl Fn(&StepContext<'_>, &mut StepSettings) + Send + Sync + 'static,
+    ) -> Self {
+        self.options.hooks.prepare_step = Some(Arc::new(hook) as Arc<PrepareStep>);
+        self
+    }
+
+    /// End the run after a step whose tool calls ran when `predicate`,
+    /// given every step so far, says so: it ends
+    /// [`Outcome::Stopped`](crate::Outcome::Stopped), its history ending
+    /// with that step's tool results.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// // Stop as soon as the `submit` tool was called.
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .stop_when(|steps| steps.last().is_some_and(|s| s.tool_calls.iter().any(|c| c.name == "submit")))
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
+    pub fn stop_when(mut self, predicate: impl Fn(&[StepSummary]) -> bool + Send + Sync + 'static) -> Self {
+        self.options.hooks.stop_when = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Rewrite each tool result before the model (and the `tool_result`
+    /// event) sees it; error results (denied, invalid input, timeouts) too.
+    /// The output cap and the context budget apply to what the hook returns.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// // Hide a secret from the model.
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .on_tool_result(|_ctx, output| output.map_text(|text| text.replace("hunter2", "[redacted]")))
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
+    pub fn on_tool_result(
+        mut self,
+        hook: impl Fn(&ToolResultContext<'_>, ToolOutput) -> ToolOutput + Send + Sync + 'static,
+    ) -> Self {
+        self.options.hooks.on_tool_result = Some(Arc::new(hook));
+        self
+    }
+
+    /// Give runs an id and, with an engine, make them durable (see
+    /// [`crate::durable`]): each model call and each tool call is
+    /// journaled, approvals wait for durable decisions. Set per run (an id
+    /// names one run), on a builder made from the agent
+    /// ([`Agent::to_builder`]).
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).build();
+    /// let run_1 = agent.to_builder().durable(loopwright_core::durable::DurableRun::new("run-1")).build();
+    /// assert!(run_1.options().durable.is_some());
+    /// ```
+    pub fn durable(mut self, durable: crate::durable::DurableRun) -> Self {
+        self.options.durable = Some(durable);
+        self
     }
 }

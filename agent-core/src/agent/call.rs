@@ -15,6 +15,7 @@ use tracing::Instrument;
 use super::account::LlmAttempt;
 use super::drive::{Ending, LoopState, Run};
 use super::events::AgentEvent;
+use super::hooks::StepSummary;
 use super::policy::Policies;
 use super::prepare::Prepared;
 use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
@@ -44,7 +45,6 @@ impl Run {
         let progress = &mut lp.progress;
         progress.steps = number;
         progress.usage += output.usage;
-        progress.step_usage.push(output.usage);
         progress.text = output.text.clone();
         self.tell(AgentEvent::StepFinished {
             step: number,
@@ -52,6 +52,14 @@ impl Run {
             usage: output.usage,
         })
         .await;
+        lp.progress.summaries.push(StepSummary {
+            step: number,
+            text: output.text.clone(),
+            tool_calls: output.calls.clone(),
+            tool_results: Vec::new(),
+            finish_reason: output.finish_reason.clone(),
+            usage: output.usage,
+        });
         if let Some(message) = output.message() {
             lp.add(message);
         }

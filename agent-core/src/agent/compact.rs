@@ -45,8 +45,9 @@ pub(super) enum Admit {
     Go { compacted: bool },
     /// Go on, but as the concluding step.
     Conclude { compacted: bool },
-    /// Stop: the history does not fit (exit `token_limit`).
-    Stop,
+    /// Stop: the history does not fit (exit `token_limit`), even after a
+    /// compaction that may have replaced it (then the result carries it).
+    Stop { compacted: bool },
 }
 
 /// The next step as the budget sees it.
@@ -97,7 +98,10 @@ impl Policy for BudgetPolicy {
                 step.concluding = true;
                 lp.conclude_next = true;
             }
-            Admit::Stop => return Flow::End(Ending::TokenLimit),
+            Admit::Stop { compacted } => {
+                lp.compacted |= compacted;
+                return Flow::End(Ending::TokenLimit);
+            }
         }
         Flow::Go
     }
@@ -170,7 +174,7 @@ impl Run {
             return Admit::Conclude { compacted };
         }
         guard.record("step", "token_limit");
-        Admit::Stop
+        Admit::Stop { compacted }
     }
 
     /// Say that the provider compacted on its side: by the tokens it

@@ -17,7 +17,8 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use super::Agent;
-use super::events::{AgentEvent, AgentResult};
+use super::events::AgentEvent;
+use super::outcome::AgentResult;
 use super::run::{AgentRun, RunAborted, RunError};
 use loopwright_types::Message;
 use loopwright_types::Usage;
@@ -86,16 +87,12 @@ impl Conversation {
         self.turns
     }
 
-    /// Send a user prompt to `agent` with this history. The returned turn
-    /// streams the run's events like an [`AgentRun`]; awaiting it (or its
-    /// [`Turn::into_result`]) gives the result. The history holds the turn
-    /// once its run has ended.
-    pub fn send<'a>(&'a mut self, agent: &Agent, prompt: impl Into<String>) -> Turn<'a> {
-        self.send_message(agent, Message::user(prompt))
-    }
-
-    /// Send any message (images, several parts) to `agent`.
-    pub fn send_message<'a>(&'a mut self, agent: &Agent, message: Message) -> Turn<'a> {
+    /// Send a user prompt, or any message (images, several parts), to
+    /// `agent` with this history. The returned turn streams the run's
+    /// events like an [`AgentRun`]; awaiting it gives the result. The
+    /// history holds the turn once its run has ended.
+    pub fn send<'a>(&'a mut self, agent: &Agent, prompt: impl Into<TurnInput>) -> Turn<'a> {
+        let message = prompt.into().0;
         let mut messages = self.messages.clone();
         messages.push(message.clone());
         let run = agent.run(messages);
@@ -126,12 +123,47 @@ impl Conversation {
     }
 }
 
+/// What a conversation's turn sends: a prompt or a message.
+///
+/// ```
+/// use loopwright_core::{Message, agent::TurnInput};
+/// let _: TurnInput = "Hi".into();
+/// let _: TurnInput = Message::user("Hi").into();
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnInput(Message);
+
+impl TurnInput {
+    /// The message sent.
+    pub fn into_message(self) -> Message {
+        self.0
+    }
+}
+
+impl From<&str> for TurnInput {
+    fn from(prompt: &str) -> Self {
+        Self(Message::user(prompt))
+    }
+}
+
+impl From<String> for TurnInput {
+    fn from(prompt: String) -> Self {
+        Self(Message::user(prompt))
+    }
+}
+
+impl From<Message> for TurnInput {
+    fn from(message: Message) -> Self {
+        Self(message)
+    }
+}
+
 /// One turn of a [`Conversation`]: a stream of [`AgentEvent`]s, then the
 /// result. The turn joins the conversation once its run has ended: when the
 /// `finished` event is read, when the result is taken, or when the turn is
 /// dropped after its run ended. Dropping it before cancels the run and
 /// leaves the conversation as it was.
-#[must_use = "a turn is cancelled when dropped: read its events, or await it or its `into_result()`"]
+#[must_use = "a turn is cancelled when dropped: read its events, or await it"]
 pub struct Turn<'a> {
     conversation: &'a mut Conversation,
     /// Taken once the turn is committed.
@@ -147,14 +179,8 @@ impl Turn<'_> {
         self.run.cancel();
     }
 
-    /// Drain the events not read yet; the result as
-    /// [`AgentRun::into_result`] gives it. The conversation holds the turn.
-    pub async fn into_result(self) -> Result<AgentResult, RunError> {
-        RunError::check(self.into_outcome().await?)
-    }
-
     /// Drain the events not read yet; the result however the run ended.
-    pub async fn into_outcome(mut self) -> Result<AgentResult, RunAborted> {
+    async fn into_outcome(mut self) -> Result<AgentResult, RunAborted> {
         if let Some(result) = self.finished.take() {
             return Ok(result);
         }
@@ -188,8 +214,10 @@ impl<'a> IntoFuture for Turn<'a> {
     type Output = Result<AgentResult, RunError>;
     type IntoFuture = BoxFuture<'a, Self::Output>;
 
+    /// Drain the events not read yet; the result as awaiting an
+    /// [`AgentRun`] gives it. The conversation holds the turn.
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.into_result())
+        Box::pin(async move { RunError::check(self.into_outcome().await?) })
     }
 }
 

@@ -20,16 +20,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::account::Accountant;
 use super::emit::Emitter;
-use super::events::{AgentEvent, AgentResult, ExitReason};
+use super::events::{AgentEvent, ExitReason};
 use super::hooks::StepSummary;
 use super::judge::Next;
 use super::options::AgentOptions;
+use super::outcome::{AgentResult, Outcome};
 use super::policy::{Flow, Policies};
 use super::resume::SharedDecisions;
 use super::state::{Paused, RunState};
 use crate::output::OutputError;
 use loopwright_types::toolset::{ToolCatalog, ToolSet};
-use loopwright_types::util::error_chain;
 use loopwright_types::{ContentPart, LanguageModel, Message, ModelError, Role, ToolResult, Usage};
 use serde_json::Value;
 
@@ -93,10 +93,8 @@ struct Resumed {
 pub(super) struct Progress {
     pub new_messages: Vec<Message>,
     pub usage: Usage,
-    pub step_usage: Vec<Usage>,
     pub steps: u32,
     pub text: String,
-    /// Kept only when a hook reads them.
     pub summaries: Vec<StepSummary>,
     /// The validated final answer (runs with an output schema).
     pub output: Option<Value>,
@@ -168,7 +166,7 @@ impl Run {
                     Ok(results) => results,
                     Err(end) => break 'run end,
                 };
-                if let Some(end) = self.settle(&mut lp, &mut policies, &step, output, judged, results) {
+                if let Some(end) = self.settle(&mut lp, &mut policies, &step, judged, results) {
                     break 'run end;
                 }
             }
@@ -273,69 +271,78 @@ impl Run {
     ) {
         self.journal.finish(&self.emit).await;
         debug_assert!(lp.compacted || lp.history.len() == lp.input_len + lp.progress.new_messages.len());
+        let outcome = self.outcome(ending, &lp, policies);
         let LoopState {
             history,
-            input_len,
             mut progress,
             compacted,
-            conclude_next,
             ..
         } = lp;
-        let mut end = Ended::of(ending, conclude_next);
-        let state = end.paused.take().map(|paused| {
-            self.state(super::paused::PauseAt {
-                history: &history,
-                input_len,
-                steps: progress.steps,
-                usage: progress.usage,
-                output_retries_left: policies.retries_left(),
-                conclude_next,
-                compacted,
-                paused,
-            })
-        });
-        if let Some(state) = &state {
+        if let Outcome::AwaitingApproval { state } = &outcome {
             self.tell_paused(state).await;
             // The history is in the state: a conversation must not keep
             // calls without their results.
             progress.new_messages.clear();
-        }
-        if end.exit == ExitReason::Cancelled
-            && let Some(why) = self.stopped_by.get()
-        {
-            end.stopped_by = Some(why.clone());
         }
         if let Some(value) = &progress.output {
             self.tell(AgentEvent::Output { value: value.clone() }).await;
         }
         let mut tree_usage = progress.usage;
         tree_usage += self.scope.children_usage();
+        let exit = outcome.exit();
         let finished = AgentEvent::Finished {
-            exit: end.exit,
+            exit,
             text: progress.text.clone(),
             usage: progress.usage,
             tree_usage,
             steps: progress.steps,
-            error: end.message(),
+            error: outcome.message(),
         };
-        crate::telemetry::record_run(&tracing::Span::current(), &progress.usage, failure_kind(end.exit));
+        crate::telemetry::record_run(&tracing::Span::current(), &progress.usage, failure_kind(exit));
+        let paused = matches!(outcome, Outcome::AwaitingApproval { .. });
         deliver(AgentResult {
-            messages: progress.new_messages,
+            outcome,
             text: progress.text,
+            output: progress.output,
+            messages: progress.new_messages,
+            history: (compacted && !paused).then(|| history.to_vec()),
             usage: progress.usage,
             tree_usage,
-            step_usage: progress.step_usage,
-            steps: progress.steps,
-            exit: end.exit,
-            error: end.error,
-            output: progress.output,
-            output_error: end.output_error,
-            plan_rejection: end.plan_rejection,
-            stopped_by: end.stopped_by,
-            history: (compacted && state.is_none()).then(|| history.to_vec()),
-            state,
+            steps: progress.summaries,
         });
         self.tell(finished).await;
+    }
+
+    /// The outcome of `ending` (a paused run's state built here).
+    fn outcome(&self, ending: Ending, lp: &LoopState, policies: &Policies) -> Outcome {
+        match ending {
+            Ending::Answered { concluding } => match (concluding, lp.conclude_next) {
+                (_, true) => Outcome::TokenLimit,
+                (true, false) => Outcome::MaxSteps,
+                (false, false) => Outcome::Answered,
+            },
+            Ending::Stopped => Outcome::Stopped,
+            Ending::Cancelled => Outcome::Cancelled {
+                reason: self.stopped_by.get().cloned(),
+            },
+            Ending::ModelFailed(error) => Outcome::ModelFailed { error },
+            Ending::BudgetExhausted(reason) => Outcome::BudgetExhausted { reason },
+            Ending::TokenLimit => Outcome::TokenLimit,
+            Ending::OutputInvalid(error) => Outcome::OutputInvalid { error },
+            Ending::PlanRejected(reason) => Outcome::PlanRejected { reason },
+            Ending::Paused(paused) => Outcome::AwaitingApproval {
+                state: Box::new(self.state(super::paused::PauseAt {
+                    history: &lp.history,
+                    input_len: lp.input_len,
+                    steps: lp.progress.steps,
+                    usage: lp.progress.usage,
+                    output_retries_left: policies.retries_left(),
+                    conclude_next: lp.conclude_next,
+                    compacted: lp.compacted,
+                    paused,
+                })),
+            },
+        }
     }
 
     /// `run_started`, then `mcp_connected` and warnings about the tools.
@@ -386,79 +393,6 @@ impl Run {
             })
             .await;
         }
-    }
-}
-
-/// An ending as the result says it.
-struct Ended {
-    exit: ExitReason,
-    error: Option<ModelError>,
-    output_error: Option<OutputError>,
-    plan_rejection: Option<String>,
-    stopped_by: Option<String>,
-    paused: Option<Paused>,
-}
-
-impl Ended {
-    fn of(ending: Ending, conclude_next: bool) -> Self {
-        let mut end = Self {
-            exit: ExitReason::Completed,
-            error: None,
-            output_error: None,
-            plan_rejection: None,
-            stopped_by: None,
-            paused: None,
-        };
-        end.exit = match ending {
-            Ending::Answered { concluding } => exit_after_answer(concluding, conclude_next),
-            Ending::Stopped => ExitReason::Stopped,
-            Ending::Cancelled => ExitReason::Cancelled,
-            Ending::ModelFailed(e) => {
-                end.error = Some(e);
-                ExitReason::ModelError
-            }
-            Ending::BudgetExhausted(why) => {
-                end.stopped_by = Some(why);
-                ExitReason::BudgetExhausted
-            }
-            Ending::TokenLimit => ExitReason::TokenLimit,
-            Ending::OutputInvalid(e) => {
-                end.output_error = Some(e);
-                ExitReason::OutputInvalid
-            }
-            Ending::PlanRejected(reason) => {
-                end.plan_rejection = Some(reason);
-                ExitReason::PlanRejected
-            }
-            Ending::Paused(paused) => {
-                end.paused = Some(paused);
-                ExitReason::AwaitingApproval
-            }
-        };
-        end
-    }
-
-    /// The `finished` event's error text.
-    fn message(&self) -> Option<String> {
-        self.error
-            .as_ref()
-            .map(|e| error_chain(e))
-            .or_else(|| self.output_error.as_ref().map(ToString::to_string))
-            .or_else(|| {
-                self.plan_rejection
-                    .as_ref()
-                    .map(|r| format!("the plan was rejected: {r}"))
-            })
-            .or_else(|| self.stopped_by.clone())
-    }
-}
-
-/// How a run that got an answer (or reached its concluding step) ends.
-fn exit_after_answer(concluding: bool, budget_forced: bool) -> ExitReason {
-    match (concluding, budget_forced) {
-        (_, true) => ExitReason::TokenLimit,
-        (true, false) => ExitReason::MaxSteps,
-        (false, false) => ExitReason::Completed,
     }
 }
 

@@ -6,14 +6,13 @@ use serde_json::Value;
 
 use crate::accounting::AccountingEntry;
 use crate::approval::ApprovalResponder;
-use crate::output::OutputError;
 use crate::preflight::{Plan, PlanResponder};
-use loopwright_types::model_error::ModelError;
+use loopwright_types::ToolOutputPart;
 use loopwright_types::user_input::{UserInputRequest, UserInputResponder};
 use loopwright_types::{FinishReason, Usage};
-use loopwright_types::{Message, ToolOutputPart};
 
-/// How a run ended.
+/// The kind of a run's [`Outcome`](crate::Outcome), as the `finished`
+/// event and `--events` say it.
 ///
 /// ```
 /// assert_eq!(serde_json::to_string(&loopwright_core::ExitReason::MaxSteps).unwrap(), "\"max_steps\"");
@@ -43,13 +42,11 @@ pub enum ExitReason {
     /// timeout, or because the model never gave a valid plan): no tool ran.
     PlanRejected,
     /// The run tree's budget of model calls or tokens was used up
-    /// ([`AgentOptions::max_model_calls`](crate::AgentOptions::max_model_calls));
-    /// [`AgentResult::stopped_by`] says which.
+    /// ([`AgentOptions::max_model_calls`](crate::agent::AgentOptions::max_model_calls)).
     BudgetExhausted,
     /// The run paused on questions to a person
-    /// ([`Approvals::defer`](crate::Approvals::defer)): its
-    /// [`AgentResult::state`] goes on with
-    /// [`Agent::resume`](crate::Agent::resume). Not an error.
+    /// ([`Approvals::defer`](crate::Approvals::defer)): its state goes on
+    /// with [`Agent::resume`](crate::Agent::resume).
     AwaitingApproval,
 }
 
@@ -153,7 +150,7 @@ pub enum AgentEvent {
         reason: Option<String>,
     },
     /// The pre-flight plan, before any tool runs (runs with
-    /// [`AgentOptions::preflight`](crate::AgentOptions::preflight)): answer
+    /// [`AgentOptions::preflight`](crate::agent::AgentOptions::preflight)): answer
     /// through `responder` (or the preflight's approver answers). No answer
     /// within the timeout rejects it; so does dropping this event
     /// unanswered when no approver is installed (then at once).
@@ -165,7 +162,7 @@ pub enum AgentEvent {
         responder: PlanResponder,
     },
     /// The run pauses on these questions (just before `finished` with exit
-    /// `awaiting_approval`); its [`AgentResult::state`] resumes it.
+    /// `awaiting_approval`); its [`AgentResult::state`](crate::AgentResult::state) resumes it.
     AwaitingApproval {
         /// The paused state's id.
         state_id: String,
@@ -274,7 +271,7 @@ pub enum AgentEvent {
         entry: AccountingEntry,
     },
     /// The history was compacted to fit the context window (see
-    /// [`AgentOptions::compaction`](crate::AgentOptions::compaction)); the
+    /// [`AgentOptions::compaction`](crate::agent::AgentOptions::compaction)); the
     /// run goes on with the compacted history.
     ///
     /// ```
@@ -332,7 +329,7 @@ pub enum AgentEvent {
         /// Total usage of this run's own model calls.
         usage: Usage,
         /// `usage` plus that of every sub-agent run it started, theirs
-        /// included (as [`AgentResult::tree_usage`]).
+        /// included (as [`AgentResult::tree_usage`](crate::AgentResult::tree_usage)).
         tree_usage: Usage,
         /// Steps taken.
         steps: u32,
@@ -340,91 +337,4 @@ pub enum AgentEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
-}
-
-/// The outcome of a run. Serialises to JSON (the error as its message with
-/// its causes).
-///
-/// ```
-/// # use loopwright_core::{AgentResult, ExitReason, Usage};
-/// # fn show(result: AgentResult) {
-/// if result.exit == ExitReason::Completed {
-///     println!("{}", result.text);
-/// }
-/// let json = serde_json::to_value(&result).unwrap();
-/// assert!(json["messages"].is_array());
-/// # }
-/// ```
-///
-/// A result thrown away unread is reported by the compiler:
-///
-/// ```compile_fail
-/// #![deny(unused_must_use)]
-/// # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_core::RunError> {
-/// agent.prompt("Write the report").await?;
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-#[must_use]
-pub struct AgentResult {
-    /// The messages this run added (assistant and tool messages), ready to
-    /// persist and pass back, after the input, for the next turn. Every tool
-    /// call in them has exactly one result. When the run compacted its
-    /// history they are still all there, as they were added: the next turn
-    /// takes [`AgentResult::history`] instead.
-    pub messages: Vec<Message>,
-    /// For a run that compacted its history
-    /// ([`AgentOptions::compaction`](crate::AgentOptions::compaction)): the
-    /// whole history as it now stands, the input included, compacted; it
-    /// replaces the input and [`AgentResult::messages`] for the next turn
-    /// (a [`Conversation`](crate::Conversation) does so). `None` when
-    /// nothing was compacted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub history: Option<Vec<Message>>,
-    /// The final answer text.
-    pub text: String,
-    /// Total usage of this run's own model calls.
-    pub usage: Usage,
-    /// `usage` plus the usage of every sub-agent run it started, theirs
-    /// included (equal to `usage` for a run without sub-agents).
-    pub tree_usage: Usage,
-    /// Usage of each step.
-    pub step_usage: Vec<Usage>,
-    /// Steps taken.
-    pub steps: u32,
-    /// How the run ended.
-    pub exit: ExitReason,
-    /// The model error, for [`ExitReason::ModelError`].
-    #[serde(serialize_with = "error_text", skip_serializing_if = "Option::is_none")]
-    pub error: Option<ModelError>,
-    /// The validated final answer, for a run with an output schema.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    /// Why the final answer never validated, for
-    /// [`ExitReason::OutputInvalid`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_error: Option<OutputError>,
-    /// Why the pre-flight plan was rejected, for
-    /// [`ExitReason::PlanRejected`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plan_rejection: Option<String>,
-    /// What stopped the run when it was a limit of its own: its deadline
-    /// (exit `cancelled`) or its tree's budget (exit `budget_exhausted`).
-    /// `None` otherwise, and for a run cancelled by the application.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_by: Option<String>,
-    /// For a run that paused on questions (exit `awaiting_approval`): the
-    /// state [`Agent::resume`](crate::Agent::resume) continues. The run's
-    /// [`AgentResult::messages`] are then empty (its history is in the
-    /// state), so a conversation does not keep calls without results.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<super::state::RunState>,
-}
-
-fn error_text<S: serde::Serializer>(error: &Option<ModelError>, s: S) -> Result<S::Ok, S::Error> {
-    match error {
-        Some(e) => s.serialize_some(&loopwright_types::util::error_chain(e)),
-        None => s.serialize_none(),
-    }
 }

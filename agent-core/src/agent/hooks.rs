@@ -1,5 +1,5 @@
 //! Hooks into a run's steps: change the next request, stop after a step,
-//! rewrite a tool result. Set through [`AgentOptions`](crate::AgentOptions)
+//! rewrite a tool result. Set through [`AgentOptions`](crate::agent::AgentOptions)
 //! or [`AgentBuilder`](crate::AgentBuilder).
 //!
 //! Hooks are plain functions called inline by the loop: keep them quick (no
@@ -35,14 +35,16 @@ pub struct StepContext<'a> {
 /// from the run's options each step: a change lasts one step.
 ///
 /// ```
-/// use loopwright_core::{AgentOptions, ToolChoice};
+/// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
 /// // Offer only the search tool on the first step.
-/// let opts = AgentOptions::default().prepare_step(|ctx, s| {
-///     if ctx.step == 1 {
-///         s.active_tools = Some(vec!["search".into()]);
-///     }
-/// });
-/// # let _ = opts;
+/// let agent = loopwright_core::Agent::builder(model)
+///     .prepare_step(|ctx, s| {
+///         if ctx.step == 1 {
+///             s.active_tools = Some(vec!["search".into()]);
+///         }
+///     })
+///     .build();
+/// # let _ = agent;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -69,8 +71,9 @@ pub struct StepSettings {
     pub reasoning: Option<loopwright_types::ReasoningConfig>,
 }
 
-/// One finished step, as `stop_when` and `prepare_step` see it.
-#[derive(Debug, Clone, PartialEq)]
+/// One finished step, as `stop_when`, `prepare_step` and the run's result
+/// ([`AgentResult::steps`](crate::AgentResult::steps)) see it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct StepSummary {
     /// 1-based step number.
@@ -116,13 +119,6 @@ pub struct Hooks {
     pub stop_when: Option<Arc<StopWhen>>,
     /// Called on each tool result.
     pub on_tool_result: Option<Arc<OnToolResult>>,
-}
-
-impl Hooks {
-    /// Whether a hook reads the steps (so the loop keeps their summaries).
-    pub(crate) fn reads_steps(&self) -> bool {
-        self.prepare_step.is_some() || self.stop_when.is_some()
-    }
 }
 
 impl fmt::Debug for Hooks {

@@ -99,13 +99,18 @@ mod tests {
 
     #[test]
     fn calls_stop_at_the_budget_and_tokens_after_it() {
-        let options = AgentOptions::default().max_model_calls(2).max_tree_tokens(100);
+        let mut options = AgentOptions {
+            max_model_calls: Some(2),
+            max_tree_tokens: Some(100),
+            ..Default::default()
+        };
         let budget = TreeBudget::from_options(&options).unwrap();
         assert!(budget.take_call().is_ok());
         assert!(budget.take_call().is_ok());
         let refused = budget.take_call().unwrap_err();
         assert!(refused.contains("budget of 2 model calls"), "{refused}");
-        let tokens = TreeBudget::from_options(&AgentOptions::default().max_tree_tokens(100)).unwrap();
+        options.max_model_calls = None;
+        let tokens = TreeBudget::from_options(&options).unwrap();
         tokens.add(&Usage::new(60, 40));
         assert!(tokens.take_call().unwrap_err().contains("100 of 100 tokens"));
         assert!(TreeBudget::from_options(&AgentOptions::default()).is_none());

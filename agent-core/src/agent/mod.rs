@@ -29,6 +29,7 @@ mod journal;
 mod judge;
 mod limits;
 mod options;
+mod outcome;
 mod paused;
 mod plan;
 mod policy;
@@ -50,8 +51,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use builder::{APP_SOURCE, AgentBuilder};
-pub use conversation::{Conversation, Turn};
-pub use events::{AgentEvent, AgentResult, ExitReason};
+pub use conversation::{Conversation, Turn, TurnInput};
+pub use events::{AgentEvent, ExitReason};
 pub use exec::CANCEL_GRACE;
 pub use hooks::{
     Hooks, OnToolResult, PrepareStep, StepContext, StepSettings, StepSummary, StopWhen, ToolResultContext,
@@ -61,6 +62,7 @@ pub use options::{
     AgentOptions, CONCLUDE_INSTRUCTION, DEFAULT_AGENT_NAME, DEFAULT_MAX_DEPTH, DEFAULT_MAX_STEPS,
     DEFAULT_MAX_TOOL_OUTPUT_BYTES, DEFAULT_TOOL_CONCURRENCY, DEFAULT_TOOL_TIMEOUT,
 };
+pub use outcome::{AgentResult, Outcome};
 pub use resume::{Decisions, Resume, ResumeError};
 pub use run::{AgentRun, RunAborted, RunError};
 pub use scope::AGENT_PATH_SEPARATOR;
@@ -76,28 +78,27 @@ use drive::Run;
 use emit::Emitter;
 use scope::{Lineage, Scope};
 
-use loopwright_types::LanguageModel;
 use loopwright_types::Message;
 use loopwright_types::toolset::ToolSet;
+use loopwright_types::{IntoModel, LanguageModel};
 
 /// A model, its tools and options: runs as many conversations as you like.
 /// Cloning is cheap (the model and tools are shared).
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use loopwright_core::{Agent, AgentEvent, LanguageModel, ToolSet};
 /// use futures::StreamExt;
 ///
-/// # async fn demo(model: Arc<dyn LanguageModel>, tools: ToolSet) -> Result<(), loopwright_core::RunError> {
+/// # async fn demo(model: std::sync::Arc<dyn LanguageModel>, tools: ToolSet) -> Result<(), loopwright_core::RunError> {
 /// let agent = Agent::builder(model).tools(tools).system("Be brief.").max_steps(10).build();
-/// let mut run = agent.prompt("What is in README.md?");
+/// let mut run = agent.run("What is in README.md?");
 /// while let Some(event) = run.next().await {
 ///     if let AgentEvent::TextDelta { text } = event {
 ///         print!("{text}");
 ///     }
 /// }
-/// let result = run.into_result().await?; // Err when the model failed
-/// println!("\n{:?} after {} steps", result.exit, result.steps);
+/// let result = run.await?; // Err unless the model answered
+/// println!("\n{} steps", result.steps.len());
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -105,22 +106,89 @@ pub struct Agent {
     model: Arc<dyn LanguageModel>,
     tools: Arc<ToolSet>,
     options: AgentOptions,
-    /// Identity for the sub-agent self-call guard: unique per `build()`,
-    /// kept by clones and by [`Agent::with_cancellation`].
-    id: u64,
+    /// Identity for the sub-agent self-call guard: one per `build()`, kept
+    /// by clones and by [`Agent::to_builder`].
+    id: AgentId,
 }
 
-/// Identities of built agents; 0 is never given out.
-static NEXT_AGENT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+/// An agent's identity: the allocation itself (no counter, no global).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AgentId(Arc<()>);
 
-fn next_agent_id() -> u64 {
-    NEXT_AGENT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+impl AgentId {
+    pub fn same(&self, other: &AgentId) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// What a run starts from: a prompt, a message or a whole conversation
+/// (usually ending with a user message).
+///
+/// ```
+/// use loopwright_core::{Message, RunInput};
+/// let _: RunInput = "Summarise the logs".into();
+/// let _: RunInput = vec![Message::system("Be brief."), Message::user("Hi")].into();
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInput(pub(crate) Vec<Message>);
+
+impl From<&str> for RunInput {
+    fn from(prompt: &str) -> Self {
+        Self(vec![Message::user(prompt)])
+    }
+}
+
+impl From<String> for RunInput {
+    fn from(prompt: String) -> Self {
+        Self(vec![Message::user(prompt)])
+    }
+}
+
+impl From<&String> for RunInput {
+    fn from(prompt: &String) -> Self {
+        Self(vec![Message::user(prompt.as_str())])
+    }
+}
+
+impl From<Message> for RunInput {
+    fn from(message: Message) -> Self {
+        Self(vec![message])
+    }
+}
+
+impl From<Vec<Message>> for RunInput {
+    fn from(messages: Vec<Message>) -> Self {
+        Self(messages)
+    }
 }
 
 impl Agent {
-    /// A builder for an agent using this model.
-    pub fn builder(model: Arc<dyn LanguageModel>) -> AgentBuilder {
-        AgentBuilder::new(model)
+    /// A builder for an agent using this model: any [`LanguageModel`], a
+    /// shared one (`Arc`), or a provider's model builder as it is.
+    ///
+    /// ```
+    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).name("writer").build();
+    /// assert_eq!(agent.name(), "writer");
+    /// ```
+    pub fn builder(model: impl IntoModel) -> AgentBuilder {
+        AgentBuilder::new(model.into_model())
+    }
+
+    /// A builder holding this agent's model, tools, options and identity:
+    /// change some settings and `build()` for this agent with them (a
+    /// request's own output schema, temperature or cancellation). Cheap: the
+    /// model and tools are shared.
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// let agent = loopwright_core::Agent::builder(model).name("writer").build();
+    /// let cooler = agent.to_builder().temperature(0.2).build();
+    /// assert_eq!(cooler.options().temperature, Some(0.2));
+    /// assert_eq!(cooler.name(), "writer");
+    /// ```
+    pub fn to_builder(&self) -> AgentBuilder {
+        AgentBuilder::from_agent(self)
     }
 
     /// The agent's name ([`AgentOptions::name`], or [`DEFAULT_AGENT_NAME`]).
@@ -149,112 +217,47 @@ impl Agent {
         &self.tools
     }
 
-    /// This agent, with runs that are also cancelled when `token` is (a
-    /// parent agent's tool call, a request's lifetime), besides the tokens
-    /// it already had. Cheap: the model and tools are shared.
+    /// Start a run: the one way to start one. Its events come as a stream;
+    /// awaiting it gives the result. Must be called inside a tokio runtime:
+    /// the run is a spawned task.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
-    /// let shutdown = loopwright_core::CancellationToken::new();
-    /// let agent = loopwright_core::Agent::builder(model).cancellation(shutdown).build();
-    /// let request = loopwright_core::CancellationToken::new();
-    /// let scoped = agent.with_cancellation(request.clone());
-    /// assert_eq!(scoped.options().cancellation.len(), 2);
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), loopwright_core::RunError> {
+    /// use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+    /// let model = ScriptedModel::new(vec![ScriptedStep::text("Hello.")]);
+    /// let agent = loopwright_core::Agent::builder(model).build();
+    /// let result = agent.run("Hi").await?;
+    /// assert_eq!(result.text, "Hello.");
+    /// # Ok(()) }
     /// ```
-    pub fn with_cancellation(&self, token: CancellationToken) -> Agent {
-        Agent {
-            options: self.options.clone().cancellation(token),
-            ..self.clone()
-        }
-    }
-
-    /// This agent with its options changed by `change`: the same model,
-    /// tools and identity (a served request's own output schema or
-    /// temperature, say). Cheap: the model and tools are shared.
-    ///
-    /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
-    /// let agent = loopwright_core::Agent::builder(model).name("writer").build();
-    /// let cooler = agent.map_options(|o| o.temperature(0.2));
-    /// assert_eq!(cooler.options().temperature, Some(0.2));
-    /// assert_eq!(cooler.name(), "writer");
-    /// ```
-    pub fn map_options(&self, change: impl FnOnce(AgentOptions) -> AgentOptions) -> Agent {
-        Agent {
-            options: change(self.options.clone()),
-            ..self.clone()
-        }
-    }
-
-    /// Start a run on this conversation (usually ending with a user message).
-    /// Must be called inside a tokio runtime: the run is a spawned task.
-    pub fn run(&self, messages: Vec<Message>) -> AgentRun {
-        let lineage = Lineage::root(self.name(), self.id, &self.options);
+    pub fn run(&self, input: impl Into<RunInput>) -> AgentRun {
+        let lineage = Lineage::root(self.name(), self.id.clone(), &self.options);
         start(
             self.model.clone(),
             self.tools.clone(),
-            drive::Start::Fresh(messages),
+            drive::Start::Fresh(input.into().0),
             self.options.clone(),
             lineage,
         )
     }
-
-    /// Start a run on one user prompt.
-    pub fn prompt(&self, text: impl Into<String>) -> AgentRun {
-        self.run(vec![Message::user(text)])
-    }
-
-    /// Run one prompt whose final answer is a `T`: the schema comes from
-    /// `T` (in the mode of the agent's own output spec, if it has one), the
-    /// answer is validated (and sent back to be fixed, see
-    /// [`AgentOptions::output`]), then read as a `T`.
-    ///
-    /// ```no_run
-    /// # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_core::RunError> {
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
-    /// struct Capital { city: String, population: u64 }
-    ///
-    /// let capital: Capital = agent.prompt_typed("The capital of Portugal?").await?;
-    /// println!("{} ({})", capital.city, capital.population);
-    /// # Ok(()) }
-    /// ```
-    pub async fn prompt_typed<T>(&self, text: impl Into<String>) -> Result<T, RunError>
-    where
-        T: schemars::JsonSchema + serde::de::DeserializeOwned,
-    {
-        let mode = self
-            .options
-            .output
-            .as_ref()
-            .map(crate::output::OutputSpec::output_mode);
-        let spec = crate::output::OutputSpec::of::<T>().mode(mode.unwrap_or_default());
-        let agent = Agent {
-            options: self.options.clone().output(spec),
-            ..self.clone()
-        };
-        let result = agent.prompt(text).await?;
-        match result.output::<T>() {
-            Ok(value) => Ok(value),
-            Err(error) => Err(RunError::Output {
-                error,
-                result: Box::new(result),
-            }),
-        }
-    }
 }
 
-/// Start a run: the free-function form of [`Agent::run`].
+/// Start a run from a model, its tools, the input and the options: the
+/// free-function form of `Agent::builder(model).options(options).build().run(input)`,
+/// which it is.
 ///
 /// Must be called inside a tokio runtime.
 pub fn run_agent(
     model: Arc<dyn LanguageModel>,
     tools: Arc<ToolSet>,
-    messages: Vec<Message>,
+    input: impl Into<RunInput>,
     options: AgentOptions,
 ) -> AgentRun {
-    let name = options.name.as_deref().unwrap_or(DEFAULT_AGENT_NAME);
-    let lineage = Lineage::root(name, 0, &options);
-    start(model, tools, drive::Start::Fresh(messages), options, lineage)
+    Agent::builder(model)
+        .shared_tools(tools)
+        .options(options)
+        .build()
+        .run(input)
 }
 
 /// Start the run that continues `state` with `decisions` (checked by
@@ -351,38 +354,6 @@ fn run_token(parents: &[CancellationToken]) -> CancellationToken {
                 }
             });
             token
-        }
-    }
-}
-
-impl AgentResult {
-    /// Whether the run ended with the model's own answer.
-    pub fn completed(&self) -> bool {
-        self.exit == ExitReason::Completed
-    }
-
-    /// The model error, if the run ended with one.
-    pub fn model_error(&self) -> Option<&loopwright_types::model_error::ModelError> {
-        self.error.as_ref()
-    }
-
-    /// The validated final answer read as a `T` (runs with an output
-    /// schema).
-    ///
-    /// ```
-    /// # fn demo(result: loopwright_core::AgentResult) -> Result<(), loopwright_core::OutputError> {
-    /// #[derive(serde::Deserialize)]
-    /// struct Verdict { ok: bool }
-    /// let verdict: Verdict = result.output()?;
-    /// # let _ = verdict; Ok(()) }
-    /// ```
-    pub fn output<T: serde::de::DeserializeOwned>(&self) -> Result<T, crate::output::OutputError> {
-        match &self.output {
-            Some(value) => crate::output::typed(value),
-            None => Err(crate::output::OutputError::new(
-                "the run has no structured output (set an output schema)",
-                self.text.clone(),
-            )),
         }
     }
 }

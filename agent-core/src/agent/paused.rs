@@ -131,6 +131,7 @@ impl Run {
             conclude_next: at.conclude_next,
             compacted: at.compacted,
             paused: at.paused,
+            resumed: Default::default(),
         }
     }
 

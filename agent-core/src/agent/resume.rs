@@ -6,12 +6,13 @@
 //! every pending call decided and no decision for a call that is not
 //! pending, every tool the state names present in the agent, sub-agents
 //! included); an approved call runs once, a denied one gets one error
-//! result the model reads; a state is resumed at most once in a process
-//! (a second resume of the same state id is [`ResumeError::AlreadyResumed`];
-//! across processes a store's claim makes the same promise).
+//! result the model reads; a state is resumed at most once (a second
+//! resume of the state, or of a clone of it, is
+//! [`ResumeError::AlreadyResumed`]; a copy read again from its JSON is a
+//! new state, and a store's claim keeps it from being resumed twice).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::Agent;
 use super::run::AgentRun;
@@ -23,7 +24,7 @@ use crate::approval::ApprovalDecision;
 /// path and the call's id.
 ///
 /// ```
-/// let d = loopwright_core::Decisions::default()
+/// let d = loopwright_core::agent::Decisions::default()
 ///     .with("lead", "c1", loopwright_core::ApprovalDecision::Approve);
 /// assert!(d.get("lead", "c1").unwrap().approved());
 /// assert!(d.get("lead", "c2").is_none());
@@ -112,12 +113,6 @@ pub enum ResumeError {
     },
 }
 
-/// The ids of the states resumed by this process.
-fn resumed_states() -> &'static Mutex<HashSet<String>> {
-    static RESUMED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    RESUMED.get_or_init(Mutex::default)
-}
-
 /// A paused run about to be resumed: add decisions, then [`Resume::run`].
 ///
 /// ```no_run
@@ -194,17 +189,12 @@ impl Resume {
     pub async fn run(self) -> Result<AgentRun, ResumeError> {
         let decisions = self.decisions()?;
         check_tools(&self.agent, &self.state).await?;
-        {
-            let mut resumed = resumed_states()
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !resumed.insert(self.state.id.clone()) {
-                return Err(ResumeError::AlreadyResumed {
-                    state_id: self.state.id,
-                });
-            }
+        if !self.state.resumed.take() {
+            return Err(ResumeError::AlreadyResumed {
+                state_id: self.state.id,
+            });
         }
-        let lineage = Lineage::root(self.agent.name(), self.agent.id, &self.agent.options);
+        let lineage = Lineage::root(self.agent.name(), self.agent.id.clone(), &self.agent.options);
         Ok(super::start_resumed(&self.agent, self.state, decisions, lineage))
     }
 

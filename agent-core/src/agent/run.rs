@@ -14,19 +14,22 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::events::{AgentEvent, AgentResult, ExitReason};
+use super::events::AgentEvent;
+use super::outcome::{AgentResult, Outcome};
+use super::state::RunState;
 use crate::output::OutputError;
 use loopwright_types::model_error::ModelError;
 
 /// A running conversation: a stream of [`AgentEvent`]s ending with
-/// [`AgentEvent::Finished`]; then [`AgentRun::into_result`]. Awaiting the run
-/// itself skips the events and gives the result.
+/// [`AgentEvent::Finished`]; awaiting it (the one way to end a run) gives
+/// the result, `Ok` when the model answered, else the [`RunError`] of how
+/// it ended. Awaiting without reading the events skips them.
 ///
 /// Dropping it cancels the run.
 ///
 /// ```no_run
 /// # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_core::RunError> {
-/// let answer = agent.prompt("What is 2 + 2?").await?; // Err if the model failed
+/// let answer = agent.run("What is 2 + 2?").await?; // Err if the model failed
 /// println!("{}", answer.text);
 /// # Ok(()) }
 /// ```
@@ -37,17 +40,17 @@ use loopwright_types::model_error::ModelError;
 /// ```compile_fail
 /// #![deny(unused_must_use)]
 /// # fn demo(agent: loopwright_core::Agent) {
-/// agent.prompt("Clean up the logs"); // dropped at once: cancelled
+/// agent.run("Clean up the logs"); // dropped at once: cancelled
 /// # }
 /// ```
 ///
 /// ```
 /// #![deny(unused_must_use)]
 /// # fn demo(agent: loopwright_core::Agent) {
-/// let _run = agent.prompt("Clean up the logs"); // kept: compiles
+/// let _run = agent.run("Clean up the logs"); // kept: compiles
 /// # }
 /// ```
-#[must_use = "a run is cancelled when dropped: read its events, or await it or its `into_result()`"]
+#[must_use = "a run is cancelled when dropped: read its events, or await it"]
 pub struct AgentRun {
     pub(super) events: mpsc::Receiver<AgentEvent>,
     pub(super) result: oneshot::Receiver<AgentResult>,
@@ -58,25 +61,28 @@ pub struct AgentRun {
 /// The run's task ended without a result (it panicked or was aborted).
 ///
 /// ```
-/// assert_eq!(loopwright_core::RunAborted.to_string(), "the agent run ended without a result (its task panicked or was aborted)");
+/// assert_eq!(loopwright_core::agent::RunAborted.to_string(), "the agent run ended without a result (its task panicked or was aborted)");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the agent run ended without a result (its task panicked or was aborted)")]
 pub struct RunAborted;
 
-/// Why a run did not end with an answer. Each kind but `Aborted` carries
-/// what the run did before it ended ([`RunError::result`]): the messages to
-/// keep (every tool call with its result), the text so far, the usage.
+/// How a run that did not answer ended: one variant per
+/// [`Outcome`](crate::Outcome) but an answer, each carrying the run's
+/// result ([`RunError::result`]): the messages to keep (every tool call
+/// with its result), the text so far, the usage, the steps.
 ///
 /// ```
 /// # async fn demo(agent: loopwright_core::Agent) {
-/// match agent.prompt("Summarise the logs").await {
+/// use loopwright_core::RunError;
+/// match agent.run("Summarise the logs").await {
 ///     Ok(result) => println!("{}", result.text),
-///     Err(loopwright_core::RunError::Model { error, .. }) if error.kind() == "authentication" => eprintln!("check the API key"),
+///     Err(RunError::AwaitingApproval { state, .. }) => println!("paused: {}", state.to_json()),
+///     Err(RunError::Model { error, .. }) if error.kind() == "authentication" => eprintln!("check the API key"),
 ///     Err(e) => {
 ///         eprintln!("{e}");
 ///         if let Some(partial) = e.result() {
-///             eprintln!("{} steps done, text so far: {}", partial.steps, partial.text);
+///             eprintln!("{} steps done, text so far: {}", partial.steps.len(), partial.text);
 ///         }
 ///     }
 /// }
@@ -91,19 +97,39 @@ pub enum RunError {
         /// What the run did before.
         result: Box<AgentResult>,
     },
+    /// The run paused on questions to a person: resume it with `state`
+    /// ([`Agent::resume`](crate::Agent::resume)).
+    AwaitingApproval {
+        /// What to resume (also in the result's outcome).
+        state: Box<RunState>,
+        /// What the run did before (no messages: they are in the state).
+        result: Box<AgentResult>,
+    },
+    /// The run tree's budget of model calls or tokens was used up.
+    BudgetExhausted {
+        /// Which limit, with its figures.
+        reason: String,
+        /// What the run did before.
+        result: Box<AgentResult>,
+    },
     /// The conversation no longer fits the model's context window.
     TokenLimit {
         /// What the run did before (with the concluding answer, if the
         /// budget allowed one).
         result: Box<AgentResult>,
     },
-    /// The run was cancelled.
+    /// A `stop_when` hook stopped the run after a step.
+    Stopped {
+        /// What the run did before.
+        result: Box<AgentResult>,
+    },
+    /// The run was cancelled (by the application, or by its own deadline:
+    /// the outcome's `reason`).
     Cancelled {
         /// What the run did before.
         result: Box<AgentResult>,
     },
-    /// The final answer never matched the output schema (or could not be
-    /// read as the type asked for).
+    /// The final answer never matched the output schema.
     Output {
         /// The last validation error and the raw answer.
         error: OutputError,
@@ -128,10 +154,21 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Model { error, .. } => write!(f, "the model failed: {error}"),
+            Self::AwaitingApproval { state, .. } => write!(
+                f,
+                "the run is waiting for a decision on {} call(s) (state {})",
+                state.pending().len(),
+                state.id
+            ),
+            Self::BudgetExhausted { reason, .. } => write!(f, "the run's budget ran out: {reason}"),
             Self::TokenLimit { .. } => {
                 f.write_str("the conversation no longer fits the model's context window")
             }
-            Self::Cancelled { .. } => f.write_str("the run was cancelled"),
+            Self::Stopped { .. } => f.write_str("a stop_when hook stopped the run"),
+            Self::Cancelled { result } => match &result.outcome {
+                Outcome::Cancelled { reason: Some(reason) } => write!(f, "the run was cancelled: {reason}"),
+                _ => f.write_str("the run was cancelled"),
+            },
             Self::Output { error, .. } => fmt::Display::fmt(error, f),
             Self::PlanRejected { reason, .. } => write!(f, "the plan was rejected: {reason}"),
             Self::Aborted(aborted) => fmt::Display::fmt(aborted, f),
@@ -155,11 +192,14 @@ impl From<RunAborted> for RunError {
 }
 
 impl RunError {
-    /// The partial result, for every kind but `Aborted`.
+    /// The result, for every kind but `Aborted`.
     pub fn result(&self) -> Option<&AgentResult> {
         match self {
             Self::Model { result, .. }
+            | Self::AwaitingApproval { result, .. }
+            | Self::BudgetExhausted { result, .. }
             | Self::TokenLimit { result }
+            | Self::Stopped { result }
             | Self::Cancelled { result }
             | Self::Output { result, .. }
             | Self::PlanRejected { result, .. } => Some(result),
@@ -167,15 +207,20 @@ impl RunError {
         }
     }
 
-    /// The partial result, owned.
-    pub fn into_result(self) -> Option<AgentResult> {
+    /// The result, owned: however the run ended, for every kind but
+    /// `Aborted` (`run.await.or_else(RunError::into_result)` reads a run
+    /// whatever its outcome).
+    pub fn into_result(self) -> Result<AgentResult, RunAborted> {
         match self {
             Self::Model { result, .. }
+            | Self::AwaitingApproval { result, .. }
+            | Self::BudgetExhausted { result, .. }
             | Self::TokenLimit { result }
+            | Self::Stopped { result }
             | Self::Cancelled { result }
             | Self::Output { result, .. }
-            | Self::PlanRejected { result, .. } => Some(*result),
-            Self::Aborted(_) => None,
+            | Self::PlanRejected { result, .. } => Ok(*result),
+            Self::Aborted(aborted) => Err(aborted),
         }
     }
 
@@ -187,48 +232,21 @@ impl RunError {
         }
     }
 
-    /// `Ok` for a run that answered (completed, stopped by `stop_when`, or
-    /// concluded at the step limit), else the error carrying the result.
-    ///
-    /// ```
-    /// # fn demo(result: loopwright_core::AgentResult) -> Result<(), loopwright_core::RunError> {
-    /// let answered = loopwright_core::RunError::check(result)?;
-    /// # let _ = answered; Ok(()) }
-    /// ```
-    pub fn check(result: AgentResult) -> Result<AgentResult, RunError> {
-        match result.exit {
-            ExitReason::ModelError => {
-                let error = result
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| ModelError::server(None, "the model failed"));
-                Err(Self::Model {
-                    error,
-                    result: Box::new(result),
-                })
-            }
-            ExitReason::TokenLimit => Err(Self::TokenLimit {
-                result: Box::new(result),
-            }),
-            ExitReason::Cancelled => Err(Self::Cancelled {
-                result: Box::new(result),
-            }),
-            ExitReason::OutputInvalid => {
-                let error = result
-                    .output_error
-                    .clone()
-                    .unwrap_or_else(|| OutputError::new("the answer did not validate", result.text.clone()));
-                Err(Self::Output {
-                    error,
-                    result: Box::new(result),
-                })
-            }
-            ExitReason::PlanRejected => Err(Self::PlanRejected {
-                reason: result.plan_rejection.clone().unwrap_or_default(),
-                result: Box::new(result),
-            }),
-            _ => Ok(result),
-        }
+    /// `Ok` for a run that answered ([`Outcome::answered`]), else the
+    /// error of its outcome, carrying the result.
+    pub(crate) fn check(result: AgentResult) -> Result<AgentResult, RunError> {
+        let result = Box::new(result);
+        Err(match result.outcome.clone() {
+            Outcome::Answered | Outcome::MaxSteps => return Ok(*result),
+            Outcome::ModelFailed { error } => Self::Model { error, result },
+            Outcome::AwaitingApproval { state } => Self::AwaitingApproval { state, result },
+            Outcome::BudgetExhausted { reason } => Self::BudgetExhausted { reason, result },
+            Outcome::TokenLimit => Self::TokenLimit { result },
+            Outcome::Stopped => Self::Stopped { result },
+            Outcome::Cancelled { .. } => Self::Cancelled { result },
+            Outcome::OutputInvalid { error } => Self::Output { error, result },
+            Outcome::PlanRejected { reason } => Self::PlanRejected { reason, result },
+        })
     }
 }
 
@@ -242,7 +260,18 @@ impl fmt::Debug for RunError {
                 s.field("error", error);
                 s
             }
+            Self::AwaitingApproval { state, .. } => {
+                let mut s = f.debug_struct("RunError::AwaitingApproval");
+                s.field("state", &state.id);
+                s
+            }
+            Self::BudgetExhausted { reason, .. } => {
+                let mut s = f.debug_struct("RunError::BudgetExhausted");
+                s.field("reason", reason);
+                s
+            }
             Self::TokenLimit { .. } => f.debug_struct("RunError::TokenLimit"),
+            Self::Stopped { .. } => f.debug_struct("RunError::Stopped"),
             Self::Cancelled { .. } => f.debug_struct("RunError::Cancelled"),
             Self::Output { error, .. } => {
                 let mut s = f.debug_struct("RunError::Output");
@@ -257,7 +286,7 @@ impl fmt::Debug for RunError {
             Self::Aborted(_) => return f.write_str("RunError::Aborted"),
         };
         if let Some(r) = self.result() {
-            s.field("steps", &r.steps)
+            s.field("steps", &r.steps.len())
                 .field("messages", &r.messages.len())
                 .field("text", &r.text);
         }
@@ -267,7 +296,7 @@ impl fmt::Debug for RunError {
 
 impl AgentRun {
     /// Cancel the run: the model request and every running tool are
-    /// cancelled; the run then finishes with [`ExitReason::Cancelled`].
+    /// cancelled; the run then finishes with [`ExitReason::Cancelled`](crate::ExitReason::Cancelled).
     pub fn cancel(&self) {
         self.cancel.cancel();
     }
@@ -277,17 +306,10 @@ impl AgentRun {
         self.cancel.clone()
     }
 
-    /// Drain the events not read yet and return the result: `Ok` when the
-    /// model answered (exit `completed`, `stopped` or `max_steps`), else a
-    /// [`RunError`] carrying the partial result.
-    pub async fn into_result(self) -> Result<AgentResult, RunError> {
-        RunError::check(self.into_outcome().await?)
-    }
-
     /// Drain the events not read yet and return the result however the run
-    /// ended (look at [`AgentResult::exit`]); `Err` only when the run's task
-    /// ended without one.
-    pub async fn into_outcome(mut self) -> Result<AgentResult, RunAborted> {
+    /// ended; `Err` only when the run's task ended without one. (For
+    /// applications, `run.await` is the one way to end a run.)
+    pub(crate) async fn into_outcome(mut self) -> Result<AgentResult, RunAborted> {
         while self.events.recv().await.is_some() {}
         (&mut self.result).await.map_err(|_| RunAborted)
     }
@@ -307,9 +329,11 @@ impl IntoFuture for AgentRun {
     type Output = Result<AgentResult, RunError>;
     type IntoFuture = BoxFuture<'static, Self::Output>;
 
-    /// `run.await` is `run.into_result().await`.
+    /// Drain the events not read yet and return the result: `Ok` when the
+    /// model answered ([`Outcome::answered`]), else the [`RunError`] of the
+    /// outcome, carrying the result.
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.into_result())
+        Box::pin(async move { RunError::check(self.into_outcome().await?) })
     }
 }
 

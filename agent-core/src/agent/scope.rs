@@ -30,8 +30,8 @@ pub const AGENT_PATH_SEPARATOR: char = '/';
 pub(crate) struct Lineage {
     /// Agent names, root first, ending with this run's agent.
     pub names: Vec<String>,
-    /// Agent identities in the same order (0: an agent built without one).
-    pub ids: Vec<u64>,
+    /// Agent identities in the same order.
+    pub ids: Vec<super::AgentId>,
     /// The root's depth limit.
     pub max_depth: u32,
     /// The root's accounting sink, shared by the whole tree.
@@ -49,7 +49,7 @@ pub(crate) struct Lineage {
 
 impl Lineage {
     /// The lineage of a root run of agent `id` named `name` with `options`.
-    pub fn root(name: &str, id: u64, options: &AgentOptions) -> Self {
+    pub fn root(name: &str, id: super::AgentId, options: &AgentOptions) -> Self {
         Self {
             names: vec![name.to_owned()],
             ids: vec![id],

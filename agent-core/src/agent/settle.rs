@@ -10,10 +10,8 @@
 use loopwright_types::ToolResult;
 
 use super::drive::{Ending, LoopState, Run, tool_message};
-use super::hooks::StepSummary;
 use super::judge::Judged;
 use super::policy::{Policies, Rejection, Step};
-use super::step::StepOutput;
 use super::structured::Verdict;
 
 impl Run {
@@ -23,19 +21,11 @@ impl Run {
         lp: &mut LoopState,
         policies: &mut Policies,
         step: &Step,
-        output: StepOutput,
         judged: Judged,
         results: Vec<ToolResult>,
     ) -> Option<Ending> {
-        if self.options.hooks.reads_steps() {
-            lp.progress.summaries.push(StepSummary {
-                step: step.number,
-                text: output.text,
-                tool_calls: output.calls,
-                tool_results: results.clone(),
-                finish_reason: output.finish_reason,
-                usage: output.usage,
-            });
+        if let Some(summary) = lp.progress.summaries.last_mut() {
+            summary.tool_results.clone_from(&results);
         }
         lp.add(tool_message(results));
         let answer = Ending::Answered {

@@ -70,6 +70,35 @@ pub struct RunState {
     pub compacted: bool,
     /// Where the run stopped.
     pub paused: Paused,
+    /// Set once the state (or a clone of it) was resumed in this process.
+    #[serde(skip)]
+    pub(crate) resumed: ResumeMark,
+}
+
+/// Whether a state was resumed: shared by the state's clones, never
+/// serialised (a store's claim keeps a state from being resumed twice
+/// across processes).
+#[derive(Clone, Default)]
+pub(crate) struct ResumeMark(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl ResumeMark {
+    /// Mark it; false when it was marked already.
+    pub fn take(&self) -> bool {
+        !self.0.swap(true, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl PartialEq for ResumeMark {
+    /// Two states are equal whatever was resumed.
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ResumeMark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResumeMark")
+    }
 }
 
 /// Where a run stopped to ask.
@@ -269,6 +298,7 @@ mod tests {
                 }],
                 suspended: Vec::new(),
             },
+            resumed: Default::default(),
         }
     }
 

@@ -25,7 +25,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::drive::Start;
-use super::events::{AgentEvent, AgentResult, ExitReason};
+use super::events::{AgentEvent, ExitReason};
+use super::outcome::{AgentResult, Outcome};
 use super::resume::ResumeError;
 use super::run::AgentRun;
 use super::scope::{AGENT_PATH_SEPARATOR, Lineage, SharedScope};
@@ -323,7 +324,8 @@ impl AgentTool {
             Err(refused) => return SubAgentEnd::Done(Ok(refused)),
         };
         let path = lineage.path();
-        let mut options = agent.options.clone().cancellation(ctx.cancellation().clone());
+        let mut options = agent.options.clone();
+        options.cancellation.push(ctx.cancellation().clone());
         // A durable tree is journaled at its root: the child runs inside
         // the root's journaled tool step, so it journals nothing itself.
         options.durable = None;
@@ -351,7 +353,7 @@ impl AgentTool {
             Some(parent) => {
                 let lineage = &parent.lineage;
                 let path = format!("{}{AGENT_PATH_SEPARATOR}{}", parent.path, agent.name());
-                if agent.id != 0 && lineage.ids.contains(&agent.id) {
+                if lineage.ids.iter().any(|id| id.same(&agent.id)) {
                     return Err(ToolOutput::error(format!(
                         "Not run: {path} would have the agent {} call itself (it is already running in {}). \
                          An agent cannot hand a task to itself; do this part yourself.",
@@ -369,7 +371,7 @@ impl AgentTool {
                 }
                 let mut child = lineage.clone();
                 child.names.push(agent.name().to_owned());
-                child.ids.push(agent.id);
+                child.ids.push(agent.id.clone());
                 child.key_prefix = ctx.idempotency_key().map(Arc::from);
                 // The tree's budget; a sub-agent with limits of its own
                 // under a tree without any gets one for its subtree.
@@ -379,7 +381,7 @@ impl AgentTool {
                 child
             }
             // Called directly: the sub-agent is a root of its own.
-            None => Lineage::root(agent.name(), agent.id, &agent.options),
+            None => Lineage::root(agent.name(), agent.id.clone(), &agent.options),
         };
         Ok((lineage, parent))
     }
@@ -424,21 +426,21 @@ impl AgentTool {
                 ))));
             }
         };
-        if let Some(state) = result.state {
+        if let Outcome::AwaitingApproval { state } = result.outcome {
             // The child asked a person: the caller pauses too. Its usage so
             // far is in the state, added when it finally ends.
-            return SubAgentEnd::Paused(Box::new(state));
+            return SubAgentEnd::Paused(state);
         }
         if let Some(parent) = parent {
             parent.add_child_usage(result.tree_usage);
         }
-        if result.exit == ExitReason::Completed {
+        if result.exit() == ExitReason::Completed {
             return SubAgentEnd::Done(Ok(match result.output {
                 Some(value) => ToolOutput::json(value),
                 None => ToolOutput::text(result.text),
             }));
         }
-        if result.exit == ExitReason::Cancelled && !timed_out && ctx.cancellation().is_cancelled() {
+        if result.exit() == ExitReason::Cancelled && !timed_out && ctx.cancellation().is_cancelled() {
             return SubAgentEnd::Done(Err(ToolError::Cancelled));
         }
         SubAgentEnd::Done(Ok(ToolOutput::error(incomplete_message(
@@ -452,32 +454,21 @@ impl AgentTool {
 /// The error result of a sub-agent run that did not complete: why, what
 /// it had written, and what the caller can do.
 fn incomplete_message(path: &str, result: &AgentResult, timed_out: Option<Duration>) -> String {
-    let reason = match (result.exit, timed_out) {
+    let reason = match (&result.outcome, timed_out) {
         (_, Some(after)) => format!("it timed out after {} s", after.as_secs()),
-        (ExitReason::MaxSteps, _) => format!("it reached its step limit ({} model calls)", result.steps),
-        (ExitReason::ModelError, _) => match &result.error {
-            Some(error) => format!("its model failed: {}", error_chain(error)),
-            None => "its model failed".to_owned(),
-        },
-        (ExitReason::TokenLimit, _) => {
-            "its conversation no longer fits its model's context window".to_owned()
+        (Outcome::MaxSteps, _) => format!("it reached its step limit ({} model calls)", result.steps.len()),
+        (Outcome::ModelFailed { error }, _) => format!("its model failed: {}", error_chain(error)),
+        (Outcome::TokenLimit, _) => "its conversation no longer fits its model's context window".to_owned(),
+        (Outcome::OutputInvalid { error }, _) => {
+            format!("its answer never matched its output schema ({error})")
         }
-        (ExitReason::OutputInvalid, _) => match &result.output_error {
-            Some(error) => format!("its answer never matched its output schema ({error})"),
-            None => "its answer never matched its output schema".to_owned(),
-        },
-        (ExitReason::Stopped, _) => "a stop condition ended it".to_owned(),
-        (ExitReason::Cancelled, _) => match &result.stopped_by {
-            Some(why) => format!("it was cancelled: {why}"),
-            None => "it was cancelled".to_owned(),
-        },
-        (ExitReason::BudgetExhausted, _) => match &result.stopped_by {
-            Some(why) => why.clone(),
-            None => "the run tree's budget is used up".to_owned(),
-        },
-        (other, _) => format!("it ended with {other:?}"),
+        (Outcome::Stopped, _) => "a stop condition ended it".to_owned(),
+        (Outcome::Cancelled { reason: Some(why) }, _) => format!("it was cancelled: {why}"),
+        (Outcome::Cancelled { reason: None }, _) => "it was cancelled".to_owned(),
+        (Outcome::BudgetExhausted { reason }, _) => reason.clone(),
+        (other, _) => format!("it ended with {:?}", other.exit()),
     };
-    if result.exit == ExitReason::BudgetExhausted {
+    if result.exit() == ExitReason::BudgetExhausted {
         // No model call is left for anyone in the tree: retrying would fail.
         return format!(
             "The sub-agent {path} did not complete: {reason}. No more model calls can be made in this run; \

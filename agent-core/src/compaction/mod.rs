@@ -13,7 +13,7 @@
 //! - [`CompactionStrategy::Provider`]: the provider compacts on its side
 //!   (OpenAI Responses compaction items, kept verbatim across turns;
 //!   Anthropic's clearing of old tool uses), where it can: requests carry
-//!   [`ModelRequest::compact_above`](crate::ModelRequest::compact_above).
+//!   [`ModelRequest::compact_above`](crate::model::ModelRequest::compact_above).
 //!
 //! Invariants (whatever the strategies): every tool call keeps exactly one
 //! result; a step (an assistant message and its results) is kept or
@@ -137,7 +137,7 @@ impl std::fmt::Debug for CompactionStrategy {
 }
 
 /// How a run compacts its history (see the module's docs). Off unless set
-/// ([`AgentOptions::compaction`](crate::AgentOptions::compaction)); the
+/// ([`AgentOptions::compaction`](crate::agent::AgentOptions::compaction)); the
 /// `loopwright` command, configuration files and agent files turn the
 /// default on (`--no-compaction`, `compaction: false` turn it off).
 ///

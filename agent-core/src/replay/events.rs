@@ -19,7 +19,7 @@ use loopwright_types::model_error::ModelError;
 /// other item is a [`ModelEvent`] as it serialises.
 ///
 /// ```
-/// use loopwright_core::{ModelError, ModelEvent, replay::RecordedItem};
+/// use loopwright_core::{ModelError, model::ModelEvent, replay::RecordedItem};
 /// let item = RecordedItem::from(Err::<ModelEvent, _>(ModelError::server(Some(503), "busy")));
 /// let json = serde_json::to_value(&item).unwrap();
 /// assert_eq!(json, serde_json::json!({"type": "error", "kind": "server", "message": "busy", "status": 503}));

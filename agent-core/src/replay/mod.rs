@@ -7,7 +7,7 @@
 //! - `model.jsonl`: one line per model call ([`ModelCall`]): the request's
 //!   hash, the request ([`RequestSummary`]: model, system prompt, messages,
 //!   tools, tool choice, settings) and every item its stream yielded (the
-//!   [`ModelEvent`](crate::ModelEvent)s, tagged by `type` as they
+//!   [`ModelEvent`](crate::model::ModelEvent)s, tagged by `type` as they
 //!   serialise, and an `{"type": "error", "kind": ...}` item where it failed);
 //! - `tools/<source>.jsonl`: per tool source (an MCP server, the coding
 //!   tools), its listings and its calls ([`ToolLine`]): tool, input,
@@ -40,11 +40,11 @@
 //! // Once, against the real provider:
 //! let cassette = Cassette::record(dir.path()).unwrap();
 //! let agent = Agent::builder(cassette.model(live.clone())).build();
-//! assert_eq!(agent.prompt("Capital of France?").await.unwrap().text, "Paris");
+//! assert_eq!(agent.run("Capital of France?").await.unwrap().text, "Paris");
 //! // In every test after that, offline:
 //! let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
 //! let agent = Agent::builder(cassette.model(live)).build();
-//! assert_eq!(agent.prompt("Capital of France?").await.unwrap().text, "Paris");
+//! assert_eq!(agent.run("Capital of France?").await.unwrap().text, "Paris");
 //! # });
 //! ```
 

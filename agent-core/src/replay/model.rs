@@ -34,7 +34,7 @@ pub const MODEL_FILE: &str = "model.jsonl";
 /// One line of [`MODEL_FILE`]: a request and what its stream yielded.
 ///
 /// ```
-/// use loopwright_core::{Message, ModelRequest, replay::{ModelCall, RequestSummary}};
+/// use loopwright_core::{Message, model::ModelRequest, replay::{ModelCall, RequestSummary}};
 /// let request = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("hi")]));
 /// let call = ModelCall::new(request, vec![]);
 /// assert_eq!(call.hash, call.request.hash());
@@ -198,7 +198,7 @@ impl ModelLog {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use loopwright_core::{LanguageModel, Message, ModelRequest};
+/// use loopwright_core::{LanguageModel, Message, model::ModelRequest};
 /// use loopwright_core::replay::{Cassette, ReplayMiss, ReplayMode, ReplayModel};
 /// let dir = tempfile::tempdir().unwrap();
 /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
@@ -266,7 +266,7 @@ impl From<ReplayMiss> for ModelError {
 /// let dir = tempfile::tempdir().unwrap();
 /// let cassette = Cassette::record(dir.path()).unwrap();
 /// let model = Arc::new(RecordingModel::new(live, &cassette));
-/// let answer = Agent::builder(model).build().prompt("2 + 2?").await.unwrap();
+/// let answer = Agent::builder(model).build().run("2 + 2?").await.unwrap();
 /// assert_eq!(answer.text, "4");
 /// assert_eq!(std::fs::read_to_string(dir.path().join("model.jsonl")).unwrap().lines().count(), 1);
 /// # });
@@ -410,12 +410,12 @@ impl Drop for Recording {
 /// # let live = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("4")]));
 /// let dir = tempfile::tempdir().unwrap();
 /// let recording = Arc::new(RecordingModel::new(live.clone(), &Cassette::record(dir.path()).unwrap()));
-/// let _ = Agent::builder(recording).build().prompt("2 + 2?").await.unwrap();
+/// let _ = Agent::builder(recording).build().run("2 + 2?").await.unwrap();
 ///
 /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
 /// let agent = Agent::builder(Arc::new(ReplayModel::new(live, &cassette))).build();
-/// assert_eq!(agent.prompt("2 + 2?").await.unwrap().text, "4");
-/// let miss = agent.prompt("2 + 3?").await.unwrap_err();
+/// assert_eq!(agent.run("2 + 2?").await.unwrap().text, "4");
+/// let miss = agent.run("2 + 3?").await.unwrap_err();
 /// assert!(miss.to_string().contains(r#"message 1 (user) text differs: recorded "2 + 2?" vs "2 + 3?""#), "{miss}");
 /// # });
 /// ```

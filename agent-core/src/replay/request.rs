@@ -109,7 +109,7 @@ impl RequestSettings {
 /// prompt, the messages, the tools, the tool choice and the settings.
 ///
 /// ```
-/// use loopwright_core::{Message, ModelRequest, replay::RequestSummary};
+/// use loopwright_core::{Message, model::ModelRequest, replay::RequestSummary};
 /// let a = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("hi")]));
 /// let b = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("hi")]));
 /// assert_eq!(a.hash(), b.hash());

@@ -315,7 +315,7 @@ fn shared_keys(a: &Value, b: &Value) -> usize {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use loopwright_core::{StaticToolSource, ToolContext, ToolSource, tool_fn, replay::{Cassette, RecordingToolSource}};
+/// use loopwright_core::{toolset::StaticToolSource, ToolContext, ToolSource, tool_fn, replay::{Cassette, RecordingToolSource}};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// let live = StaticToolSource::native("app").with_tool(tool_fn("ping", "Pong.", |_: NoArgs| async { Ok("pong") }));
@@ -493,7 +493,7 @@ impl Tool for RecordingTool {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use loopwright_core::{StaticToolSource, ToolContext, ToolSource, tool_fn};
+/// use loopwright_core::{toolset::StaticToolSource, ToolContext, ToolSource, tool_fn};
 /// use loopwright_core::replay::{Cassette, RecordingToolSource, ReplayMode};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Text { text: String }

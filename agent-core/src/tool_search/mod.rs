@@ -13,7 +13,7 @@
 //!   by a `search_tools` result ([`ToolOutputPart::ToolReference`]) or
 //!   called before. The loaded set is read from the history, so it holds
 //!   across the steps of a run, the turns of a conversation and a resume;
-//! - the rest goes in [`ModelRequest::deferred_tools`](crate::ModelRequest::deferred_tools),
+//! - the rest goes in [`ModelRequest::deferred_tools`](crate::model::ModelRequest::deferred_tools),
 //!   for providers that load tools natively (Anthropic's `defer_loading`);
 //! - a call to a catalog tool not offered yet still runs (it is validated
 //!   like any other): deferral changes what the model is shown, not what
@@ -59,7 +59,7 @@ fn cut_query(query: &str) -> String {
 }
 
 /// When and how tool search holds a catalog back (see the module's
-/// invariants). Off unless set ([`AgentOptions::tool_search`](crate::AgentOptions::tool_search));
+/// invariants). Off unless set ([`AgentOptions::tool_search`](crate::agent::AgentOptions::tool_search));
 /// the `loopwright` command, configuration files and agent files turn it
 /// on.
 ///

@@ -10,8 +10,8 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, AgentOptions, AgentResult, ContentPart, Message, Role, StaticToolSource, Tool,
-    ToolContext, ToolDefinition, ToolError, ToolOutput, ToolSet,
+    Agent, AgentBuilder, AgentEvent, AgentResult, ContentPart, Message, Role, Tool, ToolContext,
+    ToolDefinition, ToolError, ToolOutput, ToolSet, toolset::StaticToolSource,
 };
 use serde_json::{Value, json};
 
@@ -47,7 +47,7 @@ impl TestTool {
         self
     }
 
-    pub fn set_annotations(&mut self, annotations: loopwright_core::ToolAnnotations) {
+    pub fn set_annotations(&mut self, annotations: loopwright_core::tool::ToolAnnotations) {
         self.def.annotations = annotations;
     }
 }
@@ -55,7 +55,7 @@ impl TestTool {
 /// A tool counting its runs in `runs`, with `annotations`.
 pub fn counted(
     name: &str,
-    annotations: loopwright_core::ToolAnnotations,
+    annotations: loopwright_core::tool::ToolAnnotations,
     runs: Arc<std::sync::atomic::AtomicUsize>,
 ) -> TestTool {
     let mut tool = TestTool::new(name, object_schema(), move |_, _| {
@@ -107,14 +107,11 @@ pub fn tools(list: Vec<TestTool>) -> ToolSet {
 pub async fn run(
     steps: Vec<ScriptedStep>,
     toolset: ToolSet,
-    options: AgentOptions,
+    options: impl FnOnce(AgentBuilder) -> AgentBuilder,
 ) -> (Vec<AgentEvent>, AgentResult, ScriptedModel) {
     let model = ScriptedModel::new(steps);
-    let agent = Agent::builder(Arc::new(model.clone()))
-        .tools(toolset)
-        .options(options)
-        .build();
-    let (events, result) = collect(agent.prompt("do the task")).await;
+    let agent = options(Agent::builder(Arc::new(model.clone())).tools(toolset)).build();
+    let (events, result) = collect(agent.run("do the task")).await;
     (events, result, model)
 }
 
@@ -130,7 +127,10 @@ pub async fn collect(mut run: loopwright_core::AgentRun) -> (Vec<AgentEvent>, Ag
     })
     .await
     .expect("run hung");
-    let result = run.into_outcome().await.expect("result");
+    let result = run
+        .await
+        .or_else(loopwright_core::RunError::into_result)
+        .expect("result");
     assert_history_invariant(&result.messages);
     assert!(
         matches!(events.last(), Some(AgentEvent::Finished { .. })),
@@ -148,7 +148,7 @@ pub async fn run_calls(
     run(
         vec![ScriptedStep::tool_calls(calls), ScriptedStep::text("done")],
         tools(list),
-        AgentOptions::default(),
+        |b: AgentBuilder| b,
     )
     .await
 }
@@ -185,7 +185,7 @@ pub fn assert_history_invariant(messages: &[Message]) {
 }
 
 /// The tool names a request offered, in order.
-pub fn tool_names(request: &loopwright_core::ModelRequest) -> Vec<String> {
+pub fn tool_names(request: &loopwright_core::model::ModelRequest) -> Vec<String> {
     request.tools.iter().map(|t| t.name.clone()).collect()
 }
 
@@ -200,4 +200,30 @@ pub fn results_by_id(result: &AgentResult) -> HashMap<String, (bool, String)> {
         }
     }
     out
+}
+
+/// The limit of its own that stopped the run (its deadline, its tree's
+/// budget), from its outcome.
+pub fn stopped_by(result: &AgentResult) -> Option<String> {
+    match &result.outcome {
+        loopwright_core::Outcome::Cancelled { reason } => reason.clone(),
+        loopwright_core::Outcome::BudgetExhausted { reason } => Some(reason.clone()),
+        _ => None,
+    }
+}
+
+/// The model's error of a run that ended with one.
+pub fn model_error(result: &AgentResult) -> Option<&loopwright_core::ModelError> {
+    match &result.outcome {
+        loopwright_core::Outcome::ModelFailed { error } => Some(error),
+        _ => None,
+    }
+}
+
+/// Why the plan of a run that ended rejected was.
+pub fn plan_rejection(result: &AgentResult) -> Option<&str> {
+    match &result.outcome {
+        loopwright_core::Outcome::PlanRejected { reason } => Some(reason),
+        _ => None,
+    }
 }

@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use bytes::Bytes;
 use futures::StreamExt;
-use loopwright_core::{ModelError, ModelEvent, ModelStream};
+use loopwright_core::{ModelError, model::ModelEvent, model::ModelStream};
 use serde_json::Value;
 
 /// Generous guard against a hung test (never a timing assertion).
@@ -246,7 +246,7 @@ pub fn calls(events: &[ModelEvent]) -> Vec<(String, String, Value)> {
 }
 
 /// The single Finish, checked to be last and unique.
-pub fn finish(events: &[ModelEvent]) -> (loopwright_core::FinishReason, loopwright_core::Usage) {
+pub fn finish(events: &[ModelEvent]) -> (loopwright_core::model::FinishReason, loopwright_core::Usage) {
     let count = events
         .iter()
         .filter(|e| matches!(e, ModelEvent::Finish { .. }))
@@ -290,7 +290,7 @@ struct Weather {
 pub fn weather_tools() -> loopwright_core::ToolSet {
     loopwright_core::ToolSet::builder()
         .source(
-            loopwright_core::StaticToolSource::native("app").with_tool(loopwright_core::tool_fn(
+            loopwright_core::toolset::StaticToolSource::native("app").with_tool(loopwright_core::tool_fn(
                 "weather",
                 "Weather for a city.",
                 |w: Weather| async move { Ok(format!("Sunny in {}", w.location)) },

@@ -94,7 +94,11 @@ impl Client {
     }
 
     /// Start run `run_id`'s workflow on `input`: its invocation id.
-    pub(crate) async fn start(&self, run_id: &str, input: &Value) -> Result<String, RestateError> {
+    pub(crate) async fn start(
+        &self,
+        run_id: &str,
+        input: &impl serde::Serialize,
+    ) -> Result<String, RestateError> {
         let url = format!("{}/{SERVICE_NAME}/{run_id}/run/send", self.config.ingress());
         let what = format!("start of run {run_id}");
         let value = answer(&what, self.http.post(&url).json(input)).await?;

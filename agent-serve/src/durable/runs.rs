@@ -47,9 +47,9 @@ pub(crate) async fn submit(
     shape: Shape,
 ) -> Result<RunRecord, ApiError> {
     let id = record.id.clone();
-    let input = serde_json::to_value(RunInput { messages })
-        .map_err(|e| ApiError::new(shape, Kind::Internal, format!("run {id}: its input: {e}")))?;
-    match client.start(&id, &input).await {
+    // Written straight into the request's body: no JSON tree of the
+    // conversation in between.
+    match client.start(&id, &RunInput { messages }).await {
         Ok(invocation) => {
             let updated = change(&runs.store, &id, |_, envelope| {
                 envelope.durable.get_or_insert_default().invocation = Some(invocation.clone());

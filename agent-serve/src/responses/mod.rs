@@ -6,10 +6,12 @@
 //! Invariants:
 //! - a stored response (`store`, the default) is a background run
 //!   ([`crate::runs`]) with the response's id: its record, its event log
-//!   and, once completed, its whole conversation (under
-//!   [`conversation_id`]) live in the store, so any replica sharing the
-//!   store reads, streams, cancels, deletes and continues it
-//!   (`previous_response_id`);
+//!   and, once completed, its own turn (its input and its answer, as a
+//!   chain turn linked to the response it continues) live in the store, so
+//!   any replica sharing the store reads, streams, cancels, deletes and
+//!   continues it (`previous_response_id`, which reads the chain back);
+//! - a response's conversation is in the store's chains, a namespace of
+//!   its own: no session id of the REST surface reaches it;
 //! - a synchronous response (not `background`) cannot wait for a person:
 //!   calls that would pause are denied with a reason the model reads, and
 //!   it is cancelled when its client leaves; a background one pauses like
@@ -36,7 +38,7 @@ use axum::routing::{get, post};
 
 use crate::error::{ApiError, Kind, Shape};
 use crate::run::Instance;
-use crate::runs::{RunSpec, new_id};
+use crate::runs::{ChainLink, RunSpec, new_id};
 use crate::sse::event_stream;
 use render::Render;
 use stream::{CancelOnDrop, Followed, Sink, follow_log, run_direct};
@@ -45,12 +47,6 @@ const SHAPE: Shape = Shape::OpenAi;
 
 fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(SHAPE, Kind::BadRequest, message)
-}
-
-/// The conversation a completed stored response keeps: its input (after
-/// the previous response's conversation) and its answer.
-fn conversation_id(response_id: &str) -> String {
-    format!("response:{response_id}")
 }
 
 /// `router`, with the Responses routes.
@@ -76,7 +72,8 @@ async fn create_checked(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = crate::error::body_or_error(body, SHAPE)?;
-    let p = request::prepare(&body)?;
+    let values = crate::items::check_body(&body, "input", "input items", instance.limits, SHAPE)?;
+    let p = request::prepare(&body, values)?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);
     let served = instance.agent(&p.meta.model, SHAPE)?.clone();
@@ -108,7 +105,10 @@ async fn create_checked(
         agent: p.meta.model.clone(),
         input: p.input,
         history,
-        snapshot: Some(conversation_id(&id)),
+        chain: Some(ChainLink {
+            id: id.clone(),
+            previous: p.meta.previous_response_id.clone(),
+        }),
         options: p.options,
         id: Some(id.clone()),
         surface: Some(p.meta.to_surface()),

@@ -54,8 +54,7 @@ impl Meta {
     /// The meta of a run record that is a response (`None` for any other
     /// run, which the Responses routes do not show).
     pub(super) fn of(record: &RunRecord) -> Option<Self> {
-        let surface = crate::runs::surface(record)?;
-        serde_json::from_value(surface.get(SURFACE_KEY)?.clone()).ok()
+        Self::deserialize(crate::runs::surface(record)?.get(SURFACE_KEY)?).ok()
     }
 }
 
@@ -93,7 +92,7 @@ impl Outcome {
     /// From a run's result (a response that is not stored).
     pub(super) fn of_result(result: &AgentResult) -> Self {
         let usage = Tokens::from(&result.tree_usage);
-        let (status, output) = match (result.exit, ending(result)) {
+        let (status, output) = match (result.exit(), ending(result)) {
             (ExitReason::Cancelled, _) => (Status::Cancelled, None),
             (
                 _,

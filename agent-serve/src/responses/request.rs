@@ -75,8 +75,9 @@ pub(super) struct Prepared {
     pub(super) meta: Meta,
 }
 
-/// Check a request body.
-pub(super) fn prepare(body: &[u8]) -> Result<Prepared, ApiError> {
+/// Check a request body, whose function calls' arguments may hold `values`
+/// JSON values in all (see [`crate::items`]).
+pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> {
     let request: CreateRequest = serde_json::from_slice(body)
         .map_err(|e| bad(format!("the request body is not a valid responses request: {e}")))?;
     let tools = request.tools.as_ref().map_or(0, Vec::len);
@@ -103,7 +104,7 @@ pub(super) fn prepare(body: &[u8]) -> Result<Prepared, ApiError> {
     let Some(input) = request.input.as_ref() else {
         return Err(bad("`input` is missing: send a string or a list of input items"));
     };
-    let (input, mut system) = input_messages(input)?;
+    let (input, mut system) = input_messages(input, values)?;
     if let Some(instructions) = &request.instructions {
         system.insert(0, instructions.clone());
     }
@@ -208,14 +209,17 @@ fn reasoning_effort(
 }
 
 /// The messages and system texts of `input` (a string or items).
-fn input_messages(input: &Value) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+fn input_messages(input: &Value, values: usize) -> Result<(Vec<Message>, Vec<String>), ApiError> {
     let items = match input {
         Value::String(text) => return Ok((vec![Message::user(text.clone())], Vec::new())),
         Value::Array(items) if !items.is_empty() => items,
         Value::Array(_) => return Err(bad("`input` is empty")),
         _ => return Err(bad("`input` must be a string or a list of input items")),
     };
-    let mut reader = Items::default();
+    let mut reader = Items {
+        values_left: values,
+        ..Items::default()
+    };
     for (i, item) in items.iter().enumerate() {
         reader.item(i, item)?;
     }
@@ -234,12 +238,19 @@ struct Items {
     /// Whether the last item the model could answer is a user message or a
     /// call's output.
     answerable: bool,
+    /// JSON values the calls' arguments may still hold.
+    values_left: usize,
 }
 
 impl Items {
     fn item(&mut self, i: usize, item: &Value) -> Result<(), ApiError> {
-        let kind = match item.get("type").and_then(Value::as_str) {
-            Some(kind) => kind,
+        let kind = match item.get("type") {
+            Some(Value::String(kind)) => kind.as_str(),
+            Some(other) => {
+                return Err(bad(format!(
+                    "input[{i}].type must be a string naming the item's type, not {other}"
+                )));
+            }
             None if item.get("role").is_some() => "message",
             None => return Err(bad(format!("input[{i}] has no type"))),
         };
@@ -309,6 +320,17 @@ impl Items {
                 .ok_or_else(|| bad(format!("input[{i}] is a function_call without {name}")))
         };
         let (call_id, name, arguments) = (field("call_id")?, field("name")?, field("arguments")?);
+        // Counted before they are parsed: a few bytes of arguments can be
+        // many values, each tens of bytes once parsed.
+        let values = crate::items::values_in(arguments)
+            .map_err(|e| bad(format!("input[{i}].arguments is not JSON: {e}")))?;
+        self.values_left = self.values_left.checked_sub(values).ok_or_else(|| {
+            bad(format!(
+                "input[{i}].arguments: with the function calls' arguments, the request holds more JSON values \
+                 than this server takes ({} per item of its item limit); send fewer",
+                crate::items::VALUES_PER_ITEM
+            ))
+        })?;
         let input: Value = serde_json::from_str(arguments)
             .map_err(|e| bad(format!("input[{i}].arguments is not JSON: {e}")))?;
         if !self.calls.insert(call_id.to_owned()) {
@@ -346,9 +368,13 @@ impl Items {
                 .iter()
                 .enumerate()
                 .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
-                    Some("input_text" | "output_text" | "text") => Ok(ToolOutputPart::text(
-                        part.get("text").and_then(Value::as_str).unwrap_or_default(),
-                    )),
+                    Some(kind @ ("input_text" | "output_text" | "text")) => {
+                        part_text(part, "text").map(ToolOutputPart::text).ok_or_else(|| {
+                            bad(format!(
+                                "input[{i}].output[{j}]: an {kind} part needs `text`, a string"
+                            ))
+                        })
+                    }
                     other => Err(bad(format!(
                         "input[{i}].output[{j}] has type {other:?}; a function_call_output carries text here"
                     ))),
@@ -394,6 +420,11 @@ impl Items {
     }
 }
 
+/// The string `key` of a content part, when it is one.
+fn part_text<'a>(part: &'a Value, key: &str) -> Option<&'a str> {
+    part.get(key).and_then(Value::as_str)
+}
+
 /// The parts of a message's `content` (a string or parts).
 fn content_parts(i: usize, content: Option<&Value>) -> Result<Vec<ContentPart>, ApiError> {
     match content {
@@ -402,12 +433,14 @@ fn content_parts(i: usize, content: Option<&Value>) -> Result<Vec<ContentPart>, 
             .iter()
             .enumerate()
             .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
-                Some("input_text" | "output_text" | "text") => Ok(ContentPart::text(
-                    part.get("text").and_then(Value::as_str).unwrap_or_default(),
-                )),
-                Some("refusal") => Ok(ContentPart::text(
-                    part.get("refusal").and_then(Value::as_str).unwrap_or_default(),
-                )),
+                Some(kind @ ("input_text" | "output_text" | "text")) => {
+                    part_text(part, "text").map(ContentPart::text).ok_or_else(|| {
+                        bad(format!("input[{i}].content[{j}]: an {kind} part needs `text`, a string"))
+                    })
+                }
+                Some("refusal") => part_text(part, "refusal").map(ContentPart::text).ok_or_else(|| {
+                    bad(format!("input[{i}].content[{j}]: a refusal part needs `refusal`, a string"))
+                }),
                 Some("input_image") => match part.get("image_url").and_then(Value::as_str) {
                     Some(url) => Ok(ContentPart::Image {
                         image: crate::openai::image_source(url),
@@ -434,7 +467,7 @@ mod tests {
     use super::*;
 
     fn prepared(body: Value) -> Result<Prepared, ApiError> {
-        prepare(body.to_string().as_bytes())
+        prepare(body.to_string().as_bytes(), 1000)
     }
 
     fn refused(body: Value) -> String {
@@ -505,6 +538,47 @@ mod tests {
         assert!(m.contains("ends") && m.contains("c1"), "{m}");
         let m = refused(json!({"model": "a", "input": [{"role": "assistant", "content": "hi"}]}));
         assert!(m.contains("nothing to answer"), "{m}");
+    }
+
+    #[test]
+    fn the_values_of_calls_arguments_count_against_the_limit() {
+        let user = json!({"role": "user", "content": "hi"});
+        let call =
+            |args: &str| json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": args});
+        let output = json!({"type": "function_call_output", "call_id": "c1", "output": "ok"});
+        let body = |args: &str| json!({"model": "a", "input": [user, call(args), output]}).to_string();
+        // An array weighs 2, each number 1.
+        assert!(prepare(body("[1, 2, 3]").as_bytes(), 5).is_ok());
+        let e = prepare(body("[1, 2, 3, 4]").as_bytes(), 5).err().unwrap();
+        assert!(
+            e.message.contains("input[1].arguments") && e.message.contains("JSON values"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn malformed_items_and_parts_are_refused_naming_them() {
+        let user = json!({"role": "user", "content": "hi"});
+        let m = refused(json!({"model": "a", "input": [user, user, user,
+            {"role": "user", "content": [{"type": "input_text"}]}]}));
+        assert!(m.contains("input[3].content[0]") && m.contains("`text`"), "{m}");
+        let m = refused(json!({"model": "a", "input": [user, user, user,
+            {"type": 7, "role": "user", "content": "hi"}]}));
+        assert!(m.contains("input[3].type") && m.contains("string"), "{m}");
+        let m = refused(json!({"model": "a", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": 12}]}]}));
+        assert!(m.contains("input[0].content[0]"), "{m}");
+        let m = refused(json!({"model": "a", "input": [
+            {"role": "assistant", "content": [{"type": "refusal"}]}, user]}));
+        assert!(
+            m.contains("input[0].content[0]") && m.contains("`refusal`"),
+            "{m}"
+        );
+        let call = json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"});
+        let m = refused(json!({"model": "a", "input": [user, call,
+            {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text"}]}]}));
+        assert!(m.contains("input[2].output[0]") && m.contains("`text`"), "{m}");
     }
 
     #[test]

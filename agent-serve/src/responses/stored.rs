@@ -5,8 +5,10 @@
 //! Invariants: everything is read from the store (a response started on
 //! another replica answers alike); an id that is not a response (unknown,
 //! deleted, or a REST background run) is a 404 in OpenAI's shape; a chain
-//! continues only from a response that completed, whose conversation was
-//! kept.
+//! continues only from a response that completed, whose turn was kept;
+//! deleting a response deletes its record and its events at once, and
+//! releases its turn, which stays only as long as a later response's chain
+//! reads it (later responses stay whole, as on OpenAI's API).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,14 +16,14 @@ use std::time::Duration;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use loopwright_core::{AgentEvent, Message};
-use loopwright_store::{RunRecord, RunStatus};
+use loopwright_store::{RunRecord, RunStatus, StoreError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::object::{Meta, Outcome};
 use super::render::Render;
 use super::stream::{Sink, follow_log};
-use super::{SHAPE, answer, bad, conversation_id};
+use super::{SHAPE, answer, bad};
 use crate::error::{ApiError, Kind};
 use crate::run::Instance;
 use crate::sse::event_stream;
@@ -182,7 +184,7 @@ pub(super) async fn delete(State(instance): State<Arc<Instance>>, Path(id): Path
                 .await
                 .map_err(|e| ApiError::store(SHAPE, &format!("response {id}"), &e))?;
             store
-                .delete_conversation(&conversation_id(&id))
+                .release_turn(&id)
                 .await
                 .map_err(|e| ApiError::store(SHAPE, &format!("response {id}'s conversation"), &e))?;
             Ok(axum::Json(json!({"id": id, "object": "response.deleted", "deleted": true})).into_response())
@@ -191,8 +193,9 @@ pub(super) async fn delete(State(instance): State<Arc<Instance>>, Path(id): Path
     )
 }
 
-/// The conversation a new response continues: `previous`'s whole
-/// conversation, when it completed.
+/// The conversation a new response continues: `previous`'s chain read
+/// back (at most the item limit's turns: a chain within the limits has no
+/// more), when it completed.
 pub(super) async fn history(instance: &Instance, previous: &str) -> Result<Vec<Message>, ApiError> {
     let (record, _) = load(instance, previous).await.map_err(|e| match e.kind {
         Kind::Missing => ApiError::new(
@@ -215,12 +218,8 @@ pub(super) async fn history(instance: &Instance, previous: &str) -> Result<Vec<M
             )));
         }
     }
-    match instance
-        .runs
-        .store
-        .load_conversation(&conversation_id(previous))
-        .await
-    {
+    let max_turns = u64::try_from(instance.limits.items).unwrap_or(u64::MAX);
+    match instance.runs.store.load_chain(previous, max_turns).await {
         Ok(Some(conversation)) => Ok(conversation.messages),
         Ok(None) => Err(ApiError::new(
             SHAPE,
@@ -230,6 +229,7 @@ pub(super) async fn history(instance: &Instance, previous: &str) -> Result<Vec<M
                  run's warnings); send the conversation as input items"
             ),
         )),
+        Err(e @ StoreError::Invalid(_)) => Err(bad(format!("previous_response_id: {e}"))),
         Err(e) => Err(ApiError::store(
             SHAPE,
             &format!("response {previous}'s conversation"),

@@ -188,7 +188,7 @@ pub(super) async fn run_direct(started: Started, render: &mut Render, sink: Sink
             return Followed::ClientGone;
         }
     }
-    let outcome = match started.run.into_outcome().await {
+    let outcome = match started.run.await.or_else(loopwright_core::RunError::into_result) {
         Ok(result) => Outcome::of_result(&result),
         Err(aborted) => Outcome {
             status: Status::Failed(format!("the run stopped without a result: {aborted}")),

@@ -123,6 +123,7 @@ async fn run(
 }
 
 async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Result<Response, ApiError> {
+    crate::items::check_body(&body, "messages", "messages", instance.limits, SHAPE)?;
     let request: RunRequest = serde_json::from_slice(&body).map_err(|e| {
         bad(format!(
             "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \
@@ -147,10 +148,11 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
     let mut started = instance.start(&served, messages, |o| o, SHAPE).await?;
     if !request.stream {
         while started.run.next().await.is_some() {}
-        let result =
-            started.run.into_outcome().await.map_err(|aborted| {
-                ApiError::new(SHAPE, Kind::Upstream, format!("the run stopped: {aborted}"))
-            })?;
+        let result = started
+            .run
+            .await
+            .or_else(loopwright_core::RunError::into_result)
+            .map_err(|aborted| ApiError::new(SHAPE, Kind::Upstream, format!("the run stopped: {aborted}")))?;
         let mut body = serde_json::to_value(&result).unwrap_or_default();
         if let Some(session) = session {
             body["session"] = json!(session.id);
@@ -168,7 +170,7 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
             };
             let Some(event) = next else {
                 // The events ended without `finished`: the run's task died.
-                let why = match started.run.into_outcome().await {
+                let why = match started.run.await.or_else(loopwright_core::RunError::into_result) {
                     Err(aborted) => format!("the run stopped without a result: {aborted}"),
                     Ok(_) => "the run's events ended before its finished event".to_owned(),
                 };
@@ -179,7 +181,7 @@ async fn run_checked(instance: Arc<Instance>, name: String, body: Bytes) -> Resu
             if finished && let Some(session) = &session {
                 // The turn is stored before the client reads `finished`.
                 while started.run.next().await.is_some() {}
-                if let Ok(result) = started.run.into_outcome().await
+                if let Ok(result) = started.run.await.or_else(loopwright_core::RunError::into_result)
                     && let Some(warning) = session.keep(&instance, &result).await
                 {
                     let _ = tx

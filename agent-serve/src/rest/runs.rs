@@ -61,6 +61,7 @@ pub(super) async fn start(
     answer(
         async {
             let body = crate::error::body_or_error(body, SHAPE)?;
+            crate::items::check_body(&body, "messages", "messages", instance.limits, SHAPE)?;
             let request: StartRequest = serde_json::from_slice(&body).map_err(|e| {
                 bad(format!(
                     "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \

@@ -36,6 +36,7 @@ impl Turn {
             Ok(None) => (Vec::new(), 0),
             Err(e) => return Err(ApiError::store(SHAPE, &format!("session {id}"), &e)),
         };
+        crate::items::check_conversation(&history, &input, &format!("session {id}"), instance.limits, SHAPE)?;
         Ok(Self {
             id: id.to_owned(),
             history,
@@ -54,10 +55,11 @@ impl Turn {
     /// Store the turn when its run completed; a warning when it was not
     /// stored.
     pub(super) async fn keep(&self, instance: &Instance, result: &AgentResult) -> Option<String> {
-        if !matches!(result.exit, ExitReason::Completed | ExitReason::Stopped) {
+        if !matches!(result.exit(), ExitReason::Completed | ExitReason::Stopped) {
             return Some(format!(
                 "session {}: the run ended {:?}, so this turn was not stored",
-                self.id, result.exit
+                self.id,
+                result.exit()
             ));
         }
         let mut turn = self.input.clone();

@@ -84,8 +84,9 @@ struct End {
     paused: Option<Value>,
     /// The run's result, for what keeps its conversation.
     outcome: Option<AgentResult>,
-    /// The run's input (history, then the turn).
-    input: Vec<Message>,
+    /// The turn's own input (the run's input after the history it
+    /// continues), when its conversation is kept.
+    turn: Vec<Message>,
 }
 
 impl End {
@@ -97,7 +98,7 @@ impl End {
             finished: None,
             paused: None,
             outcome: None,
-            input: Vec::new(),
+            turn: Vec::new(),
         }
     }
 }
@@ -134,10 +135,10 @@ impl Driver {
                 "the server shut down before the run started; start it again".into(),
             ),
             Some(permit) => {
-                let end = self.run(begin).await;
+                let mut end = self.run(begin).await;
                 // The record is written with the permit held, within the
                 // shutdown's drain, unless the store is down.
-                let end = match self.try_record(&end).await {
+                let end = match self.try_record(&mut end).await {
                     Ok(()) => {
                         drop(permit);
                         self.after_record(&end).await;
@@ -164,30 +165,42 @@ impl Driver {
         let durable = self.durable.take();
         let agent = served
             .agent()
-            .with_cancellation(self.token.clone())
-            .map_options(|o| {
-                let o = options.apply_for_background(o);
-                match durable {
-                    Some(durable) => o.durable(durable),
-                    None => o,
+            .to_builder()
+            .cancellation(self.token.clone())
+            .configure(|o| {
+                *o = options.apply_for_background(std::mem::take(o));
+                if durable.is_some() {
+                    o.durable = durable;
                 }
-            });
-        let (run, input) = match begin {
-            Begin::Fresh(messages) => (agent.run(messages.clone()), messages),
+            })
+            .build();
+        // Only the turn's own input is kept beside the run (the run has its
+        // input; the history before the turn is stored already).
+        let keep = &self.envelope.keep;
+        let kept = keep.session.is_some() || keep.chain.is_some();
+        let turn_of = |input: &[Message]| match input.get(keep.turn_from..) {
+            Some(turn) if kept => turn.to_vec(),
+            _ => Vec::new(),
+        };
+        let (run, turn) = match begin {
+            Begin::Fresh(messages) => {
+                let turn = turn_of(&messages);
+                (agent.run(messages), turn)
+            }
             Begin::Resume(state, decided) => {
-                let input = state.messages.get(..state.input_len).unwrap_or_default().to_vec();
+                let turn = turn_of(state.messages.get(..state.input_len).unwrap_or_default());
                 let mut resume = agent.resume(*state);
                 for decided in &decided {
                     resume = resume.decide_at(&decided.agent_path, &decided.call_id, decided.decision());
                 }
                 match resume.run().await {
-                    Ok(run) => (run, input),
+                    Ok(run) => (run, turn),
                     Err(e) => return End::failed("resume", format!("the run could not continue: {e}")),
                 }
             }
         };
         let mut end = self.pump(run).await;
-        end.input = input;
+        end.turn = turn;
         end
     }
 
@@ -226,7 +239,7 @@ impl Driver {
                 self.token.cancel();
             }
         }
-        let result = match run.into_outcome().await {
+        let result = match run.await.or_else(loopwright_core::RunError::into_result) {
             Ok(result) => result,
             Err(aborted) => {
                 return End::failed("aborted", format!("the run stopped without a result: {aborted}"));
@@ -250,14 +263,14 @@ impl Driver {
             finished,
             paused: None,
             outcome: None,
-            input: Vec::new(),
+            turn: Vec::new(),
         };
-        match result.exit {
+        match result.exit() {
             ExitReason::AwaitingApproval => {
                 end.status = RunStatus::AwaitingApproval;
                 end.result = None;
                 end.finished = None;
-                end.paused = result.state.as_ref().and_then(|s| serde_json::to_value(s).ok());
+                end.paused = result.state().and_then(|s| serde_json::to_value(s).ok());
             }
             ExitReason::Cancelled if shutdown => {
                 end.status = RunStatus::Failed;
@@ -303,12 +316,15 @@ impl Driver {
 
     /// The record of `end`, written once (a cancel request that moved the
     /// record's version meanwhile is read and written over).
-    async fn try_record(&mut self, end: &End) -> Result<(), StoreError> {
+    async fn try_record(&mut self, end: &mut End) -> Result<(), StoreError> {
         let store = self.runs.store.clone();
         if self.warnings.is_none() {
-            let warnings = match &end.outcome {
+            let warnings = match &mut end.outcome {
                 Some(result) if end.status == RunStatus::Completed => {
-                    self.keep_conversation(&store, end, result).await
+                    // Moved, not copied: the turn's input, then the answer.
+                    let mut turn = std::mem::take(&mut end.turn);
+                    turn.append(&mut result.messages);
+                    self.keep_conversation(&store, &turn).await
                 }
                 _ => Vec::new(),
             };
@@ -367,11 +383,11 @@ impl Driver {
 
     /// Write the record, retrying while the store is down; then the
     /// `finished` event.
-    async fn record_patiently(mut self, end: End) {
+    async fn record_patiently(mut self, mut end: End) {
         let deadline = tokio::time::Instant::now() + FINAL_WRITE_PATIENCE;
         let mut backoff = FIRST_BACKOFF;
         loop {
-            match self.try_record(&end).await {
+            match self.try_record(&mut end).await {
                 Ok(()) => {
                     self.after_record(&end).await;
                     return;
@@ -389,32 +405,26 @@ impl Driver {
         }
     }
 
-    /// Append the completed turn to its session, or save the whole history
-    /// as a snapshot: what went wrong, as warnings for the run's result (the
-    /// answer stands).
-    async fn keep_conversation(
-        &self,
-        store: &Arc<dyn Store>,
-        end: &End,
-        result: &AgentResult,
-    ) -> Vec<String> {
+    /// Append the completed turn (its own input, then its answer) to its
+    /// session, or store it as its chain's turn: what went wrong, as
+    /// warnings for the run's result (the answer stands).
+    async fn keep_conversation(&self, store: &Arc<dyn Store>, turn: &[Message]) -> Vec<String> {
         let keep = &self.envelope.keep;
         let mut warnings = Vec::new();
-        if let Some(session) = &keep.session {
-            let mut turn = keep.turn.clone();
-            turn.extend(result.messages.iter().cloned());
-            if let Err(e) = store.append_turn(session, keep.session_version, &turn).await {
-                tracing::warn!(run = %self.record.id, %session, error = %e, "the turn was not stored in its session");
-                warnings.push(format!("session {session}: this turn was not stored: {e}"));
-            }
+        if let Some(session) = &keep.session
+            && let Err(e) = store.append_turn(session, keep.session_version, turn).await
+        {
+            tracing::warn!(run = %self.record.id, %session, error = %e, "the turn was not stored in its session");
+            warnings.push(format!("session {session}: this turn was not stored: {e}"));
         }
-        if let Some(snapshot) = &keep.snapshot {
-            let mut all = end.input.clone();
-            all.extend(result.messages.iter().cloned());
-            if let Err(e) = store.append_turn(snapshot, 0, &all).await {
-                tracing::warn!(run = %self.record.id, %snapshot, error = %e, "the conversation was not stored");
-                warnings.push(format!("conversation {snapshot}: not stored: {e}"));
-            }
+        if let Some(chain) = &keep.chain
+            && let Err(e) = store.put_turn(&chain.id, chain.previous.as_deref(), turn).await
+        {
+            tracing::warn!(run = %self.record.id, error = %e, "the response's turn was not stored");
+            warnings.push(format!(
+                "response {}: its conversation was not stored: {e}",
+                chain.id
+            ));
         }
         warnings
     }

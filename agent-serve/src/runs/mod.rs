@@ -23,13 +23,16 @@ pub(crate) mod drive;
 pub(crate) mod lease;
 mod options;
 pub(crate) mod record;
+pub(crate) mod retention;
 mod tail;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use loopwright_core::history::check_history;
-use loopwright_core::{AgentOptions, ApprovalDecision, ApprovalRequest, Approver, Message};
+use loopwright_core::{
+    ApprovalDecision, Message, agent::AgentOptions, approval::ApprovalRequest, approval::Approver,
+};
 use loopwright_store::{RunRecord, RunStatus, Store};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
@@ -58,8 +61,9 @@ pub(crate) struct RunSpec {
     pub(crate) history: Vec<Message>,
     /// The session the run continues (created when new), if any.
     pub(crate) session: Option<String>,
-    /// Save the whole conversation under this id once completed.
-    pub(crate) snapshot: Option<String>,
+    /// Store the turn (its input and its answer) as this chain turn once
+    /// completed.
+    pub(crate) chain: Option<record::ChainLink>,
     /// What the request changed of the agent's options.
     pub(crate) options: RunOptions,
     /// The run's id (a fresh one when `None`).
@@ -68,11 +72,7 @@ pub(crate) struct RunSpec {
     pub(crate) surface: Option<serde_json::Value>,
 }
 
-/// What the surface that started run `record` keeps in it (see
-/// [`RunSpec::surface`]), if anything.
-pub(crate) fn surface(record: &RunRecord) -> Option<serde_json::Value> {
-    Envelope::of(record).ok()?.surface
-}
+pub(crate) use record::{ChainLink, surface};
 
 /// A decision as `POST /v1/runs/{id}/approvals` takes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -159,9 +159,15 @@ impl Runs {
             },
             None => (Vec::new(), 0),
         };
+        let whose = match &spec.session {
+            Some(session) => format!("session {session}"),
+            None => "the conversation it continues".to_owned(),
+        };
         let mut messages = spec.history;
         messages.extend(session_history);
-        messages.extend(spec.input.iter().cloned());
+        crate::items::check_conversation(&messages, &spec.input, &whose, instance.limits, shape)?;
+        let turn_from = messages.len();
+        messages.extend(spec.input);
         check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
         let ticket = instance
             .limiter
@@ -177,8 +183,8 @@ impl Runs {
             keep: Keep {
                 session: spec.session.clone(),
                 session_version,
-                turn: spec.input,
-                snapshot: spec.snapshot,
+                turn_from,
+                chain: spec.chain,
             },
             surface: spec.surface,
             durable,
@@ -460,7 +466,7 @@ impl Runs {
 fn match_decisions(
     id: &str,
     envelope: &Envelope,
-    pending: &[loopwright_core::PendingCall],
+    pending: &[loopwright_core::agent::PendingCall],
     decisions: &[Decision],
 ) -> Result<Vec<Decided>, (Kind, String)> {
     let mut added: Vec<Decided> = Vec::new();
@@ -558,20 +564,26 @@ impl Approver for NobodyToAsk {
 /// A background run's approvals: calls that would ask a person through
 /// events (nobody reads them here) pause the run instead; an approver the
 /// application gave decides as it does anywhere.
-pub(crate) fn background_approvals(options: AgentOptions) -> AgentOptions {
-    match options.approvals.clone() {
-        Some(approvals) if approvals.is_via_events() => options.approvals(approvals.deferred()),
-        _ => options,
+pub(crate) fn background_approvals(mut options: AgentOptions) -> AgentOptions {
+    if let Some(approvals) = options.approvals.take() {
+        options.approvals = Some(if approvals.is_via_events() {
+            approvals.deferred()
+        } else {
+            approvals
+        });
     }
+    options
 }
 
 /// A synchronous request's approvals: calls that would pause or ask
 /// through events are denied, with a reason the model reads.
-pub(crate) fn foreground_approvals(options: AgentOptions) -> AgentOptions {
-    match options.approvals.clone() {
-        Some(approvals) if approvals.is_deferred() || approvals.is_via_events() => {
-            options.approvals(approvals.route_to(NobodyToAsk))
-        }
-        _ => options,
+pub(crate) fn foreground_approvals(mut options: AgentOptions) -> AgentOptions {
+    if let Some(approvals) = options.approvals.take() {
+        options.approvals = Some(if approvals.is_deferred() || approvals.is_via_events() {
+            approvals.route_to(NobodyToAsk)
+        } else {
+            approvals
+        });
     }
+    options
 }

@@ -8,7 +8,7 @@
 //! refused when the request came ([`RunOptions::check`]), so applying never
 //! fails.
 
-use loopwright_core::{AgentOptions, OutputSpec, ReasoningEffort};
+use loopwright_core::{OutputSpec, ReasoningEffort, agent::AgentOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,19 +74,19 @@ impl RunOptions {
     pub(crate) fn apply(&self, mut options: AgentOptions) -> AgentOptions {
         options = crate::run::add_system(options, &self.system);
         if let Some(Ok(spec)) = self.output.as_ref().map(OutputRequest::spec) {
-            options = options.output(spec);
+            options.output = Some(spec);
         }
-        if let Some(t) = self.temperature {
-            options = options.temperature(t);
+        if self.temperature.is_some() {
+            options.temperature = self.temperature;
         }
-        if let Some(t) = self.top_p {
-            options = options.top_p(t);
+        if self.top_p.is_some() {
+            options.top_p = self.top_p;
         }
-        if let Some(n) = self.max_output_tokens {
-            options = options.max_output_tokens(n);
+        if self.max_output_tokens.is_some() {
+            options.max_output_tokens = self.max_output_tokens;
         }
         if let Some(effort) = self.reasoning {
-            options = options.reasoning(effort);
+            options.reasoning = Some(effort.into());
         }
         options
     }
@@ -112,7 +112,9 @@ mod tests {
         let back: RunOptions = serde_json::from_value(serde_json::to_value(&options).unwrap()).unwrap();
         assert_eq!(back, options);
         assert!(back.check().is_ok());
-        let applied = back.apply(AgentOptions::default().system("You help."));
+        let mut base = AgentOptions::default();
+        base.system = Some("You help.".into());
+        let applied = back.apply(base);
         assert_eq!(applied.system.as_deref(), Some("You help.\n\nBe brief."));
         assert!(applied.output.is_some());
         assert_eq!(applied.max_output_tokens, Some(100));

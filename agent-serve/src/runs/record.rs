@@ -2,12 +2,20 @@
 //! fields ([`Envelope`], kept as the record's `state`), and how a record
 //! looks to clients ([`view`]).
 //!
-//! Invariant: everything a replica needs to continue, show or cancel a run
-//! is in its record (the paused state, the decisions so far, the next
-//! event's sequence number, the options the request changed, where the
-//! conversation is kept); nothing about a run lives only in one process.
+//! Invariants:
+//! - everything a replica needs to continue, show or cancel a run is in its
+//!   record (the paused state, the decisions so far, the next event's
+//!   sequence number, the options the request changed, where the
+//!   conversation is kept); nothing about a run lives only in one process;
+//! - the run's input is not in the record: a running run has it in the
+//!   memory of the replica driving it (a run is never continued from its
+//!   record while it runs), a paused one in its paused state. The record
+//!   stays small whatever the input, so the lease's rewrites, the cancel
+//!   watch's reads and every `GET` of the run cost little, and the record
+//!   is read without copying what it does not need ([`Envelope::of`]
+//!   decodes from the stored value, [`surface`] takes only its part).
 
-use loopwright_core::{AgentResult, ApprovalDecision, Message, PendingCall, RunState};
+use loopwright_core::{AgentResult, ApprovalDecision, RunState, agent::PendingCall};
 use loopwright_store::{RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -107,12 +115,22 @@ pub(crate) struct Keep {
     pub(crate) session: Option<String>,
     #[serde(default)]
     pub(crate) session_version: u64,
-    /// The turn's own input (after the session's history).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) turn: Vec<Message>,
-    /// A conversation to save the whole history under (a stored response).
+    /// Where the turn's own input starts in the run's input (after the
+    /// history it continues): from there on, the run's input and its
+    /// answer are the turn kept.
+    #[serde(default)]
+    pub(crate) turn_from: usize,
+    /// The chain turn the turn is stored as (a stored response's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) snapshot: Option<String>,
+    pub(crate) chain: Option<ChainLink>,
+}
+
+/// A turn of a chain: its id, and the turn it continues.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChainLink {
+    pub(crate) id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) previous: Option<String>,
 }
 
 impl Envelope {
@@ -121,7 +139,7 @@ impl Envelope {
     pub(crate) fn of(record: &RunRecord) -> Result<Self, String> {
         match &record.state {
             None => Ok(Self::default()),
-            Some(value) => serde_json::from_value(value.clone())
+            Some(value) => Self::deserialize(value)
                 .map_err(|e| format!("run {}: its stored record is not a served run's: {e}", record.id)),
         }
     }
@@ -160,14 +178,20 @@ impl Envelope {
     }
 }
 
+/// What the surface that started run `record` keeps in it (see
+/// [`Envelope::surface`]), read without decoding the rest of the record.
+pub(crate) fn surface(record: &RunRecord) -> Option<&Value> {
+    record.state.as_ref()?.get("surface").filter(|s| !s.is_null())
+}
+
 /// What a finished run's record keeps as its `result`.
 pub(crate) fn result_value(result: &AgentResult) -> Value {
     json!({
         "text": result.text,
         "output": result.output,
         "usage": result.tree_usage,
-        "exit": result.exit,
-        "steps": result.steps,
+        "exit": result.exit(),
+        "steps": result.steps.len(),
     })
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use loopwright_core::{
-    FinishReason, LanguageModel, ModelError, ModelEvent, ModelRequest, ModelStream, Usage,
+    LanguageModel, ModelError, Usage, model::FinishReason, model::ModelEvent, model::ModelRequest,
+    model::ModelStream,
 };
 use tokio::sync::Semaphore;
 

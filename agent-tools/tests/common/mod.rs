@@ -71,7 +71,7 @@ pub async fn err(tool: &dyn Tool, input: Value) -> String {
 pub fn image_of(out: &ToolOutput) -> Option<(String, String)> {
     out.parts.iter().find_map(|p| match p {
         ToolOutputPart::Image {
-            image: loopwright_core::ImageSource::Base64 { media_type, data },
+            image: loopwright_core::message::ImageSource::Base64 { media_type, data },
         } => Some((media_type.clone(), data.clone())),
         _ => None,
     })
