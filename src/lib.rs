@@ -95,7 +95,7 @@ pub use loopwright_tools as tools;
 /// };
 /// let servers = config.mcp_sources(&[], Some(&cassette)).await?; // replayed: nothing started
 /// let agent = Agent::builder(model).tools(servers.add_to(ToolSet::builder()).build()).build();
-/// let answer = agent.prompt("What time is it in Lisbon?").await?;
+/// let answer = agent.run("What time is it in Lisbon?").await?;
 /// assert!(answer.text.contains("Lisbon"));
 /// servers.connected.close_all().await;
 /// # Ok(()) }

@@ -25,13 +25,16 @@
 //! }
 //! // defaults.model, else the first provider whose key is set, else a local server.
 //! let chosen = config.choose_model(&[], None).await?;
-//! let options = config.agent_options(&chosen, |o| o.max_steps(10))?; // your settings win
+//! let options = config.agent_options(&chosen, |mut o| {
+//!     o.max_steps = 10; // your settings win
+//!     o
+//! })?;
 //! let servers = config.connect_mcp(&[]).await?; // every configured server; a failing one is reported
 //! let agent = loopwright_core::Agent::builder(chosen.model.clone())
 //!     .options(options)
 //!     .tools(servers.tool_set())
 //!     .build();
-//! println!("{}", agent.prompt("What changed in this repository today?").await?.text);
+//! println!("{}", agent.run("What changed in this repository today?").await?.text);
 //! servers.close_all().await;
 //! # Ok(()) }
 //! ```
