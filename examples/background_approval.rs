@@ -14,8 +14,8 @@
 //! cargo run --features store --example background_approval -- --deny "Note that the build is green"
 //! ```
 //!
-//! The runs live in `LOOPWRIGHT_STORE` (`sqlite:PATH`, `postgres://...`)
-//! when it is set, else in memory; notes go to `notes.txt` in the current
+//! The runs live in `LOOPWRIGHT_STORE` (`sqlite:PATH`, or `postgres://...`
+//! with the `postgres` feature) when it is set, else in memory; notes go to `notes.txt` in the current
 //! directory. The model comes from the environment as in the quickstart
 //! (`LOOPWRIGHT_MODEL`, a provider key, or a local server).
 

@@ -12,8 +12,8 @@
 //! cargo run --features store --example pause_resume -- resume run_3f2a... --approve call_1
 //! ```
 //!
-//! The store is `LOOPWRIGHT_STORE` (`sqlite:PATH`, `postgres://...`), by
-//! default `sqlite:pause_resume.db`; notes go to `notes.txt` in the current
+//! The store is `LOOPWRIGHT_STORE` (`sqlite:PATH`, or `postgres://...` with
+//! `--features store,postgres`), by default `sqlite:pause_resume.db`; notes go to `notes.txt` in the current
 //! directory. The model comes from the environment as in the quickstart
 //! (`LOOPWRIGHT_MODEL`, a provider key, or a local server). The resume
 //! claims the stored run first (a compare-and-set), so two processes

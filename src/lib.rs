@@ -3,8 +3,8 @@
 //! One dependency for applications: re-exports the agent crates behind cargo
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
 //! `skills`, all on by default; `serve`, the headends; `store`, conversations
-//! and runs kept in SQLite or PostgreSQL; `otel`, the OTLP export of the trace
-//! spans; `eval`, evals over datasets of cases). See `loopwright_core` for
+//! and runs kept in SQLite, and `postgres`, in PostgreSQL; `otel`, the OTLP
+//! export of the trace spans; `eval`, evals over datasets of cases). See `loopwright_core` for
 //! the loop and the
 //! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
@@ -71,45 +71,68 @@ pub use loopwright_providers as providers;
 #[cfg(feature = "tools")]
 pub use loopwright_tools as tools;
 
-/// The `loopwright` command's configuration file (feature `config`).
+/// A test from the configuration file (feature `config`), recorded once
+/// against the real provider and MCP server (`RECORD=1 cargo test`), then
+/// replayed offline: no key, no network, no server.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// use loopwright::config::AgentConfig;
+/// use loopwright::replay::{Cassette, ReplayMode, ReplayModel};
+/// use loopwright::{Agent, LanguageModel, ToolSet, providers::Providers};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = AgentConfig::load("tests/agent.json".as_ref())?; // mcpServers: time
+/// let dir = "tests/cassettes/lisbon";
+/// let (cassette, model): (Cassette, Arc<dyn LanguageModel>) = if std::env::var_os("RECORD").is_some() {
+///     let cassette = Cassette::record(dir)?;
+///     let model = cassette.model(Providers::from_env()?.model("openai/gpt-4.1")?);
+///     (cassette, model)
+/// } else {
+///     let cassette = Cassette::replay(dir, ReplayMode::Strict)?;
+///     let model = Arc::new(ReplayModel::offline(&cassette, "openai", "gpt-4.1"));
+///     (cassette, model)
+/// };
+/// let servers = config.mcp_sources(&[], Some(&cassette)).await?; // replayed: nothing started
+/// let agent = Agent::builder(model).tools(servers.add_to(ToolSet::builder()).build()).build();
+/// let answer = agent.run("What time is it in Lisbon?").await?;
+/// assert!(answer.text.contains("Lisbon"));
+/// servers.connected.close_all().await;
+/// # Ok(()) }
+/// ```
 #[cfg(feature = "config")]
-pub mod config;
+pub use loopwright_config::config;
 
 /// Agent definition files and sub-agents built from them (feature `files`).
 #[cfg(feature = "files")]
-pub mod files;
+pub use loopwright_config::files;
 
 /// Agent Skills: folders with a `SKILL.md`, offered to the model as a
 /// catalog and loaded on demand (feature `skills`).
 #[cfg(feature = "skills")]
-pub mod skills;
+pub use loopwright_config::skills;
 
 #[cfg(feature = "eval")]
 pub mod eval;
-
-#[cfg(any(feature = "files", feature = "skills", feature = "eval"))]
-#[cfg_attr(not(any(feature = "files", feature = "skills")), allow(dead_code))]
-mod frontmatter;
-
-#[cfg(any(feature = "config", feature = "skills", feature = "eval"))]
-mod json;
 
 /// Reading the text files a person names (configurations, agent files,
 /// prompts, schemas): regular files only, opened without blocking, under a
 /// size limit.
 #[cfg(any(feature = "config", feature = "files", feature = "skills"))]
-pub mod textfile;
+pub use loopwright_config::textfile;
 
 /// Agents served to other programs (feature `serve`): as an OpenAI- or
 /// Anthropic-compatible API, as an MCP server, over REST.
 #[cfg(feature = "serve")]
 pub use loopwright_serve as serve;
 
-/// Conversations, run states and event logs that outlive a process (feature
-/// `store`): in memory, SQLite (one file) or PostgreSQL, opened by URL.
-#[cfg(feature = "store")]
+/// Conversations, run states and event logs that outlive a process, opened
+/// by URL: in memory and SQLite (one file) with the feature `store`,
+/// PostgreSQL with the feature `postgres`. A URL whose back end is not built
+/// is [`store::StoreError::BackendNotBuilt`], naming the feature.
+#[cfg(any(feature = "store", feature = "postgres"))]
 pub use loopwright_store as store;
 
 /// The GenAI trace spans exported over OTLP (feature `otel`).
 #[cfg(feature = "otel")]
-pub mod otel;
+pub use loopwright_otel as otel;

@@ -48,7 +48,7 @@ fn the_readme_library_example_is_the_compiled_one() {
 #[test]
 fn the_readme_replay_test_is_the_compiled_one() {
     let readme = block(include_str!("../README.md"), "The same test from Rust:");
-    let compiled = doc_example(include_str!("../src/config/cassette.rs"), "///");
+    let compiled = doc_example(include_str!("../src/lib.rs"), "///");
     assert!(compiled.len() >= 10, "{compiled:?}");
     assert_eq!(readme, compiled);
 }

@@ -1,5 +1,6 @@
-//! `${VAR}` / `${VAR:-default}` interpolation and the environment a stdio
-//! server is started with.
+//! `${VAR}` / `${VAR:-default}` interpolation (loopwright-types' one
+//! expander, with the server's name in its error) and the environment a
+//! stdio server is started with.
 //!
 //! Invariant: a server gets only the variables its config names plus
 //! [`SAFE_BASE_ENV`]; secrets of the host process never leak to it.
@@ -14,11 +15,14 @@ pub const SAFE_BASE_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ",
 ];
 
-/// Replace `${VAR}` and `${VAR:-default}` in `text` using `lookup`.
+/// Replace `${VAR}` and `${VAR:-default}` in `text` using `lookup`, by
+/// the one set of rules every configuration of the workspace uses (the
+/// configuration file's and providers' too).
 ///
 /// A variable that is unset (and, with `:-`, also an empty one) takes the
-/// default; without a default that is [`McpError::MissingVariable`]. Text
-/// that is not a complete `${...}` is kept as it is.
+/// default, which may hold references itself; without a default that is
+/// [`McpError::MissingVariable`]. Text that is not a complete `${...}` is
+/// kept as it is, and there is no escape.
 ///
 /// ```
 /// let lookup = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
@@ -32,36 +36,10 @@ pub fn interpolate(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, McpError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        let value = match (lookup(name), default) {
-            (Some(v), Some(d)) if v.is_empty() => d.to_string(),
-            (Some(v), _) => v,
-            (None, Some(d)) => d.to_string(),
-            (None, None) => {
-                return Err(McpError::MissingVariable {
-                    server: server.to_string(),
-                    variable: name.to_string(),
-                });
-            }
-        };
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    loopwright_types::util::expand_vars(text, lookup).map_err(|unset| McpError::MissingVariable {
+        server: server.to_string(),
+        variable: unset.name,
+    })
 }
 
 /// Interpolate every value of a map (env or headers).
@@ -119,22 +97,6 @@ mod tests {
             "EMPTY" => Some(String::new()),
             _ => None,
         }
-    }
-
-    #[test]
-    fn replaces_plain_and_default_forms() {
-        assert_eq!(interpolate("s", "x${A}y", &lookup).unwrap(), "xalphay");
-        assert_eq!(interpolate("s", "${B:-bee}", &lookup).unwrap(), "bee");
-        assert_eq!(interpolate("s", "${A:-bee}", &lookup).unwrap(), "alpha");
-        assert_eq!(interpolate("s", "${EMPTY:-d}", &lookup).unwrap(), "d");
-        assert_eq!(interpolate("s", "${EMPTY}", &lookup).unwrap(), "");
-        assert_eq!(interpolate("s", "${B:-}", &lookup).unwrap(), "");
-    }
-
-    #[test]
-    fn keeps_text_that_is_not_a_reference() {
-        assert_eq!(interpolate("s", "$A ${A", &lookup).unwrap(), "$A ${A");
-        assert_eq!(interpolate("s", "", &lookup).unwrap(), "");
     }
 
     #[test]

@@ -135,13 +135,14 @@ pub struct ProviderConfig {
     /// The wire format; inferred from a well-known name when absent.
     #[serde(default, rename = "type")]
     pub kind: Option<ProviderKind>,
-    /// API key; `${VAR}` is expanded. Defaults to the kind's environment variable.
+    /// API key; `${VAR}` and `${VAR:-default}` are expanded. Defaults to the kind's environment variable.
     #[serde(default)]
     pub api_key: Option<String>,
-    /// Base URL with the version segment; `${VAR}` is expanded.
+    /// Base URL with the version segment; `${VAR}` and `${VAR:-default}`
+    /// are expanded.
     #[serde(default)]
     pub base_url: Option<String>,
-    /// Extra headers; `${VAR}` in values is expanded.
+    /// Extra headers; `${VAR}` and `${VAR:-default}` in values are expanded.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// Known models.
@@ -215,25 +216,6 @@ pub enum ConfigError {
     Model(#[from] ModelError),
 }
 
-/// Expand every `${VAR}` in `text` with `env`.
-pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let var = &after[..end];
-        out.push_str(&env(var).ok_or_else(|| var.to_owned())?);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 /// A provider ready to build models: kind and resolved settings.
 #[derive(Debug, Clone)]
 struct Resolved {
@@ -251,8 +233,9 @@ pub struct Providers {
 }
 
 impl Providers {
-    /// Providers from `config`, with `${VAR}` and default keys read from the
-    /// process environment; built-in providers are available under their
+    /// Providers from `config`, with `${VAR}` (and `${VAR:-default}`, by
+    /// the rules of the configuration file and MCP servers) and default keys
+    /// read from the process environment; built-in providers are available under their
     /// names (`openai`, `anthropic`, `google`, `openrouter`, `ollama`, ...).
     pub fn from_config(config: ProvidersConfig) -> Result<Self, ConfigError> {
         Self::with_env(config, |name| std::env::var(name).ok())
@@ -460,9 +443,9 @@ fn resolve(
         (None, None) => return Err(ConfigError::UnknownType(name.to_owned())),
     };
     let expand = |text: &str| {
-        expand_vars(text, env).map_err(|var| ConfigError::MissingVar {
+        loopwright_types::util::expand_vars(text, env).map_err(|unset| ConfigError::MissingVar {
             provider: name.to_owned(),
-            var,
+            var: unset.name,
         })
     };
     let base_url = match &cfg.base_url {
@@ -501,14 +484,6 @@ fn resolve(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn expands_variables() {
-        let env = |v: &str| (v == "A").then(|| "x".to_owned());
-        assert_eq!(expand_vars("k-${A}-${A}", &env).unwrap(), "k-x-x");
-        assert_eq!(expand_vars("plain", &env).unwrap(), "plain");
-        assert_eq!(expand_vars("${B}", &env).unwrap_err(), "B");
-    }
 
     #[test]
     fn selectors() {

@@ -65,7 +65,6 @@ pub use anthropic::{
 pub use budget::{KNOWN_CONTEXT_WINDOWS, context_window_for, known_context_window};
 pub use config::{
     ConfigError, DEFAULT_MODELS, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig,
-    expand_vars,
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::{HttpOptions, default_client, install_tls_provider};

@@ -150,6 +150,46 @@ async fn configured_compatible_provider_sends_expanded_key_and_headers() {
     assert_eq!(r.body["model"], "meta/llama");
 }
 
+/// `${VAR:-default}` (and a default naming another variable) in a
+/// provider's key, URL and headers: the rules of the configuration file
+/// and of MCP servers, which `Providers` did not follow before (it looked
+/// up a variable named `VLLM_KEY:-${FALLBACK_KEY}`).
+#[tokio::test]
+async fn provider_settings_take_defaults_as_the_configuration_file_does() {
+    let lines = vec![
+        json!({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}).to_string(),
+    ];
+    let mut chunks = sse(&lines, false, "\n");
+    chunks.push(Bytes::from("data: [DONE]\n\n"));
+    let server = Server::start(vec![Reply::ok(chunks)]).await;
+    let cfg = config(json!({"providers": {"vllm": {
+        "type": "openai-compatible",
+        "baseUrl": "${VLLM_URL:-${HOST}/v1}",
+        "apiKey": "${VLLM_KEY:-${FALLBACK_KEY}}",
+        "headers": {"X-Team": "${TEAM:-t-none}", "X-Empty": "${EMPTY:-was-empty}"},
+    }}}));
+    let p = Providers::with_env(
+        cfg,
+        env(&[("HOST", &server.url), ("FALLBACK_KEY", "fallback"), ("EMPTY", "")]),
+    )
+    .unwrap();
+    let model = p.model("vllm/m").unwrap();
+    let (events, err) = collect(
+        model
+            .stream(ModelRequest::new(vec![Message::user("x")]))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(err.is_none());
+    assert_eq!(text(&events), "hi");
+    let r = &server.received()[0];
+    assert_eq!(r.path, "/v1/chat/completions");
+    assert_eq!(r.headers["authorization"], "Bearer fallback");
+    assert_eq!(r.headers["x-team"], "t-none");
+    assert_eq!(r.headers["x-empty"], "was-empty");
+}
+
 #[tokio::test]
 async fn ollama_host_from_environment() {
     let line =

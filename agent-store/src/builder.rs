@@ -141,8 +141,20 @@ impl Target {
                     Err(invalid(format!("`memory:` takes nothing after it, got {rest:?}")))
                 }
             }
+            #[cfg(feature = "sqlite")]
             "sqlite" => sqlite(rest).map_err(invalid),
+            #[cfg(not(feature = "sqlite"))]
+            "sqlite" => Err(StoreError::BackendNotBuilt {
+                backend: "sqlite",
+                feature: "sqlite",
+            }),
+            #[cfg(feature = "postgres")]
             "postgres" | "postgresql" => postgres(trimmed, rest).map_err(invalid),
+            #[cfg(not(feature = "postgres"))]
+            "postgres" | "postgresql" => Err(StoreError::BackendNotBuilt {
+                backend: "postgres",
+                feature: "postgres",
+            }),
             other => Err(invalid(format!("unknown scheme {other:?}: {EXPECTED}"))),
         }
     }
@@ -165,22 +177,12 @@ fn sqlite(rest: &str) -> Result<Target, String> {
     Ok(Target::Sqlite(PathBuf::from(path)))
 }
 
-#[cfg(not(feature = "sqlite"))]
-fn sqlite(_rest: &str) -> Result<Target, String> {
-    Err("this build of loopwright-store has no SQLite back end (cargo feature `sqlite`)".to_owned())
-}
-
 #[cfg(feature = "postgres")]
 fn postgres(url: &str, rest: &str) -> Result<Target, String> {
     if !rest.starts_with("//") {
         return Err("write `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`".to_owned());
     }
     Ok(Target::Postgres(url.to_owned()))
-}
-
-#[cfg(not(feature = "postgres"))]
-fn postgres(_url: &str, _rest: &str) -> Result<Target, String> {
-    Err("this build of loopwright-store has no PostgreSQL back end (cargo feature `postgres`)".to_owned())
 }
 
 /// `url` with its password (in the user info or a `password=` option)
@@ -236,18 +238,22 @@ mod tests {
     #[test]
     fn urls_name_their_back_end() {
         assert_eq!(Target::parse("memory:").unwrap(), Target::Memory);
-        assert_eq!(
-            Target::parse("sqlite:data/a.db").unwrap(),
-            Target::Sqlite("data/a.db".into())
-        );
-        assert_eq!(
-            Target::parse("sqlite://data/a.db").unwrap(),
-            Target::Sqlite("data/a.db".into())
-        );
-        assert_eq!(
-            Target::parse("sqlite:///tmp/a.db").unwrap(),
-            Target::Sqlite("/tmp/a.db".into())
-        );
+        #[cfg(feature = "sqlite")]
+        {
+            assert_eq!(
+                Target::parse("sqlite:data/a.db").unwrap(),
+                Target::Sqlite("data/a.db".into())
+            );
+            assert_eq!(
+                Target::parse("sqlite://data/a.db").unwrap(),
+                Target::Sqlite("data/a.db".into())
+            );
+            assert_eq!(
+                Target::parse("sqlite:///tmp/a.db").unwrap(),
+                Target::Sqlite("/tmp/a.db".into())
+            );
+        }
+        #[cfg(feature = "postgres")]
         assert_eq!(
             Target::parse("postgresql://u@h/db").unwrap(),
             Target::Postgres("postgresql://u@h/db".into())
@@ -259,11 +265,65 @@ mod tests {
         assert!(reason("").contains("expected"));
         assert!(reason("agent.db").contains("no scheme"));
         assert!(reason("mysql://h/db").contains("unknown scheme \"mysql\""));
-        assert!(reason("sqlite:").contains("no file"));
-        assert!(reason("sqlite::memory:").contains("use `memory:`"));
-        assert!(reason("sqlite:a.db?mode=ro").contains("no options"));
         assert!(reason("memory:x").contains("takes nothing"));
+        #[cfg(feature = "sqlite")]
+        {
+            assert!(reason("sqlite:").contains("no file"));
+            assert!(reason("sqlite::memory:").contains("use `memory:`"));
+            assert!(reason("sqlite:a.db?mode=ro").contains("no options"));
+        }
+        #[cfg(feature = "postgres")]
         assert!(reason("postgres:db").contains("postgres://"));
+    }
+
+    /// `cargo test -p loopwright-store --no-default-features --features sqlite --lib`
+    #[cfg(not(feature = "postgres"))]
+    #[tokio::test]
+    async fn a_postgres_url_without_the_postgres_feature_names_it() {
+        for url in [
+            "postgres://app:s3cret@db/agents",
+            "postgresql://db/agents",
+            "postgres:db",
+        ] {
+            match open(url).await {
+                Err(
+                    error @ StoreError::BackendNotBuilt {
+                        backend: "postgres",
+                        feature: "postgres",
+                    },
+                ) => {
+                    let message = error.to_string();
+                    assert!(
+                        message.contains("turn on the cargo feature `postgres`"),
+                        "{message}"
+                    );
+                    assert!(!message.contains("s3cret"), "{message}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    }
+
+    /// `cargo test -p loopwright-store --no-default-features --features postgres --lib`
+    #[cfg(not(feature = "sqlite"))]
+    #[tokio::test]
+    async fn a_sqlite_url_without_the_sqlite_feature_names_it() {
+        match open("sqlite:data/agent.db").await {
+            Err(
+                error @ StoreError::BackendNotBuilt {
+                    backend: "sqlite",
+                    feature: "sqlite",
+                },
+            ) => {
+                let message = error.to_string();
+                assert!(
+                    message
+                        .contains("the cargo feature `store` of loopwright (`sqlite` of loopwright-store)"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

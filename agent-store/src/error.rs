@@ -61,6 +61,26 @@ pub enum StoreError {
         /// What is wrong, and what would be right.
         reason: String,
     },
+    /// The URL names a back end this build was compiled without (a cargo
+    /// feature that is off): nothing was opened.
+    ///
+    /// ```
+    /// let error = loopwright_store::StoreError::BackendNotBuilt { backend: "postgres", feature: "postgres" };
+    /// assert_eq!(
+    ///     error.to_string(),
+    ///     "this build has no postgres back end: turn on the cargo feature `postgres` (of loopwright or loopwright-store)"
+    /// );
+    /// ```
+    #[error(
+        "this build has no {backend} back end: turn on the cargo feature {}",
+        feature_hint(feature)
+    )]
+    BackendNotBuilt {
+        /// `sqlite` or `postgres`.
+        backend: &'static str,
+        /// loopwright-store's cargo feature that builds it.
+        feature: &'static str,
+    },
     /// The database was set up by a newer loopwright-store (its schema has a
     /// migration this version does not know): it is left as it is.
     #[error(
@@ -130,6 +150,15 @@ impl StoreError {
     /// Whether a stored value did not decode.
     pub fn is_corrupt(&self) -> bool {
         matches!(self, Self::Corrupt { .. })
+    }
+}
+
+/// loopwright-store's `feature`, with the feature of the `loopwright` crate
+/// (the facade) that turns it on: SQLite comes with its `store`.
+fn feature_hint(feature: &str) -> String {
+    match feature {
+        "sqlite" => "`store` of loopwright (`sqlite` of loopwright-store)".to_owned(),
+        other => format!("`{other}` (of loopwright or loopwright-store)"),
     }
 }
 

@@ -19,10 +19,17 @@
 //! | `sqlite:PATH` | [`SqliteStore`] (feature `sqlite`) | the embedded default: one file, nothing to install |
 //! | `postgres://...` | [`PostgresStore`] (feature `postgres`) | many processes and machines |
 //!
+//! Each SQL back end is a cargo feature, both on by default: a URL whose
+//! back end the build leaves out is [`StoreError::BackendNotBuilt`], naming
+//! the feature. Through the `loopwright` crate, `store` brings this crate
+//! with SQLite and `postgres` with PostgreSQL, so a SQLite user does not
+//! build PostgreSQL's driver (nor a PostgreSQL user SQLite's C library).
+//!
 //! The SQL back ends use [sqlx](https://docs.rs/sqlx) with run-time queries
-//! (no database is needed to build) and bring their schema up to date when
-//! opened. Every write is one transaction: a turn, a run update, a batch of
-//! events is whole or absent.
+//! (no database is needed to build), share their statements and logic (what
+//! differs between SQLite and PostgreSQL is a small dialect), and bring their
+//! schema up to date when opened. Every write is one transaction: a turn, a
+//! run update, a batch of events is whole or absent.
 //!
 //! [`Session`] is a [`Conversation`](loopwright_core::Conversation) kept in a
 //! store by id:
@@ -45,9 +52,13 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod backend;
 mod builder;
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 mod codec;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod dialect;
 mod error;
 mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -15,8 +15,9 @@
 
 // Every SQL text becomes an `SqlStr` before it reaches sqlx: a `&'static
 // str` there makes the generic future fail the `Send` check `open()` needs.
-use sqlx::{Connection, Database, Executor, IntoArguments, Row, SqlSafeStr};
+use sqlx::{AssertSqlSafe, Connection, Database, Executor, IntoArguments, Row, SqlSafeStr};
 
+use crate::dialect::Dialect;
 use crate::error::{StoreError, from_sqlx};
 
 /// The table recording applied migrations.
@@ -37,40 +38,10 @@ pub(crate) const POSTGRES: &[Step] = &[
     (2, "chains", include_str!("migrations/postgres/0002_chains.sql")),
 ];
 
-/// How a back end takes the lock and records migrations.
-pub(crate) struct Dialect {
-    pub(crate) backend: &'static str,
-    /// Starts the migrations' transaction, taking the write lock.
-    pub(crate) begin: &'static str,
-    /// Statements run first inside it (the advisory lock on PostgreSQL).
-    pub(crate) lock: Option<&'static str>,
-    pub(crate) create_table: &'static str,
-    /// Binds version, description, checksum, installed_at.
-    pub(crate) record: &'static str,
-}
-
-#[cfg(feature = "sqlite")]
-pub(crate) const SQLITE_DIALECT: Dialect = Dialect {
-    backend: "sqlite",
-    begin: "BEGIN IMMEDIATE",
-    lock: None,
-    create_table: "CREATE TABLE IF NOT EXISTS loopwright_migrations (version INTEGER PRIMARY KEY, \
-                   description TEXT NOT NULL, checksum TEXT NOT NULL, installed_at INTEGER NOT NULL)",
-    record: "INSERT INTO loopwright_migrations (version, description, checksum, installed_at) \
-             VALUES (?, ?, ?, ?)",
-};
-
-#[cfg(feature = "postgres")]
-pub(crate) const POSTGRES_DIALECT: Dialect = Dialect {
-    backend: "postgres",
-    begin: "BEGIN",
-    // A key of our own ("loopwright" in ASCII, truncated to 63 bits).
-    lock: Some("SELECT pg_advisory_xact_lock(7813577447718053746)"),
-    create_table: "CREATE TABLE IF NOT EXISTS loopwright_migrations (version BIGINT PRIMARY KEY, \
-                   description TEXT NOT NULL, checksum TEXT NOT NULL, installed_at BIGINT NOT NULL)",
-    record: "INSERT INTO loopwright_migrations (version, description, checksum, installed_at) \
-             VALUES ($1, $2, $3, $4)",
-};
+/// Records an applied migration: version, description, checksum,
+/// installed_at.
+const RECORD: &str = "INSERT INTO loopwright_migrations (version, description, checksum, installed_at) \
+                      VALUES ($1, $2, $3, $4)";
 
 /// The newest version in `steps`.
 pub(crate) fn newest(steps: &[Step]) -> i64 {
@@ -88,11 +59,7 @@ fn checksum(sql: &str) -> String {
 
 /// Brings the schema on `connection` up to date (see the module's
 /// invariant). A failure rolls back everything.
-pub(crate) async fn run<DB>(
-    connection: &mut DB::Connection,
-    dialect: &Dialect,
-    steps: &[Step],
-) -> Result<(), StoreError>
+pub(crate) async fn run<DB>(connection: &mut DB::Connection, dialect: &Dialect) -> Result<(), StoreError>
 where
     DB: Database,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -104,19 +71,15 @@ where
 {
     let backend = dialect.backend;
     let mut transaction = connection
-        .begin_with(dialect.begin.into_sql_str())
+        .begin_with(dialect.begin_write.into_sql_str())
         .await
         .map_err(|e| from_sqlx(backend, e))?;
     // Dropped on an error: rolled back.
-    apply::<DB>(&mut transaction, dialect, steps).await?;
+    apply::<DB>(&mut transaction, dialect).await?;
     transaction.commit().await.map_err(|e| from_sqlx(backend, e))
 }
 
-async fn apply<DB>(
-    connection: &mut DB::Connection,
-    dialect: &Dialect,
-    steps: &[Step],
-) -> Result<(), StoreError>
+async fn apply<DB>(connection: &mut DB::Connection, dialect: &Dialect) -> Result<(), StoreError>
 where
     DB: Database,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -126,13 +89,18 @@ where
     for<'a> &'a str: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
     usize: sqlx::ColumnIndex<DB::Row>,
 {
-    let backend = dialect.backend;
+    let (backend, steps) = (dialect.backend, dialect.migrations);
     let fail = |e: sqlx::Error| from_sqlx(backend, e);
-    if let Some(lock) = dialect.lock {
+    if let Some(lock) = dialect.migrations_lock {
         connection.execute(lock.into_sql_str()).await.map_err(fail)?;
     }
+    let int = dialect.bigint;
+    let create_table = format!(
+        "CREATE TABLE IF NOT EXISTS loopwright_migrations (version {int} PRIMARY KEY, \
+         description TEXT NOT NULL, checksum TEXT NOT NULL, installed_at {int} NOT NULL)"
+    );
     connection
-        .execute(dialect.create_table.into_sql_str())
+        .execute(AssertSqlSafe(create_table).into_sql_str())
         .await
         .map_err(fail)?;
     let rows =
@@ -174,7 +142,7 @@ where
                     .execute(&mut *connection)
                     .await
                     .map_err(fail)?;
-                sqlx::query(dialect.record.into_sql_str())
+                sqlx::query(RECORD.into_sql_str())
                     .bind(*version)
                     .bind(*description)
                     .bind(checksum(sql).as_str())

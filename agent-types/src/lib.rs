@@ -62,6 +62,7 @@ mod usage;
 pub mod user_input;
 #[doc(hidden)]
 pub mod util;
+mod vars;
 
 pub use budget::ContextBudget;
 pub use fallback::FallbackModel;

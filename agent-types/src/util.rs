@@ -1,10 +1,11 @@
 //! Small helpers shared by the crates: times, sizes, durations, error
-//! chains and output truncation.
+//! chains, output truncation and `${VAR}` expansion.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use crate::duration::parse_duration;
 pub use crate::truncate::truncate_output;
+pub use crate::vars::{NESTING_LIMIT, UnsetVariable, expand_vars};
 
 /// An error and its causes, joined by `: ` (`error sending request: tcp
 /// connect error: Connection refused`). A cause whose text the message

@@ -16,8 +16,8 @@ use loopwright_core::{ContentPart, Message, OutputSpec, Role};
 use serde_json::{Map, Value};
 
 use super::expect::{Expectation, ToolExpectation};
-use crate::frontmatter::yaml;
-use crate::json::type_name;
+use loopwright_config::frontmatter::yaml;
+use loopwright_config::json::type_name;
 
 /// The largest dataset file read: thousands of cases with long prompts
 /// fit; a larger file is refused (naming it and this limit) rather than
