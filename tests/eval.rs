@@ -27,7 +27,7 @@ struct BarrierTarget {
 
 #[async_trait::async_trait]
 impl EvalTarget for BarrierTarget {
-    async fn agent(&self, case: &Case) -> Result<Agent, String> {
+    async fn agent(&self, case: &Case) -> Result<Agent, loopwright::eval::BoxError> {
         let model = ScriptedModel::new(vec![
             ScriptedStep::tool_calls(&[("c1", "wait", "{}")]),
             ScriptedStep::text(format!("done {}", case.name)),

@@ -654,7 +654,7 @@ fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
         Ok(ms) => serde_json::Value::from(ms),
         Err(_) => serde_json::Value::from(text),
     };
-    loopwright::config::parse_duration(&value)
+    loopwright::config::parse_duration(&value).map_err(|e| e.to_string())
 }
 
 fn parse_retention_arg(text: &str) -> Result<loopwright::config::Retention, String> {
@@ -662,7 +662,7 @@ fn parse_retention_arg(text: &str) -> Result<loopwright::config::Retention, Stri
         Ok(ms) => serde_json::Value::from(ms),
         Err(_) => serde_json::Value::from(text),
     };
-    loopwright::config::Retention::parse(&value)
+    loopwright::config::Retention::parse(&value).map_err(|e| e.to_string())
 }
 
 fn parse_var(text: &str) -> Result<(String, String), String> {

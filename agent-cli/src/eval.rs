@@ -216,10 +216,10 @@ impl Target {
 
 #[async_trait::async_trait]
 impl EvalTarget for Target {
-    async fn agent(&self, case: &Case) -> Result<Agent, String> {
+    async fn agent(&self, case: &Case) -> Result<Agent, loopwright::eval::BoxError> {
         match self {
             Self::Flags(flags) => Ok(flags.0.clone()),
-            Self::File(file) => file.build(&case.vars).await,
+            Self::File(file) => Ok(file.build(&case.vars).await?),
         }
     }
 }

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use loopwright_types::schema::{SchemaError, Validator, input_schema_for};
+use loopwright_types::schema::{CheckError, SchemaError, Validator, input_schema_for};
 use loopwright_types::toolset::sanitize_tool_name;
 
 /// Name of the synthetic tool through which the model gives its final answer
@@ -167,8 +167,11 @@ impl OutputSpec {
 
     /// Check a value against the schema as given; `Err` lists each error
     /// with the place in the value it is about.
-    pub fn validate(&self, value: &Value) -> Result<(), String> {
-        let validator = self.validator.as_ref().map_err(ToString::to_string)?;
+    pub fn validate(&self, value: &Value) -> Result<(), CheckError> {
+        let validator = self
+            .validator
+            .as_ref()
+            .map_err(|e| CheckError::Schema(e.clone()))?;
         validator.check(value)
     }
 
@@ -182,8 +185,11 @@ impl OutputSpec {
     /// assert!(spec.validate_async(&serde_json::json!(3)).await.is_ok());
     /// # }
     /// ```
-    pub async fn validate_async(&self, value: &Value) -> Result<(), String> {
-        let validator = self.validator.as_ref().map_err(ToString::to_string)?;
+    pub async fn validate_async(&self, value: &Value) -> Result<(), CheckError> {
+        let validator = self
+            .validator
+            .as_ref()
+            .map_err(|e| CheckError::Schema(e.clone()))?;
         validator.check_async(value).await
     }
 
@@ -253,16 +259,31 @@ pub(crate) fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, OutputError
 /// use loopwright_core::output::answer_json;
 /// assert_eq!(answer_json(" {\"a\": 1} ").unwrap(), serde_json::json!({"a": 1}));
 /// assert_eq!(answer_json("```json\n[1, 2]\n```").unwrap(), serde_json::json!([1, 2]));
-/// assert!(answer_json("It is sunny.").unwrap_err().contains("not JSON"));
+/// assert!(answer_json("It is sunny.").unwrap_err().to_string().contains("not JSON"));
 /// ```
-pub fn answer_json(text: &str) -> Result<Value, String> {
+pub fn answer_json(text: &str) -> Result<Value, NotJson> {
     let trimmed = text.trim();
     let inner = trimmed
         .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
         .map(|body| body.split_once('\n').map_or(body, |(_, after)| after))
         .unwrap_or(trimmed);
-    serde_json::from_str(inner.trim()).map_err(|e| format!("the answer is not JSON ({e})"))
+    serde_json::from_str(inner.trim()).map_err(|error| NotJson { error })
+}
+
+/// A text answer that is not JSON, where the output schema needs it.
+///
+/// ```
+/// let e = loopwright_core::output::answer_json("sunny").unwrap_err();
+/// assert!(e.to_string().starts_with("the answer is not JSON ("));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("the answer is not JSON ({error})")]
+#[non_exhaustive]
+pub struct NotJson {
+    /// Where parsing stopped, and why.
+    #[source]
+    pub error: serde_json::Error,
 }
 
 fn is_object_schema(schema: &Value) -> bool {

@@ -109,7 +109,7 @@ impl McpServerConfig {
         let resources = bool_field(obj, "resources", &err)?;
         let tool_overrides = match obj.get("toolOverrides") {
             None | Some(Value::Null) => ToolOverrides::default(),
-            Some(value) => ToolOverrides::from_json(value).map_err(err)?,
+            Some(value) => ToolOverrides::from_json(value).map_err(|e| err(e.to_string()))?,
         };
         Ok(Self {
             name: name.to_string(),
@@ -122,9 +122,9 @@ impl McpServerConfig {
             #[cfg(feature = "oauth")]
             oauth: match obj.get("oauth") {
                 None | Some(Value::Null) => None,
-                Some(value) => Some(
-                    crate::oauth::OAuthConfig::from_json(value).map_err(|m| err(format!("`oauth`: {m}")))?,
-                ),
+                Some(value) => {
+                    Some(crate::oauth::OAuthConfig::from_json(value).map_err(|e| err(oauth_error(&e)))?)
+                }
             },
             trusted,
             resources,
@@ -211,6 +211,16 @@ fn guess_remote(remote: RemoteConfig) -> McpTransport {
         McpTransport::Sse(remote)
     } else {
         McpTransport::Http(remote)
+    }
+}
+
+/// An `oauth` object's error as the server entry says it: the key path
+/// from `oauth`, in backquotes.
+fn oauth_error(e: &loopwright_types::util::InvalidValue) -> String {
+    if e.path.is_empty() {
+        format!("`oauth`: {}", e.message)
+    } else {
+        format!("`oauth.{}`: {}", e.path, e.message)
     }
 }
 

@@ -126,7 +126,7 @@ impl ServedAgent {
             .validator
             .get_or_init(|| Validator::new(&self.input_schema()));
         match validator {
-            Ok(validator) => validator.check_async(input).await,
+            Ok(validator) => validator.check_async(input).await.map_err(|e| e.to_string()),
             Err(e) => Err(format!("the agent's input schema cannot be used: {e}")),
         }
     }

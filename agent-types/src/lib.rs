@@ -40,6 +40,7 @@ pub mod budget;
 mod duration;
 pub mod fallback;
 pub mod history;
+mod invalid;
 pub mod media;
 mod message;
 mod model;

@@ -3,7 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use crate::duration::parse_duration;
+pub use crate::duration::{DurationError, parse_duration};
+pub use crate::invalid::InvalidValue;
 pub use crate::truncate::truncate_output;
 pub use crate::vars::{NESTING_LIMIT, UnsetVariable, expand_vars};
 

@@ -51,6 +51,10 @@ pub use report::{CaseReport, EvalReport, ExpectationResult, RunReport};
 /// Runs in flight at once by default.
 pub const DEFAULT_EVAL_CONCURRENCY: usize = 4;
 
+/// Why an [`EvalTarget`] could not give a case its agent: any error (a
+/// string converts with `.into()`).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What runs a case: the agent for it (for an agent file, built with the
 /// case's variables).
 ///
@@ -59,7 +63,7 @@ pub const DEFAULT_EVAL_CONCURRENCY: usize = 4;
 /// struct PerCase(loopwright::Agent);
 /// #[async_trait::async_trait]
 /// impl EvalTarget for PerCase {
-///     async fn agent(&self, case: &Case) -> Result<loopwright::Agent, String> {
+///     async fn agent(&self, case: &Case) -> Result<loopwright::Agent, loopwright::eval::BoxError> {
 ///         let tone = case.vars.get("TONE").cloned().unwrap_or_default();
 ///         Ok(self.0.to_builder().system(format!("Answer in a {tone} tone.")).build())
 ///     }
@@ -68,12 +72,12 @@ pub const DEFAULT_EVAL_CONCURRENCY: usize = 4;
 #[async_trait]
 pub trait EvalTarget: Send + Sync {
     /// The agent that runs `case`; `Err` fails the run with that reason.
-    async fn agent(&self, case: &Case) -> Result<Agent, String>;
+    async fn agent(&self, case: &Case) -> Result<Agent, BoxError>;
 }
 
 #[async_trait]
 impl EvalTarget for Agent {
-    async fn agent(&self, _case: &Case) -> Result<Agent, String> {
+    async fn agent(&self, _case: &Case) -> Result<Agent, BoxError> {
         Ok(self.clone())
     }
 }

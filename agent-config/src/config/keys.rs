@@ -127,7 +127,7 @@ pub(crate) fn defaults(
     };
     let duration = |key: &str| -> Result<Option<std::time::Duration>, ConfigFileError> {
         get(key)
-            .map(|v| parse_duration(v).map_err(|m| invalid(&path(key), m)))
+            .map(|v| parse_duration(v).map_err(|m| invalid(&path(key), m.to_string())))
             .transpose()
     };
     let narrow = |key: &str, n: Option<u64>| -> Result<Option<u32>, ConfigFileError> {

@@ -179,24 +179,71 @@ impl SchemaSource {
     /// let inline = SchemaSource::Inline(serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
     /// assert_eq!(inline.load().unwrap().name(), "output");
     /// let missing = SchemaSource::File("/no/such/schema.json".into()).load().unwrap_err();
-    /// assert!(missing.contains("/no/such/schema.json"), "{missing}");
+    /// assert!(missing.to_string().contains("/no/such/schema.json"), "{missing}");
     /// ```
-    pub fn load(&self) -> Result<loopwright_core::OutputSpec, String> {
+    pub fn load(&self) -> Result<loopwright_core::OutputSpec, SchemaLoadError> {
+        use loopwright_core::OutputSpec;
         match self {
-            Self::Inline(schema) => {
-                loopwright_core::OutputSpec::from_schema("output", schema.clone()).map_err(|e| e.to_string())
-            }
+            Self::Inline(schema) => OutputSpec::from_schema("output", schema.clone())
+                .map_err(|error| SchemaLoadError::Unusable { path: None, error }),
             Self::File(path) => {
-                let text =
-                    crate::textfile::read_text_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = crate::textfile::read_text_file(path).map_err(|error| SchemaLoadError::Read {
+                    path: path.clone(),
+                    error,
+                })?;
                 let schema: Value =
-                    serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+                    serde_json::from_str(&text).map_err(|error| SchemaLoadError::NotJson {
+                        path: path.clone(),
+                        error,
+                    })?;
                 let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("output");
-                loopwright_core::OutputSpec::from_schema(name, schema)
-                    .map_err(|e| format!("{}: {e}", path.display()))
+                OutputSpec::from_schema(name, schema).map_err(|error| SchemaLoadError::Unusable {
+                    path: Some(path.clone()),
+                    error,
+                })
             }
         }
     }
+}
+
+/// Why an output schema could not be loaded, naming its file.
+///
+/// ```
+/// use loopwright_config::config::{SchemaLoadError, SchemaSource};
+/// let e = SchemaSource::File("/no/such.json".into()).load().unwrap_err();
+/// assert!(matches!(e, SchemaLoadError::Read { .. }));
+/// assert!(e.to_string().starts_with("/no/such.json: "));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaLoadError {
+    /// The file could not be read.
+    #[error("{}: {error}", .path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("{}: not JSON: {error}", .path.display())]
+    NotJson {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where parsing stopped.
+        #[source]
+        error: serde_json::Error,
+    },
+    /// The schema cannot be an output schema (its limits, its shape).
+    #[error("{}{error}", .path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+    Unusable {
+        /// The file, unless the schema was inline.
+        path: Option<std::path::PathBuf>,
+        /// Why.
+        #[source]
+        error: loopwright_core::output::OutputSchemaError,
+    },
 }
 
 impl Defaults {
@@ -462,11 +509,8 @@ impl AgentConfig {
             "toolOverrides",
         )?;
         if !overrides.is_null() {
-            config.tool_overrides =
-                loopwright_core::toolset::ToolOverrides::from_json(&overrides).map_err(|m| {
-                    let (key, message) = m.split_once(": ").unwrap_or(("toolOverrides", m.as_str()));
-                    invalid(key, message.to_owned())
-                })?;
+            config.tool_overrides = loopwright_core::toolset::ToolOverrides::from_json(&overrides)
+                .map_err(|e| invalid(&e.path, e.message))?;
         }
 
         let skills = expanded(root.remove("skills").unwrap_or(Value::Null), "skills")?;

@@ -35,7 +35,7 @@ pub const SERVE_KEYS: &[&str] = &["apiKeys", "retention"];
 /// use std::time::Duration;
 /// assert_eq!(Retention::parse(&serde_json::json!("30d")), Ok(Retention::After(Duration::from_secs(30 * 86_400))));
 /// assert_eq!(Retention::parse(&serde_json::json!("never")), Ok(Retention::Forever));
-/// assert!(Retention::parse(&serde_json::json!("10ms")).unwrap_err().contains("at least 1s"));
+/// assert!(Retention::parse(&serde_json::json!("10ms")).unwrap_err().message.contains("at least 1s"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -53,14 +53,23 @@ impl Retention {
 
     /// `"never"`, or a duration of at least [`Retention::MIN`]
     /// (milliseconds, or a string such as `"30d"`, `"720h"`).
-    pub fn parse(value: &Value) -> Result<Self, String> {
+    ///
+    /// ```
+    /// use loopwright_config::config::Retention;
+    /// assert_eq!(Retention::parse(&serde_json::json!("never")), Ok(Retention::Forever));
+    /// assert!(Retention::parse(&serde_json::json!("10ms")).unwrap_err().message.contains("too short"));
+    /// ```
+    pub fn parse(value: &Value) -> Result<Self, loopwright_core::util::InvalidValue> {
+        use loopwright_core::util::InvalidValue;
         if value.as_str().is_some_and(|s| s.trim() == "never") {
             return Ok(Self::Forever);
         }
-        let duration = crate::config::parse_duration(value).map_err(|e| format!("{e}, or \"never\""))?;
+        let duration = crate::config::parse_duration(value)
+            .map_err(|e| InvalidValue::new("", format!("{e}, or \"never\"")))?;
         if duration < Self::MIN {
-            return Err(format!(
-                "{value} is too short: a retention is at least 1s (\"never\" keeps everything)"
+            return Err(InvalidValue::new(
+                "",
+                format!("{value} is too short: a retention is at least 1s (\"never\" keeps everything)"),
             ));
         }
         Ok(Self::After(duration))
@@ -151,7 +160,7 @@ pub(super) fn serve(
     };
     let retention = match section.get("retention") {
         None | Some(Value::Null) => None,
-        Some(value) => Some(Retention::parse(value).map_err(|e| invalid("serve.retention", e))?),
+        Some(value) => Some(Retention::parse(value).map_err(|e| invalid("serve.retention", e.message))?),
     };
     Ok(ServeConfig {
         api_keys,

@@ -246,8 +246,8 @@ fn instruction(catalog: &ToolCatalog) -> String {
 
 /// The plan in the model's answer, validated; else what is wrong.
 fn read_plan(spec: &OutputSpec, text: &str) -> Result<Plan, String> {
-    let value: Value = answer_json(text)?;
-    spec.validate(&value)?;
+    let value: Value = answer_json(text).map_err(|e| e.to_string())?;
+    spec.validate(&value).map_err(|e| e.to_string())?;
     serde_json::from_value(value).map_err(|e| e.to_string())
 }
 

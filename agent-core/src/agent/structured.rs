@@ -187,7 +187,7 @@ impl Structured {
                 self.check_value(self.spec.unwrap_value(sent), &Value::String(text.to_owned()))
                     .await
             }
-            Err(e) => Verdict::Rejected(OutputError::new(e, text)),
+            Err(e) => Verdict::Rejected(OutputError::new(e.to_string(), text)),
         }
     }
 
@@ -198,7 +198,7 @@ impl Structured {
         };
         match self.spec.validate_async(&value).await {
             Ok(()) => Verdict::Accepted(value),
-            Err(e) => Verdict::Rejected(OutputError::new(e, raw)),
+            Err(e) => Verdict::Rejected(OutputError::new(e.to_string(), raw)),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! resolved when the server is connected (a secret never sits in the file).
 //! Unknown keys and values of the wrong type are errors naming the key.
 
+use loopwright_types::util::InvalidValue;
 use serde_json::{Map, Value};
 
 /// Keys an `oauth` object may hold.
@@ -120,37 +121,40 @@ impl OAuthConfig {
     ///
     /// ```
     /// let bad = loopwright_mcp::OAuthConfig::from_json(&serde_json::json!({"clientid": "x"})).unwrap_err();
-    /// assert!(bad.contains("unknown key `clientid`"), "{bad}");
+    /// assert_eq!(bad.path, "clientid");
+    /// assert!(bad.to_string().contains("unknown key (known: "), "{bad}");
     /// ```
-    pub fn from_json(value: &Value) -> Result<Self, String> {
-        let obj = value.as_object().ok_or_else(|| "must be an object".to_string())?;
+    pub fn from_json(value: &Value) -> Result<Self, InvalidValue> {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| InvalidValue::new("", "must be an object"))?;
         if let Some(unknown) = obj.keys().find(|k| !OAUTH_KEYS.contains(&k.as_str())) {
-            return Err(format!(
-                "unknown key `{unknown}` (known: {})",
-                OAUTH_KEYS.join(", ")
+            return Err(InvalidValue::new(
+                unknown.as_str(),
+                format!("unknown key (known: {})", OAUTH_KEYS.join(", ")),
             ));
         }
         let grant = match string(obj, "grant")?.as_deref() {
             None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
             Some("client_credentials") => OAuthGrant::ClientCredentials,
             Some(other) => {
-                return Err(format!(
-                    "`grant`: expected \"authorization_code\" or \"client_credentials\", got \"{other}\""
+                return Err(InvalidValue::new(
+                    "grant",
+                    format!("expected \"authorization_code\" or \"client_credentials\", got \"{other}\""),
                 ));
             }
         };
         let signing_algorithm = match string(obj, "signingAlgorithm")? {
             None => JwtAlgorithm::default(),
-            Some(name) => JwtAlgorithm::parse(&name)
-                .ok_or_else(|| format!("`signingAlgorithm`: expected ES256 or RS256, got {name}"))?,
+            Some(name) => JwtAlgorithm::parse(&name).ok_or_else(|| {
+                InvalidValue::new("signingAlgorithm", format!("expected ES256 or RS256, got {name}"))
+            })?,
         };
         let redirect_port = match obj.get("redirectPort") {
             None | Some(Value::Null) => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .and_then(|p| u16::try_from(p).ok())
-                    .ok_or_else(|| format!("`redirectPort`: expected a port number, got {v}"))?,
-            ),
+            Some(v) => Some(v.as_u64().and_then(|p| u16::try_from(p).ok()).ok_or_else(|| {
+                InvalidValue::new("redirectPort", format!("expected a port number, got {v}"))
+            })?),
         };
         let scopes = match obj.get("scopes") {
             None | Some(Value::Null) => Vec::new(),
@@ -160,10 +164,15 @@ impl OAuthConfig {
                 .map(|v| {
                     v.as_str()
                         .map(str::to_string)
-                        .ok_or_else(|| "`scopes`: expected strings".to_string())
+                        .ok_or_else(|| InvalidValue::new("scopes", "expected strings"))
                 })
                 .collect::<Result<_, _>>()?,
-            Some(other) => return Err(format!("`scopes`: expected a string or an array, got {other}")),
+            Some(other) => {
+                return Err(InvalidValue::new(
+                    "scopes",
+                    format!("expected a string or an array, got {other}"),
+                ));
+            }
         };
         Ok(Self {
             client_id: string(obj, "clientId")?,
@@ -211,11 +220,11 @@ impl OAuthConfig {
     }
 }
 
-fn string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+fn string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, InvalidValue> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("`{key}`: expected a string, got {other}")),
+        Some(other) => Err(InvalidValue::new(key, format!("expected a string, got {other}"))),
     }
 }
 
@@ -250,7 +259,7 @@ mod tests {
             (json!({"clientId": 1}), "clientId"),
         ] {
             let e = OAuthConfig::from_json(&v).unwrap_err();
-            assert!(e.contains(key), "{e}");
+            assert_eq!(e.path, key, "{e}");
         }
     }
 }

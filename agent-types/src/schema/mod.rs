@@ -22,7 +22,7 @@ mod strict;
 mod validator;
 
 pub use strict::{STRICT_UNSUPPORTED, strict_schema};
-pub use validator::{MAX_ERRORS, SchemaError, SchemaLimits, Validator};
+pub use validator::{CheckError, MAX_ERRORS, SchemaError, SchemaLimits, Validator};
 
 use serde_json::{Map, Value};
 

@@ -19,6 +19,56 @@ use super::bounds::analyse;
 /// Errors listed for an invalid value at most (the rest are left out).
 pub const MAX_ERRORS: usize = 10;
 
+/// What an invalid value is told when the validator gave no error of its own.
+const NO_MATCH: &str = "the value does not match the schema";
+
+/// Why a value did not pass a [`Validator`] (or an output schema). Its
+/// text is what the model is told: the errors joined by `; `.
+///
+/// ```
+/// use loopwright_types::schema::CheckError;
+/// let e = CheckError::Invalid { errors: vec!["\"a\" is a required property".into()] };
+/// assert_eq!(e.to_string(), "\"a\" is a required property");
+/// let slow = CheckError::TimedOut { after: std::time::Duration::from_secs(2) };
+/// assert_eq!(slow.to_string(), "validating the value took longer than 2000 ms; send a smaller one");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckError {
+    /// The value does not match: its first errors (at most
+    /// [`MAX_ERRORS`]), each with the place in the value it is about.
+    #[error("{}", .errors.join("; "))]
+    Invalid {
+        /// The errors, in the validator's order.
+        errors: Vec<String>,
+    },
+    /// Checking took longer than the limits' deadline
+    /// ([`SchemaLimits::deadline`]).
+    #[error("validating the value took longer than {} ms; send a smaller one", .after.as_millis())]
+    TimedOut {
+        /// The deadline.
+        after: Duration,
+    },
+    /// The check's thread failed.
+    #[error("the value could not be validated: {reason}")]
+    Failed {
+        /// What the thread said.
+        reason: String,
+    },
+    /// The schema itself cannot be used (an output schema refused when it
+    /// was given), so no value passes.
+    #[error("{0}")]
+    Schema(SchemaError),
+}
+
+impl CheckError {
+    fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid {
+            errors: vec![message.into()],
+        }
+    }
+}
+
 /// Backtracking steps a `pattern` may take on one string before it fails.
 const PATTERN_BACKTRACK_LIMIT: usize = 100_000;
 
@@ -187,11 +237,18 @@ impl Validator {
         })
     }
 
-    /// Check `value` here and now: `Ok`, or its first errors (at most
-    /// [`MAX_ERRORS`]; the first alone for a value large enough that
-    /// listing them could take long), each with the place in the value it
-    /// is about, joined by `; `.
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    /// Check `value` here and now: `Ok`, or [`CheckError::Invalid`] with its
+    /// first errors (at most [`MAX_ERRORS`]; the first alone for a value
+    /// large enough that listing them could take long), each with the place
+    /// in the value it is about.
+    ///
+    /// ```
+    /// use loopwright_types::schema::{CheckError, Validator};
+    /// let v = Validator::new(&serde_json::json!({"type": "integer"})).unwrap();
+    /// let Err(CheckError::Invalid { errors }) = v.check(&serde_json::json!("x")) else { panic!() };
+    /// assert_eq!(errors.len(), 1);
+    /// ```
+    pub fn check(&self, value: &Value) -> Result<(), CheckError> {
         if self.inner.is_valid(value) {
             return Ok(());
         }
@@ -207,8 +264,8 @@ impl Validator {
             // Listing every error of a large value can cost far more than
             // finding one: the first is enough to fix.
             return match self.inner.validate(value) {
-                Err(e) => Err(describe(e)),
-                Ok(()) => Err("the value does not match the schema".to_owned()),
+                Err(e) => Err(CheckError::invalid(describe(e))),
+                Ok(()) => Err(CheckError::invalid(NO_MATCH)),
             };
         }
         let messages: Vec<String> = self
@@ -218,9 +275,9 @@ impl Validator {
             .map(describe)
             .collect();
         if messages.is_empty() {
-            return Err("the value does not match the schema".to_owned());
+            return Err(CheckError::invalid(NO_MATCH));
         }
-        Err(messages.join("; "))
+        Err(CheckError::Invalid { errors: messages })
     }
 
     /// [`Self::check`], on a blocking thread when it could be slow (a large
@@ -234,7 +291,7 @@ impl Validator {
     /// assert!(v.check_async(&serde_json::json!("no")).await.is_err());
     /// # }
     /// ```
-    pub async fn check_async(&self, value: &Value) -> Result<(), String> {
+    pub async fn check_async(&self, value: &Value) -> Result<(), CheckError> {
         let budget = INLINE_CHECKS / self.visits;
         if nodes_within(value, budget) {
             return self.check(value);
@@ -244,11 +301,10 @@ impl Validator {
         let checked = tokio::task::spawn_blocking(move || this.check(&owned));
         match tokio::time::timeout(self.deadline, checked).await {
             Ok(Ok(result)) => result,
-            Ok(Err(e)) => Err(format!("the value could not be validated: {e}")),
-            Err(_) => Err(format!(
-                "validating the value took longer than {} ms; send a smaller one",
-                self.deadline.as_millis()
-            )),
+            Ok(Err(e)) => Err(CheckError::Failed {
+                reason: e.to_string(),
+            }),
+            Err(_) => Err(CheckError::TimedOut { after: self.deadline }),
         }
     }
 }
@@ -292,7 +348,7 @@ fn nodes_within(value: &Value, budget: u64) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -302,7 +358,10 @@ mod tests {
         let v = Validator::new(&json!({"type": "array", "items": {"type": "integer"}})).unwrap();
         let bad: Vec<Value> = (0..50).map(|i| json!(format!("s{i}"))).collect();
         let err = v.check(&Value::Array(bad)).unwrap_err();
-        assert_eq!(err.matches("; ").count(), MAX_ERRORS - 1, "{err}");
+        let CheckError::Invalid { errors } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(errors.len(), MAX_ERRORS, "{err}");
     }
 
     #[test]
@@ -327,6 +386,12 @@ mod tests {
         .unwrap();
         let value = Value::Array((0..100_000).map(|_| json!(999)).collect());
         let err = v.check_async(&value).await.unwrap_err();
-        assert!(err.contains("took longer than 1 ms"), "{err}");
+        assert_eq!(
+            err,
+            CheckError::TimedOut {
+                after: Duration::from_millis(1)
+            }
+        );
+        assert!(err.to_string().contains("took longer than 1 ms"), "{err}");
     }
 }

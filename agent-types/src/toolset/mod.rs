@@ -24,7 +24,7 @@ pub use naming::{
 pub use report::{ConnectionReport, SourceFailure};
 pub use transform::{ToolOverride, ToolOverrides, ToolTransform};
 
-use crate::schema::{SchemaError, Validator};
+use crate::schema::{CheckError, SchemaError, Validator};
 use crate::source::{SourceKind, ToolSource};
 use crate::tool::{Tool, ToolDefinition};
 
@@ -480,7 +480,7 @@ impl ExposedTool {
 
     /// Check an input against the tool's schema. `Err` carries the
     /// validator's messages with the place in the input each one is about.
-    pub fn validate(&self, input: &Value) -> Result<(), String> {
+    pub fn validate(&self, input: &Value) -> Result<(), CheckError> {
         match &self.validator {
             Some(validator) => validator.check(input),
             None => Ok(()),
@@ -489,7 +489,7 @@ impl ExposedTool {
 
     /// [`Self::validate`], off the async workers when the check could be
     /// slow ([`Validator::check_async`]).
-    pub async fn validate_async(&self, input: &Value) -> Result<(), String> {
+    pub async fn validate_async(&self, input: &Value) -> Result<(), CheckError> {
         match &self.validator {
             Some(validator) => validator.check_async(input).await,
             None => Ok(()),

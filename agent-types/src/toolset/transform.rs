@@ -146,10 +146,13 @@ impl ToolOverrides {
     /// let json = serde_json::json!({"read_*": {"description": "[FS] {description}", "alwaysOn": true}});
     /// assert!(!ToolOverrides::from_json(&json).unwrap().is_empty());
     /// let err = ToolOverrides::from_json(&serde_json::json!({"x": {"name": 3}})).unwrap_err();
-    /// assert_eq!(err, "toolOverrides.x.name: expected a string, got 3");
+    /// assert_eq!(err.path, "toolOverrides.x.name");
+    /// assert_eq!(err.to_string(), "toolOverrides.x.name: expected a string, got 3");
     /// ```
-    pub fn from_json(value: &Value) -> Result<Self, String> {
-        let at = |path: &str, message: String| format!("toolOverrides{path}: {message}");
+    pub fn from_json(value: &Value) -> Result<Self, crate::util::InvalidValue> {
+        let at = |path: &str, message: String| {
+            crate::util::InvalidValue::new(format!("toolOverrides{path}"), message)
+        };
         let Some(rules) = value.as_object() else {
             return Err(at("", format!("expected an object of tool names, got {value}")));
         };
