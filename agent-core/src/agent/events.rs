@@ -338,3 +338,28 @@ pub enum AgentEvent {
         error: Option<String>,
     },
 }
+
+impl AgentEvent {
+    /// A `tool_result` event's output as text (its text and JSON parts,
+    /// joined by newlines; images and files left out); `None` for any
+    /// other event.
+    ///
+    /// ```
+    /// use loopwright_core::{AgentEvent, ToolOutputPart};
+    /// let e = AgentEvent::ToolResult {
+    ///     call_id: "c1".into(),
+    ///     tool: "weather".into(),
+    ///     is_error: false,
+    ///     output: vec![ToolOutputPart::text("sunny")],
+    ///     duration_ms: 3,
+    /// };
+    /// assert_eq!(e.tool_result_text().as_deref(), Some("sunny"));
+    /// assert_eq!(AgentEvent::TextDelta { text: "hi".into() }.tool_result_text(), None);
+    /// ```
+    pub fn tool_result_text(&self) -> Option<String> {
+        match self {
+            Self::ToolResult { output, .. } => Some(loopwright_types::tool::render_parts_text(output)),
+            _ => None,
+        }
+    }
+}
