@@ -68,7 +68,7 @@ pub enum OutputMode {
 /// let spec = OutputSpec::of::<Forecast>();
 /// assert_eq!(spec.name(), "Forecast");
 /// assert!(spec.validate(&serde_json::json!({"celsius": 21.5, "summary": "mild"})).is_ok());
-/// let err = spec.validate(&serde_json::json!({"celsius": "warm"})).unwrap_err();
+/// let err = spec.validate(&serde_json::json!({"celsius": "warm"})).unwrap_err().to_string();
 /// assert!(err.contains("summary") && err.contains("/celsius"), "{err}");
 /// ```
 #[derive(Clone)]

@@ -173,7 +173,7 @@ fn place(depth: usize) -> String {
 ///     "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]
 /// })).unwrap();
 /// assert!(v.check(&serde_json::json!({"n": 1})).is_ok());
-/// assert!(v.check(&serde_json::json!({"n": "one"})).unwrap_err().contains("/n"));
+/// assert!(v.check(&serde_json::json!({"n": "one"})).unwrap_err().to_string().contains("/n"));
 /// ```
 #[derive(Clone)]
 pub struct Validator {
