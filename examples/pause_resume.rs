@@ -15,14 +15,15 @@
 //! The store is `LOOPWRIGHT_STORE` (`sqlite:PATH`, or `postgres://...` with
 //! `--features store,postgres`), by default `sqlite:pause_resume.db`; notes go to `notes.txt` in the current
 //! directory. The model comes from the environment as in the quickstart
-//! (`LOOPWRIGHT_MODEL`, a provider key, or a local server). The resume
-//! claims the stored run first (a compare-and-set), so two processes
-//! resuming it at once cannot both run the call.
+//! (`LOOPWRIGHT_MODEL`, a provider key, or a local server). The store's
+//! `PausedRuns` parks the run and claims it before a resume (a
+//! compare-and-set), so two processes resuming it at once cannot both run
+//! the call.
 
 use std::sync::Arc;
 
-use loopwright::store::{RunRecord, RunStatus, Store};
-use loopwright::{Agent, Approvals, ExitReason, RunState};
+use loopwright::store::{PausedError, PausedRuns, Store};
+use loopwright::{Agent, Approvals, RunError};
 
 #[path = "common/model.rs"]
 mod model;
@@ -76,25 +77,27 @@ async fn agent() -> Result<Agent, String> {
         .build())
 }
 
-/// Run `task` until it pauses, store it, then wait as a service would.
+/// Run `task` until it pauses, park it in the store, then wait as a
+/// service would.
 async fn pause(agent: &Agent, store: Arc<dyn Store>, task: &str) -> i32 {
-    let result = agent.run(task).await.or_else(loopwright::RunError::into_result);
-    let Ok(result) = result else {
-        eprintln!("the run stopped without a result");
-        return 1;
+    let state = match agent.run(task).await {
+        Ok(result) => {
+            println!("finished without asking: {}", result.text);
+            return 0;
+        }
+        Err(RunError::AwaitingApproval { state, .. }) => state,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
     };
-    let Some(state) = result.state() else {
-        println!("finished without asking: {}", result.text);
-        return 0;
+    let run_id = match PausedRuns::new(store).park(agent.name(), &state).await {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("the paused run was not stored: {e}");
+            return 1;
+        }
     };
-    let run_id = format!("run_{}", &state.id[3..15]);
-    let record = RunRecord::new(&run_id, "notes")
-        .with_status(RunStatus::AwaitingApproval)
-        .with_state(serde_json::to_value(state).unwrap_or_default());
-    if let Err(e) = store.create_run(&record).await {
-        eprintln!("the paused run was not stored: {e}");
-        return 1;
-    }
     for call in state.pending() {
         println!(
             "paused {run_id} call {} {} {}",
@@ -106,64 +109,40 @@ async fn pause(agent: &Agent, store: Arc<dyn Store>, task: &str) -> i32 {
     0
 }
 
-/// Claim the stored run, resume it with `call_id` approved, store its end.
+/// Claim the parked run (one process only), resume it with `call_id`
+/// approved, record how it ended.
 async fn resume(agent: &Agent, store: Arc<dyn Store>, run_id: &str, call_id: &str) -> i32 {
-    let record = match store.load_run(run_id).await {
-        Ok(Some(record)) if record.status == RunStatus::AwaitingApproval => record,
-        Ok(Some(record)) => {
-            eprintln!(
-                "run {run_id} is {}, not awaiting approval",
-                record.status.as_str()
-            );
-            return 2;
-        }
-        Ok(None) => {
-            eprintln!("no run {run_id}");
-            return 2;
-        }
-        Err(e) => {
-            eprintln!("store: {e}");
+    let claimed = match PausedRuns::new(store).claim(run_id).await {
+        Ok(claimed) => claimed,
+        Err(e @ PausedError::Store(_)) => {
+            eprintln!("{e}");
             return 1;
         }
-    };
-    let state = match RunState::from_value(record.state.clone().unwrap_or_default()) {
-        Ok(state) => state,
         Err(e) => {
-            eprintln!("run {run_id}: {e}");
+            eprintln!("{e}");
             return 2;
         }
     };
-    // The claim: only one process moves it from awaiting to running.
-    let claimed = record.clone().with_status(RunStatus::Running);
-    let version = match store.update_run(&claimed, record.version).await {
-        Ok(version) => version,
-        Err(e) => {
-            eprintln!("run {run_id} was claimed by another process: {e}");
-            return 2;
-        }
-    };
-    let run = match agent.resume(state).approve(call_id).run().await {
+    let run = match agent.resume(claimed.state().clone()).approve(call_id).run().await {
         Ok(run) => run,
         Err(e) => {
             eprintln!("run {run_id}: {e}");
-            let _ = store.update_run(&record, version).await;
+            if let Err(e) = claimed.release().await {
+                eprintln!("run {run_id} stays claimed: {e}");
+            }
             return 2;
         }
     };
-    let Ok(result) = run.await.or_else(loopwright::RunError::into_result) else {
-        eprintln!("the run stopped without a result");
-        return 1;
+    let result = match run.await.or_else(RunError::into_result) {
+        Ok(result) => result,
+        Err(e) => {
+            eprintln!("the run stopped without a result: {e}");
+            return 1;
+        }
     };
-    let status = if result.exit() == ExitReason::Completed {
-        RunStatus::Completed
-    } else {
-        RunStatus::Failed
-    };
-    let mut done = claimed.with_status(status);
-    done.state = None;
-    done.result = Some(serde_json::json!({"text": result.text}));
-    if let Err(e) = store.update_run(&done, version).await {
+    if let Err(e) = claimed.finish(&result).await {
         eprintln!("run {run_id}: its end was not stored: {e}");
+        return 1;
     }
     println!("{}", result.text);
     0

@@ -64,6 +64,7 @@ mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod migrations;
 mod notify;
+mod paused;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
@@ -78,6 +79,7 @@ pub use builder::{DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, StoreBuilder, o
 pub use error::{BoxError, StoreError};
 pub use memory::MemoryStore;
 pub use notify::{EventSubscription, FALLBACK_POLL};
+pub use paused::{Claimed, PausedError, PausedRuns};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
