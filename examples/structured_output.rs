@@ -1,7 +1,7 @@
 //! A typed answer from a model that first calls an MCP tool: the answer's
 //! schema comes from a Rust struct, the agent validates the model's final
 //! answer against it (sending it back to be fixed when it does not match),
-//! and `prompt_typed` hands back the struct.
+//! and `result.output()` hands back the struct.
 //!
 //! ```sh
 //! ANTHROPIC_API_KEY=... cargo run --example structured_output

@@ -193,6 +193,64 @@ async fn a_paused_run_survives_a_sigkill_and_another_process_resumes_it_once() {
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the build is green\n");
 }
 
+/// The first_hour example: a typed tool, an MCP server's tool (trusted),
+/// the events streamed, a pause parked in a SQLite store and resumed from
+/// it, and the typed answer; the tool that asked ran once, after the
+/// approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_hour_example_pauses_parks_resumes_and_answers_typed() {
+    let server = ModelServer::start(vec![
+        call("demo__word_count", json!({"text": "the quick brown fox"})),
+        call("save_note", json!({"text": "4 words"})),
+        // Ollama is not asked for a schema alongside tools: the final-answer tool carries it.
+        call("final_answer", json!({"words": 4, "note": "4 words"})),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("runs.db").display());
+    let out = tokio::time::timeout(
+        HANG_GUARD,
+        server
+            .example("first_hour", &[])
+            .env("LOOPWRIGHT_STORE", &store)
+            .current_dir(dir.path())
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (report["words"].clone(), report["note"].clone()),
+        (json!(4), json!("4 words"))
+    );
+    // The MCP tool ran without asking; the note asked, was parked, approved.
+    assert!(stderr.contains("-> demo__word_count"), "{stderr}");
+    assert!(
+        stderr.contains("<- 4"),
+        "the tool result's text is shown: {stderr}"
+    );
+    assert!(stderr.contains("asks to run save_note"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+        "4 words\n"
+    );
+    // The word count went back to the model; the run's end is in the store.
+    let bodies = server.bodies();
+    assert!(bodies[1]["messages"].to_string().contains('4'));
+    let store = loopwright::store::open(&store).await.unwrap();
+    let runs = store
+        .list_runs(Some(loopwright::store::RunStatus::Completed), 10)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+}
+
 /// The background_approval example: a run started over REST pauses for
 /// approval, the decision posted over HTTP continues it, and its whole
 /// event stream is read back; denied, the tool never runs.
