@@ -76,14 +76,14 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(options.busy_timeout)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
+        let pool_options = SqlitePoolOptions::new()
             .max_connections(
                 options
                     .max_connections
                     .unwrap_or(options::DEFAULT_MAX_CONNECTIONS),
             )
-            .acquire_timeout(options.acquire_timeout)
-            .connect_with(connect)
+            .acquire_timeout(options.acquire_timeout);
+        let pool = connect_pool(pool_options, connect, options.busy_timeout)
             .await
             .map_err(|e| at_path(path, e))?;
         // BEGIN IMMEDIATE: concurrent first opens, in this process or
@@ -115,6 +115,39 @@ mod options {
     /// Connections to the file (readers run in parallel in WAL mode; writers
     /// take turns).
     pub(super) const DEFAULT_MAX_CONNECTIONS: u32 = 4;
+}
+
+/// Connect, trying again while another first open of the same new file
+/// holds its lock (up to `busy_timeout`): switching a new file to WAL takes
+/// it exclusively, and SQLite then answers `SQLITE_BUSY` at once, without
+/// waiting in its busy handler (eight opens at once failed so under load).
+async fn connect_pool(
+    pool: SqlitePoolOptions,
+    connect: SqliteConnectOptions,
+    busy_timeout: Duration,
+) -> Result<SqlitePool, sqlx::Error> {
+    let deadline = tokio::time::Instant::now() + busy_timeout;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match pool.clone().connect_with(connect.clone()).await {
+            Err(e) if is_locked(&e) && tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            connected => return connected,
+        }
+    }
+}
+
+/// Whether `error` is SQLite's "database is locked" or "table is locked"
+/// (`SQLITE_BUSY`, `SQLITE_LOCKED` and their extended codes).
+fn is_locked(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(e) = error else {
+        return false;
+    };
+    e.code()
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
 fn at_path(path: &Path, error: sqlx::Error) -> StoreError {
