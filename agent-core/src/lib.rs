@@ -34,6 +34,29 @@
 //!     .build();
 //! # let _ = agent;
 //! ```
+//!
+//! A tool of several arguments needs no struct: [`tool_fn!`] reads like an
+//! `async fn`, with doc comments as the descriptions.
+//!
+//! ```
+//! use loopwright_core::{Agent, ToolError, tool_fn};
+//! # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+//!
+//! let agent = Agent::builder(model)
+//!     .tool(tool_fn! {
+//!         /// The distance between two cities, in kilometres.
+//!         async fn distance(
+//!             /// Where from.
+//!             from: String,
+//!             /// Where to.
+//!             to: String,
+//!         ) -> Result<u32, ToolError> {
+//!             Ok(if from == to { 0 } else { 1_737 })
+//!         }
+//!     })
+//!     .build();
+//! # let _ = agent;
+//! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod accounting;
@@ -69,7 +92,7 @@ pub mod model {
 
 pub mod tool {
     //! Tools beyond the root's [`Tool`](crate::Tool) and
-    //! [`tool_fn`](crate::tool_fn): annotations, progress, typed tools with
+    //! [`tool_fn`](fn@crate::tool_fn): annotations, progress, typed tools with
     //! state, and what an engine gives a call.
     pub use loopwright_types::tool::{
         IDEMPOTENCY_KEY_SEPARATOR, MCP_META_IDEMPOTENCY_KEY, OWN_TIMEOUT_GRACE, PROGRESS_BUFFER,

@@ -40,7 +40,7 @@ pub struct GeminiModel {
 /// Builder for [`GeminiModel`].
 #[derive(Debug, Clone)]
 pub struct GeminiBuilder {
-    model: String,
+    pub(crate) model: String,
     settings: ProviderSettings,
 }
 

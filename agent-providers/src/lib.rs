@@ -34,6 +34,11 @@
 //! let model = OpenAiChatModel::openai("gpt-4.1-mini").api_key("sk-...").build()?;
 //! # let _ = model; Ok(()) }
 //! ```
+//!
+//! A builder is also an [`IntoModel`](loopwright_types::IntoModel): it goes
+//! to `Agent::builder` as it is, unbuilt. A build that fails (a header value
+//! with a newline) does not panic there; the model's first call returns the
+//! build's [`ModelError`](loopwright_types::ModelError) instead.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod anthropic;
@@ -57,6 +62,7 @@ mod settings;
 pub mod sse;
 mod tokens;
 mod tools;
+mod unbuilt;
 
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicBuilder, AnthropicModel, CONTEXT_MANAGEMENT_BETA,

@@ -39,7 +39,7 @@ pub struct OllamaModel {
 /// Builder for [`OllamaModel`].
 #[derive(Debug, Clone)]
 pub struct OllamaBuilder {
-    model: String,
+    pub(crate) model: String,
     settings: ProviderSettings,
 }
 

@@ -58,8 +58,8 @@ pub struct OpenAiChatModel {
 /// Builder for [`OpenAiChatModel`].
 #[derive(Debug, Clone)]
 pub struct OpenAiChatBuilder {
-    provider: String,
-    model: String,
+    pub(crate) provider: String,
+    pub(crate) model: String,
     flavor: ChatFlavor,
     settings: ProviderSettings,
     supports_required: bool,

@@ -39,7 +39,7 @@ pub struct OpenAiResponsesModel {
 /// Builder for [`OpenAiResponsesModel`].
 #[derive(Debug, Clone)]
 pub struct OpenAiResponsesBuilder {
-    model: String,
+    pub(crate) model: String,
     settings: ProviderSettings,
 }
 

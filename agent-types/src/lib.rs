@@ -5,8 +5,9 @@
 //! [`LanguageModel`] trait with its request, stream, error and usage types,
 //! the [`Tool`] and [`ToolSource`] traits with what a tool receives
 //! ([`ToolContext`]) and returns ([`ToolOutput`]), typed tools from functions
-//! ([`tool_fn`]), JSON Schemas within limits ([`schema`]) and tool sets that
-//! merge and name tools from many sources ([`ToolSet`]).
+//! ([`tool_fn()`], or [`tool_fn!`] for an `async fn` of several arguments),
+//! JSON Schemas within limits ([`schema`]) and tool sets that merge and name
+//! tools from many sources ([`ToolSet`]).
 //!
 //! This is the pattern of `tower-service` and `@ai-sdk/provider`: a small
 //! crate that changes rarely, so a provider, an MCP client or a library of
@@ -55,6 +56,7 @@ pub mod schema;
 mod settings;
 mod source;
 pub mod tool;
+mod tool_macro;
 pub mod toolset;
 pub mod trace;
 mod truncate;
@@ -80,6 +82,8 @@ pub use tool::{
     ProgressReceiver, ProgressReporter, RunScope, SharedTool, Tool, ToolAnnotations, ToolContext,
     ToolDefinition, ToolError, ToolOutput, ToolProgress,
 };
+#[doc(hidden)]
+pub use tool_macro::support as __tool;
 pub use toolset::{NameFilter, Naming, SourceOptions, ToolCatalog, ToolSet, ToolSetBuilder};
 pub use truncate::{DEFAULT_MAX_TOOL_OUTPUT_BYTES, truncate_output};
 pub use typed::{FnTool, IntoTool, TypedTool, TypedToolAdapter, markers, tool_fn, tool_fn_with_context};

@@ -19,7 +19,7 @@ use crate::user_input::{UserInputAnswer, UserInputRequest};
 /// A tool the model can call.
 ///
 /// Object-safe: tool sets hold `Arc<dyn Tool>`. For a typed tool in a few
-/// lines, see [`tool_fn`](crate::tool_fn).
+/// lines, see [`tool_fn`](fn@crate::tool_fn).
 ///
 /// ```
 /// use loopwright_types::{Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};

@@ -1,4 +1,4 @@
-//! Typed tools without hand-written schemas: [`tool_fn`] and
+//! Typed tools without hand-written schemas: [`tool_fn()`] and
 //! [`tool_fn_with_context`] turn an async closure into a [`Tool`];
 //! [`TypedTool`] is the trait for a tool that carries state. The input schema
 //! is generated from the argument type (schemars, flattened), and the loop
@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::schema::input_schema_for;
 use crate::tool::{Tool, ToolAnnotations, ToolContext, ToolDefinition, ToolError, ToolOutput};
 
-/// A [`Tool`] made from an async closure; built by [`tool_fn`] or
+/// A [`Tool`] made from an async closure; built by [`tool_fn()`] or
 /// [`tool_fn_with_context`].
 pub struct FnTool<Args, F> {
     definition: ToolDefinition,
@@ -122,8 +122,24 @@ where
     F: Fn(Args, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<T, ToolError>> + Send,
 {
+    tool_fn_with_context_schema(name, description, input_schema_for::<Args>(), f)
+}
+
+/// [`tool_fn_with_context`] with the input schema given.
+pub(crate) fn tool_fn_with_context_schema<Args, T, F, Fut>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    schema: Value,
+    f: F,
+) -> FnTool<Args, F>
+where
+    Args: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+    T: Serialize,
+    F: Fn(Args, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, ToolError>> + Send,
+{
     FnTool {
-        definition: ToolDefinition::new(name, description, input_schema_for::<Args>()),
+        definition: ToolDefinition::new(name, description, schema),
         f,
         _args: PhantomData,
     }

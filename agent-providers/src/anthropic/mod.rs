@@ -49,7 +49,7 @@ pub struct AnthropicModel {
 /// Builder for [`AnthropicModel`].
 #[derive(Debug, Clone)]
 pub struct AnthropicBuilder {
-    model: String,
+    pub(crate) model: String,
     settings: ProviderSettings,
     default_max_tokens: u32,
 }

@@ -149,6 +149,20 @@ fn inline(
 /// assert!(schema.get("$schema").is_none());
 /// ```
 pub fn input_schema_for<T: schemars::JsonSchema>() -> Value {
+    let mut flat = value_schema_for::<T>();
+    if let Value::Object(obj) = &mut flat {
+        obj.entry("type")
+            .or_insert_with(|| Value::String("object".into()));
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    flat
+}
+
+/// The flattened schema of one value of `T` (definitions inlined, no
+/// `$schema` or `title`), not forced to be an object: the schema of one
+/// argument of a [`tool_fn!`](macro@crate::tool_fn) tool.
+pub(crate) fn value_schema_for<T: schemars::JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
@@ -159,10 +173,6 @@ pub fn input_schema_for<T: schemars::JsonSchema>() -> Value {
     let mut flat = flatten_schema(&schema);
     if let Value::Object(obj) = &mut flat {
         obj.remove("title");
-        obj.entry("type")
-            .or_insert_with(|| Value::String("object".into()));
-        obj.entry("properties")
-            .or_insert_with(|| Value::Object(Map::new()));
     }
     flat
 }
