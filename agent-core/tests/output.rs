@@ -13,8 +13,8 @@ use futures::StreamExt;
 use loopwright_core::output::FINAL_ANSWER_TOOL;
 use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
-    Agent, AgentEvent, ExitReason, OutputSpec, RunError, ToolChoice, model::ModelCapabilities,
-    model::ResponseFormat, output::OutputMode,
+    Agent, AgentEvent, ExitReason, OutputSpec, RunError, ToolChoice, Usage, model::FinishReason,
+    model::ModelCapabilities, model::ModelEvent, model::ResponseFormat, output::OutputMode,
 };
 use serde_json::json;
 
@@ -55,6 +55,13 @@ async fn native_mode_tools_first_then_a_validated_typed_answer() {
         events.push(e);
     }
     let result = run.await.unwrap();
+    assert!(matches!(
+        &events[0],
+        AgentEvent::RunStarted {
+            output_mode: Some(OutputMode::Native),
+            ..
+        }
+    ));
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     let forecast: Forecast = result.output().unwrap();
     assert_eq!(
@@ -85,15 +92,70 @@ async fn native_mode_tools_first_then_a_validated_typed_answer() {
     ));
 }
 
+/// A step streaming the arguments of its calls `(id, name, input)`.
+fn streamed_calls(calls: &[(&str, &str, &str)]) -> ScriptedStep {
+    let mut events = Vec::new();
+    for (id, name, input) in calls {
+        events.push(ModelEvent::ToolCallStart {
+            id: (*id).into(),
+            name: (*name).into(),
+        });
+        events.push(ModelEvent::ToolCallDelta {
+            id: (*id).into(),
+            delta: (*input).into(),
+        });
+        events.push(ModelEvent::ToolCallComplete {
+            id: (*id).into(),
+            name: (*name).into(),
+            input_json: (*input).into(),
+            provider_data: None,
+        });
+    }
+    events.push(ModelEvent::Finish {
+        reason: FinishReason::ToolCalls,
+        usage: Usage::new(10, 5),
+    });
+    ScriptedStep::events(events)
+}
+
 #[tokio::test]
 async fn tool_mode_ends_the_run_when_the_final_answer_tool_is_called() {
     let model = ScriptedModel::new(vec![
-        ScriptedStep::tool_calls(&[("c1", "weather", "{}")]),
-        ScriptedStep::tool_calls(&[("c2", FINAL_ANSWER_TOOL, VALID)]),
+        streamed_calls(&[("c1", "weather", "{}")]),
+        streamed_calls(&[("c2", FINAL_ANSWER_TOOL, VALID)]),
     ]);
     // The scripted model claims no native support: auto picks the tool mode.
     let (agent, _) = agent(&model, OutputMode::Auto);
-    let result = agent.run("Weather?").await.unwrap();
+    let mut run = agent.run("Weather?");
+    let mut events = Vec::new();
+    while let Some(e) = run.next().await {
+        events.push(e);
+    }
+    let result = run.await.unwrap();
+    // The mode is said at the start, and the final-answer call is not shown
+    // as a tool call: its answer is the `output` event.
+    assert!(matches!(
+        &events[0],
+        AgentEvent::RunStarted {
+            output_mode: Some(OutputMode::Tool),
+            ..
+        }
+    ));
+    let shown: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolInputDelta { call_id, .. }
+            | AgentEvent::ToolCall { call_id, .. }
+            | AgentEvent::ToolResult { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shown, ["c1", "c1", "c1"], "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Output { value } if value["celsius"] == 21.5))
+    );
     assert_eq!(result.output::<Forecast>().unwrap().celsius, 21.5);
     assert_eq!(result.exit(), ExitReason::Completed);
     assert_history_invariant(&result.messages);

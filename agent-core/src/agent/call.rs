@@ -18,7 +18,7 @@ use super::events::AgentEvent;
 use super::hooks::StepSummary;
 use super::policy::Policies;
 use super::prepare::Prepared;
-use super::step::{AttemptInfo, StepFailure, StepIo, StepOutput, run_step};
+use super::step::{AttemptInfo, Show, StepFailure, StepIo, StepOutput, run_step};
 use crate::accounting::EntryStatus;
 use crate::telemetry::{self, ChatFailure};
 use loopwright_types::fallback::model_label;
@@ -36,7 +36,11 @@ impl Run {
         let number = prepared.step.number;
         self.tell(AgentEvent::StepStarted { step: number }).await;
         let request = std::mem::take(&mut prepared.request);
-        let output = match self.call_model(request, false).await {
+        let show = match policies.hidden_tool() {
+            Some(tool) => Show::Hiding(tool),
+            None => Show::All,
+        };
+        let output = match self.call_model(request, show).await {
             Ok(output) => output,
             Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(Ending::Cancelled),
             Err(StepFailure::Model(e)) => return Err(Ending::ModelFailed(e)),
@@ -68,14 +72,13 @@ impl Run {
     }
 
     /// One model call, accounted (a fallback inside it accounts its own
-    /// failed attempts). A `quiet` call streams no text or reasoning to the
-    /// application (the pre-flight plan's JSON).
+    /// failed attempts), its deltas shown as `show` says.
     pub(super) async fn call_model(
         &self,
         request: ModelRequest,
-        quiet: bool,
+        show: Show,
     ) -> Result<StepOutput, StepFailure> {
-        self.call_model_on(self.model.as_ref(), request, quiet).await
+        self.call_model_on(self.model.as_ref(), request, show).await
     }
 
     /// [`Self::call_model`] on another model (a summarising one).
@@ -83,7 +86,7 @@ impl Run {
         &self,
         model: &dyn LanguageModel,
         request: ModelRequest,
-        quiet: bool,
+        show: Show,
     ) -> Result<StepOutput, StepFailure> {
         let budget = self.scope.lineage.budget.as_ref();
         if let Some(budget) = budget {
@@ -92,7 +95,7 @@ impl Run {
         let key = self.journal.next_model_call();
         let journaled = self
             .journal
-            .step(key, &self.emit, self.model_call(model, request, quiet))
+            .step(key, &self.emit, self.model_call(model, request, show))
             .await;
         let outcome = match journaled {
             Ok(outcome) => outcome,
@@ -114,7 +117,7 @@ impl Run {
         &self,
         model: &dyn LanguageModel,
         request: ModelRequest,
-        quiet: bool,
+        show: Show,
     ) -> Result<StepOutput, StepFailure> {
         let mut attempt = AttemptInfo {
             label: model_label(model),
@@ -124,7 +127,7 @@ impl Run {
             cancel: &self.cancel,
             emit: &self.emit,
             accountant: &self.accountant,
-            quiet,
+            show,
         };
         let span = telemetry::chat(model, &request);
         let outcome = run_step(model, request, &mut attempt, io)

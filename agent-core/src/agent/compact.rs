@@ -346,7 +346,10 @@ impl Run {
             request.tool_choice = ToolChoice::None;
             request.max_output_tokens = Some(max_tokens);
             request.cancellation = self.cancel.child_token();
-            match self.call_model_on(model.as_ref(), request, true).await {
+            match self
+                .call_model_on(model.as_ref(), request, super::step::Show::Quiet)
+                .await
+            {
                 Ok(output) if !output.text.trim().is_empty() => {
                     *usage += output.usage;
                     summary = Some(output.text);

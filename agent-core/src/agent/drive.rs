@@ -206,8 +206,8 @@ impl Run {
             _ = self.cancel.cancelled() => Arc::new(ToolCatalog::empty()),
             catalog = self.tools.catalog() => catalog,
         };
-        self.announce(&base).await;
         let (policies, catalog) = self.policies(&base, resumed.as_ref().and_then(|r| r.retries_left));
+        self.announce(&base, policies.output_mode()).await;
         let lp = LoopState {
             history: Arc::new(history),
             input_len,
@@ -346,11 +346,12 @@ impl Run {
     }
 
     /// `run_started`, then `mcp_connected` and warnings about the tools.
-    async fn announce(&self, catalog: &ToolCatalog) {
+    async fn announce(&self, catalog: &ToolCatalog, output_mode: Option<crate::output::OutputMode>) {
         self.tell(AgentEvent::RunStarted {
             provider: self.model.provider().to_owned(),
             model: self.model.model_id().to_owned(),
             tools: catalog.names().into_iter().map(str::to_owned).collect(),
+            output_mode,
         })
         .await;
         if let Some(report) = self.tools.connection_report() {

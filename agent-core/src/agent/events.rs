@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::accounting::AccountingEntry;
 use crate::approval::ApprovalResponder;
+use crate::output::OutputMode;
 use crate::preflight::{Plan, PlanResponder};
 use loopwright_types::ToolOutputPart;
 use loopwright_types::user_input::{UserInputRequest, UserInputResponder};
@@ -68,6 +69,13 @@ pub enum AgentEvent {
         model: String,
         /// Exposed names of the tools available at the start.
         tools: Vec<String>,
+        /// How the run's structured answer is given, for a run with an
+        /// output schema: `native` (the provider's structured output) or
+        /// `tool` (the answer comes as a `final_answer` call, which no
+        /// `tool_call` or `tool_result` event shows: the answer is the
+        /// `output` event).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_mode: Option<OutputMode>,
     },
     /// Which MCP servers are in this run's tools and which could not be
     /// connected (sent after `run_started` when the tool set carries a

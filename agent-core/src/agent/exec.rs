@@ -320,7 +320,9 @@ async fn run_calls(
     let semaphore = Arc::new(Semaphore::new(batch.options.tool_concurrency.max(1)));
     for (i, call) in batch.calls.iter().enumerate().skip(start) {
         let exposed = batch.catalog.get(&call.name);
-        if !batch.announced {
+        // A call a policy answered (the final-answer tool) is not shown: its
+        // answer is the `output` event.
+        if !batch.announced && !batch.answered.contains_key(&call.id) {
             running.attached &= batch
                 .emit
                 .send(AgentEvent::ToolCall {
@@ -803,6 +805,9 @@ async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
             agent_path: None,
         }))
         .await;
+    if batch.answered.contains_key(&call.id) {
+        return true;
+    }
     batch
         .emit
         .send(AgentEvent::ToolResult {

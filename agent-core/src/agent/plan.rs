@@ -160,7 +160,7 @@ impl Run {
                 .capabilities()
                 .structured_output
                 .then(|| ResponseFormat::json_schema(spec.name(), spec.wire_schema().clone()));
-            let output = match self.call_model(request, true).await {
+            let output = match self.call_model(request, super::step::Show::Quiet).await {
                 Ok(output) => output,
                 Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(PlanOutcome::Cancelled),
                 Err(StepFailure::Model(e)) => return Err(PlanOutcome::Failed(e)),

@@ -23,7 +23,7 @@ use super::guard::ResultsGate;
 use super::hooks::StepSettings;
 use super::step::StepOutput;
 use super::structured::Verdict;
-use crate::output::OutputError;
+use crate::output::{OutputError, OutputMode};
 
 /// Whether the run goes on after a hook.
 pub(super) enum Flow {
@@ -143,6 +143,11 @@ pub(super) trait Policy: Send + Sync {
     fn retries_left(&self) -> Option<u32> {
         None
     }
+
+    /// The structured output mode the run uses (native or tool).
+    fn output_mode(&self) -> Option<OutputMode> {
+        None
+    }
 }
 
 /// A run's policies, in the order they are asked.
@@ -154,6 +159,17 @@ impl Policies {
     /// request last), then the pre-flight plan.
     pub fn new(list: Vec<Option<Box<dyn Policy>>>) -> Self {
         Self(list.into_iter().flatten().collect())
+    }
+
+    /// The structured output mode the run uses, if it has an output schema.
+    pub fn output_mode(&self) -> Option<OutputMode> {
+        self.0.iter().find_map(|p| p.output_mode())
+    }
+
+    /// The tool whose calls no event shows (the final-answer tool, in tool
+    /// mode: the answer is the `output` event).
+    pub fn hidden_tool(&self) -> Option<&'static str> {
+        (self.output_mode() == Some(OutputMode::Tool)).then_some(crate::output::FINAL_ANSWER_TOOL)
     }
 
     pub fn catalog(&mut self, base: &Arc<ToolCatalog>) -> Arc<ToolCatalog> {

@@ -3,6 +3,7 @@
 
 use futures::StreamExt;
 use serde_json::Value;
+use std::collections::HashSet;
 use tokio_util::sync::CancellationToken;
 
 use tokio::time::Instant;
@@ -59,8 +60,20 @@ pub(crate) struct StepIo<'a> {
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
     pub accountant: &'a Accountant,
-    /// Forward no text or reasoning deltas.
-    pub quiet: bool,
+    /// Which deltas go to the application.
+    pub show: Show,
+}
+
+/// Which of a model call's deltas go to the application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Show {
+    /// Every delta.
+    All,
+    /// None (the pre-flight plan's JSON, a summary being written).
+    Quiet,
+    /// Every delta but the arguments of calls to this tool (the
+    /// final-answer tool, whose answer is the `output` event).
+    Hiding(&'static str),
 }
 
 impl StepOutput {
@@ -105,6 +118,7 @@ pub(crate) async fn run_step(
     let mut assembly = Assembly {
         out: StepOutput::empty(),
         open_reasoning: None,
+        hidden: HashSet::new(),
         io,
     };
     loop {
@@ -138,6 +152,8 @@ struct Assembly<'a> {
     out: StepOutput,
     /// Index in `parts` of the reasoning block still receiving deltas.
     open_reasoning: Option<usize>,
+    /// Calls whose argument deltas are not shown ([`Show::Hiding`]).
+    hidden: HashSet<String>,
     io: StepIo<'a>,
 }
 
@@ -181,7 +197,13 @@ impl Assembly<'_> {
                 self.tool_call(id, name, input_json, provider_data);
                 Ok(())
             }
-            ModelEvent::ToolCallDelta { id, delta } if !delta.is_empty() => {
+            ModelEvent::ToolCallStart { id, name } => {
+                if matches!(self.io.show, Show::Hiding(tool) if tool == name) {
+                    self.hidden.insert(id);
+                }
+                Ok(())
+            }
+            ModelEvent::ToolCallDelta { id, delta } if !delta.is_empty() && !self.hidden.contains(&id) => {
                 self.tell(AgentEvent::ToolInputDelta { call_id: id, delta }).await
             }
             ModelEvent::Compacted { item, cleared_tokens } => {
@@ -213,7 +235,7 @@ impl Assembly<'_> {
 
     /// A delta for the application (none for a quiet call).
     async fn tell(&self, event: AgentEvent) -> Result<(), StepFailure> {
-        if self.io.quiet {
+        if self.io.show == Show::Quiet {
             return Ok(());
         }
         self.io.emit.send(event).await.map_err(|_| StepFailure::Detached)

@@ -205,6 +205,13 @@ impl Structured {
 
 #[async_trait::async_trait]
 impl Policy for Structured {
+    fn output_mode(&self) -> Option<OutputMode> {
+        Some(match self.mode {
+            Resolved::Native => OutputMode::Native,
+            Resolved::Tool => OutputMode::Tool,
+        })
+    }
+
     fn shape(&self, _run: &Run, step: &Step, request: &mut ModelRequest) {
         self.prepare(request, step.concluding);
     }
