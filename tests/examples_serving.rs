@@ -90,12 +90,12 @@ async fn the_serve_example_answers_an_openai_client_and_stops_on_ctrl_c_and_sigt
     stops_cleanly_on(child, nix::sys::signal::Signal::SIGTERM).await;
 }
 
-/// README.md's Python client (the official `openai` package, pinned in
-/// tests-deps/python/clients), pointed at the serve example's agent, prints
-/// its streamed answer.
+/// agent-serve/README.md's Python client (the official `openai` package,
+/// pinned in tests-deps/python/clients), pointed at the serve example's
+/// agent, prints its streamed answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_openai_client_talks_to_the_serve_example() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../agent-serve/README.md");
     let after = &readme[readme.find("## Serving agents").unwrap()..];
     let code = after
         .split("```python")

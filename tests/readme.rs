@@ -1,13 +1,22 @@
 //! The READMEs cannot drift from the code: README.md's "The library"
 //! example is the facade's compiled documentation example (src/lib.rs), line
-//! for line, the install snippet is the one tests-consumer/ builds, and the
-//! configuration example parses without an error or a warning into what its
-//! prose says (loopwright-mcp checks its own README).
+//! for line, the install snippet is the one tests-consumer/ builds;
+//! agent-core/README.md's replay test is the compiled one and its eval
+//! dataset loads; agent-config/README.md's configuration example parses
+//! without an error or a warning into what its prose says, and its agent file
+//! and skill load (loopwright-mcp checks its own README).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+/// The front page: what it is, install, the library, the crates.
+const README: &str = include_str!("../README.md");
+/// loopwright-core's README: the loop, and testing agents.
+const CORE_README: &str = include_str!("../agent-core/README.md");
+/// loopwright-config's README: the configuration file, agent files, skills.
+const CONFIG_README: &str = include_str!("../agent-config/README.md");
 
 /// The lines of the first fenced block after `heading` in README.md.
 fn readme_block(heading: &str) -> Vec<String> {
-    block(include_str!("../README.md"), heading)
+    block(README, heading)
 }
 
 /// The lines of the first fenced block after `heading` in `readme`.
@@ -47,7 +56,7 @@ fn the_readme_library_example_is_the_compiled_one() {
 
 #[test]
 fn the_readme_replay_test_is_the_compiled_one() {
-    let readme = block(include_str!("../README.md"), "The same test from Rust:");
+    let readme = block(CORE_README, "The same test from Rust:");
     let compiled = doc_example(include_str!("../src/lib.rs"), "///");
     assert!(compiled.len() >= 10, "{compiled:?}");
     assert_eq!(readme, compiled);
@@ -56,10 +65,11 @@ fn the_readme_replay_test_is_the_compiled_one() {
 #[cfg(feature = "eval")]
 #[test]
 fn the_readme_eval_dataset_loads() {
-    let text = readme_block("## Testing agents: record, replay, evals");
-    let yaml = block(include_str!("../README.md"), "Evals score an agent").join("\n");
+    let text = block(CORE_README, "## Testing agents: record, replay, evals");
+    let yaml = block(CORE_README, "Evals score an agent").join("\n");
     assert!(!text.is_empty());
-    let dataset = loopwright::eval::Dataset::parse(&yaml, "README.md".as_ref()).expect("README.md's dataset");
+    let dataset = loopwright::eval::Dataset::parse(&yaml, "agent-core/README.md".as_ref())
+        .expect("agent-core/README.md's dataset");
     assert_eq!(dataset.judge.as_deref(), Some("anthropic/claude-haiku-4-5"));
     let kinds: usize = dataset.cases.iter().map(|c| c.expectations.len()).sum();
     assert_eq!(kinds, 7);
@@ -71,17 +81,21 @@ fn the_readme_eval_dataset_loads() {
 
 #[test]
 fn the_readme_configuration_parses_without_warnings() {
-    let text = readme_block("The configuration file").join("\n");
-    let config =
-        loopwright::config::AgentConfig::parse(&text, "README.md", &|name| Some(format!("value-of-{name}")))
-            .expect("README.md's configuration");
+    let text = block(CONFIG_README, "The configuration file").join("\n");
+    let config = loopwright::config::AgentConfig::parse(&text, "agent-config/README.md", &|name| {
+        Some(format!("value-of-{name}"))
+    })
+    .expect("agent-config/README.md's configuration");
     assert!(config.warnings.is_empty(), "{:?}", config.warnings);
     assert!(config.mcp_failures.is_empty(), "{:?}", config.mcp_failures);
     assert_eq!(config.providers.providers.len(), 3);
     let names: Vec<_> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names.len(), 3, "{names:?}");
     let github = config.mcp_servers.iter().find(|s| s.name == "github").unwrap();
-    assert!(github.resources, "README.md's github server offers its resources");
+    assert!(
+        github.resources,
+        "agent-config/README.md's github server offers its resources"
+    );
     let d = &config.defaults;
     assert_eq!(d.model, ["anthropic/claude-sonnet-4-5", "work/gpt-4.1"]);
     assert_eq!(d.tool_timeout, Some(std::time::Duration::from_secs(30)));
@@ -112,8 +126,7 @@ fn the_readme_configuration_parses_without_warnings() {
 fn the_readme_install_snippet_is_the_one_the_consumer_crate_builds() {
     // tests-consumer/ depends on this crate as an application does; .ci/run
     // builds and runs it against the newest rmcp 3.x and reqwest 0.13.
-    let readme = include_str!("../README.md");
-    let after = &readme[readme.find("## Install").expect("heading")..];
+    let after = &README[README.find("## Install").expect("heading")..];
     let body = after
         .split("```rust,ignore\n")
         .nth(1)
@@ -141,10 +154,10 @@ fn the_readme_agent_file_parses_into_what_its_prose_says() {
     for sub in ["researcher.md", "coder.md"] {
         std::fs::write(dir.path().join(sub), "---\ndescription: x\n---\nHelp.").unwrap();
     }
-    let text = readme_block("## Agents as files, agents as tools").join("\n");
+    let text = block(CONFIG_README, "## Agents as files, agents as tools").join("\n");
     let path = dir.path().join("lead.md");
     std::fs::write(&path, text).unwrap();
-    let file = loopwright::files::AgentFile::load(&path).expect("README.md's agent file");
+    let file = loopwright::files::AgentFile::load(&path).expect("agent-config/README.md's agent file");
     assert_eq!(file.name, "lead");
     assert_eq!(file.model.len(), 2);
     assert_eq!(file.agents.len(), 2);
@@ -164,10 +177,16 @@ fn the_readme_skill_is_a_valid_skill() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("release-notes");
     std::fs::create_dir(&folder).unwrap();
-    std::fs::write(folder.join("SKILL.md"), readme_block("## Skills").join("\n")).unwrap();
+    std::fs::write(
+        folder.join("SKILL.md"),
+        block(CONFIG_README, "## Skills").join("\n"),
+    )
+    .unwrap();
     let skills = loopwright::skills::Skills::discover([dir.path()]);
     assert!(skills.warnings().is_empty(), "{:?}", skills.warnings());
-    let skill = skills.get("release-notes").expect("README.md's skill");
+    let skill = skills
+        .get("release-notes")
+        .expect("agent-config/README.md's skill");
     assert!(skill.description.starts_with("Writes release notes"));
     assert!(skill.body.contains("references/template.md"), "{}", skill.body);
 }
