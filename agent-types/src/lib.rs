@@ -56,6 +56,7 @@ pub mod schema;
 mod settings;
 mod source;
 pub mod tool;
+mod tool_error;
 mod tool_macro;
 pub mod toolset;
 pub mod trace;

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::account::{Accountant, millis};
+use super::admit::{admit, gate_request};
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use super::gate;
@@ -47,7 +48,7 @@ pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
 const MAX_ERROR_CHARS: usize = 500;
 
 /// Unknown-tool errors list at most this many available names.
-const MAX_NAMES_LISTED: usize = 50;
+pub(super) const MAX_NAMES_LISTED: usize = 50;
 
 /// Calls a step asked for, and what to do with them.
 pub(crate) struct Batch<'a> {
@@ -141,18 +142,18 @@ fn settle(batch: &Batch<'_>, i: usize, outcome: &mut Outcome) -> bool {
 }
 
 /// How a finished call turned out, before truncation.
-struct Outcome {
-    output: ToolOutput,
-    duration: Duration,
+pub(super) struct Outcome {
+    pub(super) output: ToolOutput,
+    pub(super) duration: Duration,
     /// Why it failed or did not run, for accounting.
-    details: Option<&'static str>,
+    pub(super) details: Option<&'static str>,
     /// The budget figures when the result was replaced.
-    budget: Option<BudgetFigures>,
+    pub(super) budget: Option<BudgetFigures>,
     /// The call paused instead of finishing.
-    paused: Option<Pause>,
+    pub(super) paused: Option<Pause>,
 }
 
-fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
+pub(super) fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
     Outcome {
         output: ToolOutput::error(message),
         duration: Duration::ZERO,
@@ -647,115 +648,22 @@ fn assemble(batch: &Batch<'_>, ran: Ran, journal_error: Option<DurableError>) ->
     }
 }
 
-/// Whether call `call` may run: the tool it names, or the outcome it gets
-/// instead (already answered, refused, denied, not offered, unknown, bad
-/// JSON); [`admit`] checks its arguments too.
-fn check<'b>(
-    batch: &Batch<'b>,
-    call: &ToolCall,
-    bad_json: &HashMap<&str, &str>,
-) -> Result<&'b ExposedTool, Box<Outcome>> {
-    if let Some(output) = batch.answered.get(&call.id) {
-        return Err(Box::new(Outcome {
-            output: output.clone(),
-            duration: Duration::ZERO,
-            details: Some("final_answer"),
-            budget: None,
-            paused: None,
-        }));
+fn format_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
-    if let Some(reason) = batch.refuse {
-        return Err(Box::new(error_outcome(reason, "not_run")));
-    }
-    if let Some(message) = batch.denied.get(&call.id) {
-        return Err(Box::new(error_outcome(message.clone(), "denied")));
-    }
-    if let Some(offered) = batch.offered
-        && !offered.contains(&call.name)
-    {
-        return Err(Box::new(error_outcome(
-            not_offered_message(&call.name, offered, batch.catalog),
-            "unknown_tool",
-        )));
-    }
-    let Some(exposed) = batch.catalog.get(&call.name) else {
-        return Err(Box::new(error_outcome(
-            unknown_tool_message(&call.name, batch.catalog),
-            "unknown_tool",
-        )));
-    };
-    if let Some(err) = bad_json.get(call.id.as_str()) {
-        return Err(Box::new(error_outcome(
-            format!(
-                "The arguments for tool {} are not valid JSON ({err}). Call the tool again with a JSON object \
-             matching its input schema.",
-                call.name
-            ),
-            "invalid_input",
-        )));
-    }
-    Ok(exposed)
 }
 
-/// [`check`], then the call's arguments against the tool's input schema
-/// (off the async workers when that could be slow).
-async fn admit<'b>(
-    batch: &Batch<'b>,
-    call: &ToolCall,
-    bad_json: &HashMap<&str, &str>,
-) -> Result<&'b ExposedTool, Box<Outcome>> {
-    let exposed = check(batch, call, bad_json)?;
-    if let Err(message) = exposed.validate_async(&call.input).await {
-        return Err(Box::new(error_outcome(
-            format!(
-                "Invalid arguments for tool {}: {message}. The tool was not called; fix the arguments and call \
-             it again.",
-                call.name
-            ),
-            "invalid_input",
-        )));
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_owned()
     }
-    Ok(exposed)
-}
-
-/// The approval request of a call that passes the gate first (approvals
-/// installed and the batch not approved already).
-fn gate_request(
-    batch: &Batch<'_>,
-    call: &ToolCall,
-    exposed: &ExposedTool,
-) -> Option<(Approvals, ApprovalRequest)> {
-    let approvals = batch.options.approvals.clone().filter(|_| !batch.pre_approved)?;
-    let request = ApprovalRequest {
-        call_id: call.id.clone(),
-        tool: exposed.name.clone(),
-        source: exposed.source.clone(),
-        original_name: exposed.original_name.clone(),
-        input: call.input.clone(),
-        tier: approvals
-            .policy
-            .tier_for(&exposed.name, &exposed.tool.definition().annotations),
-    };
-    Some((approvals, request))
-}
-
-/// The calls of `batch` that would ask for approval before they run (those
-/// that pass every other check), with the approval settings.
-pub(crate) async fn approval_requests(batch: &Batch<'_>) -> Vec<(Approvals, ApprovalRequest)> {
-    let bad_json: HashMap<&str, &str> = batch
-        .bad_json
-        .iter()
-        .map(|(id, e)| (id.as_str(), e.as_str()))
-        .collect();
-    let mut requests = Vec::new();
-    for call in batch.calls {
-        if let Ok(exposed) = admit(batch, call, &bad_json).await
-            && let Some(request) = gate_request(batch, call, exposed)
-        {
-            requests.push(request);
-        }
-    }
-    requests
 }
 
 /// Send the progress reports waiting; false when the receiver is gone.
@@ -819,56 +727,4 @@ async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
         })
         .await
         .is_ok()
-}
-
-fn unknown_tool_message(name: &str, catalog: &ToolCatalog) -> String {
-    let names = catalog.names();
-    if names.is_empty() {
-        return format!("Unknown tool {name}: no tools are available. Answer without tools.");
-    }
-    let mut listed = names
-        .iter()
-        .take(MAX_NAMES_LISTED)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > MAX_NAMES_LISTED {
-        listed.push_str(&format!(" (and {} more)", names.len() - MAX_NAMES_LISTED));
-    }
-    format!("Unknown tool {name}. Available tools: {listed}.")
-}
-
-/// For a call to a tool a hook did not offer this step: the tools it did
-/// offer that exist.
-fn not_offered_message(name: &str, offered: &HashSet<String>, catalog: &ToolCatalog) -> String {
-    let mut names: Vec<&str> = offered
-        .iter()
-        .map(String::as_str)
-        .filter(|n| catalog.get(n).is_some())
-        .collect();
-    names.sort_unstable();
-    let listed = if names.is_empty() {
-        "none; answer without tools".to_owned()
-    } else {
-        names.join(", ")
-    };
-    format!("Tool {name} is not available in this step. Available tools: {listed}.")
-}
-
-fn format_duration(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
-    }
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
-    }
 }

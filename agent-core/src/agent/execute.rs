@@ -14,8 +14,9 @@ use std::collections::{HashMap, HashSet};
 
 use loopwright_types::{ToolCall, ToolOutputPart, ToolResult};
 
+use super::admit::approval_requests;
 use super::drive::{Ending, LoopState, Run, tool_message};
-use super::exec::{Batch, Executed, approval_requests, execute};
+use super::exec::{Batch, Executed, execute};
 use super::judge::Judged;
 use super::paused::paused_calls;
 use super::policy::{Policies, Step};

@@ -13,6 +13,7 @@
 //!   always the last event, and the result is ready once it was sent.
 
 mod account;
+mod admit;
 mod builder;
 mod call;
 mod compact;
