@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use loopwright::testing::{ScriptedModel, ScriptedStep};
 use loopwright::{
     Agent, ContextBudget, LanguageModel, Message, ModelError, ToolSet, model::ModelRequest,
     model::ModelStream, tool_fn, toolset::StaticToolSource,
 };
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 
 /// The history's size.
 const HISTORY_BYTES: usize = 100 * 1024;

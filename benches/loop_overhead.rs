@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+use loopwright::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, ToolSet, tool_fn, toolset::StaticToolSource};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

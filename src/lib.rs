@@ -4,8 +4,8 @@
 //! features (`core`, `mcp`, `providers`, `tools`, `config`, `files` and
 //! `skills`, all on by default; `serve`, the headends; `store`, conversations
 //! and runs kept in SQLite, and `postgres`, in PostgreSQL; `otel`, the OTLP
-//! export of the trace spans; `eval`, evals over datasets of cases). See `loopwright_core` for
-//! the loop and the
+//! export of the trace spans; `eval`, evals over datasets of cases; `testing`, record/replay and
+//! the scripted model). See `loopwright_core` for the loop and the
 //! traits, [`config`] for the configuration file the `loopwright` command reads,
 //! [`files`] for agents defined in Markdown files, with sub-agents (any
 //! agent is also a tool of another: [`AgentTool`]), and [`skills`] for Agent
@@ -78,7 +78,7 @@ pub use loopwright_tools as tools;
 /// ```no_run
 /// # use std::sync::Arc;
 /// use loopwright::config::AgentConfig;
-/// use loopwright::replay::{Cassette, ReplayMode, ReplayModel};
+/// use loopwright::testing::replay::{Cassette, ReplayMode, ReplayModel};
 /// use loopwright::{Agent, LanguageModel, ToolSet, providers::Providers};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -112,8 +112,15 @@ pub use loopwright_config::files;
 #[cfg(feature = "skills")]
 pub use loopwright_config::skills;
 
+/// Evals: an agent run over a dataset of cases, scored against
+/// expectations (feature `eval`).
 #[cfg(feature = "eval")]
-pub mod eval;
+pub use loopwright_evals as eval;
+
+/// Test doubles: record/replay cassettes and the scripted model (feature
+/// `testing`, and with `config`, whose cassettes it reads).
+#[cfg(feature = "testing")]
+pub use loopwright_testing as testing;
 
 /// Reading the text files a person names (configurations, agent files,
 /// prompts, schemas): regular files only, opened without blocking, under a

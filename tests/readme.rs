@@ -1,16 +1,18 @@
 //! The READMEs cannot drift from the code: README.md's "The library"
 //! example is the facade's compiled documentation example (src/lib.rs), line
 //! for line, the install snippet is the one tests-consumer/ builds;
-//! agent-core/README.md's replay test is the compiled one and its eval
-//! dataset loads; agent-config/README.md's configuration example parses
+//! agent-testing/README.md's replay test is the compiled one and
+//! agent-evals/README.md's eval dataset loads; agent-config/README.md's configuration example parses
 //! without an error or a warning into what its prose says, and its agent file
 //! and skill load (loopwright-mcp checks its own README).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 /// The front page: what it is, install, the library, the crates.
 const README: &str = include_str!("../README.md");
-/// loopwright-core's README: the loop, and testing agents.
-const CORE_README: &str = include_str!("../agent-core/README.md");
+/// loopwright-testing's README: record and replay.
+const TESTING_README: &str = include_str!("../agent-testing/README.md");
+/// loopwright-evals' README: datasets and the eval command.
+const EVALS_README: &str = include_str!("../agent-evals/README.md");
 /// loopwright-config's README: the configuration file, agent files, skills.
 const CONFIG_README: &str = include_str!("../agent-config/README.md");
 
@@ -56,7 +58,7 @@ fn the_readme_library_example_is_the_compiled_one() {
 
 #[test]
 fn the_readme_replay_test_is_the_compiled_one() {
-    let readme = block(CORE_README, "The same test from Rust:");
+    let readme = block(TESTING_README, "The same test from Rust:");
     let compiled = doc_example(include_str!("../src/lib.rs"), "///");
     assert!(compiled.len() >= 10, "{compiled:?}");
     assert_eq!(readme, compiled);
@@ -65,11 +67,11 @@ fn the_readme_replay_test_is_the_compiled_one() {
 #[cfg(feature = "eval")]
 #[test]
 fn the_readme_eval_dataset_loads() {
-    let text = block(CORE_README, "## Testing agents: record, replay, evals");
-    let yaml = block(CORE_README, "Evals score an agent").join("\n");
+    let text = block(TESTING_README, "## Record and replay");
+    let yaml = block(EVALS_README, "Evals score an agent").join("\n");
     assert!(!text.is_empty());
-    let dataset = loopwright::eval::Dataset::parse(&yaml, "agent-core/README.md".as_ref())
-        .expect("agent-core/README.md's dataset");
+    let dataset = loopwright::eval::Dataset::parse(&yaml, "agent-evals/README.md".as_ref())
+        .expect("agent-evals/README.md's dataset");
     assert_eq!(dataset.judge.as_deref(), Some("anthropic/claude-haiku-4-5"));
     let kinds: usize = dataset.cases.iter().map(|c| c.expectations.len()).sum();
     assert_eq!(kinds, 7);

@@ -281,7 +281,7 @@ pub enum ReplayModeArg {
     RecordMissing,
 }
 
-impl From<ReplayModeArg> for loopwright::replay::ReplayMode {
+impl From<ReplayModeArg> for loopwright::testing::replay::ReplayMode {
     fn from(mode: ReplayModeArg) -> Self {
         match mode {
             ReplayModeArg::Strict => Self::Strict,
@@ -292,8 +292,8 @@ impl From<ReplayModeArg> for loopwright::replay::ReplayMode {
 
 impl CassetteArgs {
     /// The cassette the flags name, opened (`None` without either flag).
-    pub fn open(&self) -> Result<Option<loopwright::replay::Cassette>, String> {
-        use loopwright::replay::Cassette;
+    pub fn open(&self) -> Result<Option<loopwright::testing::replay::Cassette>, String> {
+        use loopwright::testing::replay::Cassette;
         match (&self.record, &self.replay) {
             (Some(dir), _) => Cassette::record(dir)
                 .map(Some)

@@ -17,7 +17,7 @@ use loopwright::Agent;
 use loopwright::config::AgentConfig;
 use loopwright::eval::{Case, Dataset, EvalOptions, EvalProgress, EvalReport, EvalTarget, run_eval};
 use loopwright::files::{AgentFile, BuildOptions, McpServerPool};
-use loopwright::replay::Cassette;
+use loopwright::testing::replay::Cassette;
 use tokio::sync::OnceCell;
 
 use crate::args::{ApproveMode, EvalArgs};

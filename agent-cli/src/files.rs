@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use loopwright::config::{AgentConfig, SchemaSource};
 use loopwright::files::{AgentFile, BuildOptions};
-use loopwright::replay::Cassette;
 use loopwright::skills::Skills;
+use loopwright::testing::replay::Cassette;
 use loopwright::tools::Workspace;
 
 use crate::args::{AgentArgs, Args};

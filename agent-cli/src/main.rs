@@ -27,7 +27,7 @@ use std::sync::Arc;
 use clap::Parser;
 use futures::StreamExt;
 use loopwright::config::{AgentConfig, ChosenModel, SchemaSource};
-use loopwright::replay::Cassette;
+use loopwright::testing::replay::Cassette;
 use loopwright::{Agent, Approvals, accounting::JsonlSink, agent::AgentOptions};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 

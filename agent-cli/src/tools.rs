@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use loopwright::config::AgentConfig;
 use loopwright::mcp::Connected;
-use loopwright::replay::Cassette;
 use loopwright::skills::{Skills, SkillsSource};
+use loopwright::testing::replay::Cassette;
 use loopwright::tools::{Workspace, coding_tools};
 use loopwright::{ToolSet, ToolSource};
 

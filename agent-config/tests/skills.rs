@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use loopwright_config::skills::{Skills, SkillsSource};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, ContentPart, ToolSet};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 const SKILL: &str = "---
 name: release-notes

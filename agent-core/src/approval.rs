@@ -317,7 +317,7 @@ impl Approvals {
     /// decided, in this process or another.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .approvals(loopwright_core::Approvals::defer())
     ///     .build();

@@ -338,7 +338,7 @@ pub trait Durability: Send + Sync {
 /// in-process, only its tools see the run id).
 ///
 /// ```
-/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 /// use loopwright_core::durable::DurableRun;
 /// let agent = loopwright_core::Agent::builder(model).build();
 /// let run = agent.to_builder().durable(DurableRun::new("run-7")).build();

@@ -9,8 +9,7 @@
 //! validation -> (approval) -> concurrent execution -> results -> model, with
 //! an [`AgentEvent`] sent to the application at each point.
 //!
-//! [`replay`] records a run's model and tool calls to a cassette and serves
-//! them back, for tests that need neither the provider nor the servers.
+//! Record/replay and the scripted test model are in `loopwright-testing`.
 //!
 //! This crate has no HTTP client, no MCP client and no provider: those live in
 //! `loopwright-providers` and `loopwright-mcp`, which implement the traits here. The
@@ -19,7 +18,7 @@
 //!
 //! ```
 //! use loopwright_core::{tool_fn, Agent};
-//! # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+//! # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Weather {
@@ -40,7 +39,7 @@
 //!
 //! ```
 //! use loopwright_core::{Agent, ToolError, tool_fn};
-//! # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+//! # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 //!
 //! let agent = Agent::builder(model)
 //!     .tool(tool_fn! {
@@ -66,12 +65,8 @@ pub mod compaction;
 pub mod durable;
 pub mod output;
 pub mod preflight;
-pub mod replay;
 pub mod telemetry;
 pub mod tool_search;
-
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub mod message {
     //! Conversation messages beyond the root's: the payloads of image,

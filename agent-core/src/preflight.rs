@@ -279,7 +279,7 @@ pub type PlanResponder = loopwright_types::Responder<PlanDecision>;
 /// use loopwright_core::preflight::Preflight;
 /// // Answered through each run's `plan_proposed` event:
 /// let preflight = Preflight::via_events().timeout(std::time::Duration::from_secs(60));
-/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 /// let agent = loopwright_core::Agent::builder(model).preflight(preflight).build();
 /// # let _ = agent;
 /// ```

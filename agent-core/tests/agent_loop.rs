@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use common::*;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentEvent, ExitReason, ModelError, Role, ToolError, ToolOutput, Usage,
     model::FinishReason, model::ModelEvent,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 use tokio::sync::{Barrier, oneshot};
 

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use common::*;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentEvent, ApprovalDecision, Approvals, ExitReason, ToolSet,
     approval::ApprovalPolicy, approval::ApprovalRequest, approval::ApprovalSession, approval::ApprovalTier,
     approval::Approver, tool::ToolAnnotations, toolset::StaticToolSource,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 fn read_only() -> ToolAnnotations {
     ToolAnnotations::default().read_only(true).idempotent(true)

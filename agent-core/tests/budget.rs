@@ -10,8 +10,8 @@ use common::*;
 use loopwright_core::accounting::AccountingEntry;
 use loopwright_core::agent::CONCLUDE_INSTRUCTION;
 use loopwright_core::budget::{BUDGET_EXCEEDED_RESULT, TokenCounter};
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::{AgentBuilder, AgentEvent, ContextBudget, ExitReason, ToolChoice, ToolOutput};
+use loopwright_testing::ScriptedStep;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 #[tokio::test]
@@ -157,7 +157,7 @@ async fn the_next_turn_counts_only_the_new_messages() {
     let turn = |input: Vec<loopwright_core::Message>| {
         let budget = budget.clone();
         async move {
-            let model = loopwright_core::testing::ScriptedModel::new(vec![ScriptedStep::text("ok")]);
+            let model = loopwright_testing::ScriptedModel::new(vec![ScriptedStep::text("ok")]);
             let agent = loopwright_core::Agent::builder(Arc::new(model))
                 .budget(budget)
                 .build();

@@ -15,11 +15,11 @@ use loopwright_core::compaction::clear::CLEARED_NOTE;
 use loopwright_core::compaction::summarize::{SUMMARY_HEADER, SUMMARY_SYSTEM};
 use loopwright_core::compaction::{Compaction, CompactionStrategy};
 use loopwright_core::history::check_history;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentEvent, Approvals, ContextBudget, Conversation, ExitReason, LanguageModel,
     Message, ModelError, Role, ToolOutput, model::ModelRequest, model::ModelStream, tool::ToolAnnotations,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 /// Steps of the long run.
 const LONG_RUN_STEPS: usize = 200;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use common::{HANG_GUARD, TestTool, assert_history_invariant, object_schema};
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, AgentEvent, Conversation, ModelError, Role, RunError, ToolOutput};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 fn agent(model: &ScriptedModel) -> Agent {
     let tool = TestTool::new("note", object_schema(), |_, _| async {

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::tool_search::{SEARCH_TOOLS_NAME, ToolSearch};
 use loopwright_core::{
     AgentBuilder, ExitReason, ToolDefinition, ToolOutput, ToolSet, toolset::SourceKind,
     toolset::StaticToolSource,
 };
+use loopwright_testing::ScriptedStep;
 use serde_json::json;
 
 /// 500 tools behind tool search.

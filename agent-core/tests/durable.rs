@@ -17,11 +17,11 @@ use futures::{FutureExt, StreamExt};
 use loopwright_core::durable::{
     DecisionKey, Durability, DurableError, DurableRun, StepFn, StepKey, StepRecord, Waiting,
 };
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, ApprovalDecision, Approvals, ExitReason, ToolOutput, Usage, approval::ApprovalPolicy,
     approval::ApprovalTier, model::FinishReason, model::ModelEvent,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

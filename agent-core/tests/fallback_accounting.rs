@@ -10,11 +10,11 @@ use std::time::Duration;
 use common::*;
 use futures::StreamExt;
 use loopwright_core::accounting::{AccountingEntry, EntryStatus};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentEvent, ExitReason, FallbackModel, LanguageModel, ModelError, ToolOutput,
     accounting::JsonlSink, model::ModelEvent,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 struct Named(ScriptedModel, &'static str);
 

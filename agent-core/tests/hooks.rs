@@ -8,8 +8,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{TestTool, object_schema, results_by_id, run, tool_names, tools};
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::{AgentBuilder, AgentEvent, ExitReason, ToolChoice, ToolOutput};
+use loopwright_testing::ScriptedStep;
 
 fn echo(name: &'static str) -> TestTool {
     TestTool::new(name, object_schema(), move |_, _| async move {

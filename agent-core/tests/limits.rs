@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, AgentEvent, AgentTool, ExitReason};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 /// A coordinator that fans out to three sub-agents at once, each of which
 /// would call a tool and answer: seven model calls without a budget.

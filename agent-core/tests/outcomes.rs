@@ -14,11 +14,11 @@ use common::{counted_tool, tools};
 use loopwright_core::approval::{ApprovalPolicy, ApprovalTier};
 use loopwright_core::output::OutputSpec;
 use loopwright_core::preflight::{Plan, PlanDecision, Preflight};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentResult, Approvals, CancellationToken, ContextBudget, ExitReason, ModelError,
     Outcome, RunError,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 const PLAN: &str = r#"{"steps": [{"description": "Wipe", "tool": "echo", "risk": "high"}]}"#;
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use common::{assert_history_invariant, counted_tool, results_by_id, tool_names};
 use futures::StreamExt;
 use loopwright_core::output::FINAL_ANSWER_TOOL;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, ExitReason, OutputSpec, RunError, ToolChoice, Usage, model::FinishReason,
     model::ModelCapabilities, model::ModelEvent, model::ResponseFormat, output::OutputMode,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]

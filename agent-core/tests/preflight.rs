@@ -11,10 +11,10 @@ use std::time::Duration;
 use common::{HANG_GUARD, collect, counted_tool, plan_rejection, run, tools};
 use futures::StreamExt;
 use loopwright_core::preflight::{Plan, PlanDecision, PlanStep, Preflight, Risk};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentEvent, ExitReason, Role, RunError, ToolChoice, model::ModelCapabilities,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 const PLAN: &str = r#"{"steps": [
     {"description": "Look up the weather", "tool": "weather", "risk": "low"},

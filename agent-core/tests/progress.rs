@@ -7,9 +7,9 @@
 mod common;
 
 use common::{TestTool, object_schema, run, tools};
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::tool::PROGRESS_BUFFER;
 use loopwright_core::{AgentBuilder, AgentEvent, ToolOutput};
+use loopwright_testing::ScriptedStep;
 
 const REPORTS: usize = 10_000;
 

@@ -1,6 +1,6 @@
-//! Record and replay of a run: the model's stream and the tools' calls
-//! written to a cassette, then served from it with the live model and tools
-//! gone; misses reported with what differs; record-missing adding to the
+//! Record and replay (loopwright-testing) of a run through the loop: the
+//! model's stream and the tools' calls written to a cassette, then served
+//! from it with the live model and tools gone; misses reported with what differs; record-missing adding to the
 //! cassette; malformed files named with their line.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
-use loopwright_core::replay::{Cassette, CassetteError, ReplayMiss, ReplayMode, ReplayModel};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, ExitReason, LanguageModel, ModelError, ToolOutput, ToolSet, ToolSource,
     model::ModelCapabilities, toolset::StaticToolSource,
 };
+use loopwright_testing::replay::{Cassette, CassetteError, ReplayMiss, ReplayMode, ReplayModel};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 
 /// Events as JSON with the wall-clock fields set to 0: `duration_ms` of

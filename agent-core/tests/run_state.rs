@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use loopwright_core::preflight::Preflight;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, AgentTool, ApprovalDecision, Approvals, ContentPart, ExitReason, Role, RunState,
     ToolSet, agent::PendingKind, agent::ResumeError, approval::ApprovalPolicy, approval::ApprovalTier,
     tool::ToolAnnotations, toolset::StaticToolSource,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 struct Counts {
     read: Arc<AtomicUsize>,

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use common::*;
 use loopwright_core::schema::SchemaError;
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::{
     AgentBuilder, ExitReason, OutputSpec, ToolDefinition, ToolOutput, ToolSet, toolset::SourceKind,
     toolset::StaticToolSource,
 };
+use loopwright_testing::ScriptedStep;
 use serde_json::{Map, Value, json};
 
 fn exponential(depth: usize) -> Value {

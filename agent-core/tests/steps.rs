@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use loopwright_core::agent::CONCLUDE_INSTRUCTION;
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::{AgentBuilder, AgentEvent, ExitReason, ToolChoice};
+use loopwright_testing::ScriptedStep;
 
 /// `max_steps(n)`: a model that calls a tool on every step gets `n` steps
 /// with tools, whose calls all run, then one concluding call without tools

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use futures::StreamExt;
 use loopwright_core::accounting::{AccountingEntry, AccountingSink};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, AgentResult, AgentTool, ExitReason, ModelError, ToolError, ToolOutput, Usage,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use tokio::sync::Barrier;
 
 /// Keeps every entry in memory.

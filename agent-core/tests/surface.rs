@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use common::{HANG_GUARD, TestTool, object_schema, results_by_id};
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, CancellationToken, ContextBudget, ExitReason, ModelError, RunError, ToolChoice,
     ToolContext, ToolError, ToolSet, tool::TypedTool, tool_fn, tool_fn_with_context,
     toolset::StaticToolSource,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 fn agent(steps: Vec<ScriptedStep>) -> (Agent, ScriptedModel) {
     let model = ScriptedModel::new(steps);

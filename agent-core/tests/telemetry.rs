@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use common::{counted_tool, tools};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, ExitReason, ModelError};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::Layer;

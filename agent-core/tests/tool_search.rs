@@ -10,7 +10,6 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::tool_search::{SEARCH_TOOLS_NAME, ToolSearch};
 use loopwright_core::toolset::{ToolOverride, ToolOverrides};
 use loopwright_core::{
@@ -18,6 +17,7 @@ use loopwright_core::{
     ToolOutputPart, ToolSet, Usage, model::FinishReason, model::ModelEvent, toolset::NameFilter,
     toolset::SourceKind, toolset::SourceOptions, toolset::StaticToolSource,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 
 /// An external source (as an MCP server) with `n` tools `tool_0`..., one

@@ -7,13 +7,13 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use loopwright_core::testing::ScriptedStep;
 use loopwright_core::toolset::{INSTRUCTIONS_HEADING, is_valid_tool_name};
 use loopwright_core::{
     AgentBuilder, AgentEvent, ExitReason, Tool, ToolOutput, ToolSet, ToolSource, tool_fn,
     toolset::NameFilter, toolset::Naming, toolset::SourceKind, toolset::SourceOptions,
     toolset::StaticToolSource, toolset::ToolSourceError,
 };
+use loopwright_testing::ScriptedStep;
 use tokio::sync::watch;
 
 fn echo_named(name: &str, reply: &'static str) -> TestTool {

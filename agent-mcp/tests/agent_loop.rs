@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use common::*;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, AgentEvent, AgentResult, ContentPart, ExitReason, ToolSet};
 use loopwright_mcp::McpToolSource;
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 /// Run a prompt to the end, collecting the events.
 pub async fn run_agent(

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use common::*;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, AgentResult, ContentPart, ToolSet, user_input::UserInputAnswer,
     user_input::UserInputKind,
 };
 use loopwright_mcp::{McpClientOptions, McpServerConfig, McpToolSource};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 
 /// Run one scripted call of `tool`, answering every question with `answer`

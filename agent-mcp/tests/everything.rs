@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use common::*;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, ToolContext, ToolOutputPart, ToolSet, ToolSource, tool::ProgressReporter,
 };
 use loopwright_mcp::{McpServerConfig, McpToolSource};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 
 async fn check_tools(source: &McpToolSource) {

@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::*;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, ContentPart, ExitReason, ToolSet, ToolSource};
 use loopwright_mcp::{McpServerConfig, McpToolSource};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 
 /// The static documents server-everything serves as resources.

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use common::*;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, AgentEvent, ContentPart, ToolSet, user_input::UserInputAnswer};
 use loopwright_mcp::McpToolSource;
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 /// One scripted call of `job` with `args`: the events and the result (is_error, text).
 async fn run_job(source: McpToolSource, args: &str) -> (Vec<AgentEvent>, bool, String) {

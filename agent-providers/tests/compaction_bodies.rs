@@ -20,12 +20,12 @@ use futures::StreamExt;
 use loopwright_core::compaction::clear::CLEARED_NOTE;
 use loopwright_core::compaction::summarize::SUMMARY_HEADER;
 use loopwright_core::compaction::{Compaction, CompactionStrategy};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentEvent, ContextBudget, LanguageModel, ToolOutput, ToolSet, model::ModelEvent,
     model::ModelRequest, tool_fn, toolset::StaticToolSource,
 };
 use loopwright_providers::{AnthropicModel, CONTEXT_MANAGEMENT_BETA, OpenAiResponsesModel};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

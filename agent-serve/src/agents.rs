@@ -18,7 +18,7 @@ const PROMPT_PROPERTY: &str = "prompt";
 /// An agent as a server offers it.
 ///
 /// ```
-/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 /// let agent = loopwright_core::Agent::builder(model).name("researcher").build();
 /// let served = loopwright_serve::ServedAgent::new(agent).with_description("Finds sources and sums them up.");
 /// assert_eq!(served.name(), "researcher");
@@ -58,7 +58,7 @@ impl ServedAgent {
     /// Serve it under another name.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// # let agent = loopwright_core::Agent::builder(model).build();
     /// let served = loopwright_serve::ServedAgent::new(agent).with_name("helper");
     /// assert_eq!(served.name(), "helper");
@@ -71,7 +71,7 @@ impl ServedAgent {
     /// What it does (the MCP tool's description).
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// # let agent = loopwright_core::Agent::builder(model).build();
     /// let served = loopwright_serve::ServedAgent::new(agent).with_description("Reviews patches.");
     /// assert_eq!(served.description(), "Reviews patches.");
@@ -85,7 +85,7 @@ impl ServedAgent {
     /// string). Input that is not `{prompt}` reaches the agent as JSON.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// # let agent = loopwright_core::Agent::builder(model).build();
     /// let schema = serde_json::json!({"type": "object", "properties": {"patch": {"type": "string"}}});
     /// let served = loopwright_serve::ServedAgent::new(agent).with_input_schema(schema.clone());

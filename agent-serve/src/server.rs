@@ -128,7 +128,7 @@ impl Bound {
 /// A server to start: its agents, surfaces and limits.
 ///
 /// ```
-/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 /// # let agent = loopwright_core::Agent::builder(model).build();
 /// let serve = loopwright_serve::Serve::new()
 ///     .agent(loopwright_serve::ServedAgent::new(agent))

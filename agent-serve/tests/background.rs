@@ -15,12 +15,12 @@ use common::post;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, Approvals, ContentPart, Role, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolSet,
     tool::ToolAnnotations, toolset::StaticToolSource,
 };
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use common::post;
 use loopwright_core::Agent;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_serve::{Serve, ServedAgent, Surface};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Map, Value, json};
 
 /// `depth` levels that each apply `keyword` of two references to the

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use common::{GatedModel, post, until};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, Message, Role};
 use loopwright_serve::{MIN_RUN_LEASE, Running, Serve, ServedAgent, Surface};
 use loopwright_store::{MemoryStore, RunStatus, Store};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 
 fn local() -> std::net::SocketAddr {

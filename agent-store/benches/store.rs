@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, Conversation, Message};
 use loopwright_store::{RunRecord, Session, Store, StoreBuilder};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopwright_core::Agent;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_store::{RunRecord, Session, SessionError, Store, StoreBuilder, StoreError};
 use loopwright_test_support::TempPostgres;
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
 
 fn turn(n: usize) -> Vec<loopwright_core::Message> {

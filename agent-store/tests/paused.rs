@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::Fixture;
 use loopwright_core::approval::{ApprovalPolicy, ApprovalTier};
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, Approvals, RunError, RunState, tool_fn};
 use loopwright_store::{PausedError, PausedRuns, RunStatus};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 per_backend!(
     a_parked_run_is_claimed_once_and_resumed_from_the_store,

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use common::Fixture;
 use futures::StreamExt;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, AgentEvent};
 use loopwright_store::{Session, SessionError};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 
 per_backend!(
     a_session_stores_each_turn,

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{Agent, ContentPart, Role, ToolSet};
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use loopwright_tools::{Workspace, coding_tools};
 use serde_json::json;
 

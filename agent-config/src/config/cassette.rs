@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use loopwright_core::replay::{Cassette, ReplayMode};
 use loopwright_core::toolset::{ConnectionReport, SourceFailure};
 use loopwright_core::{ToolSource, toolset::SourceOptions, toolset::ToolSetBuilder};
 use loopwright_mcp::Connected;
+use loopwright_testing::replay::{Cassette, ReplayMode};
 
 use super::{AgentConfig, RunSetupError};
 
@@ -24,7 +24,7 @@ use super::{AgentConfig, RunSetupError};
 /// ```no_run
 /// # use std::sync::Arc;
 /// use loopwright_config::config::AgentConfig;
-/// use loopwright_core::replay::{Cassette, ReplayMode, ReplayModel};
+/// use loopwright_testing::replay::{Cassette, ReplayMode, ReplayModel};
 /// use loopwright_core::{Agent, LanguageModel, ToolSet};
 /// use loopwright_providers::Providers;
 ///
@@ -182,7 +182,7 @@ impl AgentConfig {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// use loopwright_core::replay::{Cassette, ReplayMode};
+    /// use loopwright_testing::replay::{Cassette, ReplayMode};
     /// let text = r#"{"mcpServers": {"time": {"command": "/not/started/in/a/replay"}}}"#;
     /// let config = loopwright_config::config::AgentConfig::parse(text, "a.json", &|_| None).unwrap();
     /// let dir = tempfile::tempdir().unwrap();

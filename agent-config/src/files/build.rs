@@ -20,13 +20,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopwright_core::replay::Cassette;
 use loopwright_core::toolset::SourceFailure;
 use loopwright_core::{
     Agent, AgentTool, Approvals, OutputSpec, ToolSet, ToolSource, agent::AgentOptions, agent::AgentSlot,
     agent::SUB_AGENT_SOURCE, toolset::NAMESPACE_SEPARATOR, toolset::NameFilter,
 };
 use loopwright_mcp::Connected;
+use loopwright_testing::replay::Cassette;
 use loopwright_tools::{Workspace, coding_tools};
 
 use super::pool::{McpServerPool, Servers};
@@ -215,7 +215,7 @@ impl BuildOptions {
     }
 
     /// Record every agent's model calls and tool calls into `cassette`, or
-    /// replay them from it (see [`loopwright_core::replay`]): each model
+    /// replay them from it (see [`loopwright_testing::replay`]): each model
     /// goes through [`Cassette::model`], each MCP server, the coding tools
     /// and the skills through [`Cassette::tool_source`] (a sub-agent is an
     /// agent: its own calls go through it); a strict replay connects no
@@ -224,7 +224,7 @@ impl BuildOptions {
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
-    /// let cassette = loopwright_core::replay::Cassette::record(dir.path()).unwrap();
+    /// let cassette = loopwright_testing::replay::Cassette::record(dir.path()).unwrap();
     /// let options = loopwright_config::files::BuildOptions::default().cassette(cassette);
     /// # let _ = options;
     /// ```

@@ -39,7 +39,7 @@ pub const APP_SOURCE: &str = "app";
 /// Builds an [`Agent`]; start with [`Agent::builder`].
 ///
 /// ```
-/// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+/// # let model = loopwright_testing::ScriptedModel::new(vec![]);
 /// use loopwright_core::{Agent, tool_fn};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
@@ -90,7 +90,7 @@ impl AgentBuilder {
     /// given to [`AgentBuilder::tools`].
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::{Agent, tool_fn};
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct City { name: String }
@@ -109,7 +109,7 @@ impl AgentBuilder {
     /// clash rules apply). See [`AgentTool`].
     ///
     /// ```
-    /// # let model = || std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = || std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// let coder = loopwright_core::Agent::builder(model()).name("coder").build();
     /// let lead = loopwright_core::Agent::builder(model()).sub_agent(coder.as_tool().description("Writes patches.")).build();
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -125,7 +125,7 @@ impl AgentBuilder {
     /// added with [`AgentBuilder::tool`].
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).tools(loopwright_core::ToolSet::empty()).build();
     /// # let _ = agent;
     /// ```
@@ -137,7 +137,7 @@ impl AgentBuilder {
     /// Use a tool set shared with other agents.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let shared = std::sync::Arc::new(loopwright_core::ToolSet::empty());
     /// let agent = loopwright_core::Agent::builder(model).shared_tools(shared.clone()).build();
     /// assert!(std::sync::Arc::ptr_eq(agent.tools(), &shared));
@@ -153,7 +153,7 @@ impl AgentBuilder {
     /// setters or [`AgentBuilder::configure`].
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::{Agent, agent::AgentOptions};
     /// let agent = Agent::builder(model).system("Be brief.").options(AgentOptions::default()).build();
     /// assert_eq!(agent.options().system, None);
@@ -167,7 +167,7 @@ impl AgentBuilder {
     /// included.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .temperature(0.2)
     ///     .configure(|o| o.temperature = None)
@@ -182,7 +182,7 @@ impl AgentBuilder {
     /// The agent (a builder made from an agent keeps its identity).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).build();
     /// assert_eq!(agent.name(), loopwright_core::agent::DEFAULT_AGENT_NAME);
     /// ```
@@ -230,7 +230,7 @@ impl AgentBuilder {
     /// [`AgentTool`].
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).name("researcher").build();
     /// assert_eq!(agent.name(), "researcher");
     /// ```
@@ -246,7 +246,7 @@ impl AgentBuilder {
     /// use the limit of the root of their tree, not their own.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_depth(1).build(); // sub-agents, none of their own
     /// assert_eq!(agent.options().max_depth, 1);
     /// ```
@@ -258,7 +258,7 @@ impl AgentBuilder {
     /// The system prompt (the tool sources' instructions follow it).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).system("Be brief.").build();
     /// assert_eq!(agent.options().system.as_deref(), Some("Be brief."));
     /// ```
@@ -275,7 +275,7 @@ impl AgentBuilder {
     /// most `steps + 1` model calls.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_steps(1).build();
     /// assert_eq!(agent.options().max_steps, 1);
     /// ```
@@ -288,7 +288,7 @@ impl AgentBuilder {
     /// that, plus a grace).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).tool_timeout(std::time::Duration::from_secs(5)).build();
     /// assert_eq!(agent.options().tool_timeout.as_secs(), 5);
     /// ```
@@ -300,7 +300,7 @@ impl AgentBuilder {
     /// How many tool calls run at once (at least 1).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).tool_concurrency(4).build();
     /// assert_eq!(agent.options().tool_concurrency, 4);
     /// ```
@@ -312,7 +312,7 @@ impl AgentBuilder {
     /// How many bytes of a tool's output are kept (head and tail).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_tool_output_bytes(10_000).build();
     /// assert_eq!(agent.options().max_tool_output_bytes, 10_000);
     /// ```
@@ -324,7 +324,7 @@ impl AgentBuilder {
     /// The sampling temperature.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).temperature(0.2).build();
     /// assert_eq!(agent.options().temperature, Some(0.2));
     /// ```
@@ -336,7 +336,7 @@ impl AgentBuilder {
     /// Nucleus sampling.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).top_p(0.9).build();
     /// assert_eq!(agent.options().top_p, Some(0.9));
     /// ```
@@ -348,7 +348,7 @@ impl AgentBuilder {
     /// The output token limit per step.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_output_tokens(512).build();
     /// assert_eq!(agent.options().max_output_tokens, Some(512));
     /// ```
@@ -360,7 +360,7 @@ impl AgentBuilder {
     /// How the model may use the tools (every step but the concluding one).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::ToolChoice;
     /// let agent = loopwright_core::Agent::builder(model).tool_choice(ToolChoice::Required).build();
     /// assert_eq!(agent.options().tool_choice, ToolChoice::Required);
@@ -373,7 +373,7 @@ impl AgentBuilder {
     /// Whether the model may call several tools per step (on by default).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).parallel_tool_calls(false).build();
     /// assert!(!agent.options().parallel_tool_calls);
     /// ```
@@ -387,7 +387,7 @@ impl AgentBuilder {
     /// tools without annotations are treated as able to change things).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).approvals(loopwright_core::Approvals::via_events()).build();
     /// assert!(agent.options().approvals.is_some());
     /// ```
@@ -406,7 +406,7 @@ impl AgentBuilder {
     /// running any tool. Each run proposes its own plan.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::preflight::{Plan, PlanDecision, Preflight};
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .preflight(Preflight::with_approver(|_: &Plan| PlanDecision::Approve))
@@ -422,7 +422,7 @@ impl AgentBuilder {
     /// [`JsonlSink`](crate::accounting::JsonlSink)).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// # let dir = tempfile::tempdir().unwrap();
     /// let sink = loopwright_core::accounting::JsonlSink::open(dir.path().join("usage.jsonl")).unwrap();
     /// let agent = loopwright_core::Agent::builder(model).accounting(std::sync::Arc::new(sink)).build();
@@ -439,7 +439,7 @@ impl AgentBuilder {
     /// [`AgentBuilder::compaction`], the history is compacted first).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).budget(loopwright_core::ContextBudget::new(128_000)).build();
     /// assert!(agent.options().budget.is_some());
     /// ```
@@ -455,7 +455,7 @@ impl AgentBuilder {
     /// says why. A sub-agent's runs take from the tree's budget.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_model_calls(50).build();
     /// assert_eq!(agent.options().max_model_calls, Some(50));
     /// ```
@@ -469,7 +469,7 @@ impl AgentBuilder {
     /// is refused as with [`AgentBuilder::max_model_calls`].
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_tree_tokens(1_000_000).build();
     /// assert_eq!(agent.options().max_tree_tokens, Some(1_000_000));
     /// ```
@@ -483,7 +483,7 @@ impl AgentBuilder {
     /// as its reason; its sub-agents and tools are cancelled with it.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).run_timeout(std::time::Duration::from_secs(600)).build();
     /// assert!(agent.options().run_timeout.is_some());
     /// ```
@@ -501,7 +501,7 @@ impl AgentBuilder {
     /// output, a `final_answer` tool, or the best the model supports).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Verdict { ok: bool, reason: String }
     /// let agent = loopwright_core::Agent::builder(model).output(loopwright_core::OutputSpec::of::<Verdict>()).build();
@@ -516,7 +516,7 @@ impl AgentBuilder {
     /// sent back to be fixed.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).max_output_retries(0).build();
     /// assert_eq!(agent.options().max_output_retries, 0);
     /// ```
@@ -529,7 +529,7 @@ impl AgentBuilder {
     /// budget). Models that cannot reason get nothing added.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::{model::ReasoningConfig, ReasoningEffort};
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .reasoning(ReasoningConfig::from(ReasoningEffort::Low).budget_tokens(2_048))
@@ -545,7 +545,7 @@ impl AgentBuilder {
     /// cache where it needs marking (Anthropic); on by default.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).prompt_caching(false).build();
     /// assert!(!agent.options().prompt_caching);
     /// ```
@@ -559,7 +559,7 @@ impl AgentBuilder {
     /// ones.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .provider_options("openai", serde_json::json!({"service_tier": "flex"}))
     ///     .provider_options("openai", serde_json::json!({"store": false}))
@@ -584,7 +584,7 @@ impl AgentBuilder {
     /// agent files turn [`Compaction::default`] on.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::{ContextBudget, compaction::Compaction};
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .budget(ContextBudget::new(128_000))
@@ -605,7 +605,7 @@ impl AgentBuilder {
     /// files turn [`ToolSearch::default`] on.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::tool_search::ToolSearch;
     /// let agent = loopwright_core::Agent::builder(model).tool_search(ToolSearch::default().max_tools(40)).build();
     /// assert_eq!(agent.options().tool_search.as_ref().unwrap().max_tools, 40);
@@ -620,7 +620,7 @@ impl AgentBuilder {
     /// placeholder.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::model::MediaFallback;
     /// let agent = loopwright_core::Agent::builder(model).unsupported_media(MediaFallback::Placeholder).build();
     /// assert_eq!(agent.options().unsupported_media, MediaFallback::Placeholder);
@@ -634,7 +634,7 @@ impl AgentBuilder {
     /// still count; cancelling a run never cancels them).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let shutdown = loopwright_core::CancellationToken::new();
     /// let agent = loopwright_core::Agent::builder(model).cancellation(shutdown).build();
     /// assert_eq!(agent.options().cancellation.len(), 1);
@@ -650,7 +650,7 @@ impl AgentBuilder {
     /// whatever the hook sets.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// use loopwright_core::ToolChoice;
     /// // Make the model use a tool on the first step only.
     /// let agent = loopwright_core::Agent::builder(model)
@@ -676,7 +676,7 @@ impl AgentBuilder {
     /// with that step's tool results.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// // Stop as soon as the `submit` tool was called.
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .stop_when(|steps| steps.last().is_some_and(|s| s.tool_calls.iter().any(|c| c.name == "submit")))
@@ -693,7 +693,7 @@ impl AgentBuilder {
     /// The output cap and the context budget apply to what the hook returns.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// // Hide a secret from the model.
     /// let agent = loopwright_core::Agent::builder(model)
     ///     .on_tool_result(|_ctx, output| output.map_text(|text| text.replace("hunter2", "[redacted]")))
@@ -715,7 +715,7 @@ impl AgentBuilder {
     /// ([`Agent::to_builder`]).
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).build();
     /// let run_1 = agent.to_builder().durable(loopwright_core::durable::DurableRun::new("run-1")).build();
     /// assert!(run_1.options().durable.is_some());

@@ -35,7 +35,7 @@ pub struct StepContext<'a> {
 /// from the run's options each step: a change lasts one step.
 ///
 /// ```
-/// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+/// # let model = loopwright_testing::ScriptedModel::new(vec![]);
 /// // Offer only the search tool on the first step.
 /// let agent = loopwright_core::Agent::builder(model)
 ///     .prepare_step(|ctx, s| {

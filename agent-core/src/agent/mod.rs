@@ -168,7 +168,7 @@ impl Agent {
     /// shared one (`Arc`), or a provider's model builder as it is.
     ///
     /// ```
-    /// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
     /// let agent = loopwright_core::Agent::builder(model).name("writer").build();
     /// assert_eq!(agent.name(), "writer");
     /// ```
@@ -182,7 +182,7 @@ impl Agent {
     /// model and tools are shared.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// let agent = loopwright_core::Agent::builder(model).name("writer").build();
     /// let cooler = agent.to_builder().temperature(0.2).build();
     /// assert_eq!(cooler.options().temperature, Some(0.2));
@@ -195,7 +195,7 @@ impl Agent {
     /// The agent's name ([`AgentOptions::name`], or [`DEFAULT_AGENT_NAME`]).
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// let agent = loopwright_core::Agent::builder(model).name("researcher").build();
     /// assert_eq!(agent.name(), "researcher");
     /// ```
@@ -224,7 +224,7 @@ impl Agent {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), loopwright_core::RunError> {
-    /// use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+    /// use loopwright_testing::{ScriptedModel, ScriptedStep};
     /// let model = ScriptedModel::new(vec![ScriptedStep::text("Hello.")]);
     /// let agent = loopwright_core::Agent::builder(model).build();
     /// let result = agent.run("Hi").await?;

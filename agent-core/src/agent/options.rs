@@ -47,7 +47,7 @@ left undone.";
 /// field directly, back to its default too.
 ///
 /// ```
-/// # let model = loopwright_core::testing::ScriptedModel::new(vec![]);
+/// # let model = loopwright_testing::ScriptedModel::new(vec![]);
 /// use loopwright_core::{Agent, agent::AgentOptions};
 /// let agent = Agent::builder(model).system("You are terse.").max_steps(5).build();
 /// assert_eq!(agent.options().max_steps, 5);

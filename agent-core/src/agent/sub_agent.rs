@@ -86,7 +86,7 @@ enum Target {
 ///
 /// ```
 /// use loopwright_core::{Agent, AgentTool, Tool};
-/// # let model = || std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = || std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 /// let researcher = Agent::builder(model()).name("researcher").system("Find sources.").build();
 /// let coordinator = Agent::builder(model())
 ///     .name("coordinator")
@@ -110,7 +110,7 @@ pub struct AgentTool {
 /// (agents that call each other).
 ///
 /// ```
-/// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+/// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
 /// let (tool, slot) = loopwright_core::AgentTool::deferred("critic", "Reviews a draft.");
 /// let critic = loopwright_core::Agent::builder(model).name("critic").sub_agent(tool).build();
 /// assert!(slot.set(critic));
@@ -179,7 +179,7 @@ impl AgentTool {
     /// `{prompt}`; the sub-agent's prompt is then the arguments as JSON.
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// # let agent = loopwright_core::Agent::builder(model).name("coder").build();
     /// use loopwright_core::Tool;
     /// let schema = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}, "change": {"type": "string"}},
@@ -230,7 +230,7 @@ impl Agent {
     /// This agent as a tool of another agent; see [`AgentTool`].
     ///
     /// ```
-    /// # let model = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// use loopwright_core::Tool;
     /// let tool = loopwright_core::Agent::builder(model).name("researcher").build().as_tool();
     /// assert_eq!(tool.definition().name, "researcher");

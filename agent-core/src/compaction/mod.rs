@@ -88,7 +88,7 @@ impl CompactionStrategy {
     /// Summarise older turns with `model` (a cheaper one, say).
     ///
     /// ```
-    /// # let cheap = std::sync::Arc::new(loopwright_core::testing::ScriptedModel::new(vec![]));
+    /// # let cheap = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
     /// let s = loopwright_core::compaction::CompactionStrategy::summarize_with(cheap);
     /// assert_eq!(s.name(), "summarize");
     /// ```

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use loopwright_core::testing::{ScriptedModel, ScriptedStep};
 use loopwright_core::{
     Agent, AgentBuilder, AgentEvent, AgentResult, ContentPart, Message, Role, Tool, ToolContext,
     ToolDefinition, ToolError, ToolOutput, ToolSet, toolset::StaticToolSource,
 };
+use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::{Value, json};
 
 pub mod recorded;

@@ -34,7 +34,8 @@ pub const MODEL_FILE: &str = "model.jsonl";
 /// One line of [`MODEL_FILE`]: a request and what its stream yielded.
 ///
 /// ```
-/// use loopwright_core::{Message, model::ModelRequest, replay::{ModelCall, RequestSummary}};
+/// use loopwright_types::{Message, ModelRequest};
+/// use loopwright_testing::replay::{ModelCall, RequestSummary};
 /// let request = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("hi")]));
 /// let call = ModelCall::new(request, vec![]);
 /// assert_eq!(call.hash, call.request.hash());
@@ -198,8 +199,8 @@ impl ModelLog {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use loopwright_core::{LanguageModel, Message, model::ModelRequest};
-/// use loopwright_core::replay::{Cassette, ReplayMiss, ReplayMode, ReplayModel};
+/// use loopwright_types::{LanguageModel, Message, ModelRequest};
+/// use loopwright_testing::replay::{Cassette, ReplayMiss, ReplayMode, ReplayModel};
 /// let dir = tempfile::tempdir().unwrap();
 /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
 /// let model = ReplayModel::offline(&cassette, "local", "m");
@@ -260,8 +261,9 @@ impl From<ReplayMiss> for ModelError {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use loopwright_core::{Agent, replay::{Cassette, RecordingModel}};
-/// # use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+/// use loopwright_core::Agent;
+/// use loopwright_testing::replay::{Cassette, RecordingModel};
+/// # use loopwright_testing::{ScriptedModel, ScriptedStep};
 /// # let live = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("4")]));
 /// let dir = tempfile::tempdir().unwrap();
 /// let cassette = Cassette::record(dir.path()).unwrap();
@@ -405,8 +407,9 @@ impl Drop for Recording {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use loopwright_core::{Agent, ExitReason, replay::{Cassette, RecordingModel, ReplayMode, ReplayModel}};
-/// # use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+/// use loopwright_core::{Agent, ExitReason};
+/// use loopwright_testing::replay::{Cassette, RecordingModel, ReplayMode, ReplayModel};
+/// # use loopwright_testing::{ScriptedModel, ScriptedStep};
 /// # let live = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("4")]));
 /// let dir = tempfile::tempdir().unwrap();
 /// let recording = Arc::new(RecordingModel::new(live.clone(), &Cassette::record(dir.path()).unwrap()));
@@ -442,7 +445,8 @@ impl ReplayModel {
     /// model's calls (the agent shapes its requests by them).
     ///
     /// ```
-    /// use loopwright_core::{LanguageModel, replay::{Cassette, ReplayMode, ReplayModel}};
+    /// use loopwright_types::LanguageModel;
+    /// use loopwright_testing::replay::{Cassette, ReplayMode, ReplayModel};
     /// let dir = tempfile::tempdir().unwrap();
     /// let cassette = Cassette::replay(dir.path(), ReplayMode::Strict).unwrap();
     /// let model = ReplayModel::offline(&cassette, "openai", "gpt-4.1");

@@ -21,7 +21,7 @@ use loopwright_types::{ReasoningConfig, ResponseFormat};
 /// hash, with why: none of them changes what the model answers.
 ///
 /// ```
-/// assert!(loopwright_core::replay::VOLATILE_FIELDS.iter().any(|(f, _)| *f == "cancellation"));
+/// assert!(loopwright_testing::replay::VOLATILE_FIELDS.iter().any(|(f, _)| *f == "cancellation"));
 /// ```
 pub const VOLATILE_FIELDS: [(&str, &str); 3] = [
     ("cancellation", "a token, not data"),
@@ -38,8 +38,8 @@ pub const HASH_PREFIX: &str = "sha256:";
 /// A tool as the model is told about it.
 ///
 /// ```
-/// let t = loopwright_core::replay::ToolSummary::from(
-///     &loopwright_core::ToolDefinition::new("echo", "Echo.", serde_json::json!({"type": "object"})));
+/// let t = loopwright_testing::replay::ToolSummary::from(
+///     &loopwright_types::ToolDefinition::new("echo", "Echo.", serde_json::json!({"type": "object"})));
 /// assert_eq!(t.name, "echo");
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,7 +70,7 @@ impl From<&ToolDefinition> for ToolSummary {
 /// The sampling and output settings of a request.
 ///
 /// ```
-/// assert!(loopwright_core::replay::RequestSettings::default().is_empty());
+/// assert!(loopwright_testing::replay::RequestSettings::default().is_empty());
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -109,7 +109,8 @@ impl RequestSettings {
 /// prompt, the messages, the tools, the tool choice and the settings.
 ///
 /// ```
-/// use loopwright_core::{Message, model::ModelRequest, replay::RequestSummary};
+/// use loopwright_types::{Message, ModelRequest};
+/// use loopwright_testing::replay::RequestSummary;
 /// let a = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("hi")]));
 /// let b = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("hi")]));
 /// assert_eq!(a.hash(), b.hash());
@@ -171,7 +172,7 @@ impl RequestSummary {
 /// sorted, no whitespace).
 ///
 /// ```
-/// use loopwright_core::replay::hash_value;
+/// use loopwright_testing::replay::hash_value;
 /// assert_eq!(hash_value(&serde_json::json!({"a": 1, "b": 2})), hash_value(&serde_json::json!({"b": 2, "a": 1})));
 /// ```
 pub fn hash_value(value: &Value) -> String {

@@ -1,6 +1,8 @@
+//! # loopwright-evals
+//!
 //! Evals: run an agent over a [`Dataset`] of cases and score its answers
 //! against each case's [`Expectation`]s, to see what a prompt or a model
-//! change does before it ships (feature `eval`).
+//! change does before it ships.
 //!
 //! [`run_eval`] runs the cases (times [`EvalOptions::repeat`]) concurrently,
 //! at most [`EvalOptions::concurrency`] at once, and returns an
@@ -8,7 +10,7 @@
 //! verdict with the reason it failed; per case the pass rate and the spread
 //! of its score over repeats. Rubric expectations are graded by a judge
 //! model of their own ([`EvalOptions::judge`]). With models and tool
-//! sources from a [`Cassette`](loopwright_core::replay::Cassette) in replay,
+//! sources from a `Cassette` (`loopwright_testing::replay`) in replay,
 //! an eval runs offline.
 //!
 //! Invariants: every case is run `repeat` times, whatever the others do (a
@@ -19,9 +21,9 @@
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use std::sync::Arc;
-//! use loopwright::Agent;
-//! use loopwright::eval::{Case, Dataset, EvalOptions, Expectation, run_eval};
-//! # let model = Arc::new(loopwright::testing::ScriptedModel::new(vec![loopwright::testing::ScriptedStep::text("Paris")]));
+//! use loopwright_core::Agent;
+//! use loopwright_evals::{Case, Dataset, EvalOptions, Expectation, run_eval};
+//! # let model = Arc::new(loopwright_testing::ScriptedModel::new(vec![loopwright_testing::ScriptedStep::text("Paris")]));
 //! let agent = Agent::builder(model).system("Answer with the city only.").build();
 //! let dataset = Dataset::new(vec![
 //!     Case::new("capital", "Capital of France?").expect(Expectation::contains("Paris")),
@@ -31,6 +33,8 @@
 //! println!("{}", report.table());
 //! # });
 //! ```
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod dataset;
 mod expect;
@@ -59,11 +63,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// case's variables).
 ///
 /// ```
-/// use loopwright::eval::{Case, EvalTarget};
-/// struct PerCase(loopwright::Agent);
+/// use loopwright_evals::{Case, EvalTarget};
+/// struct PerCase(loopwright_core::Agent);
 /// #[async_trait::async_trait]
 /// impl EvalTarget for PerCase {
-///     async fn agent(&self, case: &Case) -> Result<loopwright::Agent, loopwright::eval::BoxError> {
+///     async fn agent(&self, case: &Case) -> Result<loopwright_core::Agent, loopwright_evals::BoxError> {
 ///         let tone = case.vars.get("TONE").cloned().unwrap_or_default();
 ///         Ok(self.0.to_builder().system(format!("Answer in a {tone} tone.")).build())
 ///     }
@@ -99,7 +103,7 @@ type ProgressFn = Arc<dyn Fn(&EvalProgress) + Send + Sync>;
 /// How [`run_eval`] runs.
 ///
 /// ```
-/// let options = loopwright::eval::EvalOptions::default().concurrency(8).repeat(5);
+/// let options = loopwright_evals::EvalOptions::default().concurrency(8).repeat(5);
 /// # let _ = options;
 /// ```
 #[derive(Clone)]
@@ -152,8 +156,8 @@ impl EvalOptions {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use loopwright::eval::{Case, Dataset, EvalOptions, Expectation, run_eval};
-/// # let agent = loopwright::Agent::builder(std::sync::Arc::new(loopwright::testing::ScriptedModel::new(vec![]))).build();
+/// use loopwright_evals::{Case, Dataset, EvalOptions, Expectation, run_eval};
+/// # let agent = loopwright_core::Agent::builder(std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]))).build();
 /// let dataset = Dataset::new(vec![Case::new("tone", "Hi").expect(Expectation::Rubric("Friendly.".into()))]);
 /// let err = run_eval(&dataset, &agent, EvalOptions::default()).await.unwrap_err();
 /// assert_eq!(err.to_string(), "rubric expectations need a judge model (cases: tone)");

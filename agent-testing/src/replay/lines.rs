@@ -21,7 +21,7 @@ use super::CassetteError;
 /// takes tens of MiB; a larger file is refused, naming it and this limit.
 ///
 /// ```
-/// assert_eq!(loopwright_core::replay::MAX_CASSETTE_FILE_BYTES, 256 * 1024 * 1024);
+/// assert_eq!(loopwright_testing::replay::MAX_CASSETTE_FILE_BYTES, 256 * 1024 * 1024);
 /// ```
 pub const MAX_CASSETTE_FILE_BYTES: u64 = 256 * 1024 * 1024;
 

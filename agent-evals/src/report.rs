@@ -106,7 +106,7 @@ impl CaseReport {
 /// The outcome of an eval.
 ///
 /// ```
-/// let report = loopwright::eval::EvalReport::default();
+/// let report = loopwright_evals::EvalReport::default();
 /// assert_eq!(report.pass_rate, 0.0);
 /// assert!(!report.passes(0.5));
 /// ```
@@ -159,7 +159,7 @@ impl EvalReport {
     /// reasons of each failed run, then the totals.
     ///
     /// ```
-    /// assert!(loopwright::eval::EvalReport::default().table().ends_with("0/0 runs passed (0%)\n"));
+    /// assert!(loopwright_evals::EvalReport::default().table().ends_with("0/0 runs passed (0%)\n"));
     /// ```
     pub fn table(&self) -> String {
         let name_width = self

@@ -18,7 +18,8 @@ pub const DIFF_CONTEXT_CHARS: usize = 40;
 /// `None` when they are equal.
 ///
 /// ```
-/// use loopwright_core::{Message, model::ModelRequest, replay::{RequestSummary, first_difference}};
+/// use loopwright_types::{Message, ModelRequest};
+/// use loopwright_testing::replay::{RequestSummary, first_difference};
 /// let recorded = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("What time is it?")]));
 /// let actual = RequestSummary::of("local/m", &ModelRequest::new(vec![Message::user("What time is it now?")]));
 /// assert_eq!(first_difference(&recorded, &actual).unwrap(),

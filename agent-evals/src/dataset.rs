@@ -24,7 +24,7 @@ use loopwright_config::json::type_name;
 /// parsed into memory.
 ///
 /// ```
-/// assert_eq!(loopwright::eval::MAX_DATASET_BYTES, 16 * 1024 * 1024);
+/// assert_eq!(loopwright_evals::MAX_DATASET_BYTES, 16 * 1024 * 1024);
 /// ```
 pub const MAX_DATASET_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -39,7 +39,7 @@ const CASE_KEYS: [&str; 5] = ["name", "prompt", "messages", "vars", "expect"];
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("cases.yaml");
 /// std::fs::write(&path, "cases:\n  - prompt: hi\n    expect:\n      - regex: \"(unclosed\"\n").unwrap();
-/// let err = loopwright::eval::Dataset::load(&path).unwrap_err();
+/// let err = loopwright_evals::Dataset::load(&path).unwrap_err();
 /// assert!(err.to_string().ends_with("cases.yaml:4: cases[0].expect[0].regex: not a regular expression: regex parse error:\n    (unclosed\n    ^\nerror: unclosed group"), "{err}");
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +82,8 @@ pub enum DatasetError {
 /// One case: what the agent is asked and what its answer must satisfy.
 ///
 /// ```
-/// let case = loopwright::eval::Case::new("capital", "Capital of France?")
-///     .expect(loopwright::eval::Expectation::contains("Paris"));
+/// let case = loopwright_evals::Case::new("capital", "Capital of France?")
+///     .expect(loopwright_evals::Expectation::contains("Paris"));
 /// assert_eq!(case.messages()[0].text(), "Capital of France?");
 /// ```
 #[derive(Debug, Clone)]
@@ -121,7 +121,7 @@ impl Case {
     /// when the case is run).
     ///
     /// ```
-    /// let case = loopwright::eval::Case::new("c", "Capital of ${COUNTRY}?").var("COUNTRY", "Peru");
+    /// let case = loopwright_evals::Case::new("c", "Capital of ${COUNTRY}?").var("COUNTRY", "Peru");
     /// assert_eq!(case.messages()[0].text(), "Capital of Peru?");
     /// ```
     pub fn var(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
@@ -179,7 +179,7 @@ fn expand(text: &str, vars: &BTreeMap<String, String>) -> String {
 ///       - max_steps: 2
 ///       - rubric: Names Paris and nothing else.
 /// "#).unwrap();
-/// let dataset = loopwright::eval::Dataset::load(&path).unwrap();
+/// let dataset = loopwright_evals::Dataset::load(&path).unwrap();
 /// assert_eq!(dataset.judge.as_deref(), Some("local/judge"));
 /// assert_eq!(dataset.cases[0].messages()[0].text(), "Capital of France?");
 /// assert_eq!(dataset.cases[0].expectations.len(), 4);
@@ -216,7 +216,7 @@ impl Dataset {
     /// Parse a dataset's text; `path` names it in errors.
     ///
     /// ```
-    /// let err = loopwright::eval::Dataset::parse("cases:\n  - prompt: hi\n", "d.yaml".as_ref()).unwrap_err();
+    /// let err = loopwright_evals::Dataset::parse("cases:\n  - prompt: hi\n", "d.yaml".as_ref()).unwrap_err();
     /// assert_eq!(err.to_string(), "d.yaml:2: cases[0].expect: a case needs at least one expectation");
     /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Self, DatasetError> {

@@ -1,6 +1,6 @@
-//! A scripted [`LanguageModel`] for unit tests of the loop (enabled by the
-//! `testing` feature). It is a test double: it plays back steps written in
-//! the test and records the requests it got. It is never a default.
+//! A scripted [`LanguageModel`] for unit tests of the loop. It is a test
+//! double: it plays back steps written in the test and records the requests
+//! it got. It is never a default.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -37,7 +37,7 @@ impl ScriptedStep {
     /// A step answering `text` and finishing with `stop`.
     ///
     /// ```
-    /// let step = loopwright_core::testing::ScriptedStep::text("hello");
+    /// let step = loopwright_testing::ScriptedStep::text("hello");
     /// # let _ = step;
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
@@ -54,7 +54,7 @@ impl ScriptedStep {
     /// `tool_calls`.
     ///
     /// ```
-    /// let step = loopwright_core::testing::ScriptedStep::tool_calls(&[("c1", "echo", r#"{"x":1}"#)]);
+    /// let step = loopwright_testing::ScriptedStep::tool_calls(&[("c1", "echo", r#"{"x":1}"#)]);
     /// # let _ = step;
     /// ```
     pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
@@ -81,7 +81,7 @@ impl ScriptedStep {
     /// A call that fails before any event (as an HTTP error status would).
     ///
     /// ```
-    /// let step = loopwright_core::testing::ScriptedStep::fail(loopwright_core::ModelError::authentication(Some(401), "bad key"));
+    /// let step = loopwright_testing::ScriptedStep::fail(loopwright_types::ModelError::authentication(Some(401), "bad key"));
     /// # let _ = step;
     /// ```
     pub fn fail(error: ModelError) -> Self {
@@ -115,7 +115,7 @@ impl ScriptedStep {
 /// error saying so.
 ///
 /// ```
-/// use loopwright_core::testing::{ScriptedModel, ScriptedStep};
+/// use loopwright_testing::{ScriptedModel, ScriptedStep};
 /// let model = ScriptedModel::new(vec![ScriptedStep::text("hi")]);
 /// assert_eq!(model.requests().len(), 0);
 /// ```
@@ -139,8 +139,8 @@ impl ScriptedModel {
     /// The same model claiming these capabilities.
     ///
     /// ```
-    /// use loopwright_core::{LanguageModel, model::ModelCapabilities};
-    /// let m = loopwright_core::testing::ScriptedModel::new(vec![])
+    /// use loopwright_types::{LanguageModel, ModelCapabilities};
+    /// let m = loopwright_testing::ScriptedModel::new(vec![])
     ///     .with_capabilities(ModelCapabilities::default().structured_output(true, true));
     /// assert!(m.capabilities().structured_output);
     /// ```

@@ -7,7 +7,7 @@
 //! - `model.jsonl`: one line per model call ([`ModelCall`]): the request's
 //!   hash, the request ([`RequestSummary`]: model, system prompt, messages,
 //!   tools, tool choice, settings) and every item its stream yielded (the
-//!   [`ModelEvent`](crate::model::ModelEvent)s, tagged by `type` as they
+//!   [`ModelEvent`](loopwright_types::ModelEvent)s, tagged by `type` as they
 //!   serialise, and an `{"type": "error", "kind": ...}` item where it failed);
 //! - `tools/<source>.jsonl`: per tool source (an MCP server, the coding
 //!   tools), its listings and its calls ([`ToolLine`]): tool, input,
@@ -33,9 +33,10 @@
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use std::sync::Arc;
-//! use loopwright_core::{Agent, replay::{Cassette, ReplayMode}};
-//! # use loopwright_core::testing::{ScriptedModel, ScriptedStep};
-//! # let live: Arc<dyn loopwright_core::LanguageModel> = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("Paris")]));
+//! use loopwright_core::Agent;
+//! use loopwright_testing::replay::{Cassette, ReplayMode};
+//! # use loopwright_testing::{ScriptedModel, ScriptedStep};
+//! # let live: Arc<dyn loopwright_types::LanguageModel> = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("Paris")]));
 //! let dir = tempfile::tempdir().unwrap();
 //! // Once, against the real provider:
 //! let cassette = Cassette::record(dir.path()).unwrap();
@@ -77,7 +78,7 @@ use tools::{ToolLog, file_name};
 /// What a replay does with a request (or a tool call) the cassette lacks.
 ///
 /// ```
-/// assert_eq!(loopwright_core::replay::ReplayMode::default(), loopwright_core::replay::ReplayMode::Strict);
+/// assert_eq!(loopwright_testing::replay::ReplayMode::default(), loopwright_testing::replay::ReplayMode::Strict);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -92,7 +93,7 @@ pub enum ReplayMode {
 /// Why a cassette could not be used.
 ///
 /// ```
-/// use loopwright_core::replay::{Cassette, CassetteError, ReplayMode};
+/// use loopwright_testing::replay::{Cassette, CassetteError, ReplayMode};
 /// let err = Cassette::replay("/no/such/cassette", ReplayMode::Strict).unwrap_err();
 /// assert!(matches!(err, CassetteError::Missing { .. }));
 /// assert_eq!(err.to_string(), "cassette /no/such/cassette: no such directory (record one with record mode first)");
@@ -141,7 +142,7 @@ impl CassetteError {
 ///
 /// ```
 /// let dir = tempfile::tempdir().unwrap();
-/// let cassette = loopwright_core::replay::Cassette::record(dir.path()).unwrap();
+/// let cassette = loopwright_testing::replay::Cassette::record(dir.path()).unwrap();
 /// assert!(!cassette.is_replay());
 /// assert_eq!(cassette.dir(), dir.path());
 /// ```
@@ -234,7 +235,7 @@ impl Cassette {
     /// The replay mode, `None` when recording.
     ///
     /// ```
-    /// use loopwright_core::replay::{Cassette, ReplayMode};
+    /// use loopwright_testing::replay::{Cassette, ReplayMode};
     /// let dir = tempfile::tempdir().unwrap();
     /// let c = Cassette::replay(dir.path(), ReplayMode::RecordMissing).unwrap();
     /// assert_eq!(c.replay_mode(), Some(ReplayMode::RecordMissing));
@@ -278,7 +279,7 @@ impl Cassette {
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
-    /// let c = loopwright_core::replay::Cassette::replay(dir.path(), Default::default()).unwrap();
+    /// let c = loopwright_testing::replay::Cassette::replay(dir.path(), Default::default()).unwrap();
     /// assert!(c.recorded_sources().is_empty());
     /// ```
     pub fn recorded_sources(&self) -> Vec<String> {

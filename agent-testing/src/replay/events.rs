@@ -19,7 +19,8 @@ use loopwright_types::model_error::ModelError;
 /// other item is a [`ModelEvent`] as it serialises.
 ///
 /// ```
-/// use loopwright_core::{ModelError, model::ModelEvent, replay::RecordedItem};
+/// use loopwright_types::{ModelError, ModelEvent};
+/// use loopwright_testing::replay::RecordedItem;
 /// let item = RecordedItem::from(Err::<ModelEvent, _>(ModelError::server(Some(503), "busy")));
 /// let json = serde_json::to_value(&item).unwrap();
 /// assert_eq!(json, serde_json::json!({"type": "error", "kind": "server", "message": "busy", "status": 503}));
@@ -87,7 +88,8 @@ impl<'de> Deserialize<'de> for RecordedItem {
 /// A [`ModelError`] as a cassette keeps it.
 ///
 /// ```
-/// use loopwright_core::{ModelError, replay::RecordedError};
+/// use loopwright_types::ModelError;
+/// use loopwright_testing::replay::RecordedError;
 /// let e = RecordedError::of(&ModelError::rate_limited("slow down", Some(std::time::Duration::from_secs(2))));
 /// assert_eq!(e.kind, "rate_limited");
 /// assert_eq!(e.into_error().retry_after(), Some(std::time::Duration::from_secs(2)));

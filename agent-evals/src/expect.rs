@@ -10,7 +10,7 @@ use serde_json::Value;
 ///
 /// ```
 /// use loopwright_core::{AgentEvent, ExitReason, Usage};
-/// use loopwright::eval::{Expectation, RunView};
+/// use loopwright_evals::{Expectation, RunView};
 /// let run = RunView::new("It is 12:00 in Paris.", None, 1, vec![]);
 /// assert!(Expectation::contains("Paris").check(&run).is_ok());
 /// assert_eq!(Expectation::regex(r"\d{2}:\d{2} in Rome").unwrap().check(&run).unwrap_err(),
@@ -76,7 +76,7 @@ impl Expectation {
     /// [`Expectation::ToolCalled`] with arguments `with` (`None`: any).
     ///
     /// ```
-    /// use loopwright::eval::{Expectation, RunView, ToolCallView};
+    /// use loopwright_evals::{Expectation, RunView, ToolCallView};
     /// let run = RunView::new("", None, 2, vec![ToolCallView::new("time__now", Some("now"), serde_json::json!({"tz": "UTC", "fmt": "iso"}))]);
     /// assert!(Expectation::tool_called("now", Some(serde_json::json!({"tz": "UTC"}))).check(&run).is_ok());
     /// assert!(Expectation::tool_called("now", Some(serde_json::json!({"tz": "CET"}))).check(&run).is_err());

@@ -32,8 +32,8 @@ pub const TOOLS_DIR: &str = "tools";
 ///
 /// ```
 /// let line = r#"{"type":"call","source":"time","tool":"now","input":{},"outcome":{"error":"no clock"}}"#;
-/// let parsed: loopwright_core::replay::ToolLine = serde_json::from_str(line).unwrap();
-/// assert!(matches!(parsed, loopwright_core::replay::ToolLine::Call(_)));
+/// let parsed: loopwright_testing::replay::ToolLine = serde_json::from_str(line).unwrap();
+/// assert!(matches!(parsed, loopwright_testing::replay::ToolLine::Call(_)));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -315,7 +315,8 @@ fn shared_keys(a: &Value, b: &Value) -> usize {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use loopwright_core::{toolset::StaticToolSource, ToolContext, ToolSource, tool_fn, replay::{Cassette, RecordingToolSource}};
+/// use loopwright_types::{StaticToolSource, ToolContext, ToolSource, tool_fn};
+/// use loopwright_testing::replay::{Cassette, RecordingToolSource};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct NoArgs {}
 /// let live = StaticToolSource::native("app").with_tool(tool_fn("ping", "Pong.", |_: NoArgs| async { Ok("pong") }));
@@ -493,8 +494,8 @@ impl Tool for RecordingTool {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use loopwright_core::{toolset::StaticToolSource, ToolContext, ToolSource, tool_fn};
-/// use loopwright_core::replay::{Cassette, RecordingToolSource, ReplayMode};
+/// use loopwright_types::{StaticToolSource, ToolContext, ToolSource, tool_fn};
+/// use loopwright_testing::replay::{Cassette, RecordingToolSource, ReplayMode};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Text { text: String }
 /// let live = StaticToolSource::native("app").with_tool(tool_fn("echo", "Echo.", |t: Text| async move { Ok(t.text) }));
