@@ -4,7 +4,7 @@
 //! session approval and obeys a denial.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Output;

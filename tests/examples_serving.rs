@@ -5,7 +5,7 @@
 //! real Restate server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Stdio;

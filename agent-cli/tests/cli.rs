@@ -4,7 +4,7 @@
 //! approval, accounting and exit codes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -21,7 +21,7 @@
 //!   outlives a store outage; a step longer than the suspension time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 #[path = "durable/world.rs"]
 mod world;

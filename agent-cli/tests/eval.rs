@@ -5,7 +5,7 @@
 //! offline, a bad dataset, and the progress bar on a terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

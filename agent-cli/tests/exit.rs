@@ -3,7 +3,7 @@
 //! MCP server to exit (so no process is left).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -7,7 +7,7 @@
 //! model-call budget, and a stream that never ends under a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -4,7 +4,7 @@
 //! giving the same events; a changed prompt reported with its difference.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -9,7 +9,7 @@
 //! `--retention`: a run that outlived it is deleted from both replicas.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

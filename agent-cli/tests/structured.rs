@@ -3,7 +3,7 @@
 //! OpenAI-compatible model server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

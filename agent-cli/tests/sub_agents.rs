@@ -3,7 +3,7 @@
 //! local model server) and an MCP server from the config file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! stdout (a pipe here), untouched by either.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::pty::QUESTION_END;
 use common::*;

@@ -4,7 +4,7 @@
 //! whose `echo` tool says it is read-only.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! are recorded (a test recorder).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::recorded::{metric, snapshot};
 use common::*;

@@ -5,7 +5,7 @@
 //! paused run's state, and sub-agents.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

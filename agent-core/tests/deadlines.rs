@@ -4,7 +4,7 @@
 //! search runs off the async workers, so its deadline reaches it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! sub-agents together) and the run deadline, with scripted models.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

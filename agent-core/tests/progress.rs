@@ -4,7 +4,7 @@
 //! follows its result.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::{TestTool, object_schema, run, tools};
 use loopwright_core::tool::PROGRESS_BUFFER;

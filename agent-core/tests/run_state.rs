@@ -3,7 +3,7 @@
 //! deferred plans, and every way a resume is refused before anything runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 //! schema like it is refused when the run is configured.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! the test's own (what an OpenTelemetry layer would export).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

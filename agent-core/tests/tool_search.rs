@@ -5,7 +5,7 @@
 //! `tool_input_delta` events.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(deprecated)] // rmcp marks sampling deprecated (SEP-2577); servers still send it.
 
-mod common;
+use crate::common;
 
 use common::*;
 use loopwright_mcp::rmcp::ErrorData;

@@ -7,7 +7,7 @@
 //! question times out to decline.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,7 +70,9 @@ async fn run_call(
 }
 
 fn python_elicit_server() -> McpServerConfig {
-    McpServerConfig::stdio("py", python("mcp2")).args([py_path("mcp2", "elicit_server.py"), "stdio".into()])
+    McpServerConfig::stdio("py", python("mcp2"))
+        .args([py_path("mcp2", "elicit_server.py"), "stdio".into()])
+        .connect_timeout(PYTHON_START)
 }
 
 fn resolved(events: &[AgentEvent]) -> Vec<(String, Option<String>)> {

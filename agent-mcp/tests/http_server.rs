@@ -2,7 +2,7 @@
 //! the faults of the stdio tests, seen through rmcp's HTTP client.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,7 +3,7 @@
 //! cancel, a close racing a reconnect, and one server down among several.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

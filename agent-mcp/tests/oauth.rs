@@ -4,9 +4,7 @@
 //! step-up against an authorization server that answers hostile things.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod oauth {
-    pub mod world;
-}
+mod world;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -14,8 +12,8 @@ use std::time::Duration;
 use loopwright_core::{ToolContext, ToolSource};
 use loopwright_mcp::oauth::MemoryTokenStore;
 use loopwright_mcp::{McpClientOptions, McpError, McpServerConfig, McpToolSource};
-use oauth::world::{Answer, Probes, TestBrowser, World};
 use serde_json::json;
+use world::{Answer, Probes, TestBrowser, World};
 
 /// Guard against a hang only; never an assertion on time.
 const HANG_GUARD: Duration = Duration::from_secs(60);

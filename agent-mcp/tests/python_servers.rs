@@ -9,7 +9,7 @@
 //! on resource_server.py. The tests FAIL when the environments are missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -91,8 +91,9 @@ async fn check_add_and_echo(source: &McpToolSource) {
 
 #[tokio::test]
 async fn mcpserver_over_stdio() {
-    let config =
-        McpServerConfig::stdio("py", python("mcp2")).args([py_path("mcp2", "mcp_server.py"), "stdio".into()]);
+    let config = McpServerConfig::stdio("py", python("mcp2"))
+        .args([py_path("mcp2", "mcp_server.py"), "stdio".into()])
+        .connect_timeout(PYTHON_START);
     let source = connect(config).await;
     check_add_and_echo(&source).await;
     source.close().await;
@@ -250,7 +251,8 @@ async fn resource_server(clash: bool) -> McpToolSource {
     connect(
         McpServerConfig::stdio("py", python("mcp2"))
             .args(args)
-            .resources(true),
+            .resources(true)
+            .connect_timeout(PYTHON_START),
     )
     .await
 }

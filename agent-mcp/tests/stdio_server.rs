@@ -3,7 +3,7 @@
 //! env scoping and process cleanup.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

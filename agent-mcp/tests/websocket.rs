@@ -3,7 +3,7 @@
 //! subprotocol.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use loopwright_core::{ToolContext, ToolSource, tool::ProgressReporter};

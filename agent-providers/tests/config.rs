@@ -1,7 +1,7 @@
 //! Construction from configuration and environment, and model selectors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -1,7 +1,7 @@
 //! Google Gemini, replayed through a local HTTP server (CRLF framing).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

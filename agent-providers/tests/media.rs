@@ -10,7 +10,7 @@
 //!   still learns what came back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::models::{anthropic, chat, gemini, ollama, responses};
 use common::{Reply, Server};

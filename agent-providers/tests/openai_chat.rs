@@ -2,7 +2,7 @@
 //! through a local HTTP server; also the shared transport behaviour.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! OpenAI Responses, replayed through a local HTTP server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

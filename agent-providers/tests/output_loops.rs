@@ -4,7 +4,7 @@
 //! call). Also cache-token usage and reasoning replayed with reasoning on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! call) on every wire format, and the exact reasoning replayed on step 2.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! `tool_reference` results) and left out elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

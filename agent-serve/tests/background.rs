@@ -8,7 +8,7 @@
 //! agent-cli/tests/serve_replicas.rs.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use common::post;
 

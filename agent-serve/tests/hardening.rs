@@ -6,7 +6,7 @@
 //! call cut off by a shutdown, and a cancel overtaken by the run's end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -9,7 +9,7 @@
 //! agent-cli/tests/serve.rs.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -6,7 +6,7 @@
 //! limits still works, and the server answers others meanwhile.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

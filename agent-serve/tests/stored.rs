@@ -7,7 +7,7 @@
 //! (SQLite, PostgreSQL), never a running run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

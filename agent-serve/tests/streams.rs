@@ -2,7 +2,7 @@
 //! (a model that panics): with an error event, never silently.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

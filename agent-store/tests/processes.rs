@@ -116,7 +116,12 @@ struct Writer {
 impl Writer {
     fn spawn(mode: &str, name: &str, url: &str) -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "processes::child_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, format!("{mode} {name} {url}"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

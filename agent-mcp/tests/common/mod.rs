@@ -11,6 +11,11 @@ use loopwright_mcp::{McpServerConfig, McpToolSource};
 /// Generous guard against a hang; never a timing assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
+/// The connect timeout of a Python MCP server over stdio: the interpreter
+/// importing the SDK takes seconds on a loaded 2-core machine (the 10 s
+/// default ran out once while the other tests of the binary ran).
+pub const PYTHON_START: Duration = Duration::from_secs(45);
+
 /// The in-repo test server: this package's example `mcp-test-server`,
 /// which `cargo test` builds before it runs the tests (a single `--test`
 /// run does not: build it first).

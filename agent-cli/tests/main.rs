@@ -1,0 +1,28 @@
+//! The crate's integration tests, one binary: each file of tests/ is a
+//! module here (one link and one build of the shared code instead of
+//! one per file).
+
+mod common;
+
+mod cli;
+mod durable;
+mod eval;
+mod exit;
+mod hostile;
+mod interrupt;
+mod long_sessions;
+mod mcp_login;
+mod options;
+mod otel;
+mod pause_resume;
+mod plan;
+mod replay;
+mod resources;
+mod serve;
+mod serve_memory;
+mod serve_replicas;
+mod skills;
+mod structured;
+mod sub_agents;
+mod terminal;
+mod trust;

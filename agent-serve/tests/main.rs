@@ -1,0 +1,13 @@
+//! The crate's integration tests, one binary: each file of tests/ is a
+//! module here (one link and one build of the shared code instead of
+//! one per file).
+
+mod common;
+
+mod background;
+mod hardening;
+mod limits;
+mod responses;
+mod schemas;
+mod stored;
+mod streams;

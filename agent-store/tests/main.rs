@@ -1,0 +1,13 @@
+//! The crate's integration tests, one binary: each file of tests/ is a
+//! module here (one link and one build of the shared code instead of
+//! one per file).
+
+#[macro_use]
+mod common;
+
+mod chains;
+mod faults;
+mod paused;
+mod processes;
+mod session;
+mod store;

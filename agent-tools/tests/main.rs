@@ -1,0 +1,13 @@
+//! The crate's integration tests, one binary: each file of tests/ is a
+//! module here (one link and one build of the shared code instead of
+//! one per file).
+
+mod common;
+
+mod agent_loop;
+mod bash;
+mod cancellation;
+mod definitions;
+mod files;
+mod sandbox;
+mod search;
