@@ -10,6 +10,11 @@
 # - `cargo tree -d` must show no second reqwest, rustls, hyper or sse-stream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Cargo unpacks the packaged crates of its local overlay registry under
+# ~/.cargo/registry/src/-HASH/ (the hash of target/package/tmp-registry's
+# path) and reuses an unpacked crate of the same name and version: a second
+# check from the same checkout would verify against the first one's sources.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/loopwright-*
 # Tests, benches and examples stay out of the packages (they need tests-deps/
 # and the fixtures); cargo names each one it leaves out, which says nothing.
 cargo package --workspace 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
