@@ -1,24 +1,56 @@
 #!/usr/bin/env bash
 # The package check: what a publish would do, and what an application sees.
-# - `cargo package --workspace` builds every package from its .crate file
-#   (the workspace's own crates resolved from those files, as crates.io would
-#   resolve them), so a file left out of a package's `include`, or a path
-#   outside it, fails here;
+# - `cargo package --workspace --no-verify` makes every package's .crate
+#   file (its include list, README, licenses and manifest as published);
+# - each package is then checked from its .crate file alone: the files are
+#   unpacked under target/package-check/, the workspace's own crates resolve
+#   to those unpacked copies (as crates.io would resolve them), and
+#   `cargo check -p NAME` runs per package, so a file left out of an
+#   `include`, a path outside the package or a feature a package uses
+#   without asking for it fails here. (`cargo package`'s own verification
+#   builds each package in full, fourteen builds of the dependencies with
+#   different features: 15 of a CI run's minutes. Checking catches the same
+#   errors; code generation adds nothing to it.)
 # - tests-consumer/ (not a workspace member, no committed lockfile) depends on
-#   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`,
-#   passes its own reqwest client to a provider, and must build and run;
+#   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`
+#   and passes its own reqwest client to a provider: it must compile;
 # - `cargo tree -d` must show no second reqwest, rustls, hyper or sse-stream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Cargo unpacks the packaged crates of its local overlay registry under
-# ~/.cargo/registry/src/-HASH/ (the hash of target/package/tmp-registry's
-# path) and reuses an unpacked crate of the same name and version: a second
-# check from the same checkout would verify against the first one's sources.
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/loopwright-*
+rm -f target/package/*.crate
 # Tests, benches and examples stay out of the packages (they need tests-deps/
 # and the fixtures); cargo names each one it leaves out, which says nothing.
-cargo package --workspace 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
-cargo run --manifest-path tests-consumer/Cargo.toml --target-dir target
+cargo package --workspace --no-verify 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
+root=target/package-check
+rm -rf "$root"
+mkdir -p "$root"
+names=()
+for crate in target/package/*.crate; do
+    tar -xzf "$crate" -C "$root"
+    dir=$(basename "$crate" .crate)
+    names+=("${dir%-*}")
+done
+{
+    echo '# Made by scripts/package-check.sh: the packages as published.'
+    echo '[workspace]'
+    echo 'resolver = "3"'
+    echo 'members = ['
+    for crate in target/package/*.crate; do echo "    \"$(basename "$crate" .crate)\","; done
+    echo ']'
+    echo
+    echo '[patch.crates-io]'
+    for crate in target/package/*.crate; do
+        dir=$(basename "$crate" .crate)
+        echo "${dir%-*} = { path = \"$dir\" }"
+    done
+} > "$root/Cargo.toml"
+# The versions CI tests, for the dependencies from crates.io.
+cp Cargo.lock "$root/"
+for name in "${names[@]}"; do
+    echo "package check: $name, from its .crate file"
+    cargo check --quiet --manifest-path "$root/Cargo.toml" --target-dir target -p "$name"
+done
+cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
 # `cargo tree -d` also prints every crate on the way to a duplicate (one
 # version of reqwest that depends on a duplicated crate is listed): a name
 # counts only with two different versions.
