@@ -118,8 +118,8 @@ impl Policy for BudgetPolicy {
 
     async fn answered(&mut self, run: &Run, lp: &LoopState, output: &StepOutput) {
         if let Some(cleared) = output.provider_compacted {
-            run.provider_compacted(self.guard.as_mut(), cleared, output.usage, &lp.history)
-                .await;
+            // Boxed for the reason `Run::admit` boxes compacting.
+            Box::pin(run.provider_compacted(self.guard.as_mut(), cleared, output.usage, &lp.history)).await;
         }
     }
 
@@ -164,7 +164,9 @@ impl Run {
                 tools: at.tools,
                 extra,
             };
-            compacted = self.compact(config, guard, &next, history, usage).await;
+            // Boxed: compacting is a model call, and its future inline
+            // would make every step's admission as large (and moved whole).
+            compacted = Box::pin(self.compact(config, guard, &next, history, usage)).await;
         }
         if guard.project(at.system, at.tools, history, extra) <= guard.limit() {
             return Admit::Go { compacted };

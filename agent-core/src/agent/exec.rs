@@ -529,8 +529,10 @@ impl CallTask {
         } = self;
         // Waiting for approval holds no concurrency slot and does not
         // count against the tool's timeout.
+        // (Boxed, like a sub-agent's run below: the rare paths stay out of
+        // every call task's future, which the executor moves whole.)
         if let Some((approvals, request, emit)) = approval
-            && let Some(refused) = pass_gate(approvals, request, emit, &token, &scope).await
+            && let Some(refused) = Box::pin(pass_gate(approvals, request, emit, &token, &scope)).await
         {
             return refused;
         }
@@ -557,7 +559,7 @@ impl CallTask {
         // A sub-agent is run by the loop itself: it may pause its caller.
         let called = async {
             match super::sub_agent::sub_agent(tool.as_ref()) {
-                Some(sub) => sub.run(input, resume, ctx).await,
+                Some(sub) => Box::pin(sub.run(input, resume, ctx)).await,
                 None => SubAgentEnd::Done(tool.call(input, ctx).await),
             }
         };
