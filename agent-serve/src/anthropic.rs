@@ -29,9 +29,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
-use crate::run::{
-    Ending, Instance, Piece, Started, Stop, Tokens, add_system, collect, ending, push_merged, response_id,
-};
+use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, push_merged};
+use crate::runs::{add_system, response_id};
 use crate::sse::{event_stream, relay};
 
 const SHAPE: Shape = Shape::Anthropic;

@@ -29,7 +29,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
-use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, response_id, unix_now};
+use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, unix_now};
+use crate::runs::response_id;
 use crate::sse::{event_stream, relay};
 
 const SHAPE: Shape = Shape::OpenAi;
@@ -262,7 +263,7 @@ async fn chat_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, 
             &served,
             p.history,
             move |mut o| {
-                o = crate::run::add_system(o, &system);
+                o = crate::runs::add_system(o, &system);
                 if output.is_some() {
                     o.output = output;
                 }

@@ -25,8 +25,18 @@ const REGISTER_PAUSE: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("Restate {what}: {message}")]
 pub(crate) struct RestateError {
-    pub(crate) what: String,
-    pub(crate) message: String,
+    what: String,
+    message: String,
+}
+
+impl RestateError {
+    /// Durable runs were served without Restate configured.
+    pub(crate) fn not_configured() -> Self {
+        failed(
+            "endpoint",
+            "these runs are not durable: configure Restate first (Runs::with_restate)",
+        )
+    }
 }
 
 fn failed(what: impl Into<String>, message: impl ToString) -> RestateError {

@@ -8,6 +8,7 @@
 //! continues it on another replica.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use restate_sdk::hyper::HyperEndpoint;
@@ -16,66 +17,61 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use super::{Client, RunWorkflow};
-use crate::ServeError;
-use crate::listen::{H2_KEEP_ALIVE_INTERVAL, H2_KEEP_ALIVE_TIMEOUT};
-use crate::run::{Instance, Lifecycle};
-use crate::runs::Runs;
+use super::{RestateError, RunWorkflow};
+use crate::runs::{Host, Runs};
 
-/// Bind the endpoint, serve it, register it: the serving task and the
-/// deployment's id.
-pub(crate) async fn start(
-    client: &Client,
-    runs: Arc<Runs>,
-    instance: Arc<Instance>,
-    lifecycle: &Lifecycle,
-) -> Result<(JoinHandle<()>, String), ServeError> {
-    let config = &client.config;
-    let listener = TcpListener::bind(config.listen())
-        .await
-        .map_err(|source| ServeError::Bind {
-            surface: "restate",
-            addr: config.listen(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| ServeError::Bind {
-        surface: "restate",
-        addr: config.listen(),
-        source,
-    })?;
-    let endpoint = Endpoint::builder()
-        .bind(
-            RunWorkflow {
-                runs,
-                instance,
-                overlap_below: config.overlap_below(),
+/// HTTP/2 pings on Restate's connections: one after `interval` of
+/// silence, the connection closed when it is not answered within
+/// `timeout`.
+#[derive(Debug, Clone, Copy)]
+struct Pings {
+    interval: Duration,
+    timeout: Duration,
+}
+
+impl Runs {
+    /// Serve the durable runs' workflow on `listener` (bound to the
+    /// [`Restate::listen`](super::Restate::listen) address) for `host`
+    /// until it stops, and register it with Restate: the serving task and
+    /// the deployment's id. Restate's connections are pinged after
+    /// `ping_interval` of silence and closed when a ping goes unanswered for
+    /// `ping_timeout` (a half-open one is closed, and its executions with
+    /// it). An error when these runs are not durable
+    /// ([`Runs::with_restate`]) or Restate did not take the endpoint.
+    pub(crate) async fn serve_restate(
+        self: &Arc<Self>,
+        listener: TcpListener,
+        host: Arc<dyn Host>,
+        ping_interval: Duration,
+        ping_timeout: Duration,
+    ) -> Result<(JoinHandle<()>, String), RestateError> {
+        let Some(client) = &self.restate else {
+            return Err(RestateError::not_configured());
+        };
+        let config = &client.config;
+        let (stopping, hard) = (host.stopping().clone(), host.hard_stop().clone());
+        let endpoint = Endpoint::builder()
+            .bind(
+                RunWorkflow {
+                    runs: self.clone(),
+                    host,
+                    overlap_below: config.overlap_below(),
+                }
+                .into_service_definition()
+                .options(config.service_options()),
+            )
+            .build();
+        let pings = Pings {
+            interval: ping_interval,
+            timeout: ping_timeout,
+        };
+        let task = tokio::spawn(serve(listener, endpoint, stopping, hard, pings));
+        match client.register().await {
+            Ok(deployment) => Ok((task, deployment)),
+            Err(e) => {
+                task.abort();
+                Err(e)
             }
-            .into_service_definition()
-            .options(config.service_options()),
-        )
-        .build();
-    let task = tokio::spawn(serve(
-        listener,
-        endpoint,
-        lifecycle.stopping.clone(),
-        lifecycle.hard.clone(),
-    ));
-    match client.register().await {
-        Ok(deployment) => {
-            tracing::info!(
-                %bound,
-                advertised = %config.advertised(),
-                admin = %config.admin(),
-                %deployment,
-                "durable runs: registered with Restate (registering again is harmless)"
-            );
-            Ok((task, deployment))
-        }
-        Err(e) => {
-            task.abort();
-            Err(ServeError::Restate {
-                message: e.to_string(),
-            })
         }
     }
 }
@@ -91,6 +87,7 @@ async fn serve(
     endpoint: Endpoint,
     stopping: CancellationToken,
     hard: CancellationToken,
+    pings: Pings,
 ) {
     let endpoint = HyperEndpoint::new(endpoint);
     let mut connections = JoinSet::new();
@@ -104,7 +101,7 @@ async fn serve(
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::debug!(error = %e, "TCP_NODELAY not set on a Restate connection");
                 }
-                connections.spawn(connection(stream, endpoint.clone(), stopping.clone()));
+                connections.spawn(connection(stream, endpoint.clone(), stopping.clone(), pings));
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             () = stopping.cancelled() => break,
@@ -119,11 +116,16 @@ async fn serve(
 }
 
 /// One of Restate's connections, until it ends or is told to stop.
-async fn connection(stream: tokio::net::TcpStream, endpoint: HyperEndpoint, stopping: CancellationToken) {
+async fn connection(
+    stream: tokio::net::TcpStream,
+    endpoint: HyperEndpoint,
+    stopping: CancellationToken,
+    pings: Pings,
+) {
     let served = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
         .timer(TokioTimer::new())
-        .keep_alive_interval(H2_KEEP_ALIVE_INTERVAL)
-        .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT)
+        .keep_alive_interval(pings.interval)
+        .keep_alive_timeout(pings.timeout)
         .serve_connection(TokioIo::new(stream), endpoint);
     let mut served = std::pin::pin!(served);
     let ended = tokio::select! {

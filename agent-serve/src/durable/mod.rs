@@ -36,7 +36,7 @@ mod workflow;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub(crate) use client::Client;
+pub(crate) use client::{Client, RestateError};
 pub(crate) use workflow::RunWorkflow;
 
 /// The Restate service name of a durable run's workflow.

@@ -114,8 +114,12 @@ async fn create_checked(
         surface: Some(p.meta.to_surface()),
         ..RunSpec::default()
     };
-    instance.runs.start(&instance, spec, SHAPE).await?;
-    let store = instance.runs.store.clone();
+    instance
+        .runs
+        .start(instance.clone(), spec)
+        .await
+        .map_err(|e| ApiError::runs(SHAPE, e))?;
+    let store = instance.runs.store().clone();
     let mut guard = (!p.background).then(|| CancelOnDrop::new(instance.runs.clone(), &id));
     if p.stream {
         return Ok(event_stream(move |tx| async move {

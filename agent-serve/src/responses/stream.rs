@@ -236,8 +236,8 @@ impl Drop for CancelOnDrop {
         };
         let (runs, id) = (self.runs.clone(), std::mem::take(&mut self.id));
         runtime.spawn(async move {
-            if let Err(e) = runs.cancel(&id, super::SHAPE).await {
-                tracing::debug!(response = %id, error = %e.message, "a left response was not cancelled");
+            if let Err(e) = runs.cancel(&id).await {
+                tracing::debug!(response = %id, error = %e, "a left response was not cancelled");
             }
         });
     }

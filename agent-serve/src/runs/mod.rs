@@ -19,7 +19,11 @@
 //! - a running run whose replica went silent for its whole lease is
 //!   recorded failed by the first replica that reads it ([`lease`]).
 
+mod approvals;
 pub(crate) mod drive;
+mod error;
+mod host;
+mod ids;
 pub(crate) mod lease;
 mod options;
 pub(crate) mod record;
@@ -29,20 +33,20 @@ mod tail;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use loopwright_core::Message;
 use loopwright_core::history::check_history;
-use loopwright_core::{
-    ApprovalDecision, Message, agent::AgentOptions, approval::ApprovalRequest, approval::Approver,
-};
 use loopwright_store::{RunRecord, RunStatus, Store};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use options::{OutputRequest, RunOptions};
-pub(crate) use record::view;
-pub(crate) use tail::{Logged, follow, tail};
+pub(crate) use approvals::foreground_approvals;
+pub(crate) use error::RunsError;
+pub(crate) use host::{Host, Refused, Ticket};
+pub(crate) use ids::{new_id, response_id};
+pub(crate) use options::{OutputRequest, RunOptions, add_system};
+pub(crate) use record::{failure, view};
+pub(crate) use tail::{Logged, follow};
 
-use crate::error::{ApiError, Kind, Shape};
-use crate::run::Instance;
 use drive::{Begin, Driver};
 use record::{Decided, Envelope, Keep};
 
@@ -111,22 +115,36 @@ impl std::fmt::Debug for Runs {
 }
 
 impl Runs {
-    pub(crate) fn new(store: Arc<dyn Store>, replica: String, lease: lease::Lease) -> Self {
+    /// The runs kept in `store`, driven here as replica `replica` (the
+    /// `owner` of its runs' records), each declared lost by any replica once
+    /// its driver wrote nothing for `lease` (at least
+    /// [`MIN_RUN_LEASE`](lease::MIN_RUN_LEASE)).
+    pub(crate) fn new(store: Arc<dyn Store>, replica: String, lease: std::time::Duration) -> Self {
         Self {
             store,
             replica,
-            lease,
+            lease: lease::Lease::new(lease),
             local: Mutex::default(),
             #[cfg(feature = "restate")]
             restate: None,
         }
     }
 
-    /// The same runs, durable on Restate.
+    /// The same runs, durable workflows on the Restate `config` names
+    /// (served by [`Runs::serve_restate`]); an error when its HTTP client
+    /// cannot be built.
     #[cfg(feature = "restate")]
-    pub(crate) fn with_restate(mut self, client: crate::durable::Client) -> Self {
-        self.restate = Some(client);
-        self
+    pub(crate) fn with_restate(
+        mut self,
+        config: crate::durable::Restate,
+    ) -> Result<Self, crate::durable::RestateError> {
+        self.restate = Some(crate::durable::Client::new(config)?);
+        Ok(self)
+    }
+
+    /// The store the runs are kept in (their sessions and chains too).
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 
     /// Note that run `id` runs here, cancelled through `token`.
@@ -140,22 +158,26 @@ impl Runs {
     }
 
     /// Start a background run: its record is stored before this returns;
-    /// it waits for a permit of `instance` in the background.
+    /// it waits for a permit of `host` in the background.
     pub(crate) async fn start(
         self: &Arc<Self>,
-        instance: &Arc<Instance>,
+        host: Arc<dyn Host>,
         spec: RunSpec,
-        shape: Shape,
-    ) -> Result<RunRecord, ApiError> {
-        instance.agent(&spec.agent, shape)?;
+    ) -> Result<RunRecord, RunsError> {
+        if host.agent(&spec.agent).is_none() {
+            return Err(RunsError::UnknownAgent {
+                name: spec.agent,
+                served: host.agent_names(),
+            });
+        }
         spec.options
             .check()
-            .map_err(|e| ApiError::new(shape, Kind::BadRequest, format!("the output schema: {e}")))?;
+            .map_err(|e| RunsError::invalid(format!("the output schema: {e}")))?;
         let (session_history, session_version) = match &spec.session {
             Some(session) => match self.store.load_conversation(session).await {
                 Ok(Some(stored)) => (stored.messages, stored.version),
                 Ok(None) => (Vec::new(), 0),
-                Err(e) => return Err(ApiError::store(shape, &format!("session {session}"), &e)),
+                Err(e) => return Err(RunsError::store(format!("session {session}"), e)),
             },
             None => (Vec::new(), 0),
         };
@@ -165,14 +187,11 @@ impl Runs {
         };
         let mut messages = spec.history;
         messages.extend(session_history);
-        crate::items::check_conversation(&messages, &spec.input, &whose, instance.limits, shape)?;
+        host.check_conversation(&messages, &spec.input, &whose)?;
         let turn_from = messages.len();
         messages.extend(spec.input);
-        check_history(&messages).map_err(|e| ApiError::new(shape, Kind::BadRequest, e.to_string()))?;
-        let ticket = instance
-            .limiter
-            .ticket(true, &instance.lifecycle.stopping)
-            .map_err(|refused| ApiError::refused(shape, refused))?;
+        check_history(&messages).map_err(|e| RunsError::invalid(e.to_string()))?;
+        let ticket = host.ticket(true).map_err(RunsError::Refused)?;
         let id = spec.id.unwrap_or_else(|| new_id("run_"));
         #[cfg(feature = "restate")]
         let durable = self.restate.as_ref().map(|_| record::DurableInfo::default());
@@ -199,31 +218,31 @@ impl Runs {
         self.store
             .create_run(&record)
             .await
-            .map_err(|e| ApiError::store(shape, &format!("run {id}"), &e))?;
+            .map_err(|e| RunsError::store(format!("run {id}"), e))?;
         #[cfg(feature = "restate")]
         if let Some(client) = &self.restate {
             // Restate runs it, on whichever replica it picks.
             drop(ticket);
-            return crate::durable::runs::submit(self, client, record, envelope, messages, shape).await;
+            return crate::durable::runs::submit(self, client, record, envelope, messages).await;
         }
-        self.spawn(instance, record.clone(), envelope, ticket, Begin::Fresh(messages));
+        self.spawn(host, record.clone(), envelope, ticket, Begin::Fresh(messages));
         Ok(record)
     }
 
     fn spawn(
         self: &Arc<Self>,
-        instance: &Arc<Instance>,
+        host: Arc<dyn Host>,
         record: RunRecord,
         envelope: Envelope,
-        ticket: crate::limit::Ticket,
+        ticket: Ticket,
         begin: Begin,
     ) {
-        let token = instance.lifecycle.hard.child_token();
+        let token = host.hard_stop().child_token();
         let id = record.id.clone();
         self.list(&id, token.clone());
         let driver = Driver {
             runs: self.clone(),
-            instance: instance.clone(),
+            host,
             record,
             envelope,
             token,
@@ -243,8 +262,8 @@ impl Runs {
     }
 
     /// Run `id`'s record (recorded failed first if its lease expired), or
-    /// 404 naming it.
-    pub(crate) async fn get(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
+    /// [`RunsError::NoSuchRun`] naming it.
+    pub(crate) async fn get(&self, id: &str) -> Result<RunRecord, RunsError> {
         match self.store.load_run(id).await {
             Ok(Some(record)) => {
                 let record = self.lease.settle(&self.store, record).await;
@@ -253,14 +272,10 @@ impl Runs {
                     Ok(record) => self.settle_durable(record).await,
                     failed => failed,
                 };
-                record.map_err(|e| ApiError::store(shape, &format!("run {id}"), &e))
+                record.map_err(|e| RunsError::store(format!("run {id}"), e))
             }
-            Ok(None) => Err(ApiError::new(
-                shape,
-                Kind::Missing,
-                format!("no run with id {id:?}"),
-            )),
-            Err(e) => Err(ApiError::store(shape, &format!("run {id}"), &e)),
+            Ok(None) => Err(RunsError::NoSuchRun { id: id.to_owned() }),
+            Err(e) => Err(RunsError::store(format!("run {id}"), e)),
         }
     }
 
@@ -268,38 +283,33 @@ impl Runs {
     /// has one, claim the run and continue it here.
     pub(crate) async fn decide(
         self: &Arc<Self>,
-        instance: &Arc<Instance>,
+        host: Arc<dyn Host>,
         id: &str,
         decisions: &[Decision],
-        shape: Shape,
-    ) -> Result<RunRecord, ApiError> {
+    ) -> Result<RunRecord, RunsError> {
         if decisions.is_empty() {
-            return Err(ApiError::new(shape, Kind::BadRequest, "decisions is empty"));
+            return Err(RunsError::invalid("decisions is empty"));
         }
         for _ in 0..CAS_ATTEMPTS {
-            let mut record = self.get(id, shape).await?;
-            let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+            let mut record = self.get(id).await?;
+            let mut envelope = Envelope::of(&record).map_err(RunsError::damaged)?;
             // A durable run waits for its decisions in its workflow (one
             // that paused outside it, as a sub-agent's pause does, resumes
             // as any paused run, in this process).
             if envelope.durable.is_some() && envelope.paused.is_none() {
-                return self.decide_durable(record, decisions, shape).await;
+                return self.decide_durable(record, decisions).await;
             }
             if record.status != RunStatus::AwaitingApproval {
-                return Err(ApiError::new(
-                    shape,
-                    Kind::Conflict,
-                    format!("run {id} is {}: it has no pending approvals", record.status),
-                ));
+                return Err(RunsError::conflict(format!(
+                    "run {id} is {}: it has no pending approvals",
+                    record.status
+                )));
             }
             let state = envelope
                 .paused_state()
-                .map_err(|e| ApiError::new(shape, Kind::Internal, format!("run {id}: {e}")))?
-                .ok_or_else(|| {
-                    ApiError::new(shape, Kind::Internal, format!("run {id} has no paused state"))
-                })?;
-            let added = match_decisions(id, &envelope, &state.pending(), decisions)
-                .map_err(|(kind, message)| ApiError::new(shape, kind, message))?;
+                .map_err(|e| RunsError::damaged(format!("run {id}: {e}")))?
+                .ok_or_else(|| RunsError::damaged(format!("run {id} has no paused state")))?;
+            let added = match_decisions(id, &envelope, &state.pending(), decisions)?;
             envelope.decisions.extend(added);
             let complete = envelope.undecided().is_empty();
             if complete {
@@ -313,14 +323,11 @@ impl Runs {
                 Ok(version) => {
                     record.version = version;
                     if complete {
-                        let ticket = instance
-                            .limiter
-                            .ticket(false, &instance.lifecycle.stopping)
-                            .map_err(|refused| ApiError::refused(shape, refused));
+                        let ticket = host.ticket(false).map_err(RunsError::Refused);
                         let decided = std::mem::take(&mut envelope.decisions);
                         match ticket {
                             Ok(ticket) => self.spawn(
-                                instance,
+                                host,
                                 record.clone(),
                                 envelope,
                                 ticket,
@@ -336,14 +343,12 @@ impl Runs {
                     return Ok(record);
                 }
                 Err(e) if e.is_conflict() => continue,
-                Err(e) => return Err(ApiError::store(shape, &format!("run {id}"), &e)),
+                Err(e) => return Err(RunsError::store(format!("run {id}"), e)),
             }
         }
-        Err(ApiError::new(
-            shape,
-            Kind::Conflict,
-            format!("run {id} kept changing while the decisions were recorded; send them again"),
-        ))
+        Err(RunsError::conflict(format!(
+            "run {id} kept changing while the decisions were recorded; send them again"
+        )))
     }
 
     /// Put a claimed run back to awaiting approval (this replica is
@@ -366,21 +371,20 @@ impl Runs {
     /// A run that ends while its cancellation is recorded (the local token,
     /// fired first, ends it before the record is written) is answered as it
     /// ended, not refused as already ended.
-    pub(crate) async fn cancel(&self, id: &str, shape: Shape) -> Result<RunRecord, ApiError> {
+    pub(crate) async fn cancel(&self, id: &str) -> Result<RunRecord, RunsError> {
         let mut fired = false;
         for _ in 0..CAS_ATTEMPTS {
-            let mut record = self.get(id, shape).await?;
+            let mut record = self.get(id).await?;
             if record.status.is_finished() {
                 if fired {
                     return Ok(record);
                 }
-                return Err(ApiError::new(
-                    shape,
-                    Kind::Conflict,
-                    format!("run {id} has already ended ({})", record.status),
-                ));
+                return Err(RunsError::conflict(format!(
+                    "run {id} has already ended ({})",
+                    record.status
+                )));
             }
-            let mut envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+            let mut envelope = Envelope::of(&record).map_err(RunsError::damaged)?;
             // A durable run's workflow ends it, wherever it runs.
             let durable = envelope.durable.clone().filter(|_| envelope.paused.is_none());
             let paused = record.status == RunStatus::AwaitingApproval && durable.is_none();
@@ -427,14 +431,12 @@ impl Runs {
                     return Ok(record);
                 }
                 Err(e) if e.is_conflict() => continue,
-                Err(e) => return Err(ApiError::store(shape, &format!("run {id}"), &e)),
+                Err(e) => return Err(RunsError::store(format!("run {id}"), e)),
             }
         }
-        Err(ApiError::new(
-            shape,
-            Kind::Conflict,
-            format!("run {id} kept changing while it was cancelled; try again"),
-        ))
+        Err(RunsError::conflict(format!(
+            "run {id} kept changing while it was cancelled; try again"
+        )))
     }
 }
 
@@ -445,16 +447,11 @@ impl Runs {
         &self,
         record: RunRecord,
         _decisions: &[Decision],
-        shape: Shape,
-    ) -> Result<RunRecord, ApiError> {
-        Err(ApiError::new(
-            shape,
-            Kind::Conflict,
-            format!(
-                "run {} is a durable run: decide it through a replica built with Restate (feature `restate`)",
-                record.id
-            ),
-        ))
+    ) -> Result<RunRecord, RunsError> {
+        Err(RunsError::conflict(format!(
+            "run {} is a durable run: decide it through a replica built with Restate (feature `restate`)",
+            record.id
+        )))
     }
 
     /// Nothing to tell Restate in a build without it.
@@ -468,7 +465,7 @@ fn match_decisions(
     envelope: &Envelope,
     pending: &[loopwright_core::agent::PendingCall],
     decisions: &[Decision],
-) -> Result<Vec<Decided>, (Kind, String)> {
+) -> Result<Vec<Decided>, RunsError> {
     let mut added: Vec<Decided> = Vec::new();
     for decision in decisions {
         let candidates: Vec<_> = pending
@@ -485,43 +482,37 @@ fn match_decisions(
             [one] => *one,
             [] => {
                 let names: Vec<&str> = pending.iter().map(|p| p.call_id.as_str()).collect();
-                return Err((
-                    Kind::Conflict,
-                    format!(
-                        "call {} is not pending in run {id} (pending: {})",
-                        decision.call_id,
-                        if names.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            names.join(", ")
-                        }
-                    ),
-                ));
+                return Err(RunsError::conflict(format!(
+                    "call {} is not pending in run {id} (pending: {})",
+                    decision.call_id,
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
             }
             several => {
                 let paths: Vec<&str> = several.iter().map(|p| p.agent_path.as_str()).collect();
-                return Err((
-                    Kind::BadRequest,
-                    format!(
-                        "call {} is pending in several agents ({}): add \"agent_path\"",
-                        decision.call_id,
-                        paths.join(", ")
-                    ),
-                ));
+                return Err(RunsError::invalid(format!(
+                    "call {} is pending in several agents ({}): add \"agent_path\"",
+                    decision.call_id,
+                    paths.join(", ")
+                )));
             }
         };
         let seen = |d: &Decided| d.call_id == call.call_id && d.agent_path == call.agent_path;
         if envelope.decisions.iter().any(seen) {
-            return Err((
-                Kind::Conflict,
-                format!("call {} of run {id} was already decided", call.call_id),
-            ));
+            return Err(RunsError::conflict(format!(
+                "call {} of run {id} was already decided",
+                call.call_id
+            )));
         }
         if added.iter().any(seen) {
-            return Err((
-                Kind::BadRequest,
-                format!("call {} is decided twice in this request", call.call_id),
-            ));
+            return Err(RunsError::invalid(format!(
+                "call {} is decided twice in this request",
+                call.call_id
+            )));
         }
         added.push(Decided {
             call_id: call.call_id.clone(),
@@ -531,59 +522,4 @@ fn match_decisions(
         });
     }
     Ok(added)
-}
-
-/// A fresh id: `prefix` and 128 random bits in hex.
-pub(crate) fn new_id(prefix: &str) -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 16];
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
-        // No system randomness: time and a counter are still unique here.
-        return crate::run::response_id(prefix);
-    }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}{hex}")
-}
-
-/// Refuses, on a surface that cannot pause, the calls a person would be
-/// asked about.
-struct NobodyToAsk;
-
-/// What the model is told when a call needed a person on a surface that
-/// cannot pause.
-pub(crate) const NOBODY_TO_ASK: &str = "this call needs a person's approval, and this request cannot wait for one \
-     (start a background run, POST /v1/agents/{name}/runs, to have calls approved)";
-
-#[async_trait::async_trait]
-impl Approver for NobodyToAsk {
-    async fn decide(&self, _request: &ApprovalRequest) -> ApprovalDecision {
-        ApprovalDecision::deny(NOBODY_TO_ASK)
-    }
-}
-
-/// A background run's approvals: calls that would ask a person through
-/// events (nobody reads them here) pause the run instead; an approver the
-/// application gave decides as it does anywhere.
-pub(crate) fn background_approvals(mut options: AgentOptions) -> AgentOptions {
-    if let Some(approvals) = options.approvals.take() {
-        options.approvals = Some(if approvals.is_via_events() {
-            approvals.deferred()
-        } else {
-            approvals
-        });
-    }
-    options
-}
-
-/// A synchronous request's approvals: calls that would pause or ask
-/// through events are denied, with a reason the model reads.
-pub(crate) fn foreground_approvals(mut options: AgentOptions) -> AgentOptions {
-    if let Some(approvals) = options.approvals.take() {
-        options.approvals = Some(if approvals.is_deferred() || approvals.is_via_events() {
-            approvals.route_to(NobodyToAsk)
-        } else {
-            approvals
-        });
-    }
-    options
 }

@@ -64,15 +64,15 @@ impl RunOptions {
     pub(crate) fn apply_for_background(&self, options: AgentOptions) -> AgentOptions {
         let options = self.apply(options);
         if self.deny_pauses {
-            super::foreground_approvals(options)
+            super::approvals::foreground_approvals(options)
         } else {
-            super::background_approvals(options)
+            super::approvals::background_approvals(options)
         }
     }
 
     /// `options` with these changes.
     pub(crate) fn apply(&self, mut options: AgentOptions) -> AgentOptions {
-        options = crate::run::add_system(options, &self.system);
+        options = add_system(options, &self.system);
         if let Some(Ok(spec)) = self.output.as_ref().map(OutputRequest::spec) {
             options.output = Some(spec);
         }
@@ -90,6 +90,29 @@ impl RunOptions {
         }
         options
     }
+}
+
+/// Between the agent's own prompt and each system text a request adds.
+const SYSTEM_SEPARATOR: &str = "\n\n";
+
+/// `options` with a request's system texts after the agent's own prompt
+/// (blank ones left out).
+pub(crate) fn add_system(mut options: AgentOptions, extra: &[String]) -> AgentOptions {
+    let extra: Vec<&str> = extra
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    if extra.is_empty() {
+        return options;
+    }
+    let joined = extra.join(SYSTEM_SEPARATOR);
+    let system = match &options.system {
+        Some(own) if !own.trim().is_empty() => format!("{own}{SYSTEM_SEPARATOR}{joined}"),
+        _ => joined,
+    };
+    options.system = Some(system);
+    options
 }
 
 #[cfg(test)]

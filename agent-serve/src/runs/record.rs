@@ -15,7 +15,7 @@
 //!   is read without copying what it does not need ([`Envelope::of`]
 //!   decodes from the stored value, [`surface`] takes only its part).
 
-use loopwright_core::{AgentResult, ApprovalDecision, RunState, agent::PendingCall};
+use loopwright_core::{AgentResult, ApprovalDecision, Outcome, RunState, agent::PendingCall};
 use loopwright_store::{RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -192,6 +192,25 @@ pub(crate) fn result_value(result: &AgentResult) -> Value {
         "usage": result.tree_usage,
         "exit": result.exit(),
         "steps": result.steps.len(),
+    })
+}
+
+/// Why `result` is not an answer, as a client reads it (a failed run's
+/// error); `None` when the agent answered, or was cut short by a step or
+/// token limit (its answer so far stands).
+pub(crate) fn failure(result: &AgentResult) -> Option<String> {
+    Some(match &result.outcome {
+        Outcome::Answered | Outcome::Stopped | Outcome::MaxSteps | Outcome::TokenLimit => return None,
+        Outcome::OutputInvalid { error } => {
+            format!("the agent's final answer did not match the requested schema: {error}")
+        }
+        Outcome::ModelFailed { error } => format!(
+            "the agent's model failed: {}",
+            loopwright_core::util::error_chain(error)
+        ),
+        Outcome::Cancelled { .. } => "the run was cancelled: the server is shutting down".into(),
+        Outcome::PlanRejected { reason } => format!("the agent's plan was rejected: {reason}"),
+        other => format!("the run ended without an answer ({:?})", other.exit()),
     })
 }
 

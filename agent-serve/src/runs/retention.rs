@@ -18,6 +18,7 @@ use std::time::Duration;
 use loopwright_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
+use super::Runs;
 use super::lease::now_millis;
 
 /// How long stored responses and runs are kept when not configured, as
@@ -68,8 +69,21 @@ pub(crate) async fn sweep(store: &Arc<dyn Store>, retention: Duration) -> Result
     Ok(swept)
 }
 
+impl Runs {
+    /// Delete, now and every tenth of `retention` (at most hourly) until
+    /// `stopping`, the runs and chains' turns kept longer than `retention`
+    /// (see the module's invariants): the sweeping task.
+    pub(crate) fn sweep_expired(
+        &self,
+        retention: Duration,
+        stopping: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        spawn(self.store.clone(), retention, stopping)
+    }
+}
+
 /// Sweep `store` now and every [`interval`] until `stopping`.
-pub(crate) fn spawn(
+fn spawn(
     store: Arc<dyn Store>,
     retention: Duration,
     stopping: CancellationToken,
