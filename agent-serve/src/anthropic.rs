@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
 use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, push_merged};
-use crate::runs::{add_system, response_id};
 use crate::sse::{event_stream, relay};
+use loopwright_runs::shared::{add_system, response_id};
 
 const SHAPE: Shape = Shape::Anthropic;
 

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::limit::{RETRY_AFTER_SECS, Refused};
-use crate::runs::{Refused as RunsRefused, RunsError};
+use loopwright_runs::{Refused as RunsRefused, RunsError};
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -183,6 +183,8 @@ impl ApiError {
             RunsError::Invalid { .. } => Kind::BadRequest,
             RunsError::Conflict { .. } => Kind::Conflict,
             RunsError::EngineUnavailable { .. } => Kind::Unavailable,
+            RunsError::Damaged { .. } => Kind::Internal,
+            // A kind this version does not know yet: a server error.
             _ => Kind::Internal,
         };
         Self::new(shape, kind, error.to_string())

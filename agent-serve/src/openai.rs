@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
 use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, unix_now};
-use crate::runs::response_id;
 use crate::sse::{event_stream, relay};
+use loopwright_runs::shared::response_id;
 
 const SHAPE: Shape = Shape::OpenAi;
 
@@ -263,7 +263,7 @@ async fn chat_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, 
             &served,
             p.history,
             move |mut o| {
-                o = crate::runs::add_system(o, &system);
+                o = loopwright_runs::shared::add_system(o, &system);
                 if output.is_some() {
                     o.output = output;
                 }

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::{Agents, ServedAgent};
 use crate::error::{ApiError, Kind, Shape};
 use crate::limit::{Limiter, Permit};
-use crate::runs::{Host, Refused, RunsError, Ticket};
+use loopwright_runs::{Host, Refused, RunsError, Ticket};
 
 /// A server's lifecycle, shared by its instances.
 #[derive(Debug, Clone, Default)]
@@ -56,7 +56,7 @@ pub(crate) struct Instance {
     /// Host names accepted in `Host` and `Origin`; `None`: any.
     pub(crate) allowed_hosts: Option<Arc<[String]>>,
     /// The server's background runs and store, shared by its instances.
-    pub(crate) runs: Arc<crate::runs::Runs>,
+    pub(crate) runs: Arc<loopwright_runs::Runs>,
     /// What a request's conversation is held to.
     pub(crate) limits: crate::items::Limits,
 }
@@ -99,7 +99,7 @@ impl Instance {
             .agent()
             .to_builder()
             .cancellation(self.lifecycle.hard.clone())
-            .configure(|o| *o = crate::runs::foreground_approvals(change(std::mem::take(o))))
+            .configure(|o| *o = loopwright_runs::shared::foreground_approvals(change(std::mem::take(o))))
             .build();
         Ok(Started {
             run: agent.run(messages),
@@ -225,9 +225,9 @@ pub(crate) enum Ending {
 }
 
 /// How `result` ended, for a client: an answer unless it failed (in the
-/// words a background run's record keeps, [`crate::runs::failure`]).
+/// words a background run's record keeps, `loopwright_runs::shared::failure`).
 pub(crate) fn ending(result: &AgentResult) -> Ending {
-    if let Some(message) = crate::runs::failure(result) {
+    if let Some(message) = loopwright_runs::shared::failure(result) {
         return Ending::Failed(message);
     }
     let stop = match result.outcome {

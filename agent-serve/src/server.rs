@@ -17,7 +17,7 @@
 //! - every HTTP instance has the connection limits of [`crate::listen`] and
 //!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape;
 //! - unless told to keep everything, every replica sweeps its store for what
-//!   outlived the retention (`crate::runs::retention`), from its start
+//!   outlived the retention (`loopwright_runs::Runs::sweep_expired`), from its start
 //!   until it stops.
 
 use std::net::SocketAddr;
@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use loopwright_runs::Runs;
 use tokio::task::JoinHandle;
 
 use crate::agents::{Agents, ServedAgent};
@@ -33,7 +34,6 @@ use crate::guard::{Guard, LOOPBACK_HOSTS, check};
 use crate::limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, Limiter};
 use crate::listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use crate::run::{Instance, Lifecycle};
-use crate::runs::Runs;
 
 /// How long runs in flight may go on after a shutdown begins before they
 /// are cancelled: long enough for a typical answer to finish.
@@ -161,7 +161,7 @@ pub struct Serve {
     /// `None`: kept forever.
     retention: Option<Duration>,
     #[cfg(feature = "restate")]
-    restate: Option<crate::durable::Restate>,
+    restate: Option<crate::Restate>,
 }
 
 impl Default for Serve {
@@ -222,7 +222,7 @@ impl Serve {
     /// # running.shutdown().await; Ok(()) }
     /// ```
     #[cfg(feature = "restate")]
-    pub fn restate(mut self, restate: crate::durable::Restate) -> Self {
+    pub fn restate(mut self, restate: crate::Restate) -> Self {
         self.restate = Some(restate);
         self
     }
@@ -647,7 +647,7 @@ fn default_replica() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned());
-    let suffix = crate::runs::new_id("");
+    let suffix = loopwright_runs::shared::new_id("");
     format!("{host}-{}-{}", std::process::id(), &suffix[..4.min(suffix.len())])
 }
 

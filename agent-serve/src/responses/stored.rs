@@ -33,7 +33,7 @@ const PAGE: usize = 256;
 
 /// How long cancelling (or deleting) a running response waits for its run
 /// to end: a run on another replica sees the request within
-/// [`crate::runs`]' cancel poll.
+/// [`loopwright_runs`]' cancel poll.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
 /// How often that wait looks at the record.

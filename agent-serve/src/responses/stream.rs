@@ -23,8 +23,8 @@ use tokio::sync::mpsc;
 use super::object::{Outcome, Status};
 use super::render::Render;
 use crate::run::Started;
-use crate::runs::{Logged, Runs, follow};
 use crate::sse::closed_or;
+use loopwright_runs::{Logged, Runs, follow};
 
 /// Events buffered between the log's reader and the renderer.
 const LOG_BUFFER: usize = 64;

@@ -4,7 +4,7 @@
 //! `POST /v1/runs/{id}/approvals`, `POST /v1/runs/{id}/cancel`.
 //!
 //! Invariant: every answer is read from or written to the store, so any
-//! replica sharing it answers alike (see [`crate::runs`]).
+//! replica sharing it answers alike (see [`loopwright_runs`]).
 
 use std::sync::Arc;
 
@@ -23,8 +23,9 @@ use tokio::sync::mpsc;
 use super::{SHAPE, bad, check_session_id, input};
 use crate::error::ApiError;
 use crate::run::Instance;
-use crate::runs::{Decision, Logged, RunSpec, RunsError, follow, new_id, view};
 use crate::sse::event_stream;
+use loopwright_runs::shared::new_id;
+use loopwright_runs::{Decision, Logged, RunSpec, RunsError, follow, view};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -41,7 +41,13 @@ pub(crate) fn background_approvals(mut options: AgentOptions) -> AgentOptions {
 
 /// A synchronous request's approvals: calls that would pause or ask
 /// through events are denied, with a reason the model reads.
-pub(crate) fn foreground_approvals(mut options: AgentOptions) -> AgentOptions {
+///
+/// ```
+/// use loopwright_core::agent::AgentOptions;
+/// let options = loopwright_runs::shared::foreground_approvals(AgentOptions::default());
+/// assert!(options.approvals.is_none());
+/// ```
+pub fn foreground_approvals(mut options: AgentOptions) -> AgentOptions {
     if let Some(approvals) = options.approvals.take() {
         options.approvals = Some(if approvals.is_deferred() || approvals.is_via_events() {
             approvals.route_to(NobodyToAsk)

@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, Request};
 use super::runs::{Execution, begin, mark_awaiting, mark_running};
-use crate::runs::drive::{Begin, Driver};
-use crate::runs::{Host, Runs};
+use crate::drive::{Begin, Driver};
+use crate::{Host, Runs};
 
 /// Restate's status code of a cancelled invocation's context calls.
 const CANCELLED: u16 = 409;

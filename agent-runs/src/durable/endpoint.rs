@@ -18,7 +18,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::{RestateError, RunWorkflow};
-use crate::runs::{Host, Runs};
+use crate::{Host, Runs};
 
 /// HTTP/2 pings on Restate's connections: one after `interval` of
 /// silence, the connection closed when it is not answered within
@@ -38,7 +38,19 @@ impl Runs {
     /// `ping_timeout` (a half-open one is closed, and its executions with
     /// it). An error when these runs are not durable
     /// ([`Runs::with_restate`]) or Restate did not take the endpoint.
-    pub(crate) async fn serve_restate(
+    ///
+    /// ```no_run
+    /// # async fn demo(runs: std::sync::Arc<loopwright_runs::Runs>, host: std::sync::Arc<dyn loopwright_runs::Host>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// let listener = tokio::net::TcpListener::bind("0.0.0.0:9080").await?;
+    /// let (task, deployment) = runs
+    ///     .serve_restate(listener, host, Duration::from_secs(20), Duration::from_secs(20))
+    ///     .await?;
+    /// println!("registered as {deployment}");
+    /// # drop(task); Ok(()) }
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+    pub async fn serve_restate(
         self: &Arc<Self>,
         listener: TcpListener,
         host: Arc<dyn Host>,

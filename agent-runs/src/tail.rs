@@ -23,8 +23,14 @@ const PAGE: usize = 256;
 const RECORD_CHECK: Duration = Duration::from_secs(2);
 
 /// What [`follow`] reads from a run's log.
+///
+/// ```
+/// use loopwright_runs::Logged;
+/// let logged = Logged::Event(0, serde_json::json!({"type": "run_started"}));
+/// assert!(matches!(logged, Logged::Event(0, _)));
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) enum Logged {
+pub enum Logged {
     /// An event and its sequence number.
     Event(u64, Value),
     /// The log cannot be read (the last thing sent).
@@ -34,7 +40,22 @@ pub(crate) enum Logged {
 /// Send `run_id`'s events after `after` to `tx`, each as `wrap` makes it,
 /// until the run finishes (its `finished` event is the last one sent) or
 /// `tx` closes.
-pub(crate) async fn follow<T: Send>(
+///
+/// ```
+/// # async fn demo(store: std::sync::Arc<dyn loopwright_store::Store>) {
+/// use loopwright_runs::{Logged, follow};
+/// // Every event after the 10th as one line of text.
+/// let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+/// tokio::spawn(follow(store, "run_0123".into(), Some(10), tx, |logged| match logged {
+///     Logged::Event(seq, event) => format!("{seq}: {event}"),
+///     Logged::Unreadable(why) => format!("error: {why}"),
+/// }));
+/// while let Some(line) = rx.recv().await {
+///     println!("{line}");
+/// }
+/// # }
+/// ```
+pub async fn follow<T: Send>(
     store: Arc<dyn Store>,
     run_id: String,
     after: Option<u64>,

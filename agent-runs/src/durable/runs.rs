@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use super::Client;
 use super::workflow::RunInput;
-use crate::runs::record::{Decided, DurableInfo, DurablePending, Envelope, error_value};
-use crate::runs::{Decision, Runs, RunsError};
+use crate::record::{Decided, DurableInfo, DurablePending, Envelope, error_value};
+use crate::{Decision, Runs, RunsError};
 
 /// Compare-and-set attempts of one change.
 const CAS_ATTEMPTS: usize = 16;
@@ -401,7 +401,7 @@ impl Runs {
             return Ok(record);
         };
         let durable = Envelope::of(&record).is_ok_and(|e| e.durable.is_some());
-        if !durable || !self.lease.expired(&record, crate::runs::lease::now_millis()) {
+        if !durable || !self.lease.expired(&record, crate::lease::now_millis()) {
             return Ok(record);
         }
         let status = match client.invocation_status(&record.id).await {
@@ -418,7 +418,7 @@ impl Runs {
             status.as_deref().unwrap_or("no invocation")
         );
         tracing::warn!(run = %record.id, "a durable run's workflow ended without it; the run is recorded failed");
-        crate::runs::lease::fail(&self.store, record, "restate_invocation_ended", &message).await
+        crate::lease::fail(&self.store, record, "restate_invocation_ended", &message).await
     }
 
     /// Cancel durable run `id` in Restate too, so a run suspended while it

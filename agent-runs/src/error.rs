@@ -4,12 +4,24 @@
 
 use loopwright_store::StoreError;
 
-use super::Refused;
+use crate::Refused;
 
 /// Why a run could not be started, read, decided or cancelled.
+///
+/// ```
+/// # async fn demo(runs: loopwright_runs::Runs) {
+/// use loopwright_runs::RunsError;
+/// match runs.get("run_0123").await {
+///     Ok(record) => println!("{}", record.status),
+///     Err(RunsError::NoSuchRun { id }) => println!("no run {id}"),
+///     Err(RunsError::Store { source, .. }) if source.is_unavailable() => println!("try again later"),
+///     Err(e) => println!("{e}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum RunsError {
+pub enum RunsError {
     /// No agent of that name is served.
     #[error("no agent named {name:?} is served here (served: {})", served.join(", "))]
     UnknownAgent {
@@ -61,7 +73,6 @@ pub(crate) enum RunsError {
     /// The durable engine (Restate) did not take the request; the message
     /// says what is kept and whether to send it again.
     #[error("{message}")]
-    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
     EngineUnavailable {
         /// What was asked and why it failed.
         message: String,

@@ -1,5 +1,70 @@
-//! Background runs: started by one request, read, streamed, approved and
-//! cancelled by others, on this replica or any other sharing the store.
+//! Background runs of [loopwright](https://docs.rs/loopwright) agents:
+//! started by one request, read, followed, approved and cancelled by
+//! others, on this replica or any other sharing the store; with the
+//! `restate` feature, durable workflows on Restate (the `durable` module)
+//! that survive the death of the replica running them.
+//!
+//! [`Runs`] drives them over a [`Store`]; the server that
+//! hosts them (its agents, its concurrency limit, its shutdown) is a
+//! [`Host`]. [loopwright-serve](https://docs.rs/loopwright-serve) is one:
+//! its REST and Responses surfaces start, show, decide and cancel runs
+//! through this crate, and answer its [`RunsError`]s in their own shapes.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use loopwright_core::{Agent, Message};
+//! use loopwright_runs::{DEFAULT_RUN_LEASE, Host, Logged, Refused, RunSpec, Runs, Ticket};
+//! use loopwright_store::{MemoryStore, RunStatus};
+//! use loopwright_testing::{ScriptedModel, ScriptedStep};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! /// One agent, no limit on runs in flight.
+//! struct OneAgent(Agent, CancellationToken);
+//!
+//! impl Host for OneAgent {
+//!     fn agent(&self, name: &str) -> Option<Agent> {
+//!         (name == self.0.name()).then(|| self.0.clone())
+//!     }
+//!     fn agent_names(&self) -> Vec<String> {
+//!         vec![self.0.name().to_owned()]
+//!     }
+//!     fn ticket(&self, _bounded: bool) -> Result<Ticket, Refused> {
+//!         Ok(Ticket::new(async { Some(()) }))
+//!     }
+//!     fn stopping(&self) -> &CancellationToken {
+//!         &self.1
+//!     }
+//!     fn hard_stop(&self) -> &CancellationToken {
+//!         &self.1
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let model = Arc::new(ScriptedModel::new(vec![ScriptedStep::text("Tidied.")]));
+//! let host = Arc::new(OneAgent(Agent::builder(model).name("helper").build(), CancellationToken::new()));
+//! let runs = Arc::new(Runs::new(Arc::new(MemoryStore::new()), "replica-1".into(), DEFAULT_RUN_LEASE));
+//! let spec = RunSpec {
+//!     agent: "helper".into(),
+//!     input: vec![Message::user("Tidy up the notes.")],
+//!     ..RunSpec::default()
+//! };
+//! // Stored before `start` returns; it runs in the background.
+//! let record = runs.start(host, spec).await?;
+//!
+//! // Its events, from any replica, until the `finished` one.
+//! let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+//! tokio::spawn(loopwright_runs::follow(runs.store().clone(), record.id.clone(), None, tx, |l| l));
+//! let mut last = None;
+//! while let Some(Logged::Event(_, event)) = rx.recv().await {
+//!     last = event["type"].as_str().map(str::to_owned);
+//! }
+//! assert_eq!(last.as_deref(), Some("finished"));
+//! // The record was written before the `finished` event.
+//! assert_eq!(runs.get(&record.id).await?.status, RunStatus::Completed);
+//! # Ok(()) }
+//! ```
 //!
 //! Invariants:
 //! - a run is one [`RunRecord`] in the store and its events the store's
@@ -14,20 +79,27 @@
 //!   refused naming the call, and changes nothing;
 //! - a run awaiting approval is only its record: no task, no permit;
 //! - cancelling reaches the run wherever it runs: at once in this process,
-//!   within [`CANCEL_POLL`](lease::CANCEL_POLL) through the record on
-//!   another replica; a paused run is cancelled by its record alone;
-//! - a running run whose replica went silent for its whole lease is
-//!   recorded failed by the first replica that reads it ([`lease`]).
+//!   within half a second (the driver's look at its record) on another
+//!   replica; a paused run is cancelled by its record alone;
+//! - a running run whose replica went silent for its whole lease
+//!   ([`DEFAULT_RUN_LEASE`]) is recorded failed by the first replica that
+//!   reads it;
+//! - what a run needs of its server it asks its [`Host`], never the
+//!   server's own types: this crate depends on the core and the store only.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod approvals;
-pub(crate) mod drive;
+mod drive;
+#[cfg(feature = "restate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+pub mod durable;
 mod error;
 mod host;
 mod ids;
-pub(crate) mod lease;
+mod lease;
 mod options;
-pub(crate) mod record;
-pub(crate) mod retention;
+mod record;
+mod retention;
 mod tail;
 
 use std::collections::HashMap;
@@ -39,68 +111,106 @@ use loopwright_store::{RunRecord, RunStatus, Store};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use approvals::foreground_approvals;
-pub(crate) use error::RunsError;
-pub(crate) use host::{Host, Refused, Ticket};
-pub(crate) use ids::{new_id, response_id};
-pub(crate) use options::{OutputRequest, RunOptions, add_system};
-pub(crate) use record::{failure, view};
-pub(crate) use tail::{Logged, follow};
+pub use error::RunsError;
+pub use host::{Host, Refused, Ticket};
+pub use lease::{DEFAULT_RUN_LEASE, MIN_RUN_LEASE};
+pub use options::{OutputRequest, RunOptions};
+pub use record::{ChainLink, surface, view};
+pub use retention::{DEFAULT_RETENTION, MIN_RETENTION};
+pub use tail::{Logged, follow};
 
 use drive::{Begin, Driver};
+use ids::new_id;
 use record::{Decided, Envelope, Keep};
+
+/// What loopwright-serve's surfaces share with the runs they start, so a
+/// synchronous request and a background run read alike: ids, system texts,
+/// a failed run's words, the approvals of a request that cannot pause.
+/// Plumbing between the two crates, not a stable API.
+#[doc(hidden)]
+pub mod shared {
+    pub use crate::approvals::foreground_approvals;
+    pub use crate::ids::{new_id, response_id};
+    pub use crate::options::add_system;
+    pub use crate::record::failure;
+}
 
 /// Compare-and-set attempts of one request before it answers 409.
 const CAS_ATTEMPTS: usize = 16;
 
-/// A new background run, as a surface asks for it.
+/// A new background run, as a request asks for it.
+///
+/// ```
+/// use loopwright_runs::{ChainLink, RunSpec};
+/// // A turn of session `sess_1`, stored as response `resp_2` too.
+/// let spec = RunSpec {
+///     agent: "helper".into(),
+///     input: vec![loopwright_core::Message::user("And now?")],
+///     session: Some("sess_1".into()),
+///     chain: Some(ChainLink { id: "resp_2".into(), previous: None }),
+///     ..RunSpec::default()
+/// };
+/// # drop(spec);
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct RunSpec {
+pub struct RunSpec {
     /// The served agent's name.
-    pub(crate) agent: String,
+    pub agent: String,
     /// The turn's input.
-    pub(crate) input: Vec<Message>,
+    pub input: Vec<Message>,
     /// History before the input that is not this run's session (the
     /// conversation of a previous response).
-    pub(crate) history: Vec<Message>,
+    pub history: Vec<Message>,
     /// The session the run continues (created when new), if any.
-    pub(crate) session: Option<String>,
+    pub session: Option<String>,
     /// Store the turn (its input and its answer) as this chain turn once
     /// completed.
-    pub(crate) chain: Option<record::ChainLink>,
+    pub chain: Option<ChainLink>,
     /// What the request changed of the agent's options.
-    pub(crate) options: RunOptions,
-    /// The run's id (a fresh one when `None`).
-    pub(crate) id: Option<String>,
-    /// What the surface keeps in the record (see [`record::Envelope`]).
-    pub(crate) surface: Option<serde_json::Value>,
+    pub options: RunOptions,
+    /// The run's id (a fresh one, `run_` and 128 random bits, when `None`).
+    pub id: Option<String>,
+    /// What the surface keeps in the record, opaque here (read back with
+    /// [`surface`]).
+    pub surface: Option<serde_json::Value>,
 }
 
-pub(crate) use record::{ChainLink, surface};
-
-/// A decision as `POST /v1/runs/{id}/approvals` takes it.
+/// A decision for one of a paused run's calls, as `POST
+/// /v1/runs/{id}/approvals` takes it.
+///
+/// ```
+/// let decision: loopwright_runs::Decision =
+///     serde_json::from_value(serde_json::json!({"call_id": "call_1", "approve": false, "reason": "not on main"}))?;
+/// assert!(!decision.approve);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Decision {
-    pub(crate) call_id: String,
-    pub(crate) approve: bool,
+pub struct Decision {
+    /// The call decided.
+    pub call_id: String,
+    /// Run it (`true`) or deny it.
+    pub approve: bool,
+    /// Why it was denied (the model reads it).
     #[serde(default)]
-    pub(crate) reason: Option<String>,
+    pub reason: Option<String>,
     /// Which agent's call, when a call id is pending in several.
     #[serde(default)]
-    pub(crate) agent_path: Option<String>,
+    pub agent_path: Option<String>,
 }
 
-/// The background runs of one server, over its store.
-pub(crate) struct Runs {
-    pub(crate) store: Arc<dyn Store>,
+/// The background runs of one server (a replica), over its store.
+///
+/// See the [crate's example](crate) for a run started and followed.
+pub struct Runs {
+    store: Arc<dyn Store>,
     /// Restate, when background runs are durable workflows.
     #[cfg(feature = "restate")]
-    pub(crate) restate: Option<crate::durable::Client>,
+    restate: Option<crate::durable::Client>,
     /// This replica's name (the `owner` of the runs it drives).
-    pub(crate) replica: String,
+    replica: String,
     /// How long a replica may go without writing a run it drives.
-    pub(crate) lease: lease::Lease,
+    lease: lease::Lease,
     /// Cancellation of the runs driven here, by id.
     local: Mutex<HashMap<String, CancellationToken>>,
 }
@@ -117,9 +227,15 @@ impl std::fmt::Debug for Runs {
 impl Runs {
     /// The runs kept in `store`, driven here as replica `replica` (the
     /// `owner` of its runs' records), each declared lost by any replica once
-    /// its driver wrote nothing for `lease` (at least
-    /// [`MIN_RUN_LEASE`](lease::MIN_RUN_LEASE)).
-    pub(crate) fn new(store: Arc<dyn Store>, replica: String, lease: std::time::Duration) -> Self {
+    /// its driver wrote nothing for `lease` (at least [`MIN_RUN_LEASE`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let store = Arc::new(loopwright_store::MemoryStore::new());
+    /// let runs = loopwright_runs::Runs::new(store, "replica-1".into(), loopwright_runs::DEFAULT_RUN_LEASE);
+    /// # drop(runs);
+    /// ```
+    pub fn new(store: Arc<dyn Store>, replica: String, lease: std::time::Duration) -> Self {
         Self {
             store,
             replica,
@@ -132,9 +248,19 @@ impl Runs {
 
     /// The same runs, durable workflows on the Restate `config` names
     /// (served by [`Runs::serve_restate`]); an error when its HTTP client
-    /// cannot be built.
+    /// cannot be built. The store must be one every replica shares.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use loopwright_runs::{DEFAULT_RUN_LEASE, Runs, durable::Restate};
+    /// let store = loopwright_store::open("postgres://loopwright@db/agents").await?;
+    /// let restate = Restate::new("http://restate:9070", "http://restate:8080", "0.0.0.0:9080".parse()?);
+    /// let runs = Runs::new(store, "replica-1".into(), DEFAULT_RUN_LEASE).with_restate(restate)?;
+    /// # drop(runs); Ok(()) }
+    /// ```
     #[cfg(feature = "restate")]
-    pub(crate) fn with_restate(
+    #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+    pub fn with_restate(
         mut self,
         config: crate::durable::Restate,
     ) -> Result<Self, crate::durable::RestateError> {
@@ -143,7 +269,13 @@ impl Runs {
     }
 
     /// The store the runs are kept in (their sessions and chains too).
-    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+    ///
+    /// ```
+    /// # async fn demo(runs: loopwright_runs::Runs) -> Result<(), loopwright_store::StoreError> {
+    /// let events = runs.store().read_events("run_0123", None, 100).await?;
+    /// # drop(events); Ok(()) }
+    /// ```
+    pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
@@ -157,13 +289,26 @@ impl Runs {
         self.lock_local().remove(id);
     }
 
-    /// Start a background run: its record is stored before this returns;
-    /// it waits for a permit of `host` in the background.
-    pub(crate) async fn start(
-        self: &Arc<Self>,
-        host: Arc<dyn Host>,
-        spec: RunSpec,
-    ) -> Result<RunRecord, RunsError> {
+    /// Start a background run of one of `host`'s agents: its record is
+    /// stored before this returns; it waits for a permit of `host` in the
+    /// background. Refused, before anything is stored, for an unknown
+    /// agent, an output schema that does not compile, a conversation over
+    /// the host's limits or whose calls and results do not pair up, or a
+    /// host that gives it no place.
+    ///
+    /// ```no_run
+    /// # async fn demo(runs: std::sync::Arc<loopwright_runs::Runs>, host: std::sync::Arc<dyn loopwright_runs::Host>) -> Result<(), loopwright_runs::RunsError> {
+    /// use loopwright_runs::RunSpec;
+    /// let spec = RunSpec {
+    ///     agent: "helper".into(),
+    ///     input: vec![loopwright_core::Message::user("Summarise the changelog.")],
+    ///     ..RunSpec::default()
+    /// };
+    /// let record = runs.start(host, spec).await?;
+    /// println!("started {}", record.id);
+    /// # Ok(()) }
+    /// ```
+    pub async fn start(self: &Arc<Self>, host: Arc<dyn Host>, spec: RunSpec) -> Result<RunRecord, RunsError> {
         if host.agent(&spec.agent).is_none() {
             return Err(RunsError::UnknownAgent {
                 name: spec.agent,
@@ -263,7 +408,14 @@ impl Runs {
 
     /// Run `id`'s record (recorded failed first if its lease expired), or
     /// [`RunsError::NoSuchRun`] naming it.
-    pub(crate) async fn get(&self, id: &str) -> Result<RunRecord, RunsError> {
+    ///
+    /// ```no_run
+    /// # async fn demo(runs: loopwright_runs::Runs) -> Result<(), loopwright_runs::RunsError> {
+    /// let record = runs.get("run_0123").await?;
+    /// println!("{}: {}", record.id, record.status);
+    /// # Ok(()) }
+    /// ```
+    pub async fn get(&self, id: &str) -> Result<RunRecord, RunsError> {
         match self.store.load_run(id).await {
             Ok(Some(record)) => {
                 let record = self.lease.settle(&self.store, record).await;
@@ -280,8 +432,16 @@ impl Runs {
     }
 
     /// Record decisions for a paused run's calls; once every pending call
-    /// has one, claim the run and continue it here.
-    pub(crate) async fn decide(
+    /// has one, claim the run and continue it here, under `host`'s limit.
+    ///
+    /// ```no_run
+    /// # async fn demo(runs: std::sync::Arc<loopwright_runs::Runs>, host: std::sync::Arc<dyn loopwright_runs::Host>) -> Result<(), loopwright_runs::RunsError> {
+    /// use loopwright_runs::Decision;
+    /// let approve = Decision { call_id: "call_1".into(), approve: true, reason: None, agent_path: None };
+    /// let record = runs.decide(host, "run_0123", &[approve]).await?;
+    /// # drop(record); Ok(()) }
+    /// ```
+    pub async fn decide(
         self: &Arc<Self>,
         host: Arc<dyn Host>,
         id: &str,
@@ -371,7 +531,17 @@ impl Runs {
     /// A run that ends while its cancellation is recorded (the local token,
     /// fired first, ends it before the record is written) is answered as it
     /// ended, not refused as already ended.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<RunRecord, RunsError> {
+    ///
+    /// ```no_run
+    /// # async fn demo(runs: loopwright_runs::Runs) -> Result<(), loopwright_runs::RunsError> {
+    /// match runs.cancel("run_0123").await {
+    ///     Ok(record) => println!("{} is {}", record.id, record.status),
+    ///     Err(loopwright_runs::RunsError::Conflict { message }) => println!("{message}"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn cancel(&self, id: &str) -> Result<RunRecord, RunsError> {
         let mut fired = false;
         for _ in 0..CAS_ATTEMPTS {
             let mut record = self.get(id).await?;

@@ -16,11 +16,44 @@ use std::pin::Pin;
 use loopwright_core::{Agent, Message};
 use tokio_util::sync::CancellationToken;
 
-use super::RunsError;
+use crate::RunsError;
 
 /// The server a run runs in: the runs crate drives runs, the host decides
 /// which agents there are, how many run at once, and when it stops.
-pub(crate) trait Host: Send + Sync {
+///
+/// ```
+/// use loopwright_runs::{Host, Refused, Ticket};
+/// use tokio_util::sync::CancellationToken;
+///
+/// /// One agent, no limit on runs in flight.
+/// struct OneAgent {
+///     agent: loopwright_core::Agent,
+///     stopping: CancellationToken,
+///     hard: CancellationToken,
+/// }
+///
+/// impl Host for OneAgent {
+///     fn agent(&self, name: &str) -> Option<loopwright_core::Agent> {
+///         (name == self.agent.name()).then(|| self.agent.clone())
+///     }
+///     fn agent_names(&self) -> Vec<String> {
+///         vec![self.agent.name().to_owned()]
+///     }
+///     fn ticket(&self, _bounded: bool) -> Result<Ticket, Refused> {
+///         if self.stopping.is_cancelled() {
+///             return Err(Refused::Stopping);
+///         }
+///         Ok(Ticket::new(async { Some(()) }))
+///     }
+///     fn stopping(&self) -> &CancellationToken {
+///         &self.stopping
+///     }
+///     fn hard_stop(&self) -> &CancellationToken {
+///         &self.hard
+///     }
+/// }
+/// ```
+pub trait Host: Send + Sync {
     /// The agent served as `name`, if any.
     fn agent(&self, name: &str) -> Option<Agent>;
 
@@ -50,7 +83,6 @@ pub(crate) trait Host: Send + Sync {
 
     /// Cancelled when the host stops accepting work: a durable run's
     /// endpoint stops taking executions.
-    #[cfg_attr(not(feature = "restate"), allow(dead_code))]
     fn stopping(&self) -> &CancellationToken;
 
     /// Cancelled when the host's shutdown grace is over: every run still
@@ -58,9 +90,13 @@ pub(crate) trait Host: Send + Sync {
     fn hard_stop(&self) -> &CancellationToken;
 }
 
-/// Why a host gave a run no place.
+/// Why a host gave a run no place ([`RunsError::Refused`]).
+///
+/// ```
+/// assert_eq!(loopwright_runs::Refused::Stopping.to_string(), "the server is shutting down");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// The queue is at its bound.
     QueueFull,
     /// The host is shutting down.
@@ -79,7 +115,16 @@ impl std::fmt::Display for Refused {
 /// A run's place under its host's concurrency limit: redeemed, once the
 /// runs before it are done, for the right to run (held until the run's
 /// record is written); dropped, it leaves the queue.
-pub(crate) struct Ticket(Pin<Box<dyn Future<Output = Option<Permit>> + Send>>);
+///
+/// ```
+/// use std::sync::Arc;
+/// use tokio::sync::Semaphore;
+/// // At most 4 runs at once: the permit once one of the 4 is free.
+/// let limit = Arc::new(Semaphore::new(4));
+/// let ticket = loopwright_runs::Ticket::new(async move { limit.acquire_owned().await.ok() });
+/// # drop(ticket);
+/// ```
+pub struct Ticket(Pin<Box<dyn Future<Output = Option<Permit>> + Send>>);
 
 /// The right to run, from a redeemed [`Ticket`]: dropping it lets the next
 /// run in.
@@ -91,7 +136,7 @@ impl Ticket {
     /// A ticket whose permit is what `redeem` resolves to (`None`: refused,
     /// the host is stopping). `redeem` owns the place in the queue: it is
     /// given back when the future ends or is dropped unpolled.
-    pub(crate) fn new<P: Send + 'static>(redeem: impl Future<Output = Option<P>> + Send + 'static) -> Self {
+    pub fn new<P: Send + 'static>(redeem: impl Future<Output = Option<P>> + Send + 'static) -> Self {
         Self(Box::pin(async move {
             let permit = redeem.await?;
             Some(Permit {

@@ -5,7 +5,12 @@
 //! randomness, and still unique in this process when it has none.
 
 /// A fresh id: `prefix` and 128 random bits in hex.
-pub(crate) fn new_id(prefix: &str) -> String {
+///
+/// ```
+/// let id = loopwright_runs::shared::new_id("sess_");
+/// assert_eq!(id.len(), "sess_".len() + 32);
+/// ```
+pub fn new_id(prefix: &str) -> String {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 16];
     if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
@@ -18,7 +23,12 @@ pub(crate) fn new_id(prefix: &str) -> String {
 
 /// A fresh response id with `prefix` (`chatcmpl-`, `msg_`): the time and
 /// a counter of this process.
-pub(crate) fn response_id(prefix: &str) -> String {
+///
+/// ```
+/// use loopwright_runs::shared::response_id;
+/// assert_ne!(response_id("msg_"), response_id("msg_"));
+/// ```
+pub fn response_id(prefix: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let now = std::time::SystemTime::now()
