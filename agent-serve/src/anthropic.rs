@@ -29,10 +29,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
-use crate::run::{
-    Ending, Instance, Piece, Started, Stop, Tokens, add_system, collect, ending, push_merged, response_id,
-};
+use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, push_merged};
 use crate::sse::{event_stream, relay};
+use loopwright_runs::shared::{add_system, response_id};
 
 const SHAPE: Shape = Shape::Anthropic;
 

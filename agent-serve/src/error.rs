@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::limit::{RETRY_AFTER_SECS, Refused};
+use loopwright_runs::{Refused as RunsRefused, RunsError};
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -168,6 +169,25 @@ impl ApiError {
             Kind::Internal
         };
         Self::new(shape, kind, format!("{what}: {error}"))
+    }
+
+    /// A background run's error, in `shape`: the statuses and messages the
+    /// run requests answer with on every surface.
+    pub(crate) fn runs(shape: Shape, error: RunsError) -> Self {
+        let kind = match error {
+            RunsError::UnknownAgent { name, served } => return Self::unknown_agent(shape, &name, &served),
+            RunsError::Refused(RunsRefused::QueueFull) => return Self::refused(shape, Refused::QueueFull),
+            RunsError::Refused(RunsRefused::Stopping) => return Self::refused(shape, Refused::Stopping),
+            RunsError::Store { what, source } => return Self::store(shape, &what, &source),
+            RunsError::NoSuchRun { .. } => Kind::Missing,
+            RunsError::Invalid { .. } => Kind::BadRequest,
+            RunsError::Conflict { .. } => Kind::Conflict,
+            RunsError::EngineUnavailable { .. } => Kind::Unavailable,
+            RunsError::Damaged { .. } => Kind::Internal,
+            // A kind this version does not know yet: a server error.
+            _ => Kind::Internal,
+        };
+        Self::new(shape, kind, error.to_string())
     }
 
     pub(crate) fn status(&self) -> StatusCode {

@@ -34,13 +34,13 @@
 //! ([`Serve::store`]) every replica can share; with the `restate` feature
 //! they can be durable workflows on Restate (`Serve::restate`, the
 //! `durable` module): a replica's death then costs nothing already done.
+//! [loopwright-runs](https://docs.rs/loopwright-runs) drives them; this
+//! crate serves them over HTTP.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agents;
 #[cfg(feature = "anthropic")]
 mod anthropic;
-#[cfg(feature = "restate")]
-pub mod durable;
 mod error;
 mod guard;
 mod items;
@@ -57,13 +57,10 @@ mod responses;
 #[cfg(feature = "rest")]
 mod rest;
 mod run;
-mod runs;
 mod server;
 mod sse;
 
 pub use agents::ServedAgent;
-#[cfg(feature = "restate")]
-pub use durable::Restate;
 pub use error::ServeError;
 pub use guard::LOOPBACK_HOSTS;
 pub use items::{BYTES_PER_VALUE, DEFAULT_ITEM_LIMIT, VALUES_PER_ITEM};
@@ -72,8 +69,12 @@ pub use listen::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, H2_KEEP_ALIVE_INTERVAL,
     H2_KEEP_ALIVE_TIMEOUT,
 };
-pub use runs::lease::{DEFAULT_RUN_LEASE, MIN_RUN_LEASE};
-pub use runs::retention::{DEFAULT_RETENTION, MIN_RETENTION};
+#[cfg(feature = "restate")]
+#[doc(inline)]
+pub use loopwright_runs::durable;
+#[cfg(feature = "restate")]
+pub use loopwright_runs::durable::Restate;
+pub use loopwright_runs::{DEFAULT_RETENTION, DEFAULT_RUN_LEASE, MIN_RETENTION, MIN_RUN_LEASE};
 pub use server::{
     Bound, DEFAULT_BODY_LIMIT, DEFAULT_MCP_SESSION_IDLE, DEFAULT_MCP_SESSIONS, DEFAULT_SHUTDOWN_GRACE,
     Running, Serve, Surface,

@@ -29,8 +29,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Kind, Shape};
-use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, response_id, unix_now};
+use crate::run::{Ending, Instance, Piece, Started, Stop, Tokens, collect, ending, unix_now};
 use crate::sse::{event_stream, relay};
+use loopwright_runs::shared::response_id;
 
 const SHAPE: Shape = Shape::OpenAi;
 
@@ -262,7 +263,7 @@ async fn chat_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, 
             &served,
             p.history,
             move |mut o| {
-                o = crate::run::add_system(o, &system);
+                o = loopwright_runs::shared::add_system(o, &system);
                 if output.is_some() {
                     o.output = output;
                 }

@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::{Agents, ServedAgent};
 use crate::error::{ApiError, Kind, Shape};
 use crate::limit::{Limiter, Permit};
+use loopwright_runs::{Host, Refused, RunsError, Ticket};
 
 /// A server's lifecycle, shared by its instances.
 #[derive(Debug, Clone, Default)]
@@ -48,13 +49,14 @@ pub(crate) struct Lifecycle {
 #[derive(Debug)]
 pub(crate) struct Instance {
     pub(crate) agents: Arc<Agents>,
-    pub(crate) limiter: Limiter,
+    /// Shared with the tickets of the background runs waiting for it.
+    pub(crate) limiter: Arc<Limiter>,
     pub(crate) keys: Arc<[String]>,
     pub(crate) lifecycle: Lifecycle,
     /// Host names accepted in `Host` and `Origin`; `None`: any.
     pub(crate) allowed_hosts: Option<Arc<[String]>>,
     /// The server's background runs and store, shared by its instances.
-    pub(crate) runs: Arc<crate::runs::Runs>,
+    pub(crate) runs: Arc<loopwright_runs::Runs>,
     /// What a request's conversation is held to.
     pub(crate) limits: crate::items::Limits,
 }
@@ -97,12 +99,58 @@ impl Instance {
             .agent()
             .to_builder()
             .cancellation(self.lifecycle.hard.clone())
-            .configure(|o| *o = crate::runs::foreground_approvals(change(std::mem::take(o))))
+            .configure(|o| *o = loopwright_runs::shared::foreground_approvals(change(std::mem::take(o))))
             .build();
         Ok(Started {
             run: agent.run(messages),
             _permit: permit,
         })
+    }
+}
+
+/// What a background run needs of the instance that started or continues
+/// it: its agents, its limits, its limiter, its shutdown.
+impl Host for Instance {
+    fn agent(&self, name: &str) -> Option<loopwright_core::Agent> {
+        self.agents.get(name).map(|served| served.agent().clone())
+    }
+
+    fn agent_names(&self) -> Vec<String> {
+        self.agents.names()
+    }
+
+    fn check_conversation(
+        &self,
+        stored: &[Message],
+        input: &[Message],
+        whose: &str,
+    ) -> Result<(), RunsError> {
+        // Its errors are all 400s: the request's shape is the runs' error's.
+        crate::items::check_conversation(stored, input, whose, self.limits, Shape::Plain)
+            .map_err(|e| RunsError::Invalid { message: e.message })
+    }
+
+    fn ticket(&self, bounded: bool) -> Result<Ticket, Refused> {
+        let refused = |refused| match refused {
+            crate::limit::Refused::QueueFull => Refused::QueueFull,
+            crate::limit::Refused::Stopping => Refused::Stopping,
+        };
+        let ticket = self
+            .limiter
+            .ticket(bounded, &self.lifecycle.stopping)
+            .map_err(refused)?;
+        let (limiter, stopping) = (self.limiter.clone(), self.lifecycle.stopping.clone());
+        Ok(Ticket::new(async move {
+            limiter.redeem(ticket, &stopping).await.ok()
+        }))
+    }
+
+    fn stopping(&self) -> &CancellationToken {
+        &self.lifecycle.stopping
+    }
+
+    fn hard_stop(&self) -> &CancellationToken {
+        &self.lifecycle.hard
     }
 }
 
@@ -176,32 +224,19 @@ pub(crate) enum Ending {
     Failed(String),
 }
 
-/// How `result` ended, for a client.
+/// How `result` ended, for a client: an answer unless it failed (in the
+/// words a background run's record keeps, `loopwright_runs::shared::failure`).
 pub(crate) fn ending(result: &AgentResult) -> Ending {
-    let output = result.output.as_ref().map(|v| v.to_string());
-    match &result.outcome {
-        Outcome::Answered | Outcome::Stopped => Ending::Answer {
-            stop: Stop::End,
-            output,
-        },
-        Outcome::MaxSteps | Outcome::TokenLimit => Ending::Answer {
-            stop: Stop::Length,
-            output,
-        },
-        Outcome::OutputInvalid { error } => Ending::Failed(format!(
-            "the agent's final answer did not match the requested schema: {error}"
-        )),
-        Outcome::ModelFailed { error } => Ending::Failed(format!(
-            "the agent's model failed: {}",
-            loopwright_core::util::error_chain(error)
-        )),
-        Outcome::Cancelled { .. } => {
-            Ending::Failed("the run was cancelled: the server is shutting down".into())
-        }
-        Outcome::PlanRejected { reason } => {
-            Ending::Failed(format!("the agent's plan was rejected: {reason}"))
-        }
-        other => Ending::Failed(format!("the run ended without an answer ({:?})", other.exit())),
+    if let Some(message) = loopwright_runs::shared::failure(result) {
+        return Ending::Failed(message);
+    }
+    let stop = match result.outcome {
+        Outcome::MaxSteps | Outcome::TokenLimit => Stop::Length,
+        _ => Stop::End,
+    };
+    Ending::Answer {
+        stop,
+        output: result.output.as_ref().map(|v| v.to_string()),
     }
 }
 
@@ -264,32 +299,6 @@ pub(crate) fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// A fresh response id with `prefix` (`chatcmpl-`, `msg_`).
-pub(crate) fn response_id(prefix: &str) -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{prefix}{:x}{n:06x}", unix_now())
-}
-
-/// `options` with a request's system texts after the agent's own prompt.
-pub(crate) fn add_system(mut options: AgentOptions, extra: &[String]) -> AgentOptions {
-    let extra: Vec<&str> = extra
-        .iter()
-        .map(String::as_str)
-        .filter(|s| !s.trim().is_empty())
-        .collect();
-    if extra.is_empty() {
-        return options;
-    }
-    let joined = extra.join(STEP_SEPARATOR);
-    let system = match &options.system {
-        Some(own) if !own.trim().is_empty() => format!("{own}{STEP_SEPARATOR}{joined}"),
-        _ => joined,
-    };
-    options.system = Some(system);
-    options
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 //! - every HTTP instance has the connection limits of [`crate::listen`] and
 //!   a body limit ([`DEFAULT_BODY_LIMIT`]) answered in its own error shape;
 //! - unless told to keep everything, every replica sweeps its store for what
-//!   outlived the retention (`crate::runs::retention`), from its start
+//!   outlived the retention (`loopwright_runs::Runs::sweep_expired`), from its start
 //!   until it stops.
 
 use std::net::SocketAddr;
@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use loopwright_runs::Runs;
 use tokio::task::JoinHandle;
 
 use crate::agents::{Agents, ServedAgent};
@@ -33,7 +34,6 @@ use crate::guard::{Guard, LOOPBACK_HOSTS, check};
 use crate::limit::{DEFAULT_CONCURRENCY, DEFAULT_QUEUE, Limiter};
 use crate::listen::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use crate::run::{Instance, Lifecycle};
-use crate::runs::Runs;
 
 /// How long runs in flight may go on after a shutdown begins before they
 /// are cancelled: long enough for a typical answer to finish.
@@ -161,7 +161,7 @@ pub struct Serve {
     /// `None`: kept forever.
     retention: Option<Duration>,
     #[cfg(feature = "restate")]
-    restate: Option<crate::durable::Restate>,
+    restate: Option<crate::Restate>,
 }
 
 impl Default for Serve {
@@ -194,8 +194,8 @@ impl Serve {
             mcp_session_idle: DEFAULT_MCP_SESSION_IDLE,
             store: None,
             replica: None,
-            run_lease: crate::runs::lease::DEFAULT_RUN_LEASE,
-            retention: Some(crate::runs::retention::DEFAULT_RETENTION),
+            run_lease: crate::DEFAULT_RUN_LEASE,
+            retention: Some(crate::DEFAULT_RETENTION),
             #[cfg(feature = "restate")]
             restate: None,
         }
@@ -222,7 +222,7 @@ impl Serve {
     /// # running.shutdown().await; Ok(()) }
     /// ```
     #[cfg(feature = "restate")]
-    pub fn restate(mut self, restate: crate::durable::Restate) -> Self {
+    pub fn restate(mut self, restate: crate::Restate) -> Self {
         self.restate = Some(restate);
         self
     }
@@ -285,7 +285,7 @@ impl Serve {
     /// let serve = loopwright_serve::Serve::new().retention(std::time::Duration::from_secs(7 * 24 * 3600));
     /// ```
     pub fn retention(mut self, retention: Duration) -> Self {
-        self.retention = Some(retention.max(crate::runs::retention::MIN_RETENTION));
+        self.retention = Some(retention.max(crate::MIN_RETENTION));
         self
     }
 
@@ -470,7 +470,7 @@ impl Serve {
         };
         Arc::new(Instance {
             agents: agents.clone(),
-            limiter: Limiter::new(name, self.concurrency, self.queue),
+            limiter: Arc::new(Limiter::new(name, self.concurrency, self.queue)),
             keys: self.keys.clone().into(),
             lifecycle: lifecycle.clone(),
             allowed_hosts,
@@ -494,17 +494,15 @@ impl Serve {
             .clone()
             .unwrap_or_else(|| Arc::new(loopwright_store::MemoryStore::new()));
         let replica = self.replica.clone().unwrap_or_else(default_replica);
-        let runs = Runs::new(store, replica, crate::runs::lease::Lease::new(self.run_lease));
+        let runs = Runs::new(store, replica, self.run_lease);
         #[cfg(feature = "restate")]
         let runs = match &self.restate {
             Some(_) if self.store.is_none() => return Err(ServeError::DurableWithoutStore),
-            Some(restate) => {
-                runs.with_restate(crate::durable::Client::new(restate.clone()).map_err(|e| {
-                    ServeError::Restate {
-                        message: e.to_string(),
-                    }
-                })?)
-            }
+            Some(restate) => runs
+                .with_restate(restate.clone())
+                .map_err(|e| ServeError::Restate {
+                    message: e.to_string(),
+                })?,
             None => runs,
         };
         let runs = Arc::new(runs);
@@ -553,21 +551,9 @@ impl Serve {
             return Err(ServeError::NotBuilt { surface: "mcp-stdio" });
         }
         #[cfg(feature = "restate")]
-        let durable = match (&self.restate, &runs.restate) {
-            (Some(restate), Some(client)) => {
-                let instance = self.instance(
-                    &agents,
-                    format!("restate@{}", restate.listen()),
-                    Some(restate.listen()),
-                    &lifecycle,
-                    &runs,
-                );
-                let (task, deployment) =
-                    crate::durable::endpoint::start(client, runs.clone(), instance.clone(), &lifecycle)
-                        .await?;
-                Some((task, instance, deployment))
-            }
-            _ => None,
+        let durable = match &self.restate {
+            Some(restate) => Some(self.serve_restate(restate, &agents, &lifecycle, &runs).await?),
+            None => None,
         };
         let mut running = Running {
             bound: Vec::new(),
@@ -597,11 +583,9 @@ impl Serve {
             running.deployment = Some(deployment);
         }
         if let Some(retention) = self.retention {
-            running.tasks.push(crate::runs::retention::spawn(
-                runs.store.clone(),
-                retention,
-                lifecycle.stopping.clone(),
-            ));
+            running
+                .tasks
+                .push(runs.sweep_expired(retention, lifecycle.stopping.clone()));
         }
         if self.mcp_stdio {
             let instance = self.instance(&agents, "mcp-stdio".into(), None, &lifecycle, &runs);
@@ -609,6 +593,49 @@ impl Serve {
             running.instances.push(instance);
         }
         Ok(running)
+    }
+}
+
+#[cfg(feature = "restate")]
+impl Serve {
+    /// Restate's endpoint: its own instance (its limiter), bound on the
+    /// listen address, serving and registered: the serving task, the
+    /// instance and the deployment's id.
+    async fn serve_restate(
+        &self,
+        restate: &crate::Restate,
+        agents: &Arc<Agents>,
+        lifecycle: &Lifecycle,
+        runs: &Arc<Runs>,
+    ) -> Result<(JoinHandle<()>, Arc<Instance>, String), ServeError> {
+        let addr = restate.listen();
+        let instance = self.instance(agents, format!("restate@{addr}"), Some(addr), lifecycle, runs);
+        let bind_error = |source| ServeError::Bind {
+            surface: "restate",
+            addr,
+            source,
+        };
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind_error)?;
+        let bound = listener.local_addr().map_err(bind_error)?;
+        let (task, deployment) = runs
+            .serve_restate(
+                listener,
+                instance.clone(),
+                crate::H2_KEEP_ALIVE_INTERVAL,
+                crate::H2_KEEP_ALIVE_TIMEOUT,
+            )
+            .await
+            .map_err(|e| ServeError::Restate {
+                message: e.to_string(),
+            })?;
+        tracing::info!(
+            %bound,
+            advertised = %restate.advertised(),
+            admin = %restate.admin(),
+            %deployment,
+            "durable runs: registered with Restate (registering again is harmless)"
+        );
+        Ok((task, instance, deployment))
     }
 }
 
@@ -620,7 +647,7 @@ fn default_replica() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned());
-    let suffix = crate::runs::new_id("");
+    let suffix = loopwright_runs::shared::new_id("");
     format!("{host}-{}-{}", std::process::id(), &suffix[..4.min(suffix.len())])
 }
 

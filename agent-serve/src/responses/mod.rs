@@ -5,7 +5,7 @@
 //!
 //! Invariants:
 //! - a stored response (`store`, the default) is a background run
-//!   ([`crate::runs`]) with the response's id: its record, its event log
+//!   ([`loopwright_runs`]) with the response's id: its record, its event log
 //!   and, once completed, its own turn (its input and its answer, as a
 //!   chain turn linked to the response it continues) live in the store, so
 //!   any replica sharing the store reads, streams, cancels, deletes and
@@ -38,8 +38,9 @@ use axum::routing::{get, post};
 
 use crate::error::{ApiError, Kind, Shape};
 use crate::run::Instance;
-use crate::runs::{ChainLink, RunSpec, new_id};
 use crate::sse::event_stream;
+use loopwright_runs::shared::new_id;
+use loopwright_runs::{ChainLink, RunSpec};
 use render::Render;
 use stream::{CancelOnDrop, Followed, Sink, follow_log, run_direct};
 
@@ -114,8 +115,12 @@ async fn create_checked(
         surface: Some(p.meta.to_surface()),
         ..RunSpec::default()
     };
-    instance.runs.start(&instance, spec, SHAPE).await?;
-    let store = instance.runs.store.clone();
+    instance
+        .runs
+        .start(instance.clone(), spec)
+        .await
+        .map_err(|e| ApiError::runs(SHAPE, e))?;
+    let store = instance.runs.store().clone();
     let mut guard = (!p.background).then(|| CancelOnDrop::new(instance.runs.clone(), &id));
     if p.stream {
         return Ok(event_stream(move |tx| async move {

@@ -54,7 +54,7 @@ impl Meta {
     /// The meta of a run record that is a response (`None` for any other
     /// run, which the Responses routes do not show).
     pub(super) fn of(record: &RunRecord) -> Option<Self> {
-        Self::deserialize(crate::runs::surface(record)?.get(SURFACE_KEY)?).ok()
+        Self::deserialize(loopwright_runs::surface(record)?.get(SURFACE_KEY)?).ok()
     }
 }
 

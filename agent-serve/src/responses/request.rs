@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use super::bad;
 use super::object::Meta;
 use crate::error::ApiError;
-use crate::runs::{OutputRequest, RunOptions};
+use loopwright_runs::{OutputRequest, RunOptions};
 
 /// The body of `POST /v1/responses`, as far as this server reads it.
 #[derive(Debug, Deserialize)]

@@ -33,7 +33,7 @@ const PAGE: usize = 256;
 
 /// How long cancelling (or deleting) a running response waits for its run
 /// to end: a run on another replica sees the request within
-/// [`crate::runs`]' cancel poll.
+/// [`loopwright_runs`]' cancel poll.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
 /// How often that wait looks at the record.
@@ -50,7 +50,7 @@ pub(super) struct Retrieve {
 
 /// Response `id`'s record and meta, or 404.
 async fn load(instance: &Instance, id: &str) -> Result<(RunRecord, Meta), ApiError> {
-    let record = match instance.runs.store.load_run(id).await {
+    let record = match instance.runs.store().load_run(id).await {
         Ok(record) => record,
         Err(e) => return Err(ApiError::store(SHAPE, &format!("response {id}"), &e)),
     };
@@ -84,7 +84,7 @@ async fn snapshot(instance: &Instance, record: &RunRecord, meta: Meta) -> Result
     loop {
         let page = instance
             .runs
-            .store
+            .store()
             .read_events(id, after, PAGE)
             .await
             .map_err(|e| ApiError::store(SHAPE, &format!("response {id}"), &e))?;
@@ -117,7 +117,7 @@ pub(super) async fn retrieve(
             if query.stream != Some(true) {
                 return Ok(axum::Json(snapshot(&instance, &record, meta).await?).into_response());
             }
-            let store = instance.runs.store.clone();
+            let store = instance.runs.store().clone();
             let skip = query.starting_after;
             Ok(event_stream(move |tx| async move {
                 let is_structured = structured(&meta);
@@ -150,7 +150,11 @@ pub(super) async fn cancel(State(instance): State<Arc<Instance>>, Path(id): Path
     answer(
         async {
             load(&instance, &id).await?;
-            instance.runs.cancel(&id, SHAPE).await?;
+            instance
+                .runs
+                .cancel(&id)
+                .await
+                .map_err(|e| ApiError::runs(SHAPE, e))?;
             let record = ended(&instance, &id).await?;
             let meta = Meta::of(&record).unwrap_or_default();
             Ok(axum::Json(snapshot(&instance, &record, meta).await?).into_response())
@@ -165,7 +169,12 @@ pub(super) async fn delete(State(instance): State<Arc<Instance>>, Path(id): Path
         async {
             let (record, _) = load(&instance, &id).await?;
             if !record.status.is_finished() {
-                match instance.runs.cancel(&id, SHAPE).await {
+                match instance
+                    .runs
+                    .cancel(&id)
+                    .await
+                    .map_err(|e| ApiError::runs(SHAPE, e))
+                {
                     Ok(_) => {}
                     Err(e) if e.kind == Kind::Conflict => {}
                     Err(e) => return Err(e),
@@ -178,7 +187,7 @@ pub(super) async fn delete(State(instance): State<Arc<Instance>>, Path(id): Path
                     ));
                 }
             }
-            let store = &instance.runs.store;
+            let store = instance.runs.store();
             store
                 .delete_run(&id)
                 .await
@@ -219,7 +228,7 @@ pub(super) async fn history(instance: &Instance, previous: &str) -> Result<Vec<M
         }
     }
     let max_turns = u64::try_from(instance.limits.items).unwrap_or(u64::MAX);
-    match instance.runs.store.load_chain(previous, max_turns).await {
+    match instance.runs.store().load_chain(previous, max_turns).await {
         Ok(Some(conversation)) => Ok(conversation.messages),
         Ok(None) => Err(ApiError::new(
             SHAPE,

@@ -23,8 +23,8 @@ use tokio::sync::mpsc;
 use super::object::{Outcome, Status};
 use super::render::Render;
 use crate::run::Started;
-use crate::runs::{Logged, Runs, follow};
 use crate::sse::closed_or;
+use loopwright_runs::{Logged, Runs, follow};
 
 /// Events buffered between the log's reader and the renderer.
 const LOG_BUFFER: usize = 64;
@@ -236,8 +236,8 @@ impl Drop for CancelOnDrop {
         };
         let (runs, id) = (self.runs.clone(), std::mem::take(&mut self.id));
         runtime.spawn(async move {
-            if let Err(e) = runs.cancel(&id, super::SHAPE).await {
-                tracing::debug!(response = %id, error = %e.message, "a left response was not cancelled");
+            if let Err(e) = runs.cancel(&id).await {
+                tracing::debug!(response = %id, error = %e, "a left response was not cancelled");
             }
         });
     }

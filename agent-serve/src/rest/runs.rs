@@ -4,7 +4,7 @@
 //! `POST /v1/runs/{id}/approvals`, `POST /v1/runs/{id}/cancel`.
 //!
 //! Invariant: every answer is read from or written to the store, so any
-//! replica sharing it answers alike (see [`crate::runs`]).
+//! replica sharing it answers alike (see [`loopwright_runs`]).
 
 use std::sync::Arc;
 
@@ -12,16 +12,20 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use loopwright_core::Message;
+use loopwright_store::Store;
 use serde::Deserialize;
 use serde_json::json;
+use tokio::sync::mpsc;
 
 use super::{SHAPE, bad, check_session_id, input};
 use crate::error::ApiError;
 use crate::run::Instance;
-use crate::runs::{Decision, RunSpec, new_id, view};
 use crate::sse::event_stream;
+use loopwright_runs::shared::new_id;
+use loopwright_runs::{Decision, Logged, RunSpec, RunsError, follow, view};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +54,29 @@ pub(super) struct After {
 /// Answer `result`, or its error.
 fn answer(result: Result<Response, ApiError>) -> Response {
     result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A background run's error, as REST answers it.
+fn runs_error(error: RunsError) -> ApiError {
+    ApiError::runs(SHAPE, error)
+}
+
+/// Send `run_id`'s events after `after` to `tx` as server-sent events
+/// (`id:` each event's sequence number) until the run finishes or the
+/// client leaves.
+async fn tail(store: Arc<dyn Store>, run_id: String, after: Option<u64>, tx: mpsc::Sender<Event>) {
+    follow(store, run_id, after, tx, |logged| match logged {
+        Logged::Event(seq, event) => Event::default().id(seq.to_string()).data(event.to_string()),
+        Logged::Unreadable(message) => error_event(&message),
+    })
+    .await;
+}
+
+/// The stream's end when the log cannot be read: the REST error object,
+/// tagged `type` like every event.
+fn error_event(message: &str) -> Event {
+    Event::default()
+        .data(json!({"type": "error", "error": {"type": "server_error", "message": message}}).to_string())
 }
 
 /// `POST /v1/agents/{name}/runs`.
@@ -83,7 +110,11 @@ pub(super) async fn start(
                 session: Some(session),
                 ..RunSpec::default()
             };
-            let record = instance.runs.start(&instance, spec, SHAPE).await?;
+            let record = instance
+                .runs
+                .start(instance.clone(), spec)
+                .await
+                .map_err(runs_error)?;
             Ok((
                 StatusCode::ACCEPTED,
                 axum::Json(json!({"id": record.id, "session": record.session, "status": record.status})),
@@ -99,9 +130,10 @@ pub(super) async fn show(State(instance): State<Arc<Instance>>, Path(id): Path<S
     answer(
         instance
             .runs
-            .get(&id, SHAPE)
+            .get(&id)
             .await
-            .map(|record| axum::Json(view(&record)).into_response()),
+            .map(|record| axum::Json(view(&record)).into_response())
+            .map_err(runs_error),
     )
 }
 
@@ -125,10 +157,10 @@ pub(super) async fn events(
                 None => None,
             };
             // The run must exist; the events come from the log.
-            instance.runs.get(&id, SHAPE).await?;
+            instance.runs.get(&id).await.map_err(runs_error)?;
             let after = last_event_id.or(query.after);
-            let store = instance.runs.store.clone();
-            Ok(event_stream(move |tx| crate::runs::tail(store, id, after, tx)).into_response())
+            let store = instance.runs.store().clone();
+            Ok(event_stream(move |tx| tail(store, id, after, tx)).into_response())
         }
         .await,
     )
@@ -151,8 +183,9 @@ pub(super) async fn approvals(
             })?;
             let record = instance
                 .runs
-                .decide(&instance, &id, &request.decisions, SHAPE)
-                .await?;
+                .decide(instance.clone(), &id, &request.decisions)
+                .await
+                .map_err(runs_error)?;
             Ok(axum::Json(view(&record)).into_response())
         }
         .await,
@@ -164,8 +197,9 @@ pub(super) async fn cancel(State(instance): State<Arc<Instance>>, Path(id): Path
     answer(
         instance
             .runs
-            .cancel(&id, SHAPE)
+            .cancel(&id)
             .await
-            .map(|record| axum::Json(view(&record)).into_response()),
+            .map(|record| axum::Json(view(&record)).into_response())
+            .map_err(runs_error),
     )
 }

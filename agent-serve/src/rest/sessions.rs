@@ -30,7 +30,7 @@ pub(super) struct Turn {
 impl Turn {
     /// Load session `id` (empty when new) for a turn with `input`.
     pub(super) async fn load(instance: &Instance, id: &str, input: Vec<Message>) -> Result<Self, ApiError> {
-        let store = &instance.runs.store;
+        let store = instance.runs.store();
         let (history, version) = match store.load_conversation(id).await {
             Ok(Some(stored)) => (stored.messages, stored.version),
             Ok(None) => (Vec::new(), 0),
@@ -66,7 +66,7 @@ impl Turn {
         turn.extend(result.messages.iter().cloned());
         match instance
             .runs
-            .store
+            .store()
             .append_turn(&self.id, self.version, &turn)
             .await
         {
@@ -80,7 +80,7 @@ impl Turn {
 pub(super) async fn show(State(instance): State<Arc<Instance>>, Path(id): Path<String>) -> Response {
     let shown = async {
         check_session_id(&id)?;
-        match instance.runs.store.load_conversation(&id).await {
+        match instance.runs.store().load_conversation(&id).await {
             Ok(Some(stored)) => Ok(axum::Json(json!({
                 "id": stored.id,
                 "version": stored.version,
@@ -98,7 +98,7 @@ pub(super) async fn show(State(instance): State<Arc<Instance>>, Path(id): Path<S
 pub(super) async fn delete(State(instance): State<Arc<Instance>>, Path(id): Path<String>) -> Response {
     let deleted = async {
         check_session_id(&id)?;
-        match instance.runs.store.delete_conversation(&id).await {
+        match instance.runs.store().delete_conversation(&id).await {
             Ok(true) => Ok(StatusCode::NO_CONTENT.into_response()),
             Ok(false) => Err(no_session(&id)),
             Err(e) => Err(ApiError::store(SHAPE, &format!("session {id}"), &e)),

@@ -22,11 +22,29 @@ const REGISTER_ATTEMPTS: u32 = 20;
 const REGISTER_PAUSE: Duration = Duration::from_millis(500);
 
 /// A call to Restate that failed: what was asked, and why.
+///
+/// ```no_run
+/// # async fn demo(runs: loopwright_runs::Runs, config: loopwright_runs::durable::Restate) {
+/// if let Err(e) = runs.with_restate(config) {
+///     eprintln!("{e}"); // Restate client: ...
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("Restate {what}: {message}")]
-pub(crate) struct RestateError {
-    pub(crate) what: String,
-    pub(crate) message: String,
+pub struct RestateError {
+    what: String,
+    message: String,
+}
+
+impl RestateError {
+    /// Durable runs were served without Restate configured.
+    pub(crate) fn not_configured() -> Self {
+        failed(
+            "endpoint",
+            "these runs are not durable: configure Restate first (Runs::with_restate)",
+        )
+    }
 }
 
 fn failed(what: impl Into<String>, message: impl ToString) -> RestateError {

@@ -15,12 +15,12 @@
 //!   is read without copying what it does not need ([`Envelope::of`]
 //!   decodes from the stored value, [`surface`] takes only its part).
 
-use loopwright_core::{AgentResult, ApprovalDecision, RunState, agent::PendingCall};
+use loopwright_core::{AgentResult, ApprovalDecision, Outcome, RunState, agent::PendingCall};
 use loopwright_store::{RunRecord, RunStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::options::RunOptions;
+use crate::RunOptions;
 
 /// A background run's own part of its record.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -125,12 +125,20 @@ pub(crate) struct Keep {
     pub(crate) chain: Option<ChainLink>,
 }
 
-/// A turn of a chain: its id, and the turn it continues.
+/// A turn of a chain (a stored response's conversation): its id, and the
+/// turn it continues.
+///
+/// ```
+/// let link = loopwright_runs::ChainLink { id: "resp_2".into(), previous: Some("resp_1".into()) };
+/// # drop(link);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ChainLink {
-    pub(crate) id: String,
+pub struct ChainLink {
+    /// The turn's id.
+    pub id: String,
+    /// The turn it continues, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) previous: Option<String>,
+    pub previous: Option<String>,
 }
 
 impl Envelope {
@@ -178,9 +186,16 @@ impl Envelope {
     }
 }
 
-/// What the surface that started run `record` keeps in it (see
-/// [`Envelope::surface`]), read without decoding the rest of the record.
-pub(crate) fn surface(record: &RunRecord) -> Option<&Value> {
+/// What the surface that started run `record` keeps in it
+/// ([`RunSpec::surface`](crate::RunSpec::surface)), read without decoding
+/// the rest of the record.
+///
+/// ```
+/// let record = loopwright_store::RunRecord::new("run_1", "helper")
+///     .with_state(serde_json::json!({"surface": {"model": "helper"}}));
+/// assert_eq!(loopwright_runs::surface(&record).unwrap()["model"], "helper");
+/// ```
+pub fn surface(record: &RunRecord) -> Option<&Value> {
     record.state.as_ref()?.get("surface").filter(|s| !s.is_null())
 }
 
@@ -195,13 +210,51 @@ pub(crate) fn result_value(result: &AgentResult) -> Value {
     })
 }
 
+/// Why `result` is not an answer, as a client reads it (a failed run's
+/// error); `None` when the agent answered, or was cut short by a step or
+/// token limit (its answer so far stands).
+///
+/// ```
+/// # async fn demo(agent: loopwright_core::Agent) -> Result<(), Box<dyn std::error::Error>> {
+/// let result = agent.run(vec![loopwright_core::Message::user("Hi")]).await?;
+/// if let Some(why) = loopwright_runs::shared::failure(&result) {
+///     eprintln!("no answer: {why}");
+/// }
+/// # Ok(()) }
+/// ```
+pub fn failure(result: &AgentResult) -> Option<String> {
+    Some(match &result.outcome {
+        Outcome::Answered | Outcome::Stopped | Outcome::MaxSteps | Outcome::TokenLimit => return None,
+        Outcome::OutputInvalid { error } => {
+            format!("the agent's final answer did not match the requested schema: {error}")
+        }
+        Outcome::ModelFailed { error } => format!(
+            "the agent's model failed: {}",
+            loopwright_core::util::error_chain(error)
+        ),
+        Outcome::Cancelled { .. } => "the run was cancelled: the server is shutting down".into(),
+        Outcome::PlanRejected { reason } => format!("the agent's plan was rejected: {reason}"),
+        other => format!("the run ended without an answer ({:?})", other.exit()),
+    })
+}
+
 /// An error as a record keeps it and clients read it.
 pub(crate) fn error_value(kind: &str, message: &str) -> Value {
     json!({"type": kind, "message": message})
 }
 
-/// A run as `GET /v1/runs/{id}` shows it.
-pub(crate) fn view(record: &RunRecord) -> Value {
+/// A run as `GET /v1/runs/{id}` shows it: its id, agent, session, status
+/// and times; the calls it waits for a decision on while it awaits
+/// approval; its result or error once it ended; `cancel_requested`,
+/// `durable` (its execution's attempt) and `replica` (who drives it) when
+/// they apply.
+///
+/// ```
+/// let record = loopwright_store::RunRecord::new("run_1", "helper");
+/// let shown = loopwright_runs::view(&record);
+/// assert_eq!((shown["id"].as_str(), shown["status"].as_str()), (Some("run_1"), Some("running")));
+/// ```
+pub fn view(record: &RunRecord) -> Value {
     let envelope = Envelope::of(record).unwrap_or_default();
     let mut out = json!({
         "id": record.id,

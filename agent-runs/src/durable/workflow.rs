@@ -26,9 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, Request};
 use super::runs::{Execution, begin, mark_awaiting, mark_running};
-use crate::run::Instance;
-use crate::runs::Runs;
-use crate::runs::drive::{Begin, Driver};
+use crate::drive::{Begin, Driver};
+use crate::{Host, Runs};
 
 /// Restate's status code of a cancelled invocation's context calls.
 const CANCELLED: u16 = 409;
@@ -50,7 +49,8 @@ pub(crate) struct DecideInput {
 /// The workflow's handlers, over this replica's runs.
 pub(crate) struct RunWorkflow {
     pub(crate) runs: Arc<Runs>,
-    pub(crate) instance: Arc<Instance>,
+    /// The agents and the limit executions run under here.
+    pub(crate) host: Arc<dyn Host>,
     /// A tool call that took less goes on before Restate's log confirms it
     /// ([`Restate::overlap_below`](super::Restate::overlap_below)).
     pub(crate) overlap_below: Duration,
@@ -85,9 +85,8 @@ impl RunWorkflow {
     ) -> Result<Json<Value>, HandlerError> {
         let id = ctx.key().to_owned();
         let ticket = self
-            .instance
-            .limiter
-            .ticket(false, &self.instance.lifecycle.stopping)
+            .host
+            .ticket(false)
             .map_err(|refused| HandlerError::from(format!("this replica takes no run now ({refused:?})")))?;
         let Some(Execution {
             record,
@@ -111,7 +110,7 @@ impl RunWorkflow {
         let abandoned = CancellationToken::new();
         let driver = Driver {
             runs: self.runs.clone(),
-            instance: self.instance.clone(),
+            host: self.host.clone(),
             record,
             envelope,
             token: token.clone(),

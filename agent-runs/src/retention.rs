@@ -18,7 +18,8 @@ use std::time::Duration;
 use loopwright_store::{Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
-use super::lease::now_millis;
+use crate::Runs;
+use crate::lease::now_millis;
 
 /// How long stored responses and runs are kept when not configured, as
 /// OpenAI keeps responses: 30 days after their last write.
@@ -68,8 +69,34 @@ pub(crate) async fn sweep(store: &Arc<dyn Store>, retention: Duration) -> Result
     Ok(swept)
 }
 
+impl Runs {
+    /// Delete, now and every tenth of `retention` (at most hourly) until
+    /// `stopping`, the runs and chains' turns kept longer than `retention`
+    /// (a running run never; any number of replicas at once): the sweeping
+    /// task. A sweep that fails is logged and tried again at the next one.
+    ///
+    /// ```
+    /// # async fn demo(runs: loopwright_runs::Runs) {
+    /// let stopping = tokio_util::sync::CancellationToken::new();
+    /// let sweeper = runs.sweep_expired(loopwright_runs::DEFAULT_RETENTION, stopping.clone());
+    /// // ... until the server stops:
+    /// stopping.cancel();
+    /// if let Err(e) = sweeper.await {
+    ///     eprintln!("the sweeper ended: {e}");
+    /// }
+    /// # }
+    /// ```
+    pub fn sweep_expired(
+        &self,
+        retention: Duration,
+        stopping: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        spawn(self.store.clone(), retention, stopping)
+    }
+}
+
 /// Sweep `store` now and every [`interval`] until `stopping`.
-pub(crate) fn spawn(
+fn spawn(
     store: Arc<dyn Store>,
     retention: Duration,
     stopping: CancellationToken,

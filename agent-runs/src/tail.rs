@@ -1,22 +1,20 @@
-//! A run's events as server-sent events, read from the store's event log:
-//! any replica serves them, and a client that reconnects with
-//! `Last-Event-ID` (or `?after=N`) gets exactly the events after that one.
+//! A run's events, followed in the store's event log as they come: any
+//! replica follows them, and a client that reconnects after event N (an SSE
+//! client's `Last-Event-ID`) gets exactly the events after that one.
 //!
-//! Invariants: each event is sent once, in sequence order, with `id:` its
-//! sequence number; the stream ends after the `finished` event, or when the
-//! run's record says it ended and no event follows (a replica that died
-//! between the two writes); a paused run's stream stays open; a store that
-//! cannot be read ends the stream with an `error` event, never silently.
+//! Invariants: each event is sent once, in sequence order, with its
+//! sequence number; the following ends after the `finished` event, or when
+//! the run's record says it ended and no event follows (a replica that died
+//! between the two writes), or as soon as the receiver is gone, even while
+//! the run is quiet; a paused run is followed on; a store that cannot be
+//! read ends it with [`Logged::Unreadable`], never silently.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::sse::Event;
 use loopwright_store::Store;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
-
-use crate::sse::closed_or;
 
 /// Events read per query.
 const PAGE: usize = 256;
@@ -25,28 +23,39 @@ const PAGE: usize = 256;
 const RECORD_CHECK: Duration = Duration::from_secs(2);
 
 /// What [`follow`] reads from a run's log.
+///
+/// ```
+/// use loopwright_runs::Logged;
+/// let logged = Logged::Event(0, serde_json::json!({"type": "run_started"}));
+/// assert!(matches!(logged, Logged::Event(0, _)));
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) enum Logged {
+pub enum Logged {
     /// An event and its sequence number.
     Event(u64, Value),
     /// The log cannot be read (the last thing sent).
     Unreadable(String),
 }
 
-/// Send `run_id`'s events after `after` to `tx` as server-sent events until
-/// the run finishes or the client leaves.
-pub(crate) async fn tail(store: Arc<dyn Store>, run_id: String, after: Option<u64>, tx: mpsc::Sender<Event>) {
-    follow(store, run_id, after, tx, |logged| match logged {
-        Logged::Event(seq, event) => Event::default().id(seq.to_string()).data(event.to_string()),
-        Logged::Unreadable(message) => error_event(&message),
-    })
-    .await;
-}
-
 /// Send `run_id`'s events after `after` to `tx`, each as `wrap` makes it,
 /// until the run finishes (its `finished` event is the last one sent) or
 /// `tx` closes.
-pub(crate) async fn follow<T: Send>(
+///
+/// ```
+/// # async fn demo(store: std::sync::Arc<dyn loopwright_store::Store>) {
+/// use loopwright_runs::{Logged, follow};
+/// // Every event after the 10th as one line of text.
+/// let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+/// tokio::spawn(follow(store, "run_0123".into(), Some(10), tx, |logged| match logged {
+///     Logged::Event(seq, event) => format!("{seq}: {event}"),
+///     Logged::Unreadable(why) => format!("error: {why}"),
+/// }));
+/// while let Some(line) = rx.recv().await {
+///     println!("{line}");
+/// }
+/// # }
+/// ```
+pub async fn follow<T: Send>(
     store: Arc<dyn Store>,
     run_id: String,
     after: Option<u64>,
@@ -88,10 +97,13 @@ pub(crate) async fn follow<T: Send>(
         if full {
             continue;
         }
-        match closed_or(&tx, tokio::time::timeout(RECORD_CHECK, subscription.wait())).await {
-            None => return,
-            Some(Ok(())) => {}
-            Some(Err(_)) => {
+        let woken = tokio::select! {
+            () = tx.closed() => return,
+            woken = tokio::time::timeout(RECORD_CHECK, subscription.wait()) => woken,
+        };
+        match woken {
+            Ok(()) => {}
+            Err(_) => {
                 // Quiet for a while: has the run ended without its
                 // `finished` event (its replica died between the writes)?
                 let ended = matches!(store.load_run(&run_id).await, Ok(Some(r)) if r.status.is_finished());
@@ -101,11 +113,4 @@ pub(crate) async fn follow<T: Send>(
             }
         }
     }
-}
-
-/// The stream's end when the log cannot be read: the REST error object,
-/// tagged `type` like every event.
-fn error_event(message: &str) -> Event {
-    Event::default()
-        .data(json!({"type": "error", "error": {"type": "server_error", "message": message}}).to_string())
 }

@@ -2,11 +2,13 @@
 //! the death of the replica running it, and a crash costs nothing already
 //! done.
 //!
-//! With [`Serve::restate`](crate::Serve::restate), every background run
-//! (`POST /v1/agents/{name}/runs`, the Responses API's `background`) is a
-//! Restate workflow keyed by the run id, served by this replica's Restate
-//! endpoint ([`Restate::listen`]) and by every replica registered under the
-//! same address ([`Restate::advertise`], a load balancer in front of them).
+//! With [`Runs::with_restate`](crate::Runs::with_restate) (loopwright-serve's
+//! `Serve::restate`), every background run (`POST /v1/agents/{name}/runs`,
+//! the Responses API's `background`) is a Restate workflow keyed by the run
+//! id, served by this replica's Restate endpoint ([`Restate::listen`],
+//! [`Runs::serve_restate`](crate::Runs::serve_restate)) and by every replica
+//! registered under the same address ([`Restate::advertise`], a load
+//! balancer in front of them).
 //! The loop journals through the engine-neutral seam
 //! ([`loopwright_core::durable`]): each model call and each tool call is
 //! one `ctx.run` step (a loop step's calls journaled in call order), each
@@ -37,6 +39,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub(crate) use client::Client;
+pub use client::RestateError;
 pub(crate) use workflow::RunWorkflow;
 
 /// The Restate service name of a durable run's workflow.
@@ -76,7 +79,7 @@ pub const DEFAULT_SUSPEND_AFTER: Duration = Duration::from_secs(600);
 /// execution); its value waits for the confirmation instead.
 ///
 /// ```
-/// use loopwright_serve::durable::{DEFAULT_SUSPEND_AFTER, OVERLAP_SHARE};
+/// use loopwright_runs::durable::{DEFAULT_SUSPEND_AFTER, OVERLAP_SHARE};
 /// // With the defaults, a tool call under 5 minutes overlaps its confirmation.
 /// assert_eq!(DEFAULT_SUSPEND_AFTER / OVERLAP_SHARE, std::time::Duration::from_secs(300));
 /// ```
@@ -88,7 +91,7 @@ pub const OVERLAP_SHARE: u32 = 2;
 /// replicas at.
 ///
 /// ```
-/// use loopwright_serve::Restate;
+/// use loopwright_runs::durable::Restate;
 /// let restate = Restate::new("http://127.0.0.1:9070", "http://127.0.0.1:8080", "127.0.0.1:9080".parse().unwrap())
 ///     .advertise("http://lb.internal:9080");
 /// assert_eq!(restate.advertised(), "http://lb.internal:9080/");
@@ -124,7 +127,7 @@ impl Restate {
     /// address.
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// let r = Restate::new("http://a", "http://i", "127.0.0.1:9080".parse().unwrap());
     /// assert_eq!(r.advertised(), "http://127.0.0.1:9080/");
     /// ```
@@ -138,7 +141,7 @@ impl Restate {
     /// [`DEFAULT_RETRY_MAX`]).
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// # use std::time::Duration;
     /// let r = Restate::new("http://a", "http://i", "127.0.0.1:9080".parse().unwrap())
     ///     .retry(Duration::from_millis(50), Duration::from_secs(1));
@@ -154,7 +157,7 @@ impl Restate {
     /// suspends it (default [`DEFAULT_SUSPEND_AFTER`]).
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// let r = Restate::new("http://a", "http://i", "127.0.0.1:9080".parse().unwrap())
     ///     .suspend_after(std::time::Duration::from_secs(60));
     /// # drop(r);
@@ -167,7 +170,7 @@ impl Restate {
     /// The admin API's URL (without a trailing `/`).
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// let r = Restate::new("http://restate:9070/", "http://restate:8080", "127.0.0.1:9080".parse().unwrap());
     /// assert_eq!(r.admin(), "http://restate:9070");
     /// ```
@@ -178,7 +181,7 @@ impl Restate {
     /// The ingress's URL (without a trailing `/`).
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// let r = Restate::new("http://restate:9070", "http://restate:8080/", "127.0.0.1:9080".parse().unwrap());
     /// assert_eq!(r.ingress(), "http://restate:8080");
     /// ```
@@ -189,7 +192,7 @@ impl Restate {
     /// The address this replica's Restate endpoint listens on.
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// let r = Restate::new("http://a", "http://i", "0.0.0.0:9080".parse().unwrap());
     /// assert_eq!(r.listen().port(), 9080);
     /// ```
@@ -200,7 +203,7 @@ impl Restate {
     /// The URL registered with Restate (ends with `/`).
     ///
     /// ```
-    /// # use loopwright_serve::Restate;
+    /// # use loopwright_runs::durable::Restate;
     /// let r = Restate::new("http://a", "http://i", "127.0.0.1:9080".parse().unwrap()).advertise("http://lb:9080/");
     /// assert_eq!(r.advertised(), "http://lb:9080/");
     /// ```

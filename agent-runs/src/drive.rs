@@ -28,11 +28,9 @@ use loopwright_store::{RunRecord, RunStatus, Store, StoreError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::Runs;
 use super::lease::Watch;
-use super::record::{Decided, Envelope, error_value, result_value};
-use crate::limit::Ticket;
-use crate::run::{Ending, Instance, ending};
+use super::record::{Decided, Envelope, error_value, failure, result_value};
+use super::{Host, Runs, Ticket};
 
 /// Tries of one event append before the run is given up.
 pub(crate) const EVENT_WRITE_ATTEMPTS: u32 = 4;
@@ -60,7 +58,8 @@ pub(crate) enum Begin {
 /// A run this replica drives, from its permit to its record.
 pub(crate) struct Driver {
     pub(crate) runs: Arc<Runs>,
-    pub(crate) instance: Arc<Instance>,
+    /// The agents and the limit it runs under.
+    pub(crate) host: Arc<dyn Host>,
     pub(crate) record: RunRecord,
     pub(crate) envelope: Envelope,
     pub(crate) token: CancellationToken,
@@ -112,9 +111,8 @@ impl Driver {
             self.token.clone(),
             self.runs.lease,
         );
-        let stopping = self.instance.lifecycle.stopping.clone();
         let permit = tokio::select! {
-            permit = self.instance.limiter.redeem(ticket, &stopping) => permit.ok(),
+            permit = ticket.redeem() => permit,
             () = self.token.cancelled() => None,
         };
         let end = match permit {
@@ -155,7 +153,7 @@ impl Driver {
 
     /// Start or resume the agent and pump its events to the log.
     async fn run(&mut self, begin: Begin) -> End {
-        let Some(served) = self.instance.agents.get(&self.record.agent).cloned() else {
+        let Some(agent) = self.host.agent(&self.record.agent) else {
             return End::failed(
                 "unknown_agent",
                 format!("agent {:?} is not served by this replica", self.record.agent),
@@ -163,8 +161,7 @@ impl Driver {
         };
         let options = self.envelope.options.clone();
         let durable = self.durable.take();
-        let agent = served
-            .agent()
+        let agent = agent
             .to_builder()
             .cancellation(self.token.clone())
             .configure(|o| {
@@ -255,7 +252,7 @@ impl Driver {
     }
 
     fn end_of(&self, result: AgentResult, finished: Option<Value>) -> End {
-        let shutdown = self.instance.lifecycle.hard.is_cancelled();
+        let shutdown = self.host.hard_stop().is_cancelled();
         let mut end = End {
             status: RunStatus::Completed,
             result: Some(result_value(&result)),
@@ -281,7 +278,7 @@ impl Driver {
             }
             ExitReason::Cancelled => end.status = RunStatus::Cancelled,
             _ => {
-                if let Ending::Failed(message) = ending(&result) {
+                if let Some(message) = failure(&result) {
                     end.status = RunStatus::Failed;
                     end.error = Some(error_value("run_failed", &message));
                 }

@@ -20,9 +20,8 @@ use serde_json::Value;
 
 use super::Client;
 use super::workflow::RunInput;
-use crate::error::{ApiError, Kind, Shape};
-use crate::runs::record::{Decided, DurableInfo, DurablePending, Envelope, error_value};
-use crate::runs::{Decision, Runs};
+use crate::record::{Decided, DurableInfo, DurablePending, Envelope, error_value};
+use crate::{Decision, Runs, RunsError};
 
 /// Compare-and-set attempts of one change.
 const CAS_ATTEMPTS: usize = 16;
@@ -44,8 +43,7 @@ pub(crate) async fn submit(
     record: RunRecord,
     envelope: Envelope,
     messages: Vec<Message>,
-    shape: Shape,
-) -> Result<RunRecord, ApiError> {
+) -> Result<RunRecord, RunsError> {
     let id = record.id.clone();
     // Written straight into the request's body: no JSON tree of the
     // conversation in between.
@@ -66,11 +64,9 @@ pub(crate) async fn submit(
             if let Err(e) = runs.store.update_run(&failed, record.version).await {
                 tracing::warn!(run = %id, error = %e, "a run Restate did not take could not be recorded failed");
             }
-            Err(ApiError::new(
-                shape,
-                Kind::Unavailable,
-                format!("the durable run could not be started: {e}"),
-            ))
+            Err(RunsError::EngineUnavailable {
+                message: format!("the durable run could not be started: {e}"),
+            })
         }
     }
 }
@@ -294,25 +290,23 @@ impl Runs {
         &self,
         record: RunRecord,
         decisions: &[Decision],
-        shape: Shape,
-    ) -> Result<RunRecord, ApiError> {
+    ) -> Result<RunRecord, RunsError> {
         let id = record.id.clone();
         let Some(client) = &self.restate else {
-            return Err(not_durable_here(&id, shape));
+            return Err(not_durable_here(&id));
         };
         if decisions.is_empty() {
-            return Err(ApiError::new(shape, Kind::BadRequest, "decisions is empty"));
+            return Err(RunsError::invalid("decisions is empty"));
         }
         if record.status.is_finished() {
-            return Err(ApiError::new(
-                shape,
-                Kind::Conflict,
-                format!("run {id} is {}: it has no pending approvals", record.status),
-            ));
+            return Err(RunsError::conflict(format!(
+                "run {id} is {}: it has no pending approvals",
+                record.status
+            )));
         }
-        let envelope = Envelope::of(&record).map_err(|e| ApiError::new(shape, Kind::Internal, e))?;
+        let envelope = Envelope::of(&record).map_err(RunsError::damaged)?;
         let durable = envelope.durable.clone().unwrap_or_default();
-        let store_error = |e: StoreError| ApiError::store(shape, &format!("run {id}"), &e);
+        let store_error = |e: StoreError| RunsError::store(format!("run {id}"), e);
         // What the execution marked (its own step numbers), then what its
         // log asks for that it has not marked yet (the same step's batch).
         let mut waiting = durable.pending.clone();
@@ -334,21 +328,16 @@ impl Runs {
                 } else {
                     names.join(", ")
                 };
-                return Err(ApiError::new(
-                    shape,
-                    Kind::Conflict,
-                    format!(
-                        "call {} is not pending in run {id} (pending: {names})",
-                        decision.call_id
-                    ),
-                ));
+                return Err(RunsError::conflict(format!(
+                    "call {} is not pending in run {id} (pending: {names})",
+                    decision.call_id
+                )));
             };
             if chosen.iter().any(|(p, _)| p.call_id == call.call_id) {
-                return Err(ApiError::new(
-                    shape,
-                    Kind::BadRequest,
-                    format!("call {} is decided twice in this request", call.call_id),
-                ));
+                return Err(RunsError::invalid(format!(
+                    "call {} is decided twice in this request",
+                    call.call_id
+                )));
             }
             chosen.push((
                 call.clone(),
@@ -386,7 +375,7 @@ impl Runs {
         .await
         .map_err(store_error)?;
         if let Some(message) = refused {
-            return Err(ApiError::new(shape, Kind::Conflict, message));
+            return Err(RunsError::conflict(message));
         }
         let record = updated.unwrap_or(record);
         for (call, decided) in &chosen {
@@ -394,11 +383,9 @@ impl Runs {
             let decision: ApprovalDecision = decided.decision();
             let value = serde_json::to_value(&decision).unwrap_or_default();
             if let Err(e) = client.decide(&id, &key, &value).await {
-                return Err(ApiError::new(
-                    shape,
-                    Kind::Unavailable,
-                    format!("{e} (the decision is recorded: send it again)"),
-                ));
+                return Err(RunsError::EngineUnavailable {
+                    message: format!("{e} (the decision is recorded: send it again)"),
+                });
             }
         }
         Ok(record)
@@ -414,7 +401,7 @@ impl Runs {
             return Ok(record);
         };
         let durable = Envelope::of(&record).is_ok_and(|e| e.durable.is_some());
-        if !durable || !self.lease.expired(&record, crate::runs::lease::now_millis()) {
+        if !durable || !self.lease.expired(&record, crate::lease::now_millis()) {
             return Ok(record);
         }
         let status = match client.invocation_status(&record.id).await {
@@ -431,7 +418,7 @@ impl Runs {
             status.as_deref().unwrap_or("no invocation")
         );
         tracing::warn!(run = %record.id, "a durable run's workflow ended without it; the run is recorded failed");
-        crate::runs::lease::fail(&self.store, record, "restate_invocation_ended", &message).await
+        crate::lease::fail(&self.store, record, "restate_invocation_ended", &message).await
     }
 
     /// Cancel durable run `id` in Restate too, so a run suspended while it
@@ -454,12 +441,8 @@ impl Runs {
     }
 }
 
-fn not_durable_here(id: &str, shape: Shape) -> ApiError {
-    ApiError::new(
-        shape,
-        Kind::Conflict,
-        format!(
-            "run {id} is a durable run: decide it through a replica started with Restate (--restate-admin)"
-        ),
-    )
+fn not_durable_here(id: &str) -> RunsError {
+    RunsError::conflict(format!(
+        "run {id} is a durable run: decide it through a replica started with Restate (--restate-admin)"
+    ))
 }

@@ -8,50 +8,87 @@
 //! refused when the request came ([`RunOptions::check`]), so applying never
 //! fails.
 
+use loopwright_core::output::OutputSchemaError;
 use loopwright_core::{OutputSpec, ReasoningEffort, agent::AgentOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A request's changes to a served agent's options.
+/// A request's changes to a served agent's options, stored with its run.
+///
+/// ```
+/// use loopwright_runs::{OutputRequest, RunOptions};
+/// let options = RunOptions {
+///     system: vec!["Answer in French.".into()],
+///     output: Some(OutputRequest {
+///         name: "answer".into(),
+///         schema: serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+///     }),
+///     max_output_tokens: Some(400),
+///     ..RunOptions::default()
+/// };
+/// # drop(options);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RunOptions {
+pub struct RunOptions {
     /// System texts added after the agent's own prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) system: Vec<String>,
+    pub system: Vec<String>,
     /// The answer's JSON schema, and its name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) output: Option<OutputRequest>,
+    pub output: Option<OutputRequest>,
+    /// The sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) temperature: Option<f32>,
+    pub temperature: Option<f32>,
+    /// Nucleus sampling's probability mass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) top_p: Option<f32>,
+    pub top_p: Option<f32>,
+    /// The most tokens one model answer may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) max_output_tokens: Option<u32>,
+    pub max_output_tokens: Option<u32>,
+    /// The reasoning effort asked of the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) reasoning: Option<ReasoningEffort>,
+    pub reasoning: Option<ReasoningEffort>,
     /// Deny, with a reason the model reads, the calls that would pause for
     /// a person: the request that started the run waits for its answer
     /// and cannot wait for a person (a synchronous stored response).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) deny_pauses: bool,
+    pub deny_pauses: bool,
 }
 
-/// A structured answer asked for: the schema's name and the schema.
+/// A structured answer asked for: the schema's name and the schema (one
+/// that does not compile refuses the run, [`RunsError::Invalid`](crate::RunsError::Invalid)).
+///
+/// ```
+/// let output = loopwright_runs::OutputRequest {
+///     name: "verdict".into(),
+///     schema: serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}),
+/// };
+/// # drop(output);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct OutputRequest {
-    pub(crate) name: String,
-    pub(crate) schema: Value,
+pub struct OutputRequest {
+    /// The schema's name.
+    pub name: String,
+    /// The JSON Schema of the answer.
+    pub schema: Value,
 }
 
 impl OutputRequest {
-    fn spec(&self) -> Result<OutputSpec, String> {
-        OutputSpec::from_schema(&self.name, self.schema.clone()).map_err(|e| e.to_string())
+    fn spec(&self) -> Result<OutputSpec, OutputSchemaError> {
+        OutputSpec::from_schema(&self.name, self.schema.clone())
     }
 }
 
 impl RunOptions {
     /// Whether the output schema compiles (the error names what is wrong).
-    pub(crate) fn check(&self) -> Result<(), String> {
+    ///
+    /// ```
+    /// use loopwright_runs::{OutputRequest, RunOptions};
+    /// let output = OutputRequest { name: "x".into(), schema: serde_json::json!({"type": 12}) };
+    /// let options = RunOptions { output: Some(output), ..RunOptions::default() };
+    /// assert!(options.check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<(), OutputSchemaError> {
         match &self.output {
             Some(output) => output.spec().map(|_| ()),
             None => Ok(()),
@@ -64,15 +101,21 @@ impl RunOptions {
     pub(crate) fn apply_for_background(&self, options: AgentOptions) -> AgentOptions {
         let options = self.apply(options);
         if self.deny_pauses {
-            super::foreground_approvals(options)
+            crate::approvals::foreground_approvals(options)
         } else {
-            super::background_approvals(options)
+            crate::approvals::background_approvals(options)
         }
     }
 
     /// `options` with these changes.
-    pub(crate) fn apply(&self, mut options: AgentOptions) -> AgentOptions {
-        options = crate::run::add_system(options, &self.system);
+    ///
+    /// ```
+    /// use loopwright_core::agent::AgentOptions;
+    /// let options = loopwright_runs::RunOptions { max_output_tokens: Some(100), ..Default::default() };
+    /// assert_eq!(options.apply(AgentOptions::default()).max_output_tokens, Some(100));
+    /// ```
+    pub fn apply(&self, mut options: AgentOptions) -> AgentOptions {
+        options = add_system(options, &self.system);
         if let Some(Ok(spec)) = self.output.as_ref().map(OutputRequest::spec) {
             options.output = Some(spec);
         }
@@ -90,6 +133,38 @@ impl RunOptions {
         }
         options
     }
+}
+
+/// Between the agent's own prompt and each system text a request adds.
+const SYSTEM_SEPARATOR: &str = "\n\n";
+
+/// `options` with a request's system texts after the agent's own prompt
+/// (blank ones left out).
+///
+/// ```
+/// use loopwright_core::agent::AgentOptions;
+/// use loopwright_runs::shared::add_system;
+/// let mut own = AgentOptions::default();
+/// own.system = Some("You help.".into());
+/// let options = add_system(own, &["Be brief.".into(), " ".into()]);
+/// assert_eq!(options.system.as_deref(), Some("You help.\n\nBe brief."));
+/// ```
+pub fn add_system(mut options: AgentOptions, extra: &[String]) -> AgentOptions {
+    let extra: Vec<&str> = extra
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .collect();
+    if extra.is_empty() {
+        return options;
+    }
+    let joined = extra.join(SYSTEM_SEPARATOR);
+    let system = match &options.system {
+        Some(own) if !own.trim().is_empty() => format!("{own}{SYSTEM_SEPARATOR}{joined}"),
+        _ => joined,
+    };
+    options.system = Some(system);
+    options
 }
 
 #[cfg(test)]
