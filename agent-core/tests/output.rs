@@ -12,8 +12,8 @@ use common::{assert_history_invariant, counted_tool, results_by_id, tool_names};
 use futures::StreamExt;
 use loopwright_core::output::FINAL_ANSWER_TOOL;
 use loopwright_core::{
-    Agent, AgentEvent, ExitReason, OutputSpec, RunError, ToolChoice, Usage, model::FinishReason,
-    model::ModelCapabilities, model::ModelEvent, model::ResponseFormat, output::OutputMode,
+    Agent, AgentEvent, ExitReason, OutputSpec, RunError, ToolChoice, model::ModelCapabilities,
+    model::ResponseFormat, output::OutputMode,
 };
 use loopwright_testing::{ScriptedModel, ScriptedStep};
 use serde_json::json;
@@ -92,37 +92,11 @@ async fn native_mode_tools_first_then_a_validated_typed_answer() {
     ));
 }
 
-/// A step streaming the arguments of its calls `(id, name, input)`.
-fn streamed_calls(calls: &[(&str, &str, &str)]) -> ScriptedStep {
-    let mut events = Vec::new();
-    for (id, name, input) in calls {
-        events.push(ModelEvent::ToolCallStart {
-            id: (*id).into(),
-            name: (*name).into(),
-        });
-        events.push(ModelEvent::ToolCallDelta {
-            id: (*id).into(),
-            delta: (*input).into(),
-        });
-        events.push(ModelEvent::ToolCallComplete {
-            id: (*id).into(),
-            name: (*name).into(),
-            input_json: (*input).into(),
-            provider_data: None,
-        });
-    }
-    events.push(ModelEvent::Finish {
-        reason: FinishReason::ToolCalls,
-        usage: Usage::new(10, 5),
-    });
-    ScriptedStep::events(events)
-}
-
 #[tokio::test]
 async fn tool_mode_ends_the_run_when_the_final_answer_tool_is_called() {
     let model = ScriptedModel::new(vec![
-        streamed_calls(&[("c1", "weather", "{}")]),
-        streamed_calls(&[("c2", FINAL_ANSWER_TOOL, VALID)]),
+        ScriptedStep::streamed_tool_calls(&[("c1", "weather", "{}")]),
+        ScriptedStep::streamed_tool_calls(&[("c2", FINAL_ANSWER_TOOL, VALID)]),
     ]);
     // The scripted model claims no native support: auto picks the tool mode.
     let (agent, _) = agent(&model, OutputMode::Auto);

@@ -58,12 +58,35 @@ impl ScriptedStep {
     /// # let _ = step;
     /// ```
     pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Self {
+        Self::calls(calls, false)
+    }
+
+    /// Like [`tool_calls`](Self::tool_calls), each call's input also
+    /// streamed as one argument delta before the call completes (as
+    /// providers stream them), so the run's `ToolCallDelta` handling and
+    /// its events are exercised.
+    ///
+    /// ```
+    /// let step = loopwright_testing::ScriptedStep::streamed_tool_calls(&[("c1", "echo", r#"{"x":1}"#)]);
+    /// # let _ = step;
+    /// ```
+    pub fn streamed_tool_calls(calls: &[(&str, &str, &str)]) -> Self {
+        Self::calls(calls, true)
+    }
+
+    fn calls(calls: &[(&str, &str, &str)], streamed: bool) -> Self {
         let mut events = Vec::new();
         for (id, name, input) in calls {
             events.push(ModelEvent::ToolCallStart {
                 id: (*id).into(),
                 name: (*name).into(),
             });
+            if streamed {
+                events.push(ModelEvent::ToolCallDelta {
+                    id: (*id).into(),
+                    delta: (*input).into(),
+                });
+            }
             events.push(ModelEvent::ToolCallComplete {
                 id: (*id).into(),
                 name: (*name).into(),
