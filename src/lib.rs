@@ -133,6 +133,12 @@ pub use loopwright_config::textfile;
 #[cfg(feature = "serve")]
 pub use loopwright_serve as serve;
 
+/// Background runs (feature `runs`, with `serve`): started by one request,
+/// read, streamed, approved and cancelled by others, on any replica sharing
+/// the store; durable on Restate with the feature `restate`.
+#[cfg(feature = "runs")]
+pub use loopwright_runs as runs;
+
 /// Conversations, run states and event logs that outlive a process, opened
 /// by URL: in memory and SQLite (one file) with the feature `store`,
 /// PostgreSQL with the feature `postgres`. A URL whose back end is not built
