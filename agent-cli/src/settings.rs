@@ -210,3 +210,6 @@ pub(crate) fn options(
         .agent_options(chosen, command_line)
         .map_err(|e| Failure::usage(e.to_string()))
 }
+
+#[cfg(test)]
+pub(crate) mod tests;
