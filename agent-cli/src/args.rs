@@ -703,3 +703,6 @@ fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked
 matched --output-schema, 7 the --plan was rejected, 8 the run's budget (--max-model-calls, --max-tree-tokens) was \
 used up, 9 the run paused on questions (--approve defer; continue it with `loopwright resume RUN_ID`), 124 the \
 --timeout passed, 130 interrupted (143 on SIGTERM).";
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -22,7 +22,8 @@ use tokio::sync::OnceCell;
 
 use crate::args::{ApproveMode, EvalArgs};
 use crate::exit::{self, Failure};
-use crate::{Stop, load_config, system_prompt, trace};
+use crate::settings::{load_config, system_prompt};
+use crate::{Stop, trace};
 
 /// The exit status when the pass rate is below `--min-pass`.
 pub const BELOW_MIN_PASS: u8 = 1;
@@ -193,7 +194,7 @@ impl Target {
         }
         let tools = crate::tools::build_with(run, config, skills, cassette.as_ref()).await?;
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;
-        let options = crate::options(run, false, config, system, &chosen)?;
+        let options = crate::settings::options(run, false, config, system, &chosen)?;
         let model = match &cassette {
             Some(c) => c.model(chosen.model.clone()),
             None => chosen.model.clone(),

@@ -13,7 +13,8 @@ use loopwright::tools::Workspace;
 
 use crate::args::{AgentArgs, Args};
 use crate::exit::Failure;
-use crate::{CommandLine, Stop, accounting_sink, approvals, output_spec, run_prompt};
+use crate::settings::{CommandLine, accounting_sink, approvals, output_spec};
+use crate::{Stop, run_prompt};
 
 /// Build the file's agents, then list their tools or run the prompt.
 pub async fn run(

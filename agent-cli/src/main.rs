@@ -18,27 +18,23 @@ mod persist;
 mod render;
 mod resume;
 mod serve;
+mod settings;
 mod tools;
 mod trace;
 
 use std::io::{IsTerminal, Read};
-use std::sync::Arc;
 
 use clap::Parser;
 use futures::StreamExt;
-use loopwright::config::{AgentConfig, ChosenModel, SchemaSource};
+use loopwright::Agent;
+use loopwright::config::AgentConfig;
 use loopwright::testing::replay::Cassette;
-use loopwright::{Agent, Approvals, accounting::JsonlSink, agent::AgentOptions};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::args::{AgentArgs, ApproveMode, Args};
+use crate::args::{ApproveMode, Args};
 use crate::exit::Failure;
 use crate::render::{Mode, Renderer};
-
-/// The system prompt with `--coding-tools` when none is given.
-const CODING_SYSTEM: &str = "You are a careful coding agent working in a workspace directory. Look before you \
-change anything: use Glob, Grep and Read to find your way, Edit for small changes, Write for new files, and Bash to \
-run tests. Keep going until the task is done, then say briefly what you changed and how you checked it.";
+use crate::settings::{load_config, system_prompt};
 
 fn main() {
     let cli = args::Cli::parse();
@@ -92,18 +88,6 @@ fn read_prompt(args: &Args) -> Result<Option<String>, Failure> {
         .read_to_string(&mut text)
         .map_err(|e| Failure::usage(format!("reading the prompt from standard input: {e}")))?;
     Ok(Some(text))
-}
-
-fn load_config(args: &AgentArgs) -> Result<AgentConfig, Failure> {
-    let config = match &args.config {
-        Some(path) => AgentConfig::load(path),
-        None => AgentConfig::from_default_location(),
-    }
-    .map_err(|e| Failure::usage(format!("config {e}")))?;
-    for warning in &config.warnings {
-        eprintln!("warning: {warning}");
-    }
-    Ok(config)
 }
 
 /// Ctrl-C and SIGTERM, listened to from the start, so an interrupt while
@@ -201,21 +185,6 @@ pub(crate) async fn run_checked(args: Args, resumed: Option<job::ResumeJob>) -> 
     status
 }
 
-/// The system prompt the flags give: `--system`, `--system-file`, the
-/// coding prompt with `--coding-tools`, none for agent files (their body).
-fn system_prompt(args: &AgentArgs) -> Result<Option<String>, Failure> {
-    Ok(match (&args.system, &args.system_file) {
-        (Some(text), _) => Some(text.clone()),
-        (None, Some(file)) => Some(
-            loopwright::textfile::read_text_file(file)
-                .map_err(|e| Failure::usage(format!("--system-file {}: {e}", file.display())))?,
-        ),
-        // An agent file's body is its system prompt.
-        (None, None) if !args.agent.is_empty() => None,
-        (None, None) => args.coding_tools.then(|| CODING_SYSTEM.to_string()),
-    })
-}
-
 /// List the tools, or choose the model (through the cassette, if any) and
 /// run the job to the end.
 async fn drive(
@@ -245,7 +214,7 @@ async fn drive(
             return Err(failure);
         }
     };
-    let options = options(args, args.plan, config, system, &chosen)?;
+    let options = settings::options(args, args.plan, config, system, &chosen)?;
     let model = match cassette {
         Some(cassette) => cassette.model(chosen.model.clone()),
         None => chosen.model.clone(),
@@ -321,163 +290,4 @@ fn release_stdout() {
     if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
         let _ = nix::unistd::dup2_stdout(&null);
     }
-}
-
-/// How tool calls that need approval are answered, per `--approve`.
-fn approvals(args: &AgentArgs) -> Option<Approvals> {
-    match args.approve {
-        ApproveMode::Auto => None,
-        ApproveMode::Ask => Some(Approvals::with_approver(approve::TerminalApprover::default())),
-        ApproveMode::Deny => Some(Approvals::with_approver(approve::DenyAll)),
-        ApproveMode::Defer => Some(Approvals::defer()),
-    }
-}
-
-/// The output spec `--output-schema` asks for, in `--output-mode`.
-fn output_spec(
-    args: &AgentArgs,
-    source: Option<SchemaSource>,
-) -> Result<Option<loopwright::OutputSpec>, Failure> {
-    Ok(source
-        .map(|s| s.load().map_err(|e| Failure::usage(format!("output schema {e}"))))
-        .transpose()?
-        .map(|spec| spec.mode(args.output_mode.into())))
-}
-
-/// The accounting sink `--accounting` asks for.
-fn accounting_sink(args: &AgentArgs) -> Result<Option<Arc<JsonlSink>>, Failure> {
-    args.accounting
-        .as_ref()
-        .map(|file| {
-            JsonlSink::open(file)
-                .map(Arc::new)
-                .map_err(|e| Failure::usage(format!("accounting file {}: {e}", file.display())))
-        })
-        .transpose()
-}
-
-/// The command line's run settings (all but approvals, which the callers
-/// set for every agent), applied over what the configuration set: each
-/// flag given sets its option, `--no-compaction` and `--no-tool-search`
-/// put theirs back to off.
-#[derive(Clone)]
-struct CommandLine {
-    system: Option<String>,
-    max_steps: Option<u32>,
-    max_depth: Option<u32>,
-    max_model_calls: Option<u64>,
-    max_tree_tokens: Option<u64>,
-    timeout: Option<std::time::Duration>,
-    tool_timeout: Option<std::time::Duration>,
-    temperature: Option<f32>,
-    top_p: Option<f32>,
-    max_output_tokens: Option<u32>,
-    no_compaction: bool,
-    no_tool_search: bool,
-    parallel_tool_calls: Option<bool>,
-    sink: Option<Arc<JsonlSink>>,
-    reasoning: Option<loopwright::ReasoningEffort>,
-    output: Option<loopwright::OutputSpec>,
-    preflight: Option<loopwright::preflight::Preflight>,
-}
-
-impl CommandLine {
-    fn of(
-        args: &AgentArgs,
-        plan: bool,
-        system: Option<String>,
-        sink: Option<Arc<JsonlSink>>,
-        output: Option<loopwright::OutputSpec>,
-    ) -> Self {
-        Self {
-            system,
-            max_steps: args.max_steps,
-            max_depth: args.max_depth,
-            max_model_calls: args.max_model_calls,
-            max_tree_tokens: args.max_tree_tokens,
-            timeout: args.timeout,
-            tool_timeout: args.tool_timeout,
-            temperature: args.temperature,
-            top_p: args.top_p,
-            max_output_tokens: args.max_output_tokens,
-            no_compaction: args.no_compaction,
-            no_tool_search: args.no_tool_search,
-            parallel_tool_calls: args.parallel_tool_calls(),
-            sink,
-            reasoning: args.reasoning,
-            output,
-            preflight: plan.then(|| approve::preflight(args.approve)),
-        }
-    }
-
-    fn apply(&self, options: &mut AgentOptions) {
-        fn set<T: Clone>(field: &mut Option<T>, flag: &Option<T>) {
-            if flag.is_some() {
-                field.clone_from(flag);
-            }
-        }
-        set(&mut options.system, &self.system);
-        if let Some(n) = self.max_steps {
-            options.max_steps = n.max(1);
-        }
-        if let Some(n) = self.max_depth {
-            options.max_depth = n;
-        }
-        set(&mut options.max_model_calls, &self.max_model_calls);
-        set(&mut options.max_tree_tokens, &self.max_tree_tokens);
-        set(&mut options.run_timeout, &self.timeout);
-        if let Some(t) = self.tool_timeout {
-            options.tool_timeout = t;
-        }
-        set(&mut options.temperature, &self.temperature);
-        set(&mut options.top_p, &self.top_p);
-        set(&mut options.max_output_tokens, &self.max_output_tokens);
-        if self.no_compaction {
-            options.compaction = None;
-        }
-        if self.no_tool_search {
-            options.tool_search = None;
-        }
-        if let Some(on) = self.parallel_tool_calls {
-            options.parallel_tool_calls = on;
-        }
-        if let Some(sink) = &self.sink {
-            options.accounting = Some(sink.clone());
-        }
-        if let Some(effort) = self.reasoning {
-            options.reasoning = Some(effort.into());
-        }
-        set(&mut options.output, &self.output);
-        set(&mut options.preflight, &self.preflight);
-    }
-}
-
-/// The run's options: the config's defaults, then the command line, then
-/// the accounting file and the context budget (the library's order).
-fn options(
-    args: &AgentArgs,
-    plan: bool,
-    config: &AgentConfig,
-    system: Option<String>,
-    chosen: &ChosenModel,
-) -> Result<AgentOptions, Failure> {
-    // --output-schema, else defaults.outputSchema.
-    let source = match &args.output_schema {
-        Some(file) => Some(SchemaSource::File(file.clone())),
-        None => config.defaults.output_schema.clone(),
-    };
-    let output = output_spec(args, source)?;
-    let sink = accounting_sink(args)?;
-    let approvals = approvals(args);
-    let command_line = CommandLine::of(args, plan, system, sink, output);
-    let command_line = |mut options: AgentOptions| {
-        command_line.apply(&mut options);
-        if approvals.is_some() {
-            options.approvals = approvals;
-        }
-        options
-    };
-    config
-        .agent_options(chosen, command_line)
-        .map_err(|e| Failure::usage(e.to_string()))
 }

@@ -14,7 +14,8 @@ use loopwright::serve::{Serve, ServedAgent};
 
 use crate::args::{ApproveMode, ServeArgs};
 use crate::exit::{self, Failure};
-use crate::{Stop, load_config, system_prompt, trace};
+use crate::settings::{load_config, system_prompt};
+use crate::{Stop, trace};
 
 /// Serve until stopped; the exit status is 0 after a clean stop.
 pub async fn run(args: ServeArgs) -> u8 {
@@ -183,7 +184,7 @@ async fn agents(
         let set = tools.set.clone();
         connected.push(Servers::Own(tools.connected));
         let chosen = crate::model::choose(&run.model, config, run.llm_timeout).await?;
-        let options = crate::options(run, false, config, system, &chosen)?;
+        let options = crate::settings::options(run, false, config, system, &chosen)?;
         let agent = Agent::builder(chosen.model.clone())
             .shared_tools(set)
             .options(options)

@@ -143,3 +143,6 @@ pub async fn summary(tools: &Tools) -> String {
         if names.is_empty() { "none" } else { &names }
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -225,34 +225,6 @@ async fn unknown_keys_warn_and_a_missing_variable_only_drops_that_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approve_deny_refuses_the_call_and_the_run_goes_on() {
-    let server = ModelServer::start(vec![
-        tool_call("test__echo", json!({"text": "should not run"})).into(),
-        answer("I was not allowed.").into(),
-    ])
-    .await;
-    let dir = tmp();
-    let config = write_config(dir.path(), &server, json!({}));
-    let out = run_local(&config, &["--approve", "deny", "--events", "go"], &[], dir.path()).await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let events = json_lines(&stdout);
-    let resolved = events.iter().find(|e| e["type"] == "approval_resolved").unwrap();
-    assert_eq!(resolved["approved"], false);
-    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
-    assert_eq!(result["is_error"], true);
-    assert!(
-        result["output"].to_string().contains("denied by --approve deny"),
-        "{result}"
-    );
-    assert!(
-        !server.bodies()[1]["messages"]
-            .to_string()
-            .contains("\"should not run\"\n")
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_ask_without_a_terminal_is_a_usage_error() {
     let dir = tmp();
     // `setsid`: a new session has no controlling terminal, even when the
@@ -446,40 +418,6 @@ async fn traces_never_show_the_api_key() {
     );
     assert!(!stderr.contains(secret), "the key leaked: {stderr}");
     assert!(!stderr.contains(in_url), "the URL's password leaked: {stderr}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn help_names_serve_and_serve_help_offers_only_what_serve_takes() {
-    let dir = tmp();
-    let out = run_agent(&["--help"], &[], dir.path()).await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stdout.contains("Usage: loopwright [OPTIONS] [PROMPT]"),
-        "{stdout}"
-    );
-    // clap aligns the command column to the longest name.
-    assert!(
-        stdout
-            .lines()
-            .any(|l| l.trim_start().starts_with("serve ") && l.contains(" Serve agents to other programs")),
-        "{stdout}"
-    );
-    let out = run_agent(&["serve", "--help"], &[], dir.path()).await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains("Usage: loopwright serve [OPTIONS]"), "{stdout}");
-    for shared in [
-        "--openai <ADDR>",
-        "--mcp-stdio",
-        "--allow-host <HOST>",
-        "--model <PROVIDER/MODEL>",
-    ] {
-        assert!(stdout.contains(shared), "{shared} missing: {stdout}");
-    }
-    for run_only in ["[PROMPT]", "--events", "--quiet", "--list-tools", "--plan"] {
-        assert!(!stdout.contains(run_only), "{run_only} offered: {stdout}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,9 @@
-//! The command line's options, each seen where it takes effect: in the
-//! request the model server receives, in the events, in the tools listed,
-//! on stdout and stderr.
+//! The command line's options where only the process shows them: standard
+//! input, stdout and stderr, the working directory, HOME and the
+//! environment, and one run that carries a representative set of options
+//! the whole way, binary to request body. Where each flag lands in the
+//! agent's settings is unit-tested in src/ (`settings::tests`,
+//! `tools::tests`, `args::tests`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
@@ -18,6 +21,8 @@ fn close_to(value: &Value, expected: f64) -> bool {
     value.as_f64().is_some_and(|v| (v - expected).abs() < 1e-6)
 }
 
+/// The whole path once: flags read by the binary reach the request body
+/// (each flag's own setting is a unit test, `settings::tests`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_output_and_system_options_reach_the_request() {
     let server = ModelServer::start(vec![answer("Fine.").into()]).await;
@@ -51,29 +56,6 @@ async fn sampling_output_and_system_options_reach_the_request() {
     assert!(close_to(&body["top_p"], 0.8), "{body}");
     assert_eq!(body["max_tokens"], 321);
     assert_eq!(body["parallel_tool_calls"], false);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn config_defaults_apply_and_the_command_line_overrides_them() {
-    let server = ModelServer::start(vec![answer("Fine.").into()]).await;
-    let dir = tmp();
-    let config = write_config(
-        dir.path(),
-        &server,
-        json!({"defaults": {"temperature": 0.9, "maxOutputTokens": 100, "parallelToolCalls": false}}),
-    );
-    let out = run_local(
-        &config,
-        &["--temperature", "0.1", "--parallel-tool-calls", "hi"],
-        &[],
-        dir.path(),
-    )
-    .await;
-    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
-    let body = &server.bodies()[0];
-    assert!(close_to(&body["temperature"], 0.1), "{body}");
-    assert_eq!(body["max_tokens"], 100);
-    assert_eq!(body["parallel_tool_calls"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,114 +117,6 @@ async fn a_fallback_model_without_its_key_is_skipped_with_a_warning() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn repeated_model_options_are_a_fallback_order() {
-    let failing = ModelServer::start(vec![Reply::status(
-        500,
-        "{\"error\": {\"message\": \"overloaded\"}}",
-    )])
-    .await;
-    let working = ModelServer::start(vec![answer("Second model.").into()]).await;
-    let dir = tmp();
-    let config = write_config(
-        dir.path(),
-        &working,
-        json!({"mcpServers": {}, "providers": {
-            "first": {"type": "openai-compatible", "baseUrl": failing.base_url()},
-            "local": {"type": "openai-compatible", "baseUrl": working.base_url()}}}),
-    );
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--model",
-        "first/test",
-        "--model",
-        "local/test",
-        "--events",
-        "hi",
-    ];
-    let out = run_agent(&args, &[], dir.path()).await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let events = json_lines(&stdout);
-    assert!(!failing.bodies().is_empty(), "the first model was never tried");
-    let last = events.last().unwrap();
-    assert_eq!(
-        (last["type"].as_str(), last["text"].as_str()),
-        (Some("finished"), Some("Second model."))
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_picks_servers_by_name_and_no_mcp_drops_them_all() {
-    let server = ModelServer::start(vec![]).await;
-    let dir = tmp();
-    let config = write_config(
-        dir.path(),
-        &server,
-        json!({"mcpServers": {"a": {"command": mcp_test_server()}, "b": {"command": mcp_test_server()}}}),
-    );
-    let list = |extra: &'static [&'static str]| {
-        let config = config.clone();
-        let dir = dir.path().to_path_buf();
-        async move {
-            let mut args = vec!["--config", config.to_str().unwrap(), "--list-tools"];
-            args.extend(extra);
-            let out = run_agent(&args, &[], &dir).await;
-            assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
-            json_lines(&texts(&out).0)
-                .iter()
-                .map(|t| t["source"].as_str().unwrap().to_string())
-                .collect::<std::collections::BTreeSet<_>>()
-        }
-    };
-    assert_eq!(list(&[]).await, ["a".to_string(), "b".to_string()].into());
-    assert_eq!(list(&["--mcp", "b"]).await, ["b".to_string()].into());
-    assert!(list(&["--no-mcp"]).await.is_empty());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn coding_tools_work_inside_the_workspace_and_not_outside_it() {
-    let server = ModelServer::start(vec![
-        tool_call("Read", json!({"file_path": "notes.txt"})).into(),
-        tool_call("Read", json!({"file_path": "../secret.txt"})).into(),
-        answer("Read both.").into(),
-    ])
-    .await;
-    let dir = tmp();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
-    std::fs::write(workspace.join("notes.txt"), "inside the workspace").unwrap();
-    std::fs::write(dir.path().join("secret.txt"), "outside").unwrap();
-    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
-    let args = [
-        "--coding-tools",
-        "--workspace",
-        workspace.to_str().unwrap(),
-        "--events",
-        "read",
-    ];
-    let out = run_local(&config, &args, &[], dir.path()).await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let results: Vec<Value> = json_lines(&stdout)
-        .into_iter()
-        .filter(|e| e["type"] == "tool_result")
-        .collect();
-    assert_eq!(results.len(), 2, "{stdout}");
-    assert!(
-        results[0]["output"].to_string().contains("inside the workspace"),
-        "{}",
-        results[0]
-    );
-    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
-    assert!(
-        !results[1]["output"].to_string().contains("outside\""),
-        "{}",
-        results[1]
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_access_reaches_outside_the_default_workspace_and_long_results_are_cut() {
     let server = ModelServer::start(vec![
         tool_call("Read", json!({"file_path": "notes.txt"})).into(),
@@ -300,32 +174,6 @@ async fn quiet_prints_only_the_final_answer_where_text_mode_streams_every_step()
         assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
         assert_eq!(texts(&out).0, expected, "{mode:?}");
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tool_timeout_ends_a_slow_call_with_an_error_result() {
-    let server = ModelServer::start(vec![
-        tool_call("test__slow", json!({"ms": 600_000})).into(),
-        answer("Too slow.").into(),
-    ])
-    .await;
-    let dir = tmp();
-    let config = write_config(dir.path(), &server, json!({}));
-    let out = run_local(
-        &config,
-        &["--tool-timeout", "300ms", "--events", "wait"],
-        &[],
-        dir.path(),
-    )
-    .await;
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let result = json_lines(&stdout)
-        .into_iter()
-        .find(|e| e["type"] == "tool_result")
-        .unwrap();
-    assert_eq!(result["is_error"], true);
-    assert!(result["output"].to_string().contains("timed out"), "{result}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -446,18 +294,6 @@ async fn the_home_config_and_its_default_model_are_used_without_options() {
     assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
     assert_eq!(texts(&out).0, "From here.\n");
     assert_eq!(server.bodies().len(), 1, "the home config was used again");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn system_text_reaches_the_request_as_the_system_message() {
-    let server = ModelServer::start(vec![answer("Fine.").into()]).await;
-    let dir = tmp();
-    let config = write_config(dir.path(), &server, json!({"mcpServers": {}}));
-    let out = run_local(&config, &["--system", "Answer in French.", "hi"], &[], dir.path()).await;
-    assert_eq!(out.status.code(), Some(0), "{}", texts(&out).1);
-    let body = &server.bodies()[0];
-    assert_eq!(body["messages"][0]["role"], "system");
-    assert_eq!(body["messages"][0]["content"], "Answer in French.");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
