@@ -6,7 +6,7 @@
 //! later turn: only new messages are counted); the differences are the
 //! guard. Also the raw tiktoken count of the same 100 KB of text.
 //!
-//! Run with `cargo bench --bench budget_guard`.
+//! Run with `cargo bench -p loopwright-benches --bench budget_guard`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -19,7 +19,7 @@
 //! A plain bench binary (not criterion): each figure involves a server
 //! process and real sockets; what is reported is the median and the
 //! spread over the repetitions. Run with
-//! `cargo bench --features restate,store,mcp --bench durable_runs` (the Restate
+//! `cargo bench -p loopwright-benches --bench durable_runs` (the Restate
 //! server comes from tests-deps: `npm ci --prefix tests-deps`).
 
 use std::net::SocketAddr;

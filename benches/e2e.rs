@@ -16,7 +16,7 @@
 //! above the floor less that is what grows with the history for any other
 //! reason.
 //!
-//! Run with `cargo bench --bench e2e`; it prints medians over `RUNS` runs
+//! Run with `cargo bench -p loopwright-benches --bench e2e`; it prints medians over `RUNS` runs
 //! with their range.
 
 use std::sync::Arc;
@@ -52,7 +52,7 @@ struct Server {
 
 fn everything_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests-deps/node_modules/.bin/mcp-server-everything")
+        .join("../tests-deps/node_modules/.bin/mcp-server-everything")
 }
 
 fn servers() -> Vec<Server> {

@@ -5,7 +5,7 @@
 //! peak (VmHWM), and the cost per run. Not a criterion bench: one
 //! measurement, printed.
 //!
-//! Run with `cargo bench --bench idle_runs`.
+//! Run with `cargo bench -p loopwright-benches --bench idle_runs`.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,7 +11,7 @@
 //! servers of each kind: the in-repo `mcp-test-server` (Rust),
 //! server-everything (Node) and mcp-server-time (Python), from `tests-deps/`.
 //!
-//! Run with `cargo bench --bench latency` after
+//! Run with `cargo bench -p loopwright-benches --bench latency` after
 //! `cargo build --release -p loopwright-cli` and
 //! `cargo build --release -p loopwright-mcp --example mcp-test-server` (the command and the test server are other packages' targets, found in
 //! `target/release/`). `LOOPWRIGHT_BENCH_BIN=PATH` measures another build of
@@ -63,7 +63,7 @@ fn kinds() -> Vec<Kind> {
         );
     }
     let everything =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests-deps/node_modules/.bin/mcp-server-everything");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules/.bin/mcp-server-everything");
     if everything.exists() {
         kinds.push(Kind {
             label: "server-everything (Node)",
@@ -74,7 +74,7 @@ fn kinds() -> Vec<Kind> {
     } else {
         eprintln!("server-everything is not installed (npm ci --prefix tests-deps)");
     }
-    let time = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests-deps/python/mcp2/.venv/bin/mcp-server-time");
+    let time = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/python/mcp2/.venv/bin/mcp-server-time");
     if time.exists() {
         kinds.push(Kind {
             label: "mcp-server-time (Python)",

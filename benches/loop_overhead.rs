@@ -3,13 +3,13 @@
 //!
 //! One iteration is a whole run of two steps: a step calling the tool N times,
 //! then a step answering with text (the agent and its scripted model are
-//! built outside the timing). Run with `cargo bench --bench loop_overhead`.
+//! built outside the timing). Run with `cargo bench -p loopwright-benches --bench loop_overhead`.
 
 use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use loopwright::testing::{ScriptedModel, ScriptedStep};
-use loopwright_core::{Agent, ToolSet, tool_fn, toolset::StaticToolSource};
+use loopwright::{Agent, ToolSet, tool_fn, toolset::StaticToolSource};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}

@@ -12,7 +12,7 @@
 //!   through one loopwright-mcp source: the wall time stays near 100 ms when
 //!   nothing serialises the calls.
 //!
-//! Run with `cargo bench --bench mcp_calls`.
+//! Run with `cargo bench -p loopwright-benches --bench mcp_calls`.
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! (a bounded load: a fixed batch of requests over keep-alive connections
 //! to 127.0.0.1, the server's limit set to the client count).
 //!
-//! Run with `cargo bench --bench serve`.
+//! Run with `cargo bench -p loopwright-benches --bench serve`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -16,7 +16,7 @@
 //! distribution under a fixed concurrent load, which criterion's
 //! per-iteration statistics do not give.
 //!
-//! Run with `cargo bench --features serve,store,postgres --bench serve_runs`. PostgreSQL:
+//! Run with `cargo bench -p loopwright-benches --bench serve_runs`. PostgreSQL:
 //! `LOOPWRIGHT_TEST_POSTGRES` (a server URL) when set, else a throwaway
 //! server as the tests start (Debian's postgresql package).
 

@@ -16,7 +16,7 @@
 //! connected) and with the tool set of the run before (its catalog
 //! cached).
 //!
-//! Run with `cargo bench --bench tool_search` after
+//! Run with `cargo bench -p loopwright-benches --bench tool_search` after
 //! `cargo build --release -p loopwright-mcp --example mcp-test-server` (the
 //! test server is another package's target, found in `target/release/`). It
 //! prints medians over `RUNS` runs with their range.
@@ -46,7 +46,7 @@ const EVERYTHING_COPIES: usize = 12;
 const TEST_SERVER_COPIES: usize = 8;
 
 fn everything_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests-deps/node_modules/.bin/mcp-server-everything")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/node_modules/.bin/mcp-server-everything")
 }
 
 /// target/release/examples/mcp-test-server (this bench runs from target/release/deps).

@@ -3,7 +3,7 @@
 //! that need sanitising and a few that clash), merged into one catalog; and
 //! the rebuild after one source reports `tools/list_changed`.
 //!
-//! Run with `cargo bench --bench toolset`.
+//! Run with `cargo bench -p loopwright-benches --bench toolset`.
 
 use std::sync::Arc;
 

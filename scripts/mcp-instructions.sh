@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-2000}"
-bin=$(cargo bench --bench mcp_calls --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -n 1)
+bin=$(cargo bench -p loopwright-benches --bench mcp_calls --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\)).*/\1/p' | tail -n 1)
 [ -x "$bin" ] || { echo "bench binary not found" >&2; exit 1; }
 count() {
     LOOPWRIGHT_BENCH_MCP_COUNT="$1:$2" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 2>&1 |
