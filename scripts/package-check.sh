@@ -2,15 +2,19 @@
 # The package check: what a publish would do, and what an application sees.
 # - `cargo package --workspace --no-verify` makes every package's .crate
 #   file (its include list, README, licenses and manifest as published);
-# - each package is then checked from its .crate file alone: the files are
+# - the packages are then checked from their .crate files alone: the files are
 #   unpacked under target/package-check/, the workspace's own crates resolve
 #   to those unpacked copies (as crates.io would resolve them), and
-#   `cargo check -p NAME` runs per package, so a file left out of an
-#   `include`, a path outside the package or a feature a package uses
-#   without asking for it fails here. (`cargo package`'s own verification
-#   builds each package in full, fourteen builds of the dependencies with
-#   different features: 15 of a CI run's minutes. Checking catches the same
-#   errors; code generation adds nothing to it.)
+#   `cargo clippy --workspace -- -D warnings` checks and lints them all
+#   with their default features, so a file left out of an `include`, a
+#   path outside the package or a lint in code only the default features
+#   compile fails here. (`cargo package`'s own verification builds
+#   each package in full, fourteen builds of the dependencies with
+#   different features: 15 of a CI run's minutes; checking each package
+#   alone, with its own features, took 10. What only that finds is a
+#   dependency feature a package uses without asking for it while another
+#   package asks for it; it is left to the publish, which verifies each
+#   package alone.)
 # - tests-consumer/ (not a workspace member, no committed lockfile) depends on
 #   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`
 #   and passes its own reqwest client to a provider: it must compile;
@@ -46,10 +50,8 @@ done
 } > "$root/Cargo.toml"
 # The versions CI tests, for the dependencies from crates.io.
 cp Cargo.lock "$root/"
-for name in "${names[@]}"; do
-    echo "package check: $name, from its .crate file"
-    cargo check --quiet --manifest-path "$root/Cargo.toml" --target-dir target -p "$name"
-done
+echo "package check: ${names[*]}, from their .crate files"
+cargo clippy --quiet --manifest-path "$root/Cargo.toml" --target-dir target --workspace -- -D warnings
 cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
 # `cargo tree -d` also prints every crate on the way to a duplicate (one
 # version of reqwest that depends on a duplicated crate is listed): a name
