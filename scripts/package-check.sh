@@ -24,7 +24,8 @@ cd "$(dirname "$0")/.."
 rm -f target/package/*.crate
 # Tests, benches and examples stay out of the packages (they need tests-deps/
 # and the fixtures); cargo names each one it leaves out, which says nothing.
-cargo package --workspace --no-verify 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
+# The benches package is not published (publish = false).
+cargo package --workspace --exclude loopwright-benches --no-verify 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
 root=target/package-check
 rm -rf "$root"
 mkdir -p "$root"
