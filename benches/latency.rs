@@ -74,7 +74,8 @@ fn kinds() -> Vec<Kind> {
     } else {
         eprintln!("server-everything is not installed (npm ci --prefix tests-deps)");
     }
-    let time = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/python/mcp2/.venv/bin/mcp-server-time");
+    let time =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests-deps/python/mcp2/.venv/bin/mcp-server-time");
     if time.exists() {
         kinds.push(Kind {
             label: "mcp-server-time (Python)",
