@@ -64,27 +64,13 @@ pub async fn follow<T: Send>(
 ) {
     let mut subscription = match store.subscribe_events(&run_id).await {
         Ok(subscription) => subscription,
-        Err(e) => {
-            let _ = tx
-                .send(wrap(Logged::Unreadable(format!(
-                    "the run's events cannot be read: {e}"
-                ))))
-                .await;
-            return;
-        }
+        Err(e) => return unreadable(&tx, &wrap, e).await,
     };
     let mut last = after;
     loop {
         let page = match store.read_events(&run_id, last, PAGE).await {
             Ok(page) => page,
-            Err(e) => {
-                let _ = tx
-                    .send(wrap(Logged::Unreadable(format!(
-                        "the run's events cannot be read: {e}"
-                    ))))
-                    .await;
-                return;
-            }
+            Err(e) => return unreadable(&tx, &wrap, e).await,
         };
         let full = page.len() == PAGE;
         for (seq, event) in page {
@@ -113,4 +99,14 @@ pub async fn follow<T: Send>(
             }
         }
     }
+}
+
+/// Tell the follower the run's events cannot be read (a follower that left
+/// is told nothing: there is nobody to tell).
+async fn unreadable<T>(tx: &mpsc::Sender<T>, wrap: &impl Fn(Logged) -> T, e: impl std::fmt::Display) {
+    let _ = tx
+        .send(wrap(Logged::Unreadable(format!(
+            "the run's events cannot be read: {e}"
+        ))))
+        .await;
 }
