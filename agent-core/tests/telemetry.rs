@@ -106,6 +106,11 @@ fn one<'a>(spans: &'a [Recorded], name: &str) -> (usize, &'a Recorded) {
 async fn a_run_with_a_sub_agent_and_a_tool_makes_the_span_tree_of_the_conventions() {
     let spans = Spans::default();
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    // With one dispatcher registered, tracing-core asks the registering
+    // thread's default, so a callsite another test's thread hits first is
+    // cached "never" for this subscriber. A second live dispatcher makes it
+    // ask every registered one.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
 
     let (lookup, _) = counted_tool("lookup", "42");
     let researcher = Agent::builder(Arc::new(ScriptedModel::new(vec![
@@ -173,6 +178,11 @@ async fn a_run_with_a_sub_agent_and_a_tool_makes_the_span_tree_of_the_convention
 async fn failures_mark_their_spans_with_an_error_type() {
     let spans = Spans::default();
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    // With one dispatcher registered, tracing-core asks the registering
+    // thread's default, so a callsite another test's thread hits first is
+    // cached "never" for this subscriber. A second live dispatcher makes it
+    // ask every registered one.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     let model = ScriptedModel::new(vec![
         ScriptedStep::tool_calls(&[("c1", "broken", "{}")]),
         ScriptedStep::fail(ModelError::authentication(Some(401), "bad key")),

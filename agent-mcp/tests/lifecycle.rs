@@ -106,6 +106,11 @@ async fn stderr_lines_become_tracing_events_naming_the_server() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // With one dispatcher registered, tracing-core asks the registering
+    // thread's default, so a callsite another test's thread hits first is
+    // cached "never" for this subscriber. A second live dispatcher makes it
+    // ask every registered one.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     let source = connect(test_server("chatty-stderr")).await;
     // The test server writes this line to stderr as it starts.
     let until = tokio::time::Instant::now() + HANG_GUARD;

@@ -206,6 +206,11 @@ async fn a_token_file_others_can_read_is_made_private_with_one_warning() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // With one dispatcher registered, tracing-core asks the registering
+    // thread's default, so a callsite another test's thread hits first is
+    // cached "never" for this subscriber. A second live dispatcher makes it
+    // ask every registered one.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     let store = FileTokenStore::new(&path);
     // The redaction list reads it without touching it (no logging yet then).
     assert!(store.tokens_for_redaction().contains(&ACCESS_TOKEN.to_owned()));

@@ -34,6 +34,11 @@ async fn secrets_never_reach_the_logs() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // With one dispatcher registered, tracing-core asks the registering
+    // thread's default, so a callsite another test's thread hits first is
+    // cached "never" for this subscriber. A second live dispatcher makes it
+    // ask every registered one.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
 
     let server = Server::start(vec![
         Reply::status(400, r#"{"error":{"message":"bad"}}"#),
