@@ -105,20 +105,38 @@ impl CountCache {
     }
 }
 
-/// A hash of a message's serialised form, fed to the hasher as it is
-/// written (no copy of the message); `None` if it cannot be serialised.
+/// A hash of a message's content: text parts' bytes straight into the
+/// hasher (most of a history, and what serialising would only copy and
+/// scan for escapes), other parts by their serialised form as it is written
+/// (no copy); `None` if a part cannot be serialised.
 fn content_hash(message: &crate::message::Message) -> Option<u64> {
-    let mut writer = HashWriter(std::collections::hash_map::DefaultHasher::new());
-    serde_json::to_writer(&mut writer, message).ok()?;
-    Some(writer.0.finish())
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    message.role.hash(&mut hasher);
+    hasher.write_usize(message.content.len());
+    for part in &message.content {
+        match part {
+            crate::message::ContentPart::Text { text } => {
+                hasher.write_u8(0);
+                text.hash(&mut hasher);
+            }
+            other => {
+                hasher.write_u8(1);
+                serde_json::to_writer(HashWriter(&mut hasher), other).ok()?;
+                // The end of the part (its JSON never holds a bare 0xff).
+                hasher.write_u8(0xff);
+            }
+        }
+    }
+    Some(hasher.finish())
 }
 
 /// An `io::Write` that hashes what is written to it.
-struct HashWriter(std::collections::hash_map::DefaultHasher);
+struct HashWriter<'a>(&'a mut std::collections::hash_map::DefaultHasher);
 
-impl std::io::Write for HashWriter {
+impl std::io::Write for HashWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf);
+        std::hash::Hasher::write(self.0, buf);
         Ok(buf.len())
     }
 
@@ -182,4 +200,31 @@ pub struct BudgetFigures {
     pub limit: u64,
     /// Tokens left before the result (0 when none).
     pub remaining: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::content_hash;
+    use crate::message::{ContentPart, Message, Role};
+
+    #[test]
+    fn equal_content_hashes_equal_and_any_change_differs() {
+        let m = |role, parts: Vec<ContentPart>| content_hash(&Message::new(role, parts)).unwrap();
+        let text = |t: &str| ContentPart::text(t);
+        let base = m(Role::User, vec![text("ab"), text("c")]);
+        assert_eq!(base, m(Role::User, vec![text("ab"), text("c")]));
+        // Role, split, order, count and kind of part all count.
+        assert_ne!(base, m(Role::Assistant, vec![text("ab"), text("c")]));
+        assert_ne!(base, m(Role::User, vec![text("a"), text("bc")]));
+        assert_ne!(base, m(Role::User, vec![text("c"), text("ab")]));
+        assert_ne!(base, m(Role::User, vec![text("abc")]));
+        let file = ContentPart::file("text/plain", b"ab", None);
+        assert_ne!(m(Role::User, vec![file.clone()]), m(Role::User, vec![text("ab")]));
+        assert_eq!(m(Role::User, vec![file.clone()]), m(Role::User, vec![file]));
+        let other = ContentPart::file("text/plain", b"ac", None);
+        assert_ne!(
+            m(Role::User, vec![other]),
+            m(Role::User, vec![ContentPart::file("text/plain", b"ab", None)])
+        );
+    }
 }
