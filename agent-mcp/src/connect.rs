@@ -262,6 +262,11 @@ fn failure(server: &str, e: &rmcp::service::ClientInitializeError) -> Failure {
         ClientInitializeError::LegacyFallbackFailed { .. } | ClientInitializeError::ExpectedInitResult(_) => {
             Failure::Fallback(failed(server, e))
         }
+        // A server slower than rmcp's probe answered `server/discover`
+        // after rmcp gave up on it and sent `initialize`: the late answer
+        // came where the handshake's was expected. Slow, not broken.
+        ClientInitializeError::ConflictInitResponseId(..)
+        | ClientInitializeError::UncorrelatedErrorResponse { .. } => Failure::Fallback(failed(server, e)),
         _ => Failure::Error(failed(server, e)),
     }
 }

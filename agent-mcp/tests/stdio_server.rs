@@ -364,6 +364,35 @@ async fn garbage_on_stdout_before_the_handshake_is_survived() {
     source.close().await;
 }
 
+/// A discovery answered after rmcp stopped waiting for it (and sent
+/// `initialize`) is not a broken server: the late answer arrives where the
+/// handshake's was expected, and a fresh attempt with the handshake alone
+/// connects. (rmcp's probe waits 10 s: this test takes that long.)
+#[tokio::test]
+async fn a_discovery_answered_after_the_probe_gave_up_falls_back_to_initialize() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/late-discover-server.js"
+    );
+    // The late answer as an error, then as a result: both at once.
+    let late = |name: &str, extra: &[&str]| {
+        let mut config = loopwright_mcp::McpServerConfig::stdio(name, "node")
+            .arg(script)
+            .connect_timeout(Duration::from_secs(60));
+        for arg in extra {
+            config = config.arg(*arg);
+        }
+        async move {
+            let source = connect(config).await;
+            let tools = source.tools().await.unwrap();
+            assert_eq!(tools.len(), 1);
+            assert_eq!(tools[0].definition().name, "late_echo");
+            source.close().await;
+        }
+    };
+    futures::join!(late("late-error", &[]), late("late-result", &["--result"]));
+}
+
 #[tokio::test]
 async fn legacy_parameters_and_schemaless_tools_are_accepted() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/legacy-server.js");
