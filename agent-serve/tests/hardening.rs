@@ -396,12 +396,14 @@ impl Mcp {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
+    // The cap, on a server whose sessions never go idle during the test (a
+    // busy machine may take longer than a short expiry between requests).
     let (_model, agent) = gated();
     let running = Serve::new()
         .agent(agent)
         .mcp_http(local())
         .mcp_sessions(2)
-        .mcp_session_idle(Duration::from_millis(500))
+        .mcp_session_idle(Duration::from_secs(600))
         .start()
         .await
         .unwrap();
@@ -417,7 +419,22 @@ async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
         .await;
     assert_eq!(status, 503);
     assert_eq!(messages[0]["error"]["code"], -32000, "{messages:?}");
-    // Idle sessions close: the old session is gone, a new one fits.
+    running.shutdown().await;
+
+    // Idle sessions close, and free their place: with a cap of one, a new
+    // session fits once the old one is gone.
+    let (_model, agent) = gated();
+    let running = Serve::new()
+        .agent(agent)
+        .mcp_http(local())
+        .mcp_sessions(1)
+        .mcp_session_idle(Duration::from_millis(500))
+        .start()
+        .await
+        .unwrap();
+    let addr = running.address(Surface::McpHttp).unwrap();
+    let mut first = Mcp::new(addr);
+    assert_eq!(first.initialize().await, 200);
     tokio::time::timeout(HANG_GUARD, async {
         // Quiet for longer than the idle expiry, then look.
         tokio::time::sleep(Duration::from_millis(700)).await;
