@@ -14,6 +14,8 @@
 #   throwaway server for the whole run (scripts/postgres.sh), its URL in
 #   LOOPWRIGHT_TEST_POSTGRES; each test makes a database of its own there.
 #   It is stopped after the tests, also when they fail.
+# The tests are built once with cargo, then run by scripts/run-tests.py
+# (several executables at once), then the doctests by cargo.
 # After the tests, scripts/leftovers.sh fails if any process they started
 # (our binaries, the npm and Python servers, PostgreSQL) is still alive.
 set -euo pipefail
@@ -31,6 +33,17 @@ source scripts/postgres.sh
 postgres_install
 trap postgres_stop EXIT
 postgres_start
-cargo test --workspace --all-features
+# Built once; then every test executable runs, several at once
+# (scripts/run-tests.py says why), and then the doctests.
+messages=$(mktemp)
+trap 'postgres_stop; rm -f "$messages"' EXIT
+cargo test --workspace --all-features --no-run --message-format=json-render-diagnostics >"$messages"
+echo "test.sh: built in $SECONDS s"
+status=0
+python3 scripts/run-tests.py "$messages" || status=$?
+echo "test.sh: test executables done at $SECONDS s"
+cargo test --workspace --all-features --doc || status=$?
+echo "test.sh: doctests done at $SECONDS s"
 postgres_stop
+[ "$status" -eq 0 ] || exit "$status"
 bash scripts/leftovers.sh
