@@ -5,16 +5,16 @@
 # - the packages are then checked from their .crate files alone: the files are
 #   unpacked under target/package-check/, the workspace's own crates resolve
 #   to those unpacked copies (as crates.io would resolve them), and
-#   `cargo clippy --workspace -- -D warnings` checks and lints them all
-#   with their default features, so a file left out of an `include`, a
-#   path outside the package or a lint in code only the default features
-#   compile fails here. (`cargo package`'s own verification builds
-#   each package in full, fourteen builds of the dependencies with
-#   different features: 15 of a CI run's minutes; checking each package
-#   alone, with its own features, took 10. What only that finds is a
-#   dependency feature a package uses without asking for it while another
-#   package asks for it; it is left to the publish, which verifies each
-#   package alone.)
+#   `cargo clippy --workspace --all-features -- -D warnings` checks and
+#   lints them all, so a file left out of an `include` or a path outside
+#   the package fails here. All features, as the doc step before it: the
+#   dependencies are then checked once for both (default features took
+#   5 of a CI run's minutes to check every dependency again). The
+#   facade's default features are still compiled, by the consumer check
+#   below; lints on code only other feature sets compile (behind
+#   `cfg(not(feature = ..))`) and a dependency feature a package uses
+#   without asking for it while another package asks for it are left to
+#   the publish's verification, which builds each package alone.
 # - tests-consumer/ (not a workspace member, no committed lockfile) depends on
 #   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`
 #   and passes its own reqwest client to a provider: it must compile;
@@ -52,7 +52,7 @@ done
 # The versions CI tests, for the dependencies from crates.io.
 cp Cargo.lock "$root/"
 echo "package check: ${names[*]}, from their .crate files"
-cargo clippy --quiet --manifest-path "$root/Cargo.toml" --target-dir target --workspace -- -D warnings
+cargo clippy --quiet --manifest-path "$root/Cargo.toml" --target-dir target --workspace --all-features -- -D warnings
 cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
 # `cargo tree -d` also prints every crate on the way to a duplicate (one
 # version of reqwest that depends on a duplicated crate is listed): a name
