@@ -28,6 +28,7 @@ use loopwright::mcp::rmcp::model::CallToolRequestParams;
 use loopwright::mcp::{McpServerConfig, McpToolSource};
 use loopwright::providers::OpenAiChatModel;
 use loopwright::{Agent, Message, ToolSet, model::ModelRequest};
+use loopwright_test_support::model_server::ModelServer;
 use serde_json::{Value, json};
 
 #[path = "common/chat_server.rs"]
@@ -98,7 +99,8 @@ struct Figures {
     serialise: (f64, f64, f64),
 }
 
-async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize) -> Figures {
+async fn measure(server: &Server, script: &Script, model_server: &ModelServer, steps: usize) -> Figures {
+    let url = &model_server.base_url();
     let source = McpToolSource::connect(server.config.clone()).await.unwrap();
     let name = server.config.name.clone();
     script.play(steps, format!("{name}__{}", server.tool), server.args.clone());
@@ -120,13 +122,13 @@ async fn measure(server: &Server, script: &Arc<Script>, url: &str, steps: usize)
     let (_child, bare) = bare_client_of((server.command)()).await;
     let args = server.args.as_object().cloned().unwrap();
     for _ in 0..RUNS {
-        script.clear();
+        model_server.clear();
         let start = Instant::now();
         let result = agent.run("go").await.unwrap();
         runs.push(start.elapsed());
         assert_eq!(result.steps.len(), steps + 1, "{:?}", result.exit());
 
-        let bodies = std::mem::take(&mut *script.bodies.lock().unwrap());
+        let bodies = model_server.take_received().into_iter().map(|r| r.bytes);
         let requests: Vec<ModelRequest> = (0..=steps)
             .map(|k| {
                 let history =
@@ -182,8 +184,7 @@ fn main() {
     }
     // `cargo bench` passes `--bench`; a filter argument is not supported.
     let script = Arc::new(Script::default());
-    let addr = chat_server::start(script.clone());
-    let url = format!("http://{addr}/v1");
+    let model_server = chat_server::start(script.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -195,7 +196,7 @@ fn main() {
         println!("{}:", server.label);
         let mut figures = Vec::new();
         for steps in STEPS {
-            let f = rt.block_on(measure(&server, &script, &url, steps));
+            let f = rt.block_on(measure(&server, &script, &model_server, steps));
             println!(
                 "  {steps:>3} steps: run {}, model floor {}, mcp floor {}, serialising {}",
                 show(f.run),

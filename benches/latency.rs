@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chat_server::Script;
+use loopwright_test_support::model_server::ModelServer;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -96,8 +97,8 @@ struct Moments {
     exit_after_answer: Duration,
 }
 
-async fn run_once(agent: &Path, config: &Path, no_mcp: bool, script: &Script) -> Moments {
-    script.clear();
+async fn run_once(agent: &Path, config: &Path, no_mcp: bool, model: &ModelServer) -> Moments {
+    model.clear();
     let dir = config.parent().unwrap();
     let mut cmd = tokio::process::Command::new(agent);
     cmd.args([
@@ -132,7 +133,7 @@ async fn run_once(agent: &Path, config: &Path, no_mcp: bool, script: &Script) ->
     let status = child.wait().await.unwrap();
     let exit = start.elapsed();
     assert!(status.success() && out == "done\n", "{status}: {out:?}");
-    let first = script.arrivals.lock().unwrap()[0];
+    let first = model.received()[0].arrived;
     Moments {
         first_request: first - start,
         answer_end,
@@ -152,7 +153,8 @@ fn stats(mut runs: Vec<Duration>) -> String {
     )
 }
 
-async fn case(agent: &Path, label: &str, servers: &[(String, Value)], script: &Script, url: &str) {
+async fn case(agent: &Path, label: &str, servers: &[(String, Value)], model: &ModelServer) {
+    let url = model.base_url();
     let dir = tempfile::tempdir().unwrap();
     let mcp: serde_json::Map<String, Value> = servers.iter().cloned().collect();
     let config = json!({
@@ -163,9 +165,9 @@ async fn case(agent: &Path, label: &str, servers: &[(String, Value)], script: &S
     std::fs::write(&path, config.to_string()).unwrap();
     let (mut first, mut end, mut exit) = (Vec::new(), Vec::new(), Vec::new());
     // One run to warm the page cache, not counted.
-    run_once(agent, &path, servers.is_empty(), script).await;
+    run_once(agent, &path, servers.is_empty(), model).await;
     for _ in 0..RUNS {
-        let m = run_once(agent, &path, servers.is_empty(), script).await;
+        let m = run_once(agent, &path, servers.is_empty(), model).await;
         first.push(m.first_request);
         end.push(m.answer_end);
         exit.push(m.exit_after_answer);
@@ -188,7 +190,7 @@ fn main() {
     );
     println!("loopwright: {}", agent.display());
     let script = Arc::new(Script::default());
-    let url = format!("http://{}/v1", chat_server::start(script.clone()));
+    let model = chat_server::start(script.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -196,7 +198,7 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         script.play(0, "", Value::Null);
-        case(&agent, "--no-mcp", &[], &script, &url).await;
+        case(&agent, "--no-mcp", &[], &model).await;
         for kind in kinds() {
             for n in [1, 5] {
                 let servers: Vec<(String, Value)> = (0..n)
@@ -204,7 +206,7 @@ fn main() {
                     .collect();
                 script.play(1, format!("s0__{}", kind.tool), kind.args.clone());
                 let label = format!("{n} x {}", kind.label);
-                case(&agent, &label, &servers, &script, &url).await;
+                case(&agent, &label, &servers, &model).await;
             }
         }
     });

@@ -35,6 +35,7 @@ use loopwright::tool_search::ToolSearch;
 use loopwright::{
     Agent, LanguageModel, ModelError, agent::AgentOptions, model::ModelRequest, model::ModelStream,
 };
+use loopwright_test_support::model_server::ModelServer;
 
 #[path = "common/chat_server.rs"]
 mod chat_server;
@@ -138,20 +139,19 @@ fn median(mut samples: Vec<Duration>) -> String {
 /// set each run when `fresh`.
 async fn time_to_first_call(
     connected: &Connected,
-    script: &Arc<Script>,
-    base: &str,
+    server: &ModelServer,
     search: bool,
     fresh: bool,
 ) -> String {
     let model: Arc<dyn LanguageModel> = Arc::new(
-        OpenAiChatModel::compatible("bench", base, "bench")
+        OpenAiChatModel::compatible("bench", server.base_url(), "bench")
             .build()
             .unwrap(),
     );
     let shared = Arc::new(connected.tool_set());
     let mut samples = Vec::new();
     for _ in 0..RUNS {
-        script.clear();
+        server.clear();
         let tools = if fresh {
             Arc::new(connected.tool_set())
         } else {
@@ -164,7 +164,7 @@ async fn time_to_first_call(
         let started = Instant::now();
         let mut run = agent.run("What can you do?");
         while run.next().await.is_some() {}
-        let arrived = script.arrivals.lock().unwrap()[0];
+        let arrived = server.received()[0].arrived;
         samples.push(arrived - started);
     }
     median(samples)
@@ -264,12 +264,12 @@ fn main() {
 
         let script = Arc::new(Script::default());
         script.play(0, "none", serde_json::json!({}));
-        let base = format!("http://{}/v1", chat_server::start(script.clone()));
+        let server = chat_server::start(script);
         println!("\ntime to the first model call (median of {RUNS} [min-max])");
         for search in [false, true] {
             let label = if search { "with tool search" } else { "without" };
-            let fresh = time_to_first_call(&connected, &script, &base, search, true).await;
-            let warm = time_to_first_call(&connected, &script, &base, search, false).await;
+            let fresh = time_to_first_call(&connected, &server, search, true).await;
+            let warm = time_to_first_call(&connected, &server, search, false).await;
             println!("{label}: new tool set {fresh}; cached catalog {warm}");
         }
         connected.close_all().await;

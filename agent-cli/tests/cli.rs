@@ -347,25 +347,15 @@ async fn without_a_model_it_lists_the_mcp_tools_and_says_what_to_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_ollama_server_is_found_when_nothing_is_configured() {
-    let ollama = axum::Router::new()
-        .route("/api/tags", axum::routing::get(|| async { axum::Json(json!({"models": [{"name": "qwen3:latest"}]})) }))
-        .route(
-            "/api/chat",
-            axum::routing::post(|| async {
-                let line = |m: serde_json::Value, done: bool| {
-                    let mut l = json!({"model": "qwen3:latest", "created_at": "2026-01-01T00:00:00Z", "message": m, "done": done});
-                    if done {
-                        l["done_reason"] = json!("stop");
-                    }
-                    format!("{l}\n")
-                };
-                line(json!({"role": "assistant", "content": "Local hello."}), false)
-                    + &line(json!({"role": "assistant", "content": ""}), true)
-            }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, ollama).await.unwrap() });
+    let ollama = ModelServer::builder()
+        .listing(["qwen3:latest"])
+        .replies(vec![Reply::ndjson(sse::ollama_answer(
+            "qwen3:latest",
+            "Local hello.",
+        ))])
+        .start()
+        .await;
+    let host = ollama.url();
     let dir = tmp();
     let out = run_agent(
         &["--no-mcp", "--events", "hi"],

@@ -29,7 +29,6 @@ mod world;
 use std::time::Duration;
 
 use common::rest::*;
-use common::routed::{RoutedServer, chat_answer, chat_calls};
 use common::*;
 use loopwright_test_support::proxy::Balancer;
 use serde_json::{Value, json};
@@ -40,13 +39,13 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
     let slow = json!({"ms": 3000});
     // Step 1 of run 1 is a batch: a quick echo, then the slow tool.
     let script = vec![
-        chat_calls(&[
+        sse::chat_calls(&[
             ("call_echo", "test__echo", json!({"text": "first"})),
             ("call_slow", "test__slow", slow.clone()),
         ]),
-        chat_answer("Slept."),
-        chat_calls(&[("call_slow2", "test__slow", slow.clone())]),
-        chat_answer("Slept again."),
+        sse::answer("Slept."),
+        sse::chat_calls(&[("call_slow2", "test__slow", slow.clone())]),
+        sse::answer("Slept again."),
     ];
     let world = World::new("slow-model", script, loopwright_test_support::database()).await;
     let addrs = [free_addr(), free_addr()];
@@ -137,8 +136,8 @@ async fn a_run_survives_the_sigkill_of_its_replica_mid_tool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
     let script = vec![
-        chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
-        chat_answer("The echo said hi."),
+        sse::chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
+        sse::answer("The echo said hi."),
     ];
     let mut world = World::new("chat-model", script, loopwright_test_support::database()).await;
     let (_balancer, mut replicas) = world.pair("defer").await;
@@ -199,7 +198,11 @@ async fn a_run_awaiting_approval_survives_a_restart_of_restate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_run_cancelled_while_its_tool_runs_ends_cancelled() {
-    let script = vec![chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))])];
+    let script = vec![sse::chat_calls(&[(
+        "call_slow",
+        "test__slow",
+        json!({"ms": 60000}),
+    )])];
     let world = World::new("slow-model", script, loopwright_test_support::database()).await;
     let (_balancer, mut replicas) = world.pair("auto").await;
     let id = replicas[0].start_run("sleeper", json!({"prompt": "sleep"})).await;
@@ -229,14 +232,14 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
     const STEPS: usize = 100;
     let mut script: Vec<String> = (0..STEPS)
         .map(|i| {
-            chat_calls(&[(
+            sse::chat_calls(&[(
                 &format!("call_{i}"),
                 "test__echo",
                 json!({"text": format!("step {i}")}),
             )])
         })
         .collect();
-    script.push(chat_answer("Done."));
+    script.push(sse::answer("Done."));
     let world = World::new("chat-model", script, loopwright_test_support::database()).await;
     let mut settings: Value = serde_json::from_str(&std::fs::read_to_string(&world.config).unwrap()).unwrap();
     settings["defaults"] = json!({"maxSteps": STEPS + 1});
@@ -298,8 +301,8 @@ async fn a_run_of_a_hundred_steps_agrees_with_its_journal() {
 async fn a_durable_run_waits_out_a_store_outage_and_goes_on() {
     let mut postgres = loopwright_test_support::TempPostgres::start();
     let script = vec![
-        chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
-        chat_answer("Slept through it."),
+        sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
+        sse::answer("Slept through it."),
     ];
     let world = World::new("slow-model", script, postgres.database()).await;
     let mut replica = world.lone_replica("auto").await;
@@ -328,8 +331,8 @@ async fn a_durable_run_waits_out_a_store_outage_and_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_response_is_a_durable_run() {
     let script = vec![
-        chat_calls(&[("call_slow", "test__slow", json!({"ms": 200}))]),
-        chat_answer("Slept."),
+        sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 200}))]),
+        sse::answer("Slept."),
     ];
     let world = World::new("slow-model", script, loopwright_test_support::database()).await;
     let mut replica = world.lone_replica("auto").await;
@@ -363,7 +366,7 @@ async fn a_background_response_is_a_durable_run() {
 /// does not start.
 #[tokio::test]
 async fn durable_runs_without_a_store_are_refused_at_start() {
-    let models = RoutedServer::start(vec![]).await;
+    let models = routed(vec![]).await;
     let dir = tempfile::tempdir().unwrap();
     let config = files(dir.path(), &models, &dir.path().join("mcp.log"));
     let agent = dir.path().join("assistant.md");
@@ -413,7 +416,11 @@ async fn durable_runs_without_a_store_are_refused_at_start() {
 /// ends `cancelled`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suspended_run_is_cancelled() {
-    let script = vec![chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))])];
+    let script = vec![sse::chat_calls(&[(
+        "call_echo",
+        "test__echo",
+        json!({"text": "hi"}),
+    )])];
     let mut world = World::new("chat-model", script, loopwright_test_support::database()).await;
     world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
     let mut replica = world.lone_replica("defer").await;
@@ -442,8 +449,8 @@ async fn a_suspended_run_is_cancelled() {
 async fn a_suspended_run_is_decided_after_a_store_outage() {
     let mut postgres = loopwright_test_support::TempPostgres::start();
     let script = vec![
-        chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
-        chat_answer("The echo said hi."),
+        sse::chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
+        sse::answer("The echo said hi."),
     ];
     let mut world = World::new("chat-model", script, postgres.database()).await;
     world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
@@ -481,7 +488,11 @@ async fn a_suspended_run_is_decided_after_a_store_outage() {
 /// in Restate (nothing left waiting on the promise).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_awaiting_approval_is_cancelled_before_it_suspends() {
-    let script = vec![chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))])];
+    let script = vec![sse::chat_calls(&[(
+        "call_echo",
+        "test__echo",
+        json!({"text": "hi"}),
+    )])];
     let world = World::new("chat-model", script, loopwright_test_support::database()).await;
     let mut replica = world.lone_replica("defer").await;
     let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;
@@ -505,8 +516,8 @@ async fn a_run_awaiting_approval_is_cancelled_before_it_suspends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_longer_than_the_suspension_time_is_not_repeated() {
     let script = vec![
-        chat_calls(&[("call_slow", "test__slow", json!({"ms": 3000}))]),
-        chat_answer("Slept long."),
+        sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 3000}))]),
+        sse::answer("Slept long."),
     ];
     let mut world = World::new("slow-model", script, loopwright_test_support::database()).await;
     world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
@@ -526,7 +537,11 @@ async fn a_step_longer_than_the_suspension_time_is_not_repeated() {
 /// ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_workflow_is_killed_in_restate_is_recorded_failed() {
-    let script = vec![chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))])];
+    let script = vec![sse::chat_calls(&[(
+        "call_slow",
+        "test__slow",
+        json!({"ms": 60000}),
+    )])];
     let mut world = World::new("slow-model", script, loopwright_test_support::database()).await;
     world.extra = vec!["--run-lease".into(), "3s".into()];
     let mut replica = world.lone_replica("auto").await;

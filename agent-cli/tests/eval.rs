@@ -7,9 +7,7 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::{Value, json};
@@ -17,44 +15,32 @@ use serde_json::{Value, json};
 /// A Chat Completions server whose answer depends on the request's first
 /// user message: the first route whose needle it contains, step N getting
 /// the route's Nth reply (N = assistant messages so far; the last repeats).
-struct PromptServer {
-    addr: SocketAddr,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
+struct PromptServer(ModelServer);
 
 impl PromptServer {
     async fn start(routes: Vec<(&'static str, Vec<String>)>) -> Self {
-        let routes = Arc::new(routes);
-        let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
-        let b = bodies.clone();
-        let chat = move |body: axum::Json<Value>| {
-            let (routes, b) = (routes.clone(), b.clone());
-            async move {
-                let messages = body.0["messages"].as_array().cloned().unwrap_or_default();
+        let server = ModelServer::builder()
+            .respond(move |request| {
+                let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
                 let first_user = messages
                     .iter()
                     .find(|m| m["role"] == "user")
                     .map(|m| m["content"].to_string())
                     .unwrap_or_default();
                 let step = messages.iter().filter(|m| m["role"] == "assistant").count();
-                b.lock().unwrap().push(body.0);
-                let reply = routes
+                routes
                     .iter()
                     .find(|(needle, _)| first_user.contains(needle))
-                    .map(|(_, replies)| replies[step.min(replies.len() - 1)].clone())
-                    .unwrap_or_else(|| panic!("no route for {first_user}"));
-                ([("content-type", "text/event-stream")], reply)
-            }
-        };
-        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { addr, bodies }
+                    .map(|(_, replies)| replies[step.min(replies.len() - 1)].clone().into())
+                    .unwrap_or_else(|| Reply::status(404, &format!("no route for {first_user}")))
+            })
+            .start()
+            .await;
+        Self(server)
     }
 
     fn requests(&self) -> usize {
-        self.bodies.lock().unwrap().len()
+        self.0.bodies().len()
     }
 }
 
@@ -143,7 +129,7 @@ fn files(dir: &Path, base_url: &str, mcp_command: &Path) -> (PathBuf, PathBuf, P
 async fn live() -> (PromptServer, tempfile::TempDir, PathBuf) {
     let server = server().await;
     let dir = tempfile::tempdir().unwrap();
-    let base_url = format!("http://{}/v1", server.addr);
+    let base_url = server.0.base_url();
     let (config, _, _) = files(dir.path(), &base_url, &mcp_test_server());
     (server, dir, config)
 }

@@ -235,7 +235,7 @@ async fn a_stream_that_never_ends_is_cancelled_at_the_deadline() {
     // One text delta, then an open response that never finishes.
     let delta = json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "test",
         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "still going"}, "finish_reason": null}]});
-    let server = ModelServer::start(vec![Reply::stalled(&format!("data: {delta}\n\n"))]).await;
+    let server = ModelServer::start(vec![Reply::sse(format!("data: {delta}\n\n")).stalled()]).await;
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), &server, json!({}));
     let out = run_local(

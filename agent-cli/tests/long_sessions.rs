@@ -10,11 +10,8 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
 use common::*;
+use loopwright_test_support::model_server::Received;
 use serde_json::{Value, json};
 
 /// The first words of the summarising call's instructions.
@@ -23,55 +20,32 @@ const SUMMARY_MARK: &str = "You compact the history";
 /// A Chat Completions server playing `steps` in order, except that a
 /// summarising call (told by its system prompt) gets a summary; every
 /// request body is kept.
-struct SessionServer {
-    addr: SocketAddr,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
+struct SessionServer(ModelServer);
 
 impl SessionServer {
     async fn start(steps: Vec<String>) -> Self {
-        let steps = Arc::new(steps);
-        let next = Arc::new(AtomicUsize::new(0));
-        let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
-        let kept = bodies.clone();
-        let chat = move |body: axum::Json<Value>| {
-            let (steps, next, kept) = (steps.clone(), next.clone(), kept.clone());
-            async move {
-                let summarising = body.0["messages"][0]["content"]
-                    .as_str()
-                    .is_some_and(|s| s.starts_with(SUMMARY_MARK));
-                kept.lock().unwrap().push(body.0);
-                let reply = if summarising {
-                    answer("Pages were read; the work goes on.")
-                } else {
-                    steps[next.fetch_add(1, Ordering::SeqCst).min(steps.len() - 1)].clone()
-                };
-                ([("content-type", "text/event-stream")], reply)
-            }
+        let summarising = |r: &Received| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(SUMMARY_MARK))
         };
-        let app = axum::Router::new()
-            .route("/v1/chat/completions", axum::routing::post(chat))
-            .route(
-                "/v1/models",
-                axum::routing::get(|| async {
-                    axum::Json(json!({"object": "list", "data": [{"id": "test"}]}))
-                }),
-            );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { addr, bodies }
+        let server = ModelServer::builder()
+            .when(summarising, answer("Pages were read; the work goes on.").into())
+            .replies(steps.into_iter().map(Reply::from).collect())
+            .start()
+            .await;
+        Self(server)
     }
 
     fn bodies(&self) -> Vec<Value> {
-        self.bodies.lock().unwrap().clone()
+        self.0.bodies()
     }
 
     /// A config with the `local` provider (a window of `window` tokens)
     /// and `mcp` servers, plus `extra` keys.
     fn config(&self, dir: &std::path::Path, window: u64, mcp: Value, extra: Value) -> std::path::PathBuf {
         let mut config = json!({
-            "providers": {"local": {"type": "openai-compatible", "baseUrl": format!("http://{}/v1", self.addr),
+            "providers": {"local": {"type": "openai-compatible", "baseUrl": self.0.base_url(),
                 "models": {"test": {"contextWindow": window}}}},
             "mcpServers": mcp,
         });

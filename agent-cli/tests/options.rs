@@ -301,7 +301,7 @@ async fn a_model_stream_that_goes_silent_ends_at_the_llm_timeout() {
     // A first chunk, then an open response with nothing more.
     let first = answer("Hel");
     let first = first.split("\n\n").next().unwrap().to_owned() + "\n\n";
-    let server = ModelServer::start(vec![Reply::stalled(&first)]).await;
+    let server = ModelServer::start(vec![Reply::sse(first).stalled()]).await;
     let dir = tmp();
     // From the command line, then from the configuration's defaults.
     let from_flag = write_config(dir.path(), &server, json!({"mcpServers": {}}));

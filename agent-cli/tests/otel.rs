@@ -9,7 +9,6 @@ use crate::common;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use common::routed::{RoutedServer, chat_answer, chat_calls};
 use common::*;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
@@ -97,19 +96,19 @@ You research.
 #[tokio::test]
 async fn otel_exports_the_span_tree_of_a_run_with_a_sub_agent_and_an_mcp_call() {
     let collector = Collector::start().await;
-    let server = RoutedServer::start(vec![
+    let server = routed(vec![
         (
             "coord-model",
             vec![
-                chat_calls(&[("call_r", "agent__researcher", json!({"prompt": "echo ping"}))]),
-                chat_answer("The researcher heard ping."),
+                sse::chat_calls(&[("call_r", "agent__researcher", json!({"prompt": "echo ping"}))]),
+                sse::answer("The researcher heard ping."),
             ],
         ),
         (
             "research-model",
             vec![
-                chat_calls(&[("call_e", "test__echo", json!({"text": "ping"}))]),
-                chat_answer("ping"),
+                sse::chat_calls(&[("call_e", "test__echo", json!({"text": "ping"}))]),
+                sse::answer("ping"),
             ],
         ),
     ])

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::rest::{ASSISTANT, SLEEPER};
-use common::routed::{RoutedServer, chat_answer, chat_calls, chat_reasoned_answer};
 use common::*;
 use serde_json::{Value, json};
 
@@ -69,20 +68,20 @@ fn script(name: &str) -> String {
 /// Each model's script: the assistant calls echo then answers with
 /// reasoning; the extractor answers through final_answer; the sleeper
 /// calls a tool that sleeps a minute.
-async fn models() -> RoutedServer {
+async fn models() -> ModelServer {
     models_with(Vec::new()).await
 }
 
 /// [`models`] with `extra` models' scripts.
-async fn models_with(extra: Vec<(&str, Vec<String>)>) -> RoutedServer {
-    let echo = chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]);
-    let answer = chat_reasoned_answer("Thinking about the echo.", "The echo said hi.");
+async fn models_with(extra: Vec<(&str, Vec<String>)>) -> ModelServer {
+    let echo = sse::chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]);
+    let answer = sse::reasoned_answer("Thinking about the echo.", "The echo said hi.");
     let pairs: Vec<String> = (0..20).flat_map(|_| [echo.clone(), answer.clone()]).collect();
     let mut scripts = vec![
         ("chat-model", pairs),
         (
             "json-model",
-            vec![chat_calls(&[(
+            vec![sse::chat_calls(&[(
                 "call_fa",
                 "final_answer",
                 json!({"city": "Paris", "population": 2100000}),
@@ -91,22 +90,22 @@ async fn models_with(extra: Vec<(&str, Vec<String>)>) -> RoutedServer {
         (
             "slow-model",
             vec![
-                chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))]),
-                chat_answer("Slept."),
+                sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))]),
+                sse::answer("Slept."),
             ],
         ),
     ];
     scripts.extend(extra);
-    RoutedServer::start(scripts).await
+    routed(scripts).await
 }
 
 /// The config and the agent files; returns the config path.
-fn write_files(dir: &Path, server: &RoutedServer, log: &Path) -> PathBuf {
+fn write_files(dir: &Path, server: &ModelServer, log: &Path) -> PathBuf {
     write_files_with(dir, server, log, json!({}))
 }
 
 /// [`write_files`] with `extra` top-level keys in the config.
-fn write_files_with(dir: &Path, server: &RoutedServer, log: &Path, extra: Value) -> PathBuf {
+fn write_files_with(dir: &Path, server: &ModelServer, log: &Path, extra: Value) -> PathBuf {
     let mut config = json!({
         "providers": {"local": {"type": "openai-compatible", "baseUrl": server.base_url()}},
         "mcpServers": {"test": {"command": mcp_test_server(), "env": {"TEST_SERVER_LOG": log}}}
@@ -318,7 +317,7 @@ async fn the_official_clients_talk_to_agent_serve() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_client_speaks_the_responses_api() {
     let chain = ["Noted, Ada.", "Noted, 36.", "You are Ada, 36."]
-        .map(chat_answer)
+        .map(sse::answer)
         .to_vec();
     let server = models_with(vec![("chain-model", chain)]).await;
     let dir = tempfile::tempdir().unwrap();

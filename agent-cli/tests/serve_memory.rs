@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use common::rest::get;
-use common::{HANG_GUARD, agent_command, listening};
+use common::{HANG_GUARD, ModelServer, agent_command, listening};
 use serde_json::{Value, json};
 
 const TALKER: &str = "---
@@ -33,20 +33,14 @@ async fn model_server() -> String {
 }
 
 /// A Chat Completions server answering every request with the stream
-/// `sse`.
+/// `sse` (bodies read and dropped).
 async fn model_replying(sse: String) -> String {
-    let reply = move |body: axum::body::Bytes| {
-        let sse = sse.clone();
-        async move {
-            drop(body);
-            ([("content-type", "text/event-stream")], sse)
-        }
-    };
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(reply));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/v1")
+    let server = ModelServer::builder()
+        .replies(vec![sse.into()])
+        .unrecorded()
+        .start()
+        .await;
+    server.base_url()
 }
 
 /// `loopwright serve` of the talker on the OpenAI, Anthropic and REST

@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::rest::*;
-use common::routed::{RoutedServer, chat_answer, chat_calls};
 use common::*;
 use serde_json::json;
 
@@ -67,12 +66,12 @@ async fn replica_with(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_paused_on_a_killed_replica_is_approved_and_completed_on_another() {
     let database = loopwright_test_support::database();
-    let models = RoutedServer::start(vec![(
+    let models = routed(vec![(
         "chat-model",
         vec![
-            chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
-            chat_answer("The echo said hi."),
-            chat_answer("Hi again."),
+            sse::chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
+            sse::answer("The echo said hi."),
+            sse::answer("Hi again."),
         ],
     )])
     .await;
@@ -161,13 +160,13 @@ async fn a_run_paused_on_a_killed_replica_is_approved_and_completed_on_another()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_in_flight_on_a_killed_replica_is_failed_after_its_lease_by_another() {
     let database = loopwright_test_support::database();
-    let models = RoutedServer::start(vec![(
+    let models = routed(vec![(
         "slow-model",
         vec![
-            chat_calls(&[("call_slow", "test__slow", json!({"ms": 5000}))]),
-            chat_answer("Slept."),
-            chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))]),
-            chat_answer("Never."),
+            sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 5000}))]),
+            sse::answer("Slept."),
+            sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 60000}))]),
+            sse::answer("Never."),
         ],
     )])
     .await;
@@ -237,11 +236,11 @@ async fn a_run_in_flight_on_a_killed_replica_is_failed_after_its_lease_by_anothe
 async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_recovers() {
     let mut postgres = loopwright_test_support::TempPostgres::start();
     let database = postgres.database();
-    let models = RoutedServer::start(vec![(
+    let models = routed(vec![(
         "slow-model",
         vec![
-            chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
-            chat_answer("Slept."),
+            sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
+            sse::answer("Slept."),
         ],
     )])
     .await;
@@ -307,7 +306,7 @@ async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_rec
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_delete_what_outlived_the_retention() {
     let database = loopwright_test_support::database();
-    let models = RoutedServer::start(vec![("chat-model", vec![chat_answer("Done.")])]).await;
+    let models = routed(vec![("chat-model", vec![sse::answer("Done.")])]).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("mcp.log");
     let config = files(dir.path(), &models, &log);

@@ -7,7 +7,6 @@ use crate::common;
 
 use std::path::Path;
 
-use common::routed::{RoutedServer, anthropic_answer, anthropic_call, chat_answer, chat_calls};
 use common::*;
 use serde_json::{Value, json};
 
@@ -37,7 +36,7 @@ model: local/coder-model
 You write code.
 ";
 
-fn write_files(dir: &Path, server: &RoutedServer) -> std::path::PathBuf {
+fn write_files(dir: &Path, server: &ModelServer) -> std::path::PathBuf {
     let config = json!({
         "providers": {
             "local": {"type": "openai-compatible", "baseUrl": server.base_url()},
@@ -53,26 +52,26 @@ fn write_files(dir: &Path, server: &RoutedServer) -> std::path::PathBuf {
     path
 }
 
-async fn server() -> RoutedServer {
-    RoutedServer::start(vec![
+async fn server() -> ModelServer {
+    routed(vec![
         (
             "coord-model",
             vec![
-                chat_calls(&[
+                sse::chat_calls(&[
                     ("call_r", "agent__researcher", json!({"prompt": "find the echo"})),
                     ("call_c", "agent__coder", json!({"prompt": "write the patch"})),
                 ]),
-                chat_answer("Both done."),
+                sse::answer("Both done."),
             ],
         ),
         (
             "claude-test",
             vec![
-                anthropic_call("toolu_1", "test__echo", json!({"text": "ping"})),
-                anthropic_answer("The echo said ping."),
+                sse::anthropic_call("toolu_1", "test__echo", json!({"text": "ping"})),
+                sse::anthropic_answer("The echo said ping."),
             ],
         ),
-        ("coder-model", vec![chat_answer("Patched.")]),
+        ("coder-model", vec![sse::answer("Patched.")]),
     ])
     .await
 }
@@ -285,16 +284,16 @@ async fn agent_file_errors_name_the_file_key_and_line_and_exit_2() {
 #[tokio::test]
 async fn the_command_lines_model_max_steps_and_system_override_the_root_files_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let server = RoutedServer::start(vec![
+    let server = routed(vec![
         (
             "override-model",
             vec![
-                chat_calls(&[("call_c", "agent__coder", json!({"prompt": "write the patch"}))]),
-                chat_answer("Concluded."),
+                sse::chat_calls(&[("call_c", "agent__coder", json!({"prompt": "write the patch"}))]),
+                sse::answer("Concluded."),
             ],
         ),
-        ("coord-model", vec![chat_answer("The file's model answered.")]),
-        ("coder-model", vec![chat_answer("Patched.")]),
+        ("coord-model", vec![sse::answer("The file's model answered.")]),
+        ("coder-model", vec![sse::answer("Patched.")]),
     ])
     .await;
     let config = write_files(dir.path(), &server);
@@ -368,22 +367,22 @@ You do it.
 #[tokio::test]
 async fn max_depth_limits_how_deep_sub_agents_nest() {
     let dir = tempfile::tempdir().unwrap();
-    let server = RoutedServer::start(vec![
+    let server = routed(vec![
         (
             "lead-model",
             vec![
-                chat_calls(&[("call_m", "agent__mid", json!({"prompt": "do it"}))]),
-                chat_answer("Lead done."),
+                sse::chat_calls(&[("call_m", "agent__mid", json!({"prompt": "do it"}))]),
+                sse::answer("Lead done."),
             ],
         ),
         (
             "mid-model",
             vec![
-                chat_calls(&[("call_l", "agent__leaf", json!({"prompt": "do it"}))]),
-                chat_answer("Mid done."),
+                sse::chat_calls(&[("call_l", "agent__leaf", json!({"prompt": "do it"}))]),
+                sse::answer("Mid done."),
             ],
         ),
-        ("leaf-model", vec![chat_answer("Leaf done.")]),
+        ("leaf-model", vec![sse::answer("Leaf done.")]),
     ])
     .await;
     let config = write_files(dir.path(), &server);

@@ -14,16 +14,16 @@ use loopwright_core::{
 use loopwright_providers::AnthropicModel;
 use serde_json::{Value, json};
 
-fn model(server: &Server) -> AnthropicModel {
+fn model(server: &ModelServer) -> AnthropicModel {
     AnthropicModel::builder("claude-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("ak-secret")
         .build()
         .unwrap()
 }
 
-async fn replay(path: &str) -> (Vec<ModelEvent>, Option<ModelError>, Server) {
-    let server = Server::start(vec![Reply::ok(sse(&fixture(path), true, "\n"))]).await;
+async fn replay(path: &str) -> (Vec<ModelEvent>, Option<ModelError>, ModelServer) {
+    let server = serve(vec![Reply::ok(frames(&fixture(path), true, "\n"))]).await;
     let stream = model(&server)
         .stream(ModelRequest::new(vec![Message::user("hi")]))
         .await
@@ -134,7 +134,7 @@ async fn error_event_mid_stream() {
         fixture("anthropic/anthropic-text.chunks.txt")[0].clone(),
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).to_string(),
     ];
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(
         matches!(err, Some(ModelError::Server { status: None, ref message, .. }) if message == "Overloaded"),
@@ -146,7 +146,7 @@ async fn error_event_mid_stream() {
 async fn eof_before_message_stop_is_an_error() {
     let mut lines = fixture("anthropic/anthropic-text.chunks.txt");
     lines.pop();
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish { .. })));
     assert!(
@@ -157,7 +157,7 @@ async fn eof_before_message_stop_is_an_error() {
 
 #[tokio::test]
 async fn unauthorized_is_auth() {
-    let server = Server::start(vec![Reply::status(
+    let server = serve(vec![Reply::status(
         401,
         r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
     )])
@@ -282,9 +282,9 @@ async fn agent_loop_end_to_end_with_thinking_replayed() {
     ];
     let second = fixture("anthropic/anthropic-message-delta-input-tokens.chunks.txt");
     let to_lines = |v: Vec<Value>| v.iter().map(Value::to_string).collect::<Vec<_>>();
-    let server = Server::start(vec![
-        Reply::ok(sse(&to_lines(first), true, "\n")),
-        Reply::ok(sse(&second, true, "\n")),
+    let server = serve(vec![
+        Reply::ok(frames(&to_lines(first), true, "\n")),
+        Reply::ok(frames(&second, true, "\n")),
     ])
     .await;
     let agent = Agent::builder(Arc::new(model(&server)))
@@ -338,7 +338,7 @@ async fn redacted_thinking_and_server_tools_are_not_client_calls() {
     .iter()
     .map(Value::to_string)
     .collect();
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(

@@ -219,9 +219,9 @@ async fn anthropic_clears_old_tool_uses_on_its_side() {
             *line = event.to_string();
         }
     }
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let model = AnthropicModel::builder("claude-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
@@ -251,7 +251,7 @@ fn responses_reply(items: Vec<Value>) -> Reply {
         json!({"type": "response.completed", "response": {"usage": {"input_tokens": 90_000, "output_tokens": 20}}})
             .to_string(),
     );
-    Reply::ok(sse(&lines, true, "\n"))
+    Reply::ok(frames(&lines, true, "\n"))
 }
 
 #[tokio::test]
@@ -259,13 +259,13 @@ async fn responses_compaction_items_are_kept_and_sent_back_alone() {
     loopwright_providers::install_tls_provider();
     let compaction = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "OPAQUE"});
     let call = json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read", "arguments": "{\"n\": 1}"});
-    let server = Server::start(vec![
+    let server = serve(vec![
         responses_reply(vec![compaction.clone(), call]),
         responses_reply(vec![]),
     ])
     .await;
     let model = OpenAiResponsesModel::builder("gpt-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();

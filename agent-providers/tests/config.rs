@@ -118,9 +118,9 @@ async fn configured_compatible_provider_sends_expanded_key_and_headers() {
     let lines = vec![
         json!({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}).to_string(),
     ];
-    let mut chunks = sse(&lines, false, "\n");
+    let mut chunks = frames(&lines, false, "\n");
     chunks.push(Bytes::from("data: [DONE]\n\n"));
-    let server = Server::start(vec![Reply::ok(chunks)]).await;
+    let server = serve(vec![Reply::ok(chunks)]).await;
     let cfg = config(json!({"providers": {"vllm": {
         "type": "openai-compatible",
         "baseUrl": "${HOST}/v1",
@@ -130,7 +130,7 @@ async fn configured_compatible_provider_sends_expanded_key_and_headers() {
     }}}));
     let p = Providers::with_env(
         cfg,
-        env(&[("HOST", &server.url), ("VLLM_KEY", "secret"), ("TEAM", "42")]),
+        env(&[("HOST", &server.url()), ("VLLM_KEY", "secret"), ("TEAM", "42")]),
     )
     .unwrap();
     let model = p.model("vllm/meta/llama").unwrap();
@@ -159,9 +159,9 @@ async fn provider_settings_take_defaults_as_the_configuration_file_does() {
     let lines = vec![
         json!({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}).to_string(),
     ];
-    let mut chunks = sse(&lines, false, "\n");
+    let mut chunks = frames(&lines, false, "\n");
     chunks.push(Bytes::from("data: [DONE]\n\n"));
-    let server = Server::start(vec![Reply::ok(chunks)]).await;
+    let server = serve(vec![Reply::ok(chunks)]).await;
     let cfg = config(json!({"providers": {"vllm": {
         "type": "openai-compatible",
         "baseUrl": "${VLLM_URL:-${HOST}/v1}",
@@ -170,7 +170,11 @@ async fn provider_settings_take_defaults_as_the_configuration_file_does() {
     }}}));
     let p = Providers::with_env(
         cfg,
-        env(&[("HOST", &server.url), ("FALLBACK_KEY", "fallback"), ("EMPTY", "")]),
+        env(&[
+            ("HOST", &server.url()),
+            ("FALLBACK_KEY", "fallback"),
+            ("EMPTY", ""),
+        ]),
     )
     .unwrap();
     let model = p.model("vllm/m").unwrap();
@@ -194,8 +198,8 @@ async fn provider_settings_take_defaults_as_the_configuration_file_does() {
 async fn ollama_host_from_environment() {
     let line =
         json!({"message": {"role": "assistant", "content": "ok"}, "done": true, "done_reason": "stop"});
-    let server = Server::start(vec![Reply::ok(vec![Bytes::from(format!("{line}\n"))])]).await;
-    let host = server.url.trim_start_matches("http://").to_owned();
+    let server = serve(vec![Reply::ok(vec![Bytes::from(format!("{line}\n"))])]).await;
+    let host = server.url().trim_start_matches("http://").to_owned();
     let p = Providers::with_env(ProvidersConfig::default(), env(&[("OLLAMA_HOST", &host)])).unwrap();
     let model = p.model("ollama/qwen3").unwrap();
     let (events, err) = collect(model.stream(ModelRequest::new(vec![])).await.unwrap()).await;

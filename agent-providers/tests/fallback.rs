@@ -44,9 +44,9 @@ fn counted_weather() -> (ToolSet, Arc<AtomicUsize>) {
 
 /// An OpenAI-compatible model on a local server, without transport retries
 /// so each scripted reply is one attempt.
-fn chat_model(provider: &str, server: &Server, model: &str) -> Arc<dyn LanguageModel> {
+fn chat_model(provider: &str, server: &ModelServer, model: &str) -> Arc<dyn LanguageModel> {
     Arc::new(
-        OpenAiChatModel::compatible(provider, format!("{}/v1", server.url), model)
+        OpenAiChatModel::compatible(provider, format!("{}/v1", server.url()), model)
             .api_key("sk-test")
             .http_options(HttpOptions {
                 max_retries: 0,
@@ -159,8 +159,8 @@ fn fallbacks(events: &[AgentEvent]) -> Vec<(String, String, String)> {
 /// a tool call then text; checks what every case shares and returns the
 /// fallback errors.
 async fn fallback_case(alpha_replies: Vec<Reply>) -> (Vec<AgentEvent>, Vec<String>) {
-    let alpha = Server::start(alpha_replies).await;
-    let beta = Server::start(vec![
+    let alpha = serve(alpha_replies).await;
+    let beta = serve(vec![
         tool_call_answer("call_beta"),
         text_answer("It is sunny in Paris."),
     ])
@@ -256,16 +256,16 @@ async fn a_connection_dying_mid_stream_discards_the_partial_answer() {
 async fn transport_retries_stay_inside_one_attempt() {
     // With the default transport retries, alpha's 500s are retried inside
     // one attempt before the fallback: still one accounting entry for it.
-    let alpha = Server::start(vec![
+    let alpha = serve(vec![
         Reply::status(500, r#"{"error":{"message":"down"}}"#),
         Reply::status(500, r#"{"error":{"message":"down"}}"#),
         Reply::status(500, r#"{"error":{"message":"down"}}"#),
         Reply::status(500, r#"{"error":{"message":"down"}}"#),
     ])
     .await;
-    let beta = Server::start(vec![text_answer("from beta")]).await;
+    let beta = serve(vec![text_answer("from beta")]).await;
     let retrying: Arc<dyn LanguageModel> = Arc::new(
-        OpenAiChatModel::compatible("alpha", format!("{}/v1", alpha.url), "alpha-1")
+        OpenAiChatModel::compatible("alpha", format!("{}/v1", alpha.url()), "alpha-1")
             .http_options(HttpOptions {
                 max_retries: 1,
                 initial_backoff: std::time::Duration::from_millis(1),
@@ -305,13 +305,13 @@ fn anthropic_answer(blocks: &[(Value, Vec<Value>)], stop_reason: &str) -> Reply 
     lines.push(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": 5}}));
     lines.push(json!({"type": "message_stop"}));
     let lines: Vec<String> = lines.iter().map(Value::to_string).collect();
-    Reply::ok(sse(&lines, true, "\n"))
+    Reply::ok(frames(&lines, true, "\n"))
 }
 
 #[tokio::test]
 async fn openai_dying_mid_stream_falls_back_to_anthropic() {
-    let alpha = Server::start(vec![dying_answer(), dying_answer()]).await;
-    let claude = Server::start(vec![
+    let alpha = serve(vec![dying_answer(), dying_answer()]).await;
+    let claude = serve(vec![
         anthropic_answer(
             &[(
                 json!({"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}),
@@ -330,7 +330,7 @@ async fn openai_dying_mid_stream_falls_back_to_anthropic() {
     .await;
     let anthropic: Arc<dyn LanguageModel> = Arc::new(
         AnthropicModel::builder("claude-test")
-            .base_url(format!("{}/v1", claude.url))
+            .base_url(format!("{}/v1", claude.url()))
             .api_key("sk-ant")
             .build()
             .unwrap(),

@@ -14,16 +14,16 @@ use loopwright_core::{
 use loopwright_providers::GeminiModel;
 use serde_json::json;
 
-fn model(server: &Server) -> GeminiModel {
+fn model(server: &ModelServer) -> GeminiModel {
     GeminiModel::builder("gemini-test")
-        .base_url(format!("{}/v1beta", server.url))
+        .base_url(format!("{}/v1beta", server.url()))
         .api_key("g-secret")
         .build()
         .unwrap()
 }
 
-async fn replay(path: &str) -> (Vec<ModelEvent>, Option<ModelError>, Server) {
-    let server = Server::start(vec![Reply::ok(sse(&fixture(path), false, "\r\n"))]).await;
+async fn replay(path: &str) -> (Vec<ModelEvent>, Option<ModelError>, ModelServer) {
+    let server = serve(vec![Reply::ok(frames(&fixture(path), false, "\r\n"))]).await;
     let stream = model(&server)
         .stream(ModelRequest::new(vec![Message::user("hi")]))
         .await
@@ -149,7 +149,7 @@ async fn parallel_partial_args_calls() {
 #[tokio::test]
 async fn eof_without_finish_reason_is_an_error() {
     let lines = vec![fixture("gemini/google-text.chunks.txt")[0].clone()];
-    let server = Server::start(vec![Reply::ok(sse(&lines, false, "\r\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, false, "\r\n"))]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(
         matches!(err, Some(ModelError::StreamCut { message: ref m, .. }) if m.contains("finishReason")),
@@ -159,7 +159,7 @@ async fn eof_without_finish_reason_is_an_error() {
 
 #[tokio::test]
 async fn error_statuses() {
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::status(
             400,
             r#"[{"error":{"code":400,"message":"API key not valid","status":"INVALID_ARGUMENT"}}]"#,
@@ -268,9 +268,13 @@ async fn request_body_tools_schema_choice_and_signatures() {
 
 #[tokio::test]
 async fn agent_loop_end_to_end() {
-    let server = Server::start(vec![
-        Reply::ok(sse(&fixture("gemini/google-tool-call.chunks.txt"), false, "\r\n")),
-        Reply::ok(sse(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
+    let server = serve(vec![
+        Reply::ok(frames(
+            &fixture("gemini/google-tool-call.chunks.txt"),
+            false,
+            "\r\n",
+        )),
+        Reply::ok(frames(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
     ])
     .await;
     let agent = Agent::builder(Arc::new(model(&server)))
@@ -313,7 +317,7 @@ async fn error_chunk_mid_stream() {
         json!({"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}})
             .to_string(),
     ];
-    let server = Server::start(vec![Reply::ok(sse(&lines, false, "\r\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, false, "\r\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert_eq!(text(&events), "There are **3**");
     assert!(

@@ -13,7 +13,7 @@
 use crate::common;
 
 use common::models::{anthropic, chat, gemini, ollama, responses};
-use common::{Reply, Server};
+use common::{ModelServer, Reply, serve};
 use loopwright_core::{
     ContentPart, LanguageModel, Message, Role, ToolCall, ToolOutputPart, ToolResult, message::FileSource,
     message::ImageSource, model::MediaFallback, model::ModelRequest,
@@ -136,7 +136,7 @@ fn user_files_and_audio_go_in_each_providers_native_form() {
 
 /// `model.stream(request)` against a local server: the error, and how many
 /// requests the server got.
-async fn refused(model: &dyn LanguageModel, request: ModelRequest, server: &Server) -> String {
+async fn refused(model: &dyn LanguageModel, request: ModelRequest, server: &ModelServer) -> String {
     let error = model.stream(request).await.err().expect("refused");
     assert_eq!(server.received().len(), 0, "nothing may be sent");
     assert_eq!(error.status(), None);
@@ -146,9 +146,9 @@ async fn refused(model: &dyn LanguageModel, request: ModelRequest, server: &Serv
 #[tokio::test]
 async fn a_part_a_provider_cannot_take_fails_before_sending_or_becomes_its_placeholder() {
     loopwright_providers::install_tls_provider();
-    let server = Server::start(vec![]).await;
+    let server = serve(vec![]).await;
     let claude = AnthropicModel::builder("claude-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
@@ -158,14 +158,14 @@ async fn a_part_a_provider_cannot_take_fails_before_sending_or_becomes_its_place
         "{message}"
     );
     let gpt = OpenAiResponsesModel::builder("gpt-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
     let message = refused(&gpt, asking(vec![a_clip()]), &server).await;
     assert!(message.contains("the Responses API takes no audio"), "{message}");
     let local = OllamaModel::builder("qwen3")
-        .base_url(server.url.clone())
+        .base_url(server.url())
         .build()
         .unwrap();
     let message = refused(&local, asking(vec![a_pdf()]), &server).await;
@@ -178,9 +178,9 @@ async fn a_part_a_provider_cannot_take_fails_before_sending_or_becomes_its_place
     assert!(message.contains("PDF and plain-text documents only"), "{message}");
 
     // Asked for placeholders, the request goes with the placeholder instead.
-    let server = Server::start(vec![Reply::status(400, r#"{"error":{"message":"stop here"}}"#)]).await;
+    let server = serve(vec![Reply::status(400, r#"{"error":{"message":"stop here"}}"#)]).await;
     let claude = AnthropicModel::builder("claude-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();

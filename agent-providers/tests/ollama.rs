@@ -14,9 +14,9 @@ use loopwright_core::{
 use loopwright_providers::OllamaModel;
 use serde_json::{Value, json};
 
-fn model(server: &Server, suffix: &str) -> OllamaModel {
+fn model(server: &ModelServer, suffix: &str) -> OllamaModel {
     OllamaModel::builder("qwen3")
-        .base_url(format!("{}{suffix}", server.url))
+        .base_url(format!("{}{suffix}", server.url()))
         .build()
         .unwrap()
 }
@@ -51,7 +51,7 @@ fn weather_lines() -> Vec<Value> {
 
 #[tokio::test]
 async fn thinking_and_parallel_calls_reusing_index_zero() {
-    let server = Server::start(vec![Reply::ok(ndjson(&weather_lines()))]).await;
+    let server = serve(vec![Reply::ok(ndjson(&weather_lines()))]).await;
     // A base URL ending in /v1 is rewritten to the native API.
     let (events, err) = collect(
         model(&server, "/v1")
@@ -104,7 +104,7 @@ async fn text_and_length() {
         msg(json!({"role": "assistant", "content": "lo"})),
         done("length"),
     ];
-    let server = Server::start(vec![Reply::ok(ndjson(&lines))]).await;
+    let server = serve(vec![Reply::ok(ndjson(&lines))]).await;
     let (events, err) = collect(
         model(&server, "")
             .stream(ModelRequest::new(vec![]))
@@ -123,7 +123,7 @@ async fn error_line_mid_stream() {
         msg(json!({"role": "assistant", "content": "a"})),
         json!({"error": "model crashed"}),
     ];
-    let server = Server::start(vec![Reply::ok(ndjson(&lines))]).await;
+    let server = serve(vec![Reply::ok(ndjson(&lines))]).await;
     let (_, err) = collect(
         model(&server, "")
             .stream(ModelRequest::new(vec![]))
@@ -138,7 +138,7 @@ async fn error_line_mid_stream() {
 
 #[tokio::test]
 async fn eof_before_done_and_malformed_line() {
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::ok(ndjson(&[msg(json!({"role": "assistant", "content": "a"}))])),
         Reply::ok(vec![Bytes::from("{\"message\": nope}\n")]),
     ])
@@ -169,7 +169,7 @@ async fn eof_before_done_and_malformed_line() {
 
 #[tokio::test]
 async fn model_not_found_status() {
-    let server = Server::start(vec![Reply::status(404, r#"{"error":"model 'x' not found"}"#)]).await;
+    let server = serve(vec![Reply::status(404, r#"{"error":"model 'x' not found"}"#)]).await;
     let err = model(&server, "")
         .stream(ModelRequest::new(vec![]))
         .await
@@ -234,7 +234,7 @@ async fn agent_loop_end_to_end() {
         msg(json!({"role": "assistant", "content": "Sunny in both."})),
         done("stop"),
     ];
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::ok(ndjson(&weather_lines())),
         Reply::ok(ndjson(&answer)),
     ])

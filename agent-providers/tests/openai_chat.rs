@@ -17,16 +17,16 @@ use loopwright_core::{
 use loopwright_providers::OpenAiChatModel;
 use serde_json::{Value, json};
 
-fn model(server: &Server) -> OpenAiChatModel {
+fn model(server: &ModelServer) -> OpenAiChatModel {
     OpenAiChatModel::openai("gpt-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("sk-secret")
         .build()
         .unwrap()
 }
 
 fn chat_sse(path: &str) -> Vec<Bytes> {
-    let mut chunks = sse(&fixture(path), false, "\n");
+    let mut chunks = frames(&fixture(path), false, "\n");
     chunks.push(Bytes::from("data: [DONE]\n\n"));
     chunks
 }
@@ -41,7 +41,7 @@ fn fixture_join(path: &str, field: &str) -> String {
 
 #[tokio::test]
 async fn openai_text_fixture() {
-    let server = Server::start(vec![Reply::ok(chat_sse("openai-chat/openai-text.chunks.txt"))]).await;
+    let server = serve(vec![Reply::ok(chat_sse("openai-chat/openai-text.chunks.txt"))]).await;
     let (events, err) = collect(
         model(&server)
             .stream(ModelRequest::new(vec![Message::user("hi")]))
@@ -75,8 +75,8 @@ async fn openai_text_fixture() {
 
 #[tokio::test]
 async fn xai_reasoning_then_tool_call() {
-    let server = Server::start(vec![Reply::ok(chat_sse("openai-chat/xai-tool-call.chunks.txt"))]).await;
-    let m = OpenAiChatModel::compatible("xai", format!("{}/v1", server.url), "grok-3-mini")
+    let server = serve(vec![Reply::ok(chat_sse("openai-chat/xai-tool-call.chunks.txt"))]).await;
+    let m = OpenAiChatModel::compatible("xai", format!("{}/v1", server.url()), "grok-3-mini")
         .build()
         .unwrap();
     let (events, err) = collect(
@@ -124,13 +124,13 @@ async fn xai_reasoning_then_tool_call() {
 #[tokio::test]
 async fn groq_whole_tool_call_and_usage_without_done() {
     // Groq's recording has no [DONE]: the finish reason is the end marker.
-    let server = Server::start(vec![Reply::ok(sse(
+    let server = serve(vec![Reply::ok(frames(
         &fixture("openai-chat/groq-tool-call.chunks.txt"),
         false,
         "\n",
     ))])
     .await;
-    let m = OpenAiChatModel::compatible("groq", format!("{}/openai/v1", server.url), "llama")
+    let m = OpenAiChatModel::compatible("groq", format!("{}/openai/v1", server.url()), "llama")
         .build()
         .unwrap();
     let (events, err) = collect(
@@ -188,9 +188,9 @@ async fn parallel_calls_split_arguments_missing_index_and_reused_index() {
         ),
         chunk(json!({}), Some("tool_calls")),
     ];
-    let mut chunks = sse(&lines, false, "\n");
+    let mut chunks = frames(&lines, false, "\n");
     chunks.push(Bytes::from("data: [DONE]\n\n"));
-    let server = Server::start(vec![Reply::ok(chunks)]).await;
+    let server = serve(vec![Reply::ok(chunks)]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(
@@ -221,11 +221,11 @@ async fn openrouter_reasoning_and_attribution_headers() {
         chunk(json!({"content": "ok"}), None),
         chunk(json!({}), Some("stop")),
     ];
-    let mut chunks = sse(&lines, false, "\n");
+    let mut chunks = frames(&lines, false, "\n");
     chunks.push(Bytes::from("data: [DONE]\n\n"));
-    let server = Server::start(vec![Reply::ok(chunks)]).await;
+    let server = serve(vec![Reply::ok(chunks)]).await;
     let m = OpenAiChatModel::openrouter("anthropic/claude-sonnet-4")
-        .base_url(format!("{}/api/v1", server.url))
+        .base_url(format!("{}/api/v1", server.url()))
         .api_key("or-key")
         .referer("https://example.org")
         .title("Example")
@@ -333,7 +333,7 @@ async fn request_body_tools_choice_parallel_schema() {
 
 #[tokio::test]
 async fn rate_limited_then_success() {
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::status(429, r#"{"error":{"message":"slow down"}}"#).header("retry-after-ms", "10"),
         Reply::status(429, r#"{"error":{"message":"slow down"}}"#).header("retry-after", "0"),
         Reply::ok(chat_sse("openai-chat/groq-tool-call.chunks.txt")),
@@ -347,13 +347,13 @@ async fn rate_limited_then_success() {
 
 #[tokio::test]
 async fn rate_limit_exhausts_retries() {
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::status(429, r#"{"error":{"message":"slow"}}"#).header("retry-after-ms", "1"),
         Reply::status(429, r#"{"error":{"message":"slow"}}"#).header("retry-after-ms", "1"),
     ])
     .await;
     let m = OpenAiChatModel::openai("m")
-        .base_url(&server.url)
+        .base_url(server.url())
         .max_retries(1)
         .build()
         .unwrap();
@@ -367,7 +367,7 @@ async fn rate_limit_exhausts_retries() {
 
 #[tokio::test]
 async fn unauthorized_is_auth_and_not_retried() {
-    let server = Server::start(vec![Reply::status(
+    let server = serve(vec![Reply::status(
         401,
         r#"{"error":{"message":"Incorrect API key"}}"#,
     )])
@@ -386,13 +386,13 @@ async fn unauthorized_is_auth_and_not_retried() {
 
 #[tokio::test]
 async fn server_error_is_retried() {
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::status(503, "overloaded"),
         Reply::ok(chat_sse("openai-chat/groq-tool-call.chunks.txt")),
     ])
     .await;
     let m = OpenAiChatModel::openai("m")
-        .base_url(&server.url)
+        .base_url(server.url())
         .http_options(loopwright_providers::HttpOptions {
             initial_backoff: Duration::from_millis(1),
             ..Default::default()
@@ -410,7 +410,7 @@ async fn error_mid_stream() {
         chunk(json!({"content": "par"}), None),
         json!({"error": {"message": "overloaded", "type": "server_error"}}).to_string(),
     ];
-    let server = Server::start(vec![Reply::ok(sse(&lines, false, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, false, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert_eq!(text(&events), "par");
     assert!(
@@ -423,7 +423,7 @@ async fn error_mid_stream() {
 
 #[tokio::test]
 async fn eof_before_end_marker_is_an_error() {
-    let server = Server::start(vec![Reply::ok(sse(
+    let server = serve(vec![Reply::ok(frames(
         &[chunk(json!({"content": "half"}), None)],
         false,
         "\n",
@@ -441,7 +441,7 @@ async fn eof_before_end_marker_is_an_error() {
 #[tokio::test]
 async fn malformed_chunk_is_invalid_response_with_snippet() {
     let chunks = vec![Bytes::from("data: {\"choices\": [oops\n\n")];
-    let server = Server::start(vec![Reply::ok(chunks)]).await;
+    let server = serve(vec![Reply::ok(chunks)]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(
         matches!(err, Some(ModelError::InvalidResponse { ref snippet, .. }) if snippet.contains("[oops")),
@@ -451,12 +451,12 @@ async fn malformed_chunk_is_invalid_response_with_snippet() {
 
 #[tokio::test]
 async fn stalled_stream_hits_inactivity_timeout() {
-    let server = Server::start(vec![
-        Reply::ok(sse(&[chunk(json!({"content": "a"}), None)], false, "\n")).stalled(),
+    let server = serve(vec![
+        Reply::ok(frames(&[chunk(json!({"content": "a"}), None)], false, "\n")).stalled(),
     ])
     .await;
     let m = OpenAiChatModel::openai("m")
-        .base_url(&server.url)
+        .base_url(server.url())
         .inactivity_timeout(Duration::from_millis(200))
         .build()
         .unwrap();
@@ -470,8 +470,8 @@ async fn stalled_stream_hits_inactivity_timeout() {
 
 #[tokio::test]
 async fn cancellation_aborts_the_stream() {
-    let server = Server::start(vec![
-        Reply::ok(sse(&[chunk(json!({"content": "a"}), None)], false, "\n")).stalled(),
+    let server = serve(vec![
+        Reply::ok(frames(&[chunk(json!({"content": "a"}), None)], false, "\n")).stalled(),
     ])
     .await;
     let request = ModelRequest::new(vec![]);
@@ -487,7 +487,7 @@ async fn cancellation_aborts_the_stream() {
 
 #[tokio::test]
 async fn cancelled_before_request() {
-    let server = Server::start(vec![]).await;
+    let server = serve(vec![]).await;
     let request = ModelRequest::new(vec![]);
     request.cancellation.cancel();
     let err = model(&server).stream(request).await.err().unwrap();
@@ -502,9 +502,9 @@ async fn agent_loop_end_to_end() {
         chunk(json!({"content": "It is sunny."}), None),
         chunk(json!({}), Some("stop")),
     ];
-    let mut second = sse(&answer, false, "\n");
+    let mut second = frames(&answer, false, "\n");
     second.push(Bytes::from("data: [DONE]\n\n"));
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::ok(chat_sse("openai-chat/xai-tool-call.chunks.txt")),
         Reply::ok(second),
     ])
@@ -595,13 +595,13 @@ async fn openrouter_reasoning_details_are_kept_and_replayed() {
         ),
         chunk(json!({}), Some("tool_calls")),
     ];
-    let mut first = sse(&lines, false, "\n");
+    let mut first = frames(&lines, false, "\n");
     first.push(Bytes::from("data: [DONE]\n\n"));
-    let mut second = sse(&[chunk(json!({"content": "Cold."}), Some("stop"))], false, "\n");
+    let mut second = frames(&[chunk(json!({"content": "Cold."}), Some("stop"))], false, "\n");
     second.push(Bytes::from("data: [DONE]\n\n"));
-    let server = Server::start(vec![Reply::ok(first), Reply::ok(second)]).await;
+    let server = serve(vec![Reply::ok(first), Reply::ok(second)]).await;
     let m = OpenAiChatModel::openrouter("anthropic/claude-sonnet-4")
-        .base_url(format!("{}/api/v1", server.url))
+        .base_url(format!("{}/api/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
@@ -652,7 +652,7 @@ async fn arguments_sent_as_an_object_are_accepted() {
         ),
         chunk(json!({}), Some("tool_calls")),
     ];
-    let server = Server::start(vec![Reply::ok(sse(&lines, false, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, false, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(

@@ -14,10 +14,10 @@ use loopwright_core::{
 use loopwright_providers::OpenAiResponsesModel;
 use serde_json::{Value, json};
 
-fn model(server: &Server) -> OpenAiResponsesModel {
+fn model(server: &ModelServer) -> OpenAiResponsesModel {
     // The recorded responses came from a reasoning model.
     OpenAiResponsesModel::builder("gpt-5.1-codex-max")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("sk-x")
         .build()
         .unwrap()
@@ -38,7 +38,7 @@ fn steps() -> Vec<Vec<String>> {
 
 #[tokio::test]
 async fn reasoning_summary_encrypted_content_and_call() {
-    let server = Server::start(vec![Reply::ok(sse(&steps()[0], true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&steps()[0], true, "\n"))]).await;
     let (events, err) = collect(
         model(&server)
             .stream(ModelRequest::new(vec![Message::user("calc")]))
@@ -109,7 +109,7 @@ async fn reasoning_summary_encrypted_content_and_call() {
 #[tokio::test]
 async fn error_event_is_quota() {
     let lines = fixture("openai-responses/openai-error.chunks.txt");
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(events.is_empty());
     assert!(
@@ -124,7 +124,7 @@ async fn failed_response_without_error_event() {
         .into_iter()
         .filter(|l| !l.starts_with("{\"type\":\"error\""))
         .collect();
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (_, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(matches!(err, Some(ModelError::QuotaExceeded { .. })), "{err:?}");
 }
@@ -133,7 +133,7 @@ async fn failed_response_without_error_event() {
 async fn eof_before_completed_is_an_error() {
     let mut lines = steps()[3].clone();
     lines.pop();
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert_eq!(text(&events), "The final result is **570**.");
     assert!(
@@ -219,8 +219,8 @@ struct Calc {
 
 #[tokio::test]
 async fn agent_loop_end_to_end_three_calls() {
-    let replies = steps().iter().map(|s| Reply::ok(sse(s, true, "\n"))).collect();
-    let server = Server::start(replies).await;
+    let replies = steps().iter().map(|s| Reply::ok(frames(s, true, "\n"))).collect();
+    let server = serve(replies).await;
     let tools = ToolSet::builder()
         .source(StaticToolSource::native("app").with_tool(tool_fn(
             "calculator",
@@ -279,7 +279,7 @@ async fn incomplete_response_is_length() {
     .iter()
     .map(Value::to_string)
     .collect();
-    let server = Server::start(vec![Reply::ok(sse(&lines, true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines, true, "\n"))]).await;
     let (events, err) = collect(model(&server).stream(ModelRequest::new(vec![])).await.unwrap()).await;
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text(&events), "cut");

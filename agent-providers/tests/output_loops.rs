@@ -34,14 +34,14 @@ fn lines(values: &[Value]) -> Vec<String> {
 /// carries the native response format.
 struct Wire {
     name: &'static str,
-    model: fn(&Server) -> Arc<dyn LanguageModel>,
+    model: fn(&ModelServer) -> Arc<dyn LanguageModel>,
     call: fn(&str, &str) -> Reply,
     text: fn(&str) -> Reply,
     format: fn(&Value) -> Option<&Value>,
 }
 
 fn chat_reply(chunks: &[Value]) -> Reply {
-    let mut bytes = sse(&lines(chunks), false, "\n");
+    let mut bytes = frames(&lines(chunks), false, "\n");
     bytes.push(Bytes::from("data: [DONE]\n\n"));
     Reply::ok(bytes)
 }
@@ -79,7 +79,7 @@ fn responses_call(name: &str, args: &str) -> Reply {
         "name": name, "arguments": ""});
     let mut done = item.clone();
     done["arguments"] = json!(args);
-    Reply::ok(sse(
+    Reply::ok(frames(
         &lines(&[
             json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
             json!({"type": "response.function_call_arguments.delta", "output_index": 0,
@@ -93,7 +93,7 @@ fn responses_call(name: &str, args: &str) -> Reply {
 }
 
 fn responses_text(text: &str) -> Reply {
-    Reply::ok(sse(
+    Reply::ok(frames(
         &lines(&[
             json!({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1", "delta": text}),
             responses_completed(),
@@ -118,7 +118,7 @@ fn anthropic_reply(block: Value, deltas: Vec<Value>, stop: &str) -> Reply {
         json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
         json!({"type": "message_stop"}),
     ]);
-    Reply::ok(sse(&lines(&events), true, "\n"))
+    Reply::ok(frames(&lines(&events), true, "\n"))
 }
 
 fn anthropic_call(name: &str, args: &str) -> Reply {
@@ -140,7 +140,7 @@ fn anthropic_text(text: &str) -> Reply {
 fn gemini_reply(part: Value) -> Reply {
     let chunk = json!({"candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP",
         "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}});
-    Reply::ok(sse(&lines(&[chunk]), false, "\r\n"))
+    Reply::ok(frames(&lines(&[chunk]), false, "\r\n"))
 }
 
 fn gemini_call(name: &str, args: &str) -> Reply {
@@ -173,10 +173,10 @@ fn ollama_text(text: &str) -> Reply {
 }
 
 /// Claude Sonnet 4.5 at the local server.
-fn anthropic_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn anthropic_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         AnthropicModel::builder("claude-sonnet-4-5")
-            .base_url(format!("{}/v1", s.url))
+            .base_url(format!("{}/v1", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
@@ -184,10 +184,10 @@ fn anthropic_at(s: &Server) -> Arc<dyn LanguageModel> {
 }
 
 /// GPT-5 through the Responses API at the local server.
-fn responses_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn responses_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         OpenAiResponsesModel::builder("gpt-5")
-            .base_url(format!("{}/v1", s.url))
+            .base_url(format!("{}/v1", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
@@ -201,7 +201,7 @@ fn wires() -> Vec<Wire> {
             model: |s| {
                 Arc::new(
                     OpenAiChatModel::openai("gpt-4.1")
-                        .base_url(format!("{}/v1", s.url))
+                        .base_url(format!("{}/v1", s.url()))
                         .api_key("k")
                         .build()
                         .unwrap(),
@@ -230,7 +230,7 @@ fn wires() -> Vec<Wire> {
             model: |s| {
                 Arc::new(
                     GeminiModel::builder("gemini-2.5-flash")
-                        .base_url(format!("{}/v1beta", s.url))
+                        .base_url(format!("{}/v1beta", s.url()))
                         .api_key("k")
                         .build()
                         .unwrap(),
@@ -248,7 +248,7 @@ fn wires() -> Vec<Wire> {
             model: |s| {
                 Arc::new(
                     OllamaModel::builder("llama3.2")
-                        .base_url(s.url.clone())
+                        .base_url(s.url())
                         .build()
                         .unwrap(),
                 )
@@ -265,7 +265,7 @@ async fn structured_run(wire: &Wire, mode: OutputMode) -> Vec<Value> {
         OutputMode::Tool => (wire.call)(FINAL_ANSWER_TOOL, ANSWER),
         _ => (wire.text)(ANSWER),
     };
-    let server = Server::start(vec![(wire.call)("weather", ARGS), answer]).await;
+    let server = serve(vec![(wire.call)("weather", ARGS), answer]).await;
     let agent = Agent::builder((wire.model)(&server))
         .tools(weather_tools())
         .output(OutputSpec::of::<Verdict>().mode(mode))
@@ -345,9 +345,9 @@ async fn anthropic_cache_tokens_reach_the_usage() {
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}),
         json!({"type": "message_stop"}),
     ];
-    let server = Server::start(vec![Reply::ok(sse(&lines(&events), true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines(&events), true, "\n"))]).await;
     let model = AnthropicModel::builder("claude-sonnet-4-5")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
@@ -371,10 +371,10 @@ async fn anthropic_cache_tokens_reach_the_usage() {
 async fn second_body_with_reasoning(
     first: Reply,
     answer: Reply,
-    model: fn(&Server) -> Arc<dyn LanguageModel>,
+    model: fn(&ModelServer) -> Arc<dyn LanguageModel>,
     effort: ReasoningEffort,
 ) -> Value {
-    let server = Server::start(vec![first, answer]).await;
+    let server = serve(vec![first, answer]).await;
     let agent = Agent::builder(model(&server))
         .tools(weather_tools())
         .reasoning(effort)
@@ -401,7 +401,7 @@ async fn anthropic_thinking_is_asked_for_and_replayed() {
         json!({"type": "message_stop"}),
     ];
     let second = second_body_with_reasoning(
-        Reply::ok(sse(&lines(&first), true, "\n")),
+        Reply::ok(frames(&lines(&first), true, "\n")),
         anthropic_text("Sunny."),
         anthropic_at,
         ReasoningEffort::Low,
@@ -434,7 +434,7 @@ async fn responses_reasoning_is_asked_for_and_replayed() {
         responses_completed(),
     ];
     let second = second_body_with_reasoning(
-        Reply::ok(sse(&lines(&first), true, "\n")),
+        Reply::ok(frames(&lines(&first), true, "\n")),
         responses_text("Sunny."),
         responses_at,
         ReasoningEffort::High,

@@ -59,7 +59,7 @@ fn chat_reply(deltas: Vec<Value>, finish: &str) -> Reply {
         json!({"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 10,
         "completion_tokens": 40, "total_tokens": 50, "completion_tokens_details": {"reasoning_tokens": 32}}}),
     );
-    let mut bytes = sse(&lines(&chunks), false, "\n");
+    let mut bytes = frames(&lines(&chunks), false, "\n");
     bytes.push(Bytes::from("data: [DONE]\n\n"));
     Reply::ok(bytes)
 }
@@ -143,7 +143,7 @@ fn responses_text_events(index: u64, text: &str) -> Vec<Value> {
 
 fn responses_reply(mut events: Vec<Value>) -> Reply {
     events.push(responses_completed(0, 32));
-    Reply::ok(sse(&lines(&events), true, "\n"))
+    Reply::ok(frames(&lines(&events), true, "\n"))
 }
 
 fn responses_call(name: &str, args: &str) -> Reply {
@@ -184,7 +184,7 @@ fn anthropic_reply(blocks: Vec<(Value, Vec<Value>)>, stop: &str) -> Reply {
             "usage": {"output_tokens": 40}}),
         json!({"type": "message_stop"}),
     ]);
-    Reply::ok(sse(&lines(&events), true, "\n"))
+    Reply::ok(frames(&lines(&events), true, "\n"))
 }
 
 fn anthropic_thinking(signature: &str) -> (Value, Vec<Value>) {
@@ -247,7 +247,7 @@ fn gemini_reply(chunks: Vec<Vec<Value>>) -> Reply {
                 "responseId": "resp_g"})
         })
         .collect();
-    Reply::ok(sse(&lines(&chunks), false, "\r\n"))
+    Reply::ok(frames(&lines(&chunks), false, "\r\n"))
 }
 
 fn gemini_thought() -> Value {
@@ -319,7 +319,7 @@ fn ollama_reasoned_text(text: &str) -> Reply {
 /// setting it must carry for effort `high`.
 struct Wire {
     name: &'static str,
-    model: fn(&Server) -> Arc<dyn LanguageModel>,
+    model: fn(&ModelServer) -> Arc<dyn LanguageModel>,
     call: fn(&str, &str) -> Reply,
     reasoned_call: fn(&str, &str) -> Reply,
     reasoned_text: fn(&str) -> Reply,
@@ -327,60 +327,60 @@ struct Wire {
     reasoning: (&'static str, Value),
 }
 
-fn chat_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn chat_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         OpenAiChatModel::openai("o4-mini")
-            .base_url(format!("{}/v1", s.url))
+            .base_url(format!("{}/v1", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
     )
 }
 
-fn openrouter_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn openrouter_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         OpenAiChatModel::openrouter("deepseek/deepseek-r1")
-            .base_url(format!("{}/api/v1", s.url))
+            .base_url(format!("{}/api/v1", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
     )
 }
 
-fn responses_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn responses_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         OpenAiResponsesModel::builder("gpt-5")
-            .base_url(format!("{}/v1", s.url))
+            .base_url(format!("{}/v1", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
     )
 }
 
-fn anthropic_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn anthropic_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         AnthropicModel::builder("claude-sonnet-4-5")
-            .base_url(format!("{}/v1", s.url))
+            .base_url(format!("{}/v1", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
     )
 }
 
-fn gemini_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn gemini_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         GeminiModel::builder("gemini-3-pro-preview")
-            .base_url(format!("{}/v1beta", s.url))
+            .base_url(format!("{}/v1beta", s.url()))
             .api_key("k")
             .build()
             .unwrap(),
     )
 }
 
-fn ollama_at(s: &Server) -> Arc<dyn LanguageModel> {
+fn ollama_at(s: &ModelServer) -> Arc<dyn LanguageModel> {
     Arc::new(
         OllamaModel::builder("qwen3:8b")
-            .base_url(s.url.clone())
+            .base_url(s.url())
             .build()
             .unwrap(),
     )
@@ -457,7 +457,7 @@ async fn reasoned_structured_run(wire: &Wire, mode: OutputMode) -> Vec<Value> {
         OutputMode::Tool => (wire.reasoned_call)(FINAL_ANSWER_TOOL, ANSWER),
         _ => (wire.reasoned_text)(ANSWER),
     };
-    let server = Server::start(vec![(wire.call)("weather", ARGS), answer]).await;
+    let server = serve(vec![(wire.call)("weather", ARGS), answer]).await;
     let agent = Agent::builder((wire.model)(&server))
         .tools(weather_tools())
         .output(OutputSpec::of::<Verdict>().mode(mode))
@@ -552,7 +552,7 @@ async fn tool_mode_output_after_reasoning_on_every_wire_format() {
 /// o series refuses, and the sampling settings.
 #[tokio::test]
 async fn o_series_run_sends_no_parallel_tool_calls() {
-    let server = Server::start(vec![chat_call("weather", ARGS), chat_text("Sunny.")]).await;
+    let server = serve(vec![chat_call("weather", ARGS), chat_text("Sunny.")]).await;
     let agent = Agent::builder(chat_at(&server))
         .tools(weather_tools())
         .reasoning(ReasoningEffort::Low)
@@ -571,9 +571,9 @@ async fn o_series_run_sends_no_parallel_tool_calls() {
 async fn reasoned_run(
     first: Reply,
     answer: Reply,
-    model: fn(&Server) -> Arc<dyn LanguageModel>,
+    model: fn(&ModelServer) -> Arc<dyn LanguageModel>,
 ) -> Vec<Value> {
-    let server = Server::start(vec![first, answer]).await;
+    let server = serve(vec![first, answer]).await;
     let agent = Agent::builder(model(&server))
         .tools(weather_tools())
         .reasoning(ReasoningEffort::High)
@@ -682,7 +682,7 @@ async fn anthropic_cache_counts_repeated_in_message_delta_are_not_added_twice() 
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": end}),
         json!({"type": "message_stop"}),
     ];
-    let server = Server::start(vec![Reply::ok(sse(&lines(&events), true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines(&events), true, "\n"))]).await;
     let usage = usage_of(anthropic_at(&server).as_ref()).await;
     assert_eq!(
         (
@@ -701,7 +701,7 @@ async fn anthropic_cache_counts_repeated_in_message_delta_are_not_added_twice() 
 async fn responses_cached_and_reasoning_tokens_reach_the_usage() {
     let mut events = responses_text_events(0, "hi");
     events.push(responses_completed(1536, 256));
-    let server = Server::start(vec![Reply::ok(sse(&lines(&events), true, "\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines(&events), true, "\n"))]).await;
     let usage = usage_of(responses_at(&server).as_ref()).await;
     assert_eq!(
         (
@@ -723,7 +723,7 @@ async fn gemini_cached_and_thought_tokens_reach_the_usage() {
         "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 1000,
         "cachedContentTokenCount": 800, "candidatesTokenCount": 20, "thoughtsTokenCount": 50,
         "totalTokenCount": 1070}});
-    let server = Server::start(vec![Reply::ok(sse(&lines(&[chunk]), false, "\r\n"))]).await;
+    let server = serve(vec![Reply::ok(frames(&lines(&[chunk]), false, "\r\n"))]).await;
     let usage = usage_of(gemini_at(&server).as_ref()).await;
     assert_eq!(
         (

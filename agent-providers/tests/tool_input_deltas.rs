@@ -17,7 +17,7 @@ use loopwright_providers::{AnthropicModel, GeminiModel, OpenAiChatModel, OpenAiR
 use serde_json::{Value, json};
 
 fn chat_frames(path: &str) -> Reply {
-    let mut bytes = sse(&fixture(path), false, "\n");
+    let mut bytes = frames(&fixture(path), false, "\n");
     bytes.push(Bytes::from("data: [DONE]\n\n"));
     Reply::ok(bytes)
 }
@@ -31,7 +31,7 @@ fn responses_text(text: &str) -> Reply {
     .iter()
     .map(Value::to_string)
     .collect();
-    Reply::ok(sse(&lines, true, "\n"))
+    Reply::ok(frames(&lines, true, "\n"))
 }
 
 /// Run one prompt on `model` (at most `steps` steps with tools): every
@@ -82,17 +82,21 @@ fn check(events: &[AgentEvent]) -> usize {
 #[tokio::test]
 async fn anthropic_streams_the_inputs_of_its_calls() {
     loopwright_providers::install_tls_provider();
-    let server = Server::start(vec![
-        Reply::ok(sse(
+    let server = serve(vec![
+        Reply::ok(frames(
             &fixture("anthropic/anthropic-json-tool.chunks.txt"),
             true,
             "\n",
         )),
-        Reply::ok(sse(&fixture("anthropic/anthropic-text.chunks.txt"), true, "\n")),
+        Reply::ok(frames(
+            &fixture("anthropic/anthropic-text.chunks.txt"),
+            true,
+            "\n",
+        )),
     ])
     .await;
     let model = AnthropicModel::builder("claude-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
@@ -106,12 +110,12 @@ async fn chat_completions_streams_the_inputs_of_its_calls() {
         "openai-chat/groq-tool-call.chunks.txt",
         "openai-chat/xai-tool-call.chunks.txt",
     ] {
-        let server = Server::start(vec![
+        let server = serve(vec![
             chat_frames(path),
             chat_frames("openai-chat/openai-text.chunks.txt"),
         ])
         .await;
-        let model = OpenAiChatModel::compatible("recorded", format!("{}/v1", server.url), "m")
+        let model = OpenAiChatModel::compatible("recorded", format!("{}/v1", server.url()), "m")
             .build()
             .unwrap();
         assert_eq!(check(&events_of(Arc::new(model), 1).await), 1, "{path}");
@@ -128,14 +132,14 @@ async fn responses_streams_the_inputs_of_its_calls() {
         let done = line.contains("\"type\":\"response.completed\"");
         response.push(line);
         if done {
-            replies.push(Reply::ok(sse(&std::mem::take(&mut response), true, "\n")));
+            replies.push(Reply::ok(frames(&std::mem::take(&mut response), true, "\n")));
         }
     }
     assert_eq!(replies.len(), 4);
     replies.push(responses_text("Done."));
-    let server = Server::start(replies).await;
+    let server = serve(replies).await;
     let model = OpenAiResponsesModel::builder("gpt-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .build()
         .unwrap();
@@ -145,13 +149,17 @@ async fn responses_streams_the_inputs_of_its_calls() {
 #[tokio::test]
 async fn gemini_sends_each_input_whole_as_one_delta() {
     loopwright_providers::install_tls_provider();
-    let server = Server::start(vec![
-        Reply::ok(sse(&fixture("gemini/google-tool-call.chunks.txt"), false, "\r\n")),
-        Reply::ok(sse(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
+    let server = serve(vec![
+        Reply::ok(frames(
+            &fixture("gemini/google-tool-call.chunks.txt"),
+            false,
+            "\r\n",
+        )),
+        Reply::ok(frames(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
     ])
     .await;
     let model = GeminiModel::builder("gemini-test")
-        .base_url(server.url.clone())
+        .base_url(server.url())
         .api_key("k")
         .build()
         .unwrap();

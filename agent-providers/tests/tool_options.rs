@@ -10,7 +10,7 @@ use crate::common;
 use std::sync::Arc;
 
 use common::models::{anthropic, chat, gemini, ollama, responses};
-use common::{Reply, Server};
+use common::{Reply, serve};
 use loopwright_core::{
     ContentPart, LanguageModel, Message, Role, ToolCall, ToolDefinition, ToolOutputPart, ToolResult,
     model::ModelRequest,
@@ -133,9 +133,9 @@ async fn anthropic_declares_held_back_tools_deferred_and_sends_references() {
 
     // The beta header goes with the request.
     loopwright_providers::install_tls_provider();
-    let server = Server::start(vec![Reply::status(400, r#"{"error":{"message":"stop"}}"#)]).await;
+    let server = serve(vec![Reply::status(400, r#"{"error":{"message":"stop"}}"#)]).await;
     let model = AnthropicModel::builder("claude-test")
-        .base_url(format!("{}/v1", server.url))
+        .base_url(format!("{}/v1", server.url()))
         .api_key("k")
         .header("anthropic-beta", "some-other-beta")
         .build()

@@ -40,7 +40,7 @@ async fn secrets_never_reach_the_logs() {
     // ask every registered one.
     let _second = tracing::Dispatch::new(tracing_subscriber::registry());
 
-    let server = Server::start(vec![
+    let server = serve(vec![
         Reply::status(400, r#"{"error":{"message":"bad"}}"#),
         Reply::status(400, r#"{"error":{"message":"bad"}}"#),
         Reply::status(400, r#"{"error":{"message":"bad"}}"#),
@@ -49,7 +49,7 @@ async fn secrets_never_reach_the_logs() {
     let models: Vec<Arc<dyn LanguageModel>> = vec![
         Arc::new(
             OpenAiChatModel::openai("m")
-                .base_url(&server.url)
+                .base_url(server.url())
                 .api_key("sk-SECRET-1")
                 .header("api-key", "SECRET-2")
                 .header("X-Title", "visible-title")
@@ -58,14 +58,14 @@ async fn secrets_never_reach_the_logs() {
         ),
         Arc::new(
             AnthropicModel::builder("m")
-                .base_url(&server.url)
+                .base_url(server.url())
                 .api_key("SECRET-3")
                 .build()
                 .unwrap(),
         ),
         Arc::new(
             GeminiModel::builder("m")
-                .base_url(&server.url)
+                .base_url(server.url())
                 .api_key("SECRET-4")
                 .build()
                 .unwrap(),

@@ -30,7 +30,7 @@ struct Case {
 }
 
 fn sse_lines(values: &[serde_json::Value], named: bool) -> Vec<Bytes> {
-    sse(
+    frames(
         &values.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
         named,
         "\n",
@@ -190,8 +190,8 @@ fn cases() -> Vec<Case> {
 #[tokio::test]
 async fn every_provider_maps_401_to_auth() {
     for case in cases() {
-        let server = Server::start(vec![Reply::status(401, r#"{"error":{"message":"bad key"}}"#)]).await;
-        let err = (case.build)(&server.url)
+        let server = serve(vec![Reply::status(401, r#"{"error":{"message":"bad key"}}"#)]).await;
+        let err = (case.build)(&server.url())
             .stream(ModelRequest::new(vec![]))
             .await
             .err();
@@ -207,12 +207,12 @@ async fn every_provider_maps_401_to_auth() {
 #[tokio::test]
 async fn every_provider_retries_429_then_streams() {
     for case in cases() {
-        let server = Server::start(vec![
+        let server = serve(vec![
             Reply::status(429, r#"{"error":{"message":"slow down"}}"#).header("retry-after-ms", "5"),
             Reply::ok((case.ok)()),
         ])
         .await;
-        let stream = (case.build)(&server.url)
+        let stream = (case.build)(&server.url())
             .stream(ModelRequest::new(vec![]))
             .await
             .unwrap();
@@ -227,8 +227,8 @@ async fn every_provider_retries_429_then_streams() {
 #[tokio::test]
 async fn every_provider_times_out_on_a_stalled_stream() {
     for case in cases() {
-        let server = Server::start(vec![Reply::ok((case.partial)()).stalled()]).await;
-        let stream = (case.build)(&server.url)
+        let server = serve(vec![Reply::ok((case.partial)()).stalled()]).await;
+        let stream = (case.build)(&server.url())
             .stream(ModelRequest::new(vec![]))
             .await
             .unwrap();
@@ -245,8 +245,8 @@ async fn every_provider_times_out_on_a_stalled_stream() {
 #[tokio::test]
 async fn every_provider_rejects_a_malformed_chunk_with_a_snippet() {
     for case in cases() {
-        let server = Server::start(vec![Reply::ok(vec![Bytes::from(case.malformed)])]).await;
-        let stream = (case.build)(&server.url)
+        let server = serve(vec![Reply::ok(vec![Bytes::from(case.malformed)])]).await;
+        let stream = (case.build)(&server.url())
             .stream(ModelRequest::new(vec![]))
             .await
             .unwrap();
@@ -262,8 +262,8 @@ async fn every_provider_rejects_a_malformed_chunk_with_a_snippet() {
 #[tokio::test]
 async fn every_provider_ends_with_an_error_on_early_eof() {
     for case in cases() {
-        let server = Server::start(vec![Reply::ok((case.partial)())]).await;
-        let stream = (case.build)(&server.url)
+        let server = serve(vec![Reply::ok((case.partial)())]).await;
+        let stream = (case.build)(&server.url())
             .stream(ModelRequest::new(vec![]))
             .await
             .unwrap();
@@ -284,8 +284,8 @@ async fn every_provider_ends_with_an_error_on_early_eof() {
 #[tokio::test]
 async fn every_provider_stops_on_cancellation() {
     for case in cases() {
-        let server = Server::start(vec![Reply::ok((case.partial)()).stalled()]).await;
-        let model = (case.build)(&server.url);
+        let server = serve(vec![Reply::ok((case.partial)()).stalled()]).await;
+        let model = (case.build)(&server.url());
         let request = ModelRequest::new(vec![]);
         let token = request.cancellation.clone();
         let mut stream = model.stream(request).await.unwrap();

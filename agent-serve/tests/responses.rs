@@ -11,13 +11,12 @@
 
 use crate::common;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::body::Body;
-use futures::StreamExt;
 use loopwright_core::Agent;
 use loopwright_providers::OpenAiChatModel;
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
+use loopwright_test_support::model_server::{ModelServer, Reply, sse};
 use serde_json::{Value, json};
 
 /// The recorded stream every answer replays (Apache-2.0, see the
@@ -47,47 +46,22 @@ fn fixture_text() -> String {
         .collect()
 }
 
-/// A Chat Completions server replaying the recorded stream; it keeps the
-/// request bodies.
-struct ModelServer {
-    base: String,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
-
-impl ModelServer {
-    async fn start() -> Self {
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let kept = bodies.clone();
-        let reply = move |axum::Json(body): axum::Json<Value>| {
-            let kept = kept.clone();
-            async move {
-                let hang = body.to_string().contains(HANG);
-                kept.lock().unwrap().push(body);
-                let events: Vec<String> = fixture_lines()
-                    .into_iter()
-                    .map(|l| format!("data: {l}\n\n"))
-                    .chain(["data: [DONE]\n\n".to_owned()])
-                    .collect();
-                let stream = if hang {
-                    futures::stream::iter(events.into_iter().take(1).map(Ok::<_, std::io::Error>))
-                        .chain(futures::stream::pending())
-                        .boxed()
-                } else {
-                    futures::stream::iter(events.into_iter().map(Ok::<_, std::io::Error>)).boxed()
-                };
-                ([("content-type", "text/event-stream")], Body::from_stream(stream))
+/// A Chat Completions server replaying the recorded stream (one chunk and
+/// then nothing for a request saying [`HANG`]); it keeps the request bodies.
+async fn model_server() -> ModelServer {
+    let mut payloads = fixture_lines();
+    payloads.push("[DONE]".to_owned());
+    let events = sse::frames(&payloads, false, "\n");
+    ModelServer::builder()
+        .respond(move |request| {
+            if request.body.to_string().contains(HANG) {
+                Reply::ok(events[..1].to_vec()).stalled()
+            } else {
+                Reply::ok(events.clone())
             }
-        };
-        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(reply));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}/v1", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { base, bodies }
-    }
-
-    fn bodies(&self) -> Vec<Value> {
-        self.bodies.lock().unwrap().clone()
-    }
+        })
+        .start()
+        .await
 }
 
 /// A replica named `name` serving agent `assistant` on the OpenAI surface,
@@ -96,7 +70,7 @@ async fn replica(url: &str, name: &str, model: &ModelServer) -> (Running, String
     common::install_tls();
     let store = loopwright_store::open(url).await.unwrap();
     let model = OpenAiChatModel::openai("gpt-4.1-nano")
-        .base_url(&model.base)
+        .base_url(model.base_url())
         .api_key("sk-test")
         .build()
         .unwrap();
@@ -151,7 +125,7 @@ fn output_text(response: &Value) -> String {
 }
 
 async fn replicas_share_responses(url: &str) {
-    let model = ModelServer::start().await;
+    let model = model_server().await;
     let (a, on_a) = replica(url, "replica-a", &model).await;
     let (b, on_b) = replica(url, "replica-b", &model).await;
     let answer = fixture_text();

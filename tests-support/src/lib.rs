@@ -10,6 +10,9 @@
 //!   that ends with it.
 //! - [`TempPostgres::start`]: a server of the test's own, for tests that stop
 //!   and restart it.
+//! - [`model_server::ModelServer`]: a fake LLM server speaking every wire
+//!   format the providers speak, playing scripted replies and recording the
+//!   requests (the model of the agent, CLI, serve and bench tests).
 //!
 //! Invariant: no server outlives the test process. Each server runs in the
 //! foreground as a child of one dedicated thread that lives as long as the
@@ -31,6 +34,7 @@
 // saying why.
 #![allow(clippy::panic)]
 
+pub mod model_server;
 pub mod proxy;
 pub mod restate;
 mod server;

@@ -1,21 +1,21 @@
-//! What the CLI tests share: a local OpenAI-compatible model server that
-//! plays scripted steps (in the shape of recorded Chat Completions streams),
-//! the built `loopwright` binary, and the in-repo MCP test server.
+//! What the CLI tests share: the fake model server of tests-support (its
+//! Chat Completions steps re-exported here), the built `loopwright` binary,
+//! and the in-repo MCP test server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod pty;
 pub mod rest;
-pub mod routed;
 
-use futures::StreamExt;
+// The serve_conformance binary, which shares this module, uses none of them.
+#[allow(unused_imports)]
+pub use loopwright_test_support::model_server::sse::{self, answer, text_then_tool_call, tool_call};
+pub use loopwright_test_support::model_server::{ModelServer, Reply};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -59,136 +59,14 @@ pub fn mcp_test_server() -> PathBuf {
     path
 }
 
-fn chunk(delta: Value, finish: Option<&str>, usage: Option<Value>) -> String {
-    let mut c = json!({
-        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1770770843, "model": "test",
-        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
-    });
-    if let Some(u) = usage {
-        c["usage"] = u;
+/// A server playing each model's replies in order (the last one repeats),
+/// in the Chat Completions or Anthropic format; other models get a 404.
+pub async fn routed(scripts: Vec<(&str, Vec<String>)>) -> ModelServer {
+    let mut builder = ModelServer::builder();
+    for (model, replies) in scripts {
+        builder = builder.model(model, replies.into_iter().map(Reply::from).collect());
     }
-    format!("data: {c}\n\n")
-}
-
-fn usage() -> Value {
-    json!({"prompt_tokens": 120, "completion_tokens": 15, "total_tokens": 135})
-}
-
-/// A step that calls `tool` with `arguments`.
-pub fn tool_call(tool: &str, arguments: Value) -> String {
-    step_with_call(Value::Null, tool, arguments)
-}
-
-/// A step that says `text`, then calls `tool` with `arguments`.
-pub fn text_then_tool_call(text: &str, tool: &str, arguments: Value) -> String {
-    step_with_call(json!(text), tool, arguments)
-}
-
-/// A step whose first delta has this `content`, then one call.
-fn step_with_call(content: Value, tool: &str, arguments: Value) -> String {
-    let call = json!([{"index": 0, "id": format!("call_{tool}"), "type": "function",
-        "function": {"name": tool, "arguments": arguments.to_string()}}]);
-    chunk(json!({"role": "assistant", "content": content}), None, None)
-        + &chunk(json!({"tool_calls": call}), None, None)
-        + &chunk(json!({}), Some("tool_calls"), Some(usage()))
-        + "data: [DONE]\n\n"
-}
-
-/// A step that answers `text` in two deltas.
-pub fn answer(text: &str) -> String {
-    let (a, b) = text.split_at(text.len() / 2);
-    chunk(json!({"role": "assistant", "content": ""}), None, None)
-        + &chunk(json!({"content": a}), None, None)
-        + &chunk(json!({"content": b}), None, None)
-        + &chunk(json!({}), Some("stop"), Some(usage()))
-        + "data: [DONE]\n\n"
-}
-
-/// One scripted response: a status and a body.
-#[derive(Clone)]
-pub struct Reply {
-    pub status: u16,
-    pub body: String,
-    /// Send `body`, then nothing more without ending the response.
-    pub stall: bool,
-}
-
-impl Reply {
-    /// A reply with this status and body.
-    pub fn status(status: u16, body: &str) -> Self {
-        Self {
-            status,
-            body: body.to_owned(),
-            stall: false,
-        }
-    }
-
-    /// `body`, then silence on an open response.
-    pub fn stalled(body: &str) -> Self {
-        Self {
-            stall: true,
-            ..Self::status(200, body)
-        }
-    }
-}
-
-impl From<String> for Reply {
-    fn from(body: String) -> Self {
-        Self::status(200, &body)
-    }
-}
-
-/// A local model server speaking Chat Completions (and Ollama's model list).
-pub struct ModelServer {
-    pub addr: SocketAddr,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
-
-impl ModelServer {
-    /// Serve `replies` in order (the last one repeats).
-    pub async fn start(replies: Vec<Reply>) -> Self {
-        let replies = Arc::new(replies);
-        let calls = Arc::new(AtomicUsize::new(0));
-        let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
-        let b = bodies.clone();
-        let chat = move |body: axum::Json<Value>| {
-            let (c, b, r) = (calls.clone(), b.clone(), replies.clone());
-            async move {
-                b.lock().unwrap().push(body.0);
-                let reply = r[c.fetch_add(1, Ordering::SeqCst).min(r.len() - 1)].clone();
-                let status = axum::http::StatusCode::from_u16(reply.status).unwrap();
-                let first = futures::stream::once(async move { Ok::<_, std::io::Error>(reply.body) });
-                let body = if reply.stall {
-                    axum::body::Body::from_stream(first.chain(futures::stream::pending()))
-                } else {
-                    axum::body::Body::from_stream(first)
-                };
-                (status, [("content-type", "text/event-stream")], body)
-            }
-        };
-        let app = axum::Router::new()
-            .route("/v1/chat/completions", axum::routing::post(chat))
-            .route(
-                "/v1/models",
-                axum::routing::get(|| async {
-                    axum::Json(json!({"object": "list", "data": [{"id": "test"}]}))
-                }),
-            );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self { addr, bodies }
-    }
-
-    /// The request bodies received so far.
-    pub fn bodies(&self) -> Vec<Value> {
-        self.bodies.lock().unwrap().clone()
-    }
-
-    /// Its base URL for an OpenAI-compatible provider entry.
-    pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
-    }
+    builder.start().await
 }
 
 /// Write a config file with the `local` provider at `server` plus `extra`

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::routed::RoutedServer;
+use super::ModelServer;
 use super::{HANG_GUARD, mcp_test_server};
 
 pub const ASSISTANT: &str = "---
@@ -40,7 +40,7 @@ You work.
 ";
 
 /// The config and agent files in `dir`; the config's path.
-pub fn files(dir: &Path, models: &RoutedServer, log: &Path) -> std::path::PathBuf {
+pub fn files(dir: &Path, models: &ModelServer, log: &Path) -> std::path::PathBuf {
     let config = json!({
         "providers": {"local": {"type": "openai-compatible", "baseUrl": models.base_url()}},
         "mcpServers": {"test": {"command": mcp_test_server(), "env": {"TEST_SERVER_LOG": log}}}

@@ -14,7 +14,6 @@ use loopwright_test_support::restate::RestateServer;
 use serde_json::{Value, json};
 
 use crate::common::rest::*;
-use crate::common::routed::RoutedServer;
 use crate::common::*;
 
 /// A free loopback port (bound, then released).
@@ -30,7 +29,7 @@ pub(crate) fn free_addr() -> SocketAddr {
 pub(crate) struct World {
     pub(crate) restate: RestateServer,
     pub(crate) database: TempDatabase,
-    pub(crate) models: RoutedServer,
+    pub(crate) models: ModelServer,
     pub(crate) model: String,
     pub(crate) dir: tempfile::TempDir,
     /// The MCP server's log of its calls.
@@ -43,7 +42,7 @@ pub(crate) struct World {
 impl World {
     pub(crate) async fn new(model: &str, script: Vec<String>, database: TempDatabase) -> Self {
         let restate = RestateServer::start().unwrap();
-        let models = RoutedServer::start(vec![(model, script)]).await;
+        let models = routed(vec![(model, script)]).await;
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("mcp.log");
         let config = files(dir.path(), &models, &log);
