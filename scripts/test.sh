@@ -33,11 +33,12 @@ source scripts/postgres.sh
 postgres_install
 trap postgres_stop EXIT
 postgres_start
-# Built once; then every test executable runs, several at once
-# (scripts/run-tests.py says why), and then the doctests.
+# Built once (how long each crate took: target/cargo-timings/); then every
+# test executable runs, several at once (scripts/run-tests.py says why),
+# and then the doctests.
 messages=$(mktemp)
 trap 'postgres_stop; rm -f "$messages"' EXIT
-cargo test --workspace --all-features --no-run --message-format=json-render-diagnostics >"$messages"
+cargo test --workspace --all-features --no-run --timings --message-format=json-render-diagnostics >"$messages"
 echo "test.sh: built in $SECONDS s"
 status=0
 python3 scripts/run-tests.py "$messages" || status=$?
