@@ -4,15 +4,19 @@
 Reads the JSON messages of `cargo test --no-run --message-format=json-render-diagnostics`
 from the file named on the command line and runs every test executable in it
 as `cargo test` would (in its package's directory, with CARGO_MANIFEST_DIR
-set), up to JOBS at a time, the largest first. `cargo test` runs one
+set), up to JOBS at a time, the longest first. `cargo test` runs one
 executable at a time, and the largest ones (the CLI's, the server's) spend
 most of their time waiting on the processes, servers and stores they start:
 run side by side, the machine's cores do the others' work meanwhile.
 
-Each executable's output is printed whole when it ends, with how long it
+A command given after `--` (the doctests, which cargo compiles and runs)
+takes a place in the same pool. Each executable's output is printed whole
+when it ends, with how long it
 took. The exit status is 1 when any executable failed (all of them run).
-The MCP conformance suite runs alone at the end: it runs its own scenarios
-in parallel against timeouts of its own, and a busy machine fails them.
+The MCP conformance suite runs first, beside the longest executable only
+(the CLI's, which mostly waits on the processes it starts): it runs its own
+scenarios in parallel against timeouts of its own, which a machine busy
+with three executables failed. The others start when it is done.
 """
 
 import json
@@ -23,8 +27,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 JOBS = int(os.environ.get("LOOPWRIGHT_TEST_JOBS", "3"))
-# Test targets that run alone, after the others.
-ALONE = {"conformance"}
+# Test targets that run first, beside the first of the others only.
+QUIET = {"conformance"}
+# The longest executables (package, target), measured in CI, start first;
+# then the others, the largest first.
+LONGEST = [
+    ("loopwright-cli", "integration"),
+    ("loopwright-mcp", "integration"),
+    ("loopwright-serve", "integration"),
+]
 
 
 def executables(path):
@@ -72,10 +83,14 @@ def cargo_env(package, name, directory):
 
 def run(entry):
     package, name, exe, directory = entry
-    env = cargo_env(package, name, directory)
+    if isinstance(exe, list):
+        # A command given after `--` (the doctests): as it is, from here.
+        argv, env = exe, dict(os.environ)
+    else:
+        argv, env = [exe], cargo_env(package, name, directory)
     start = time.monotonic()
     done = subprocess.run(
-        [exe], cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        argv, cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     took = time.monotonic() - start
     return entry, done.returncode, done.stdout.decode("utf-8", "replace"), took
@@ -86,13 +101,23 @@ def main():
     if not entries:
         print("run-tests: no test executables in the build's messages", file=sys.stderr)
         return 1
-    entries.sort(key=lambda e: os.path.getsize(e[2]), reverse=True)
+    # A command after `--` runs in the pool too, after the longest.
+    command = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
+
+    def order(entry):
+        key = (entry[0].split("#")[-1].rpartition("@")[0], entry[1])
+        rank = LONGEST.index(key) if key in LONGEST else len(LONGEST)
+        return (rank, -os.path.getsize(entry[2]))
+
+    entries.sort(key=order)
+    if command:
+        entries.insert(len(LONGEST), ("command", " ".join(command), command, os.getcwd()))
     failed = []
     timings = []
 
     def report(result):
         (package, name, exe, _), code, output, took = result
-        short = os.path.basename(exe)
+        short = " ".join(exe) if isinstance(exe, list) else os.path.basename(exe)
         print(f"\n     Running {name} ({short}, {package.split('#')[-1]})", flush=True)
         print(output, end="", flush=True)
         print(f"run-tests: {short} took {took:.1f} s, exit {code}", flush=True)
@@ -100,13 +125,16 @@ def main():
         if code != 0:
             failed.append(f"{name} ({exe})")
 
-    together = [e for e in entries if e[1] not in ALONE]
+    quiet = [e for e in entries if e[1] in QUIET]
+    rest = [e for e in entries if e[1] not in QUIET]
     with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        for future in as_completed([pool.submit(run, e) for e in together]):
+        first = [pool.submit(run, e) for e in quiet]
+        beside = [pool.submit(run, e) for e in rest[:1]]
+        for future in first:
             report(future.result())
-    for entry in entries:
-        if entry[1] in ALONE:
-            report(run(entry))
+        others = [pool.submit(run, e) for e in rest[1:]]
+        for future in as_completed(beside + others):
+            report(future.result())
     print("\nrun-tests: the slowest executables:")
     for took, short in sorted(timings, reverse=True)[:5]:
         print(f"  {took:7.1f} s  {short}")

@@ -15,7 +15,7 @@
 #   LOOPWRIGHT_TEST_POSTGRES; each test makes a database of its own there.
 #   It is stopped after the tests, also when they fail.
 # The tests are built once with cargo, then run by scripts/run-tests.py
-# (several executables at once), then the doctests by cargo.
+# (several executables at once, the doctests among them).
 # After the tests, scripts/leftovers.sh fails if any process they started
 # (our binaries, the npm and Python servers, PostgreSQL) is still alive.
 set -euo pipefail
@@ -34,17 +34,15 @@ postgres_install
 trap postgres_stop EXIT
 postgres_start
 # Built once (how long each crate took: target/cargo-timings/); then every
-# test executable runs, several at once (scripts/run-tests.py says why),
-# and then the doctests.
+# test executable and the doctests run, several at once (scripts/run-tests.py
+# says why).
 messages=$(mktemp)
 trap 'postgres_stop; rm -f "$messages"' EXIT
 cargo test --workspace --all-features --no-run --timings --message-format=json-render-diagnostics >"$messages"
 echo "test.sh: built in $SECONDS s"
 status=0
-python3 scripts/run-tests.py "$messages" || status=$?
-echo "test.sh: test executables done at $SECONDS s"
-cargo test --workspace --all-features --doc || status=$?
-echo "test.sh: doctests done at $SECONDS s"
+python3 scripts/run-tests.py "$messages" -- cargo test --workspace --all-features --doc || status=$?
+echo "test.sh: tests done at $SECONDS s"
 postgres_stop
 [ "$status" -eq 0 ] || exit "$status"
 bash scripts/leftovers.sh
