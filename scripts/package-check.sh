@@ -17,15 +17,16 @@
 #   the publish's verification, which builds each package alone.
 # - tests-consumer/ (not a workspace member, no committed lockfile) depends on
 #   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`
-#   and passes its own reqwest client to a provider: it must compile;
+#   (on rustls, as loopwright's) and passes its own reqwest client to a
+#   provider: it must compile, with one reqwest, one rmcp and no aws-lc-sys;
 # - `cargo tree -d` must show no second reqwest, rustls, hyper or sse-stream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -f target/package/*.crate
 # Tests, benches and examples stay out of the packages (they need tests-deps/
 # and the fixtures); cargo names each one it leaves out, which says nothing.
-# The benches package is not published (publish = false).
-cargo package --workspace --exclude loopwright-benches --no-verify 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
+# The benches and the test support are not published (publish = false).
+cargo package --workspace --exclude loopwright-benches --exclude loopwright-test-support --no-verify 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
 root=target/package-check
 rm -rf "$root"
 mkdir -p "$root"
@@ -48,12 +49,30 @@ done
         dir=$(basename "$crate" .crate)
         echo "${dir%-*} = { path = \"$dir\" }"
     done
+    echo
+    # The workspace's profiles, so the dependencies' checks are the doc
+    # step's (a profile is part of what cargo reuses a build by).
+    awk '/^\[/{p=($0 ~ /^\[profile/)} p && !/^#/' Cargo.toml
 } > "$root/Cargo.toml"
 # The versions CI tests, for the dependencies from crates.io.
 cp Cargo.lock "$root/"
 echo "package check: ${names[*]}, from their .crate files"
 cargo clippy --quiet --manifest-path "$root/Cargo.toml" --target-dir target --workspace --all-features -- -D warnings
 cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
+# Its graph: one reqwest and one rmcp (the application's are loopwright's),
+# and no aws-lc-sys (the README promises no C toolchain beyond ring's).
+consumer=$(cargo tree --manifest-path tests-consumer/Cargo.toml -e normal --prefix none --format '{p}')
+for name in reqwest rmcp; do
+    versions=$(echo "$consumer" | grep -E "^$name v" | awk '{print $2}' | sort -u | wc -l)
+    if [ "$versions" -ne 1 ]; then
+        echo "the consumer's graph has $versions versions of $name" >&2
+        exit 1
+    fi
+done
+if echo "$consumer" | grep -q '^aws-lc-sys '; then
+    echo "aws-lc-sys is in the consumer's graph: a C toolchain beyond ring's" >&2
+    exit 1
+fi
 # `cargo tree -d` also prints every crate on the way to a duplicate (one
 # version of reqwest that depends on a duplicated crate is listed): a name
 # counts only with two different versions.

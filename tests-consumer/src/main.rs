@@ -8,7 +8,7 @@ mod readme;
 use loopwright::providers::OpenAiChatModel;
 
 fn main() {
-    // The application's own client (reqwest 0.13 with its default TLS).
+    // The application's own client (reqwest 0.13 on rustls, as loopwright's).
     let client = reqwest::Client::builder()
         .user_agent("consumer-check")
         .build()
