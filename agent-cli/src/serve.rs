@@ -6,11 +6,14 @@
 //! else is ever written to it. The files share their MCP servers: each
 //! configured server is started once, however many files use it.
 
+use std::sync::Arc;
+
 use loopwright::Agent;
 use loopwright::config::AgentConfig;
 use loopwright::files::{AgentFile, McpServerPool};
 use loopwright::mcp::Connected;
-use loopwright::serve::{Serve, ServedAgent};
+use loopwright::serve::{Running, Serve, ServedAgent};
+use loopwright::store::Store;
 
 use crate::args::{ApproveMode, ServeArgs};
 use crate::exit::{self, Failure};
@@ -58,45 +61,73 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
             return Ok(status);
         }
     };
-    let served = match built {
-        Ok(served) => served,
+    let started = match built {
+        Ok(served) => start(&args, &config, served, keys).await,
+        Err(failure) => Err(failure),
+    };
+    let Started {
+        mut running,
+        store,
+        names,
+    } = match started {
+        Ok(started) => started,
         Err(failure) => {
             close(connected, &mut stop).await;
             return Err(failure);
         }
     };
+    announce(&args, &names, store.as_ref(), &running);
+    let only_stdio = args.mcp_stdio && running.addresses().is_empty();
+    tokio::select! {
+        _ = stop.requested() => eprintln!("loopwright serve: stopping"),
+        () = running.stdio_closed(), if only_stdio => {}
+    }
+    // A second signal stops waiting for runs; the servers still close.
+    tokio::select! {
+        () = running.shutdown() => {}
+        _ = stop.requested() => {}
+    }
+    close(connected, &mut stop).await;
+    Ok(exit::OK)
+}
+
+/// A server that started: what it serves, and the store it keeps runs in.
+struct Started {
+    running: Running,
+    store: Option<Arc<dyn Store>>,
+    names: Vec<String>,
+}
+
+/// Open the store and start serving `served` (nothing is serving when it
+/// fails).
+async fn start(
+    args: &ServeArgs,
+    config: &AgentConfig,
+    served: Vec<ServedAgent>,
+    keys: Vec<String>,
+) -> Result<Started, Failure> {
     let names: Vec<String> = served.iter().map(|a| a.name().to_owned()).collect();
-    let store_url = args.run.store.clone().or_else(|| config.store.clone());
-    let store = match &store_url {
-        Some(url) => match crate::persist::open(url).await {
-            Ok(store) => Some(store),
-            Err(failure) => {
-                close(connected, &mut stop).await;
-                return Err(failure);
-            }
-        },
+    let store = match args.run.store.as_ref().or(config.store.as_ref()) {
+        Some(url) => Some(crate::persist::open(url).await?),
         None => None,
     };
     let retention = args.retention.or(config.serve.retention);
-    let serve = match settings(&args, served, keys, retention) {
-        Ok(serve) => match &store {
-            Some(store) => serve.store(store.clone()),
-            None => serve,
-        },
-        Err(failure) => {
-            close(connected, &mut stop).await;
-            return Err(failure);
-        }
-    };
-    let mut running = match serve.start().await {
-        Ok(running) => running,
-        Err(e) => {
-            close(connected, &mut stop).await;
-            return Err(Failure::usage(e.to_string()));
-        }
-    };
+    let mut serve = settings(args, served, keys, retention)?;
+    if let Some(store) = &store {
+        serve = serve.store(store.clone());
+    }
+    let running = serve.start().await.map_err(|e| Failure::usage(e.to_string()))?;
+    Ok(Started {
+        running,
+        store,
+        names,
+    })
+}
+
+/// Say on standard error what is served where.
+fn announce(args: &ServeArgs, names: &[String], store: Option<&Arc<dyn Store>>, running: &Running) {
     eprintln!("loopwright serve: agents {}", names.join(", "));
-    match &store {
+    match store {
         Some(store) => eprintln!(
             "loopwright serve: store {}",
             crate::escape::line(&format!("{store:?}"))
@@ -128,18 +159,6 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
     if args.mcp_stdio {
         eprintln!("loopwright serve: mcp on standard input and output");
     }
-    let only_stdio = args.mcp_stdio && running.addresses().is_empty();
-    tokio::select! {
-        _ = stop.requested() => eprintln!("loopwright serve: stopping"),
-        () = running.stdio_closed(), if only_stdio => {}
-    }
-    // A second signal stops waiting for runs; the servers still close.
-    tokio::select! {
-        () = running.shutdown() => {}
-        _ = stop.requested() => {}
-    }
-    close(connected, &mut stop).await;
-    Ok(exit::OK)
 }
 
 /// Usage errors found before anything starts; the API keys.
