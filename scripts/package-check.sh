@@ -2,19 +2,22 @@
 # The package check: what a publish would do, and what an application sees.
 # - `cargo package --workspace --no-verify` makes every package's .crate
 #   file (its include list, README, licenses and manifest as published);
-# - the packages are then checked from their .crate files alone: the files are
-#   unpacked under target/package-check/, the workspace's own crates resolve
-#   to those unpacked copies (as crates.io would resolve them), and
-#   `cargo clippy --workspace --all-features -- -D warnings` checks and
-#   lints them all, so a file left out of an `include` or a path outside
-#   the package fails here. All features, as the doc step before it: the
-#   dependencies are then checked once for both (default features took
-#   5 of a CI run's minutes to check every dependency again). The
-#   facade's default features are still compiled, by the consumer check
-#   below; lints on code only other feature sets compile (behind
-#   `cfg(not(feature = ..))`) and a dependency feature a package uses
+# - the packages are then documented from their .crate files alone: the
+#   files are unpacked under target/package-check/, the workspace's own
+#   crates resolve to those unpacked copies (as crates.io would resolve
+#   them), and `cargo doc --no-deps --workspace --all-features` with
+#   warnings denied builds their docs as docs.rs would. rustdoc compiles
+#   each package's dependencies among them, and resolves every module of
+#   each, so a file left out of an `include` or a path outside the
+#   package fails here, as does a broken doc link. (Clippy, all features,
+#   all targets, ran on the same sources in the tests' build. Lints on
+#   code only the default features compile, behind
+#   `cfg(not(feature = ..))`, and a dependency feature a package uses
 #   without asking for it while another package asks for it are left to
-#   the publish's verification, which builds each package alone.
+#   the publish's verification, which builds each package alone; the
+#   facade's default features are compiled by the consumer check below.)
+#   The unpacked workspace gets the workspace's profiles, so the consumer
+#   check reuses what it can of the dependencies' checks.
 # - tests-consumer/ (not a workspace member, no committed lockfile) depends on
 #   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`
 #   (on rustls, as loopwright's) and passes its own reqwest client to a
@@ -50,14 +53,14 @@ done
         echo "${dir%-*} = { path = \"$dir\" }"
     done
     echo
-    # The workspace's profiles, so the dependencies' checks are the doc
-    # step's (a profile is part of what cargo reuses a build by).
+    # The workspace's profiles (a profile is part of what cargo reuses a
+    # build by).
     awk '/^\[/{p=($0 ~ /^\[profile/)} p && !/^#/' Cargo.toml
 } > "$root/Cargo.toml"
 # The versions CI tests, for the dependencies from crates.io.
 cp Cargo.lock "$root/"
 echo "package check: ${names[*]}, from their .crate files"
-cargo clippy --quiet --manifest-path "$root/Cargo.toml" --target-dir target --workspace --all-features -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --manifest-path "$root/Cargo.toml" --target-dir target --no-deps --workspace --all-features
 cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
 # Its graph: one reqwest and one rmcp (the application's are loopwright's),
 # and no aws-lc-sys (the README promises no C toolchain beyond ring's).
