@@ -209,3 +209,61 @@ async fn failures_mark_their_spans_with_an_error_type() {
     assert_eq!(chats[1].1.get("error.type"), Some("authentication"));
     assert_eq!(chats[1].1.get("otel.status_code"), Some("error"));
 }
+
+/// Notes, when the run's `invoke_agent` span closes, whether the reader had
+/// already seen the run end. It waits up to `WAIT` for the reader there
+/// (a reader that could see the end would have by then); a run whose span
+/// closes before its events end keeps the reader waiting meanwhile.
+#[derive(Clone, Default)]
+struct CloseOrder {
+    reader_done: Arc<std::sync::atomic::AtomicBool>,
+    seen_at_close: Arc<Mutex<Option<bool>>>,
+}
+
+impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CloseOrder {
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        const WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+        use std::sync::atomic::Ordering::SeqCst;
+        if ctx.span(&id).is_none_or(|span| span.name() != "invoke_agent") {
+            return;
+        }
+        let deadline = std::time::Instant::now() + WAIT;
+        while !self.reader_done.load(SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        *self.seen_at_close.lock().unwrap() = Some(self.reader_done.load(SeqCst));
+    }
+}
+
+/// A reader that saw a run end (and then flushes its telemetry, as the CLI
+/// does before it exits) finds the run's span already ended: the events
+/// close after it. On a multi-thread runtime, where the reader runs beside
+/// the run's task; it failed before the fix, with `Some(true)`.
+#[test]
+fn the_run_span_ends_before_the_run_events_do() {
+    let order = CloseOrder::default();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(order.clone()));
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _guard = tracing::dispatcher::set_default(&dispatch);
+    let workers = dispatch.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(move || {
+            // The runtime's threads report to the test's subscriber for
+            // their whole life.
+            std::mem::forget(tracing::dispatcher::set_default(&workers));
+        })
+        .build()
+        .unwrap();
+    let agent = Agent::builder(Arc::new(ScriptedModel::new(vec![ScriptedStep::text("hi")]))).build();
+    let result = rt.block_on(async { agent.run("hello").await.unwrap() });
+    order.reader_done.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(result.text, "hi");
+    drop(rt);
+    assert_eq!(
+        *order.seen_at_close.lock().unwrap(),
+        Some(false),
+        "the reader saw the run end before its span closed"
+    );
+}

@@ -317,18 +317,20 @@ fn start(
         stopped_by,
         journal,
     };
-    tokio::spawn(
-        async move {
-            // The receiver may be gone; the result is then not wanted. It goes
-            // out before the `finished` event (and so before the events close),
-            // so a reader who saw either finds it.
-            run.drive(input, |result| {
-                let _ = result_tx.send(result);
-            })
-            .await;
-        }
-        .instrument(span),
-    );
+    tokio::spawn(async move {
+        // The receiver may be gone; the result is then not wanted. It goes
+        // out before the `finished` event (and so before the events close),
+        // so a reader who saw either finds it.
+        run.drive(input, |result| {
+            let _ = result_tx.send(result);
+        })
+        .instrument(span)
+        .await;
+        // The run's span closed with the statement above; only now do the
+        // events close (with `run`, which holds their sender), so a reader
+        // who saw them end (and flushes its telemetry) finds the span ended.
+        drop(run);
+    });
     AgentRun {
         events,
         result: result_rx,
