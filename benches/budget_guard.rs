@@ -11,7 +11,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use loopwright::testing::{ScriptedModel, ScriptedStep};
 use loopwright::{
     Agent, ContextBudget, LanguageModel, Message, ModelError, ToolSet, model::ModelRequest,
@@ -97,7 +98,15 @@ impl LanguageModel for Recording {
     }
 }
 
-fn bench_guard(c: &mut Criterion) {
+/// What the benches share: the runtime, the tokenizer, the tools, the history.
+struct Fixture {
+    rt: tokio::runtime::Runtime,
+    counter: Arc<dyn loopwright::budget::TokenCounter>,
+    tools: Arc<ToolSet>,
+    input: Vec<Message>,
+}
+
+fn fixture() -> Fixture {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -110,38 +119,35 @@ fn bench_guard(c: &mut Criterion) {
             .source(StaticToolSource::native("bench").with_tool(noop))
             .build(),
     );
-    let input = history();
-    let text: String = input.iter().map(Message::text).collect::<Vec<_>>().join("\n");
-    println!(
-        "history: {} messages, {} bytes, {} tokens",
-        input.len(),
-        text.len(),
-        counter.count(&text)
-    );
+    Fixture {
+        rt,
+        counter,
+        tools,
+        input: history(),
+    }
+}
 
-    let mut group = c.benchmark_group("budget_guard");
-    group.sample_size(30);
-    // Checked once: what the guard counts in each step of a fresh run (the
-    // model records the tally when each step asks it, after the guard ran).
+/// Checked once: what the guard counts in each step of a fresh run (the
+/// model records the tally when each step asks it, after the guard ran).
+fn print_what_the_guard_counts(f: &Fixture) {
     let tally = Arc::new(Tally {
-        inner: counter.clone(),
+        inner: f.counter.clone(),
         bytes: Default::default(),
         tokens: Default::default(),
     });
-    let model = Recording {
+    let model = Arc::new(Recording {
         inner: ScriptedModel::new(vec![
             ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
             ScriptedStep::text("done"),
         ]),
         tally: tally.clone(),
         seen: Default::default(),
-    };
-    let model = Arc::new(model);
+    });
     let agent = Agent::builder(model.clone())
-        .shared_tools(tools.clone())
-        .budget(ContextBudget::new(1_000_000).counter(tally.clone()))
+        .shared_tools(f.tools.clone())
+        .budget(ContextBudget::new(1_000_000).counter(tally))
         .build();
-    let result = rt.block_on(async { agent.run(input.clone()).await }).unwrap();
+    let result = f.rt.block_on(async { agent.run(f.input.clone()).await }).unwrap();
     let seen = model.seen.lock().unwrap().clone();
     assert!(
         result.steps.len() == 2 && seen.len() == 2,
@@ -159,7 +165,44 @@ fn bench_guard(c: &mut Criterion) {
         );
         before = (*bytes, *tokens);
     }
-    let warm = ContextBudget::new(1_000_000).counter(counter.clone());
+}
+
+/// One two-step run per iteration, with the budget `budget` makes; the
+/// agent, its model and the input are built outside the timing.
+fn bench_run(group: &mut BenchmarkGroup<'_, WallTime>, f: &Fixture, name: &str, budget: &BudgetFor<'_>) {
+    group.bench_function(name, |b| {
+        let setup = || {
+            let model = ScriptedModel::new(vec![
+                ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
+                ScriptedStep::text("done"),
+            ]);
+            let mut builder = Agent::builder(Arc::new(model)).shared_tools(f.tools.clone());
+            if let Some(budget) = budget() {
+                builder = builder.budget(budget);
+            }
+            (builder.build(), f.input.clone())
+        };
+        b.to_async(&f.rt).iter_batched(
+            setup,
+            |(agent, input)| async move { agent.run(input).await.map(|r| r.steps.len()).unwrap_or_default() },
+            BatchSize::SmallInput,
+        );
+    });
+}
+
+fn bench_guard(c: &mut Criterion) {
+    let f = fixture();
+    let text: String = f.input.iter().map(Message::text).collect::<Vec<_>>().join("\n");
+    println!(
+        "history: {} messages, {} bytes, {} tokens",
+        f.input.len(),
+        text.len(),
+        f.counter.count(&text)
+    );
+    print_what_the_guard_counts(&f);
+    let mut group = c.benchmark_group("budget_guard");
+    group.sample_size(30);
+    let warm = ContextBudget::new(1_000_000).counter(f.counter.clone());
     // (name, budget for an iteration): none; a new budget each run (the
     // history counted from scratch: a conversation's first turn); one budget
     // shared by every run (a later turn of the same conversation).
@@ -167,7 +210,7 @@ fn bench_guard(c: &mut Criterion) {
         ("two_step_run_without_budget", Box::new(|| None)),
         (
             "two_step_run_with_budget_first_turn",
-            Box::new(|| Some(ContextBudget::new(1_000_000).counter(counter.clone()))),
+            Box::new(|| Some(ContextBudget::new(1_000_000).counter(f.counter.clone()))),
         ),
         (
             "two_step_run_with_budget_next_turn",
@@ -175,36 +218,11 @@ fn bench_guard(c: &mut Criterion) {
         ),
     ];
     for (name, budget) in &cases {
-        group.bench_function(*name, |b| {
-            // The agent, its model and the input are built outside the timing.
-            let setup = || {
-                let model = ScriptedModel::new(vec![
-                    ScriptedStep::tool_calls(&[("c1", "noop", "{}")]),
-                    ScriptedStep::text("done"),
-                ]);
-                let mut builder = Agent::builder(Arc::new(model)).shared_tools(tools.clone());
-                if let Some(budget) = budget() {
-                    builder = builder.budget(budget);
-                }
-                let agent = builder.build();
-                (agent, input.clone())
-            };
-            b.to_async(&rt).iter_batched(
-                setup,
-                |(agent, input)| async move {
-                    agent
-                        .run(input)
-                        .await
-                        .map(|r| r.steps.len())
-                        .unwrap_or_default()
-                },
-                BatchSize::SmallInput,
-            );
-        });
+        bench_run(&mut group, &f, name, budget);
     }
-    group.bench_function("tiktoken_count_100kb", |b| b.iter(|| counter.count(&text)));
+    group.bench_function("tiktoken_count_100kb", |b| b.iter(|| f.counter.count(&text)));
     group.bench_function("tiktoken_count_50_messages", |b| {
-        b.iter(|| input.iter().map(|m| counter.count(&m.text())).sum::<u64>())
+        b.iter(|| f.input.iter().map(|m| f.counter.count(&m.text())).sum::<u64>())
     });
     group.finish();
 }

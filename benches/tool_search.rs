@@ -170,6 +170,73 @@ async fn time_to_first_call(
     median(samples)
 }
 
+/// The request a model gets in each wire format, as bytes.
+fn wire_bodies(request: &ModelRequest) -> [(&'static str, Vec<u8>); 4] {
+    let chat = OpenAiChatModel::openai("gpt-4.1").build().unwrap();
+    let responses = OpenAiResponsesModel::builder("gpt-4.1").build().unwrap();
+    let anthropic = AnthropicModel::builder("claude-sonnet-4-5").build().unwrap();
+    let gemini = GeminiModel::builder("gemini-2.5-flash").build().unwrap();
+    [
+        ("chat", chat.request_bytes(request).unwrap().to_vec()),
+        ("responses", responses.request_bytes(request).unwrap().to_vec()),
+        ("anthropic", anthropic.request_bytes(request).unwrap().to_vec()),
+        ("gemini", gemini.request_bytes(request).unwrap().to_vec()),
+    ]
+}
+
+/// The first request's size, without and with tool search: tools declared,
+/// body bytes and tokens in each format, what stays out of the context.
+async fn print_first_requests(connected: &Connected) {
+    let counter = token_counter_for("gpt-4.1", None).unwrap();
+    println!("\nfirst request: tools declared, body bytes, body tokens (o200k_base)");
+    for search in [false, true] {
+        let request = first_request(connected, search).await;
+        let label = if search { "with tool search" } else { "without" };
+        println!(
+            "{label}: {} tools declared, {} held back",
+            request.tools.len(),
+            request.deferred_tools.len()
+        );
+        for (format, bytes) in wire_bodies(&request) {
+            let text = String::from_utf8(bytes).unwrap();
+            println!(
+                "  {format:<10} {:>9} bytes {:>8} tokens",
+                text.len(),
+                counter.count(&text)
+            );
+        }
+        // Anthropic loads a deferred tool into the model's context only
+        // when a result references it: its body less those definitions.
+        let deferred: Vec<serde_json::Value> = request
+            .deferred_tools
+            .iter()
+            .map(|t| {
+                serde_json::json!({"name": t.name, "description": t.description,
+                    "input_schema": t.input_schema, "defer_loading": true})
+            })
+            .collect();
+        let held = counter.count(&serde_json::to_string(&deferred).unwrap());
+        let system = request.system.as_deref().map_or(0, |s| counter.count(s));
+        println!("  deferred definitions (outside Anthropic's context): {held} tokens");
+        println!("  the system prompt (the servers' instructions): {system} tokens");
+    }
+}
+
+/// Time to the first model call, without and with tool search, with a new
+/// tool set and with a cached catalog.
+async fn print_times_to_first_call(connected: &Connected) {
+    let script = Arc::new(Script::default());
+    script.play(0, "none", serde_json::json!({}));
+    let server = chat_server::start(script);
+    println!("\ntime to the first model call (median of {RUNS} [min-max])");
+    for search in [false, true] {
+        let label = if search { "with tool search" } else { "without" };
+        let fresh = time_to_first_call(connected, &server, search, true).await;
+        let warm = time_to_first_call(connected, &server, search, false).await;
+        println!("{label}: new tool set {fresh}; cached catalog {warm}");
+    }
+}
+
 fn main() {
     loopwright::providers::install_tls_provider();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -189,89 +256,8 @@ fn main() {
             EVERYTHING_COPIES,
             TEST_SERVER_COPIES
         );
-
-        let counter = token_counter_for("gpt-4.1", None).unwrap();
-        println!("\nfirst request: tools declared, body bytes, body tokens (o200k_base)");
-        for search in [false, true] {
-            let request = first_request(&connected, search).await;
-            let label = if search { "with tool search" } else { "without" };
-            println!(
-                "{label}: {} tools declared, {} held back",
-                request.tools.len(),
-                request.deferred_tools.len()
-            );
-            let formats: [(&str, Vec<u8>); 4] = [
-                (
-                    "chat",
-                    OpenAiChatModel::openai("gpt-4.1")
-                        .build()
-                        .unwrap()
-                        .request_bytes(&request)
-                        .unwrap()
-                        .to_vec(),
-                ),
-                (
-                    "responses",
-                    OpenAiResponsesModel::builder("gpt-4.1")
-                        .build()
-                        .unwrap()
-                        .request_bytes(&request)
-                        .unwrap()
-                        .to_vec(),
-                ),
-                (
-                    "anthropic",
-                    AnthropicModel::builder("claude-sonnet-4-5")
-                        .build()
-                        .unwrap()
-                        .request_bytes(&request)
-                        .unwrap()
-                        .to_vec(),
-                ),
-                (
-                    "gemini",
-                    GeminiModel::builder("gemini-2.5-flash")
-                        .build()
-                        .unwrap()
-                        .request_bytes(&request)
-                        .unwrap()
-                        .to_vec(),
-                ),
-            ];
-            for (format, bytes) in formats {
-                let text = String::from_utf8(bytes).unwrap();
-                println!(
-                    "  {format:<10} {:>9} bytes {:>8} tokens",
-                    text.len(),
-                    counter.count(&text)
-                );
-            }
-            // Anthropic loads a deferred tool into the model's context only
-            // when a result references it: its body less those definitions.
-            let deferred: Vec<serde_json::Value> = request
-                .deferred_tools
-                .iter()
-                .map(|t| {
-                    serde_json::json!({"name": t.name, "description": t.description,
-                        "input_schema": t.input_schema, "defer_loading": true})
-                })
-                .collect();
-            let held = counter.count(&serde_json::to_string(&deferred).unwrap());
-            let system = request.system.as_deref().map_or(0, |s| counter.count(s));
-            println!("  deferred definitions (outside Anthropic's context): {held} tokens");
-            println!("  the system prompt (the servers' instructions): {system} tokens");
-        }
-
-        let script = Arc::new(Script::default());
-        script.play(0, "none", serde_json::json!({}));
-        let server = chat_server::start(script);
-        println!("\ntime to the first model call (median of {RUNS} [min-max])");
-        for search in [false, true] {
-            let label = if search { "with tool search" } else { "without" };
-            let fresh = time_to_first_call(&connected, &server, search, true).await;
-            let warm = time_to_first_call(&connected, &server, search, false).await;
-            println!("{label}: new tool set {fresh}; cached catalog {warm}");
-        }
+        print_first_requests(&connected).await;
+        print_times_to_first_call(&connected).await;
         connected.close_all().await;
     });
 }
