@@ -268,15 +268,7 @@ async fn request_body_tools_schema_choice_and_signatures() {
 
 #[tokio::test]
 async fn agent_loop_end_to_end() {
-    let server = serve(vec![
-        Reply::ok(frames(
-            &fixture("gemini/google-tool-call.chunks.txt"),
-            false,
-            "\r\n",
-        )),
-        Reply::ok(frames(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
-    ])
-    .await;
+    let server = serve(gemini_call_then_text()).await;
     let agent = Agent::builder(Arc::new(model(&server)))
         .tools(weather_tools())
         .build();

@@ -149,15 +149,7 @@ async fn responses_streams_the_inputs_of_its_calls() {
 #[tokio::test]
 async fn gemini_sends_each_input_whole_as_one_delta() {
     loopwright_providers::install_tls_provider();
-    let server = serve(vec![
-        Reply::ok(frames(
-            &fixture("gemini/google-tool-call.chunks.txt"),
-            false,
-            "\r\n",
-        )),
-        Reply::ok(frames(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
-    ])
-    .await;
+    let server = serve(gemini_call_then_text()).await;
     let model = GeminiModel::builder("gemini-test")
         .base_url(server.url())
         .api_key("k")

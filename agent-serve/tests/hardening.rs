@@ -394,20 +394,27 @@ impl Mcp {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
-    // The cap, on a server whose sessions never go idle during the test (a
-    // busy machine may take longer than a short expiry between requests).
+/// A server with only the MCP surface: at most `sessions`, each closed
+/// after `idle` without a request.
+async fn mcp_server(sessions: usize, idle: Duration) -> (loopwright_serve::Running, std::net::SocketAddr) {
     let (_model, agent) = gated();
     let running = Serve::new()
         .agent(agent)
         .mcp_http(local())
-        .mcp_sessions(2)
-        .mcp_session_idle(Duration::from_secs(600))
+        .mcp_sessions(sessions)
+        .mcp_session_idle(idle)
         .start()
         .await
         .unwrap();
     let addr = running.address(Surface::McpHttp).unwrap();
+    (running, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
+    // The cap, on a server whose sessions never go idle during the test (a
+    // busy machine may take longer than a short expiry between requests).
+    let (running, addr) = mcp_server(2, Duration::from_secs(600)).await;
     let mut first = Mcp::new(addr);
     assert_eq!(first.initialize().await, 200);
     let mut second = Mcp::new(addr);
@@ -423,16 +430,7 @@ async fn mcp_sessions_stop_at_the_cap_and_expire_when_idle() {
 
     // Idle sessions close, and free their place: with a cap of one, a new
     // session fits once the old one is gone.
-    let (_model, agent) = gated();
-    let running = Serve::new()
-        .agent(agent)
-        .mcp_http(local())
-        .mcp_sessions(1)
-        .mcp_session_idle(Duration::from_millis(500))
-        .start()
-        .await
-        .unwrap();
-    let addr = running.address(Surface::McpHttp).unwrap();
+    let (running, addr) = mcp_server(1, Duration::from_millis(500)).await;
     let mut first = Mcp::new(addr);
     assert_eq!(first.initialize().await, 200);
     tokio::time::timeout(HANG_GUARD, async {

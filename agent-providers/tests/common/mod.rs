@@ -32,6 +32,18 @@ pub fn fixture(path: &str) -> Vec<String> {
         .collect()
 }
 
+/// Gemini's recorded replies: a tool call, then a text answer.
+pub fn gemini_call_then_text() -> Vec<Reply> {
+    vec![
+        Reply::ok(frames(
+            &fixture("gemini/google-tool-call.chunks.txt"),
+            false,
+            "\r\n",
+        )),
+        Reply::ok(frames(&fixture("gemini/google-text.chunks.txt"), false, "\r\n")),
+    ]
+}
+
 /// Collect a stream: all events, and the error that ended it, if any.
 pub async fn collect(stream: ModelStream) -> (Vec<ModelEvent>, Option<ModelError>) {
     tokio::time::timeout(HANG_GUARD, async move {
