@@ -304,7 +304,7 @@ async fn a_durable_run_waits_out_a_store_outage_and_goes_on() {
         sse::chat_calls(&[("call_slow", "test__slow", json!({"ms": 1500}))]),
         sse::answer("Slept through it."),
     ];
-    let world = World::new("slow-model", script, postgres.database()).await;
+    let world = World::new("slow-model", script, postgres.database().connect_timeout(2)).await;
     let mut replica = world.lone_replica("auto").await;
     let id = replica.start_run("sleeper", json!({"prompt": "sleep"})).await;
     until_logged(&world.log, "called slow", 1).await;
@@ -452,7 +452,7 @@ async fn a_suspended_run_is_decided_after_a_store_outage() {
         sse::chat_calls(&[("call_echo", "test__echo", json!({"text": "hi"}))]),
         sse::answer("The echo said hi."),
     ];
-    let mut world = World::new("chat-model", script, postgres.database()).await;
+    let mut world = World::new("chat-model", script, postgres.database().connect_timeout(2)).await;
     world.extra = vec!["--restate-suspend-after".into(), "1s".into()];
     let mut replica = world.lone_replica("defer").await;
     let id = replica.start_run("assistant", json!({"prompt": "say hi"})).await;

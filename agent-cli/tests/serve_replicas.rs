@@ -235,7 +235,8 @@ async fn a_run_in_flight_on_a_killed_replica_is_failed_after_its_lease_by_anothe
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_goes_down_mid_run_fails_the_run_clearly_and_the_server_recovers() {
     let mut postgres = loopwright_test_support::TempPostgres::start();
-    let database = postgres.database();
+    // Calls give up on the stopped server after 2 s (5 by default).
+    let database = postgres.database().connect_timeout(2);
     let models = routed(vec![(
         "slow-model",
         vec![

@@ -26,7 +26,9 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// - `sqlite:PATH` or `sqlite://PATH`: one SQLite file, created when missing
 ///   (`sqlite:///var/lib/app/agent.db` is absolute);
 /// - `postgres://...` or `postgresql://...`: a PostgreSQL server (libpq's URL
-///   form: user, password, host, port, database, `?sslmode=`).
+///   form: user, password, host, port, database, `?sslmode=`, and
+///   `?connect_timeout=SECONDS`, how long a call waits for a connection
+///   before the store counts as unavailable, 5 s when not given).
 ///
 /// ```
 /// # async fn demo() -> Result<(), loopwright_store::StoreError> {
@@ -55,7 +57,9 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>, StoreError> {
 pub struct StoreBuilder {
     url: String,
     pub(crate) max_connections: Option<u32>,
-    pub(crate) acquire_timeout: Duration,
+    /// Set by [`StoreBuilder::acquire_timeout`]; else a PostgreSQL URL's
+    /// `connect_timeout`, else [`DEFAULT_ACQUIRE_TIMEOUT`].
+    pub(crate) acquire_timeout: Option<Duration>,
     pub(crate) busy_timeout: Duration,
     pub(crate) poll_interval: Duration,
 }
@@ -66,7 +70,7 @@ impl StoreBuilder {
         Self {
             url: url.into(),
             max_connections: None,
-            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+            acquire_timeout: None,
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             poll_interval: FALLBACK_POLL,
         }
@@ -79,9 +83,10 @@ impl StoreBuilder {
     }
 
     /// How long a call waits for a connection before it fails with
-    /// [`StoreError::Unavailable`] (default 5 s).
+    /// [`StoreError::Unavailable`] (default 5 s; for PostgreSQL, the URL's
+    /// `connect_timeout=SECONDS` when this is not called).
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.acquire_timeout = timeout;
+        self.acquire_timeout = Some(timeout);
         self
     }
 

@@ -32,7 +32,7 @@ use tokio::sync::OnceCell;
 use tokio::task::JoinHandle;
 
 use crate::backend::{SqlBackend, sql_store};
-use crate::builder::{StoreBuilder, redact};
+use crate::builder::{DEFAULT_ACQUIRE_TIMEOUT, StoreBuilder, redact};
 use crate::dialect::{self, Dialect, Statements};
 use crate::error::{StoreError, from_sqlx, is_unique_violation};
 use crate::migrations;
@@ -90,13 +90,18 @@ impl Drop for AbortOnDrop {
 impl PostgresStore {
     /// Connects and brings the schema up to date.
     pub(crate) async fn open(url: &str, builder: &StoreBuilder) -> Result<Self, StoreError> {
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::InvalidUrl {
-                url: redact(url),
-                reason: e.to_string(),
-            })?
+        let invalid = |reason: String| StoreError::InvalidUrl {
+            url: redact(url),
+            reason,
+        };
+        let (for_sqlx, connect_timeout) = take_connect_timeout(url).map_err(invalid)?;
+        let options = PgConnectOptions::from_str(&for_sqlx)
+            .map_err(|e| invalid(e.to_string()))?
             .application_name("loopwright-store");
-        let timeout = builder.acquire_timeout;
+        let timeout = builder
+            .acquire_timeout
+            .or(connect_timeout)
+            .unwrap_or(DEFAULT_ACQUIRE_TIMEOUT);
         // Migrations on a connection of their own, in one transaction that
         // holds an advisory lock (concurrent first opens wait for each
         // other); the lock ends with the transaction, whatever happens.
@@ -268,3 +273,59 @@ impl SqlBackend for PostgresStore {
 }
 
 sql_store!(PostgresStore);
+
+/// `url` without libpq's `connect_timeout=SECONDS` option (which sqlx does
+/// not know), and that option as a duration: how long a call waits for a
+/// connection. Whole seconds, at least 1 (libpq's 0, "wait forever", is
+/// refused: a store that never answers would hang every call).
+fn take_connect_timeout(url: &str) -> Result<(String, Option<Duration>), String> {
+    let Some((main, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), None));
+    };
+    let mut timeout = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("connect_timeout", value)) => {
+                let seconds: u64 = value.trim().parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+                    format!("`connect_timeout` is whole seconds, at least 1: got {value:?}")
+                })?;
+                timeout = Some(Duration::from_secs(seconds));
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let url = if kept.is_empty() {
+        main.to_owned()
+    } else {
+        format!("{main}?{}", kept.join("&"))
+    };
+    Ok((url, timeout))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn connect_timeout_is_taken_out_of_the_url_as_seconds() {
+        let (url, timeout) =
+            take_connect_timeout("postgres://a@h/db?sslmode=disable&connect_timeout=2").unwrap();
+        assert_eq!(url, "postgres://a@h/db?sslmode=disable");
+        assert_eq!(timeout, Some(Duration::from_secs(2)));
+        let (url, timeout) = take_connect_timeout("postgres://a@h/db?connect_timeout=1").unwrap();
+        assert_eq!(
+            (url.as_str(), timeout),
+            ("postgres://a@h/db", Some(Duration::from_secs(1)))
+        );
+        assert_eq!(
+            take_connect_timeout("postgres://a@h/db").unwrap(),
+            ("postgres://a@h/db".to_owned(), None)
+        );
+        for bad in ["0", "soon", "1.5", ""] {
+            let error = take_connect_timeout(&format!("postgres://h/db?connect_timeout={bad}")).unwrap_err();
+            assert!(error.contains("connect_timeout"), "{error}");
+        }
+    }
+}

@@ -23,7 +23,7 @@ use sqlx::sqlite::{
 };
 
 use crate::backend::{Sql, SqlBackend, sql_store};
-use crate::builder::StoreBuilder;
+use crate::builder::{DEFAULT_ACQUIRE_TIMEOUT, StoreBuilder};
 use crate::dialect::{self, Dialect, Statements};
 use crate::error::{BoxError, StoreError, from_sqlx, is_unique_violation};
 use crate::migrations;
@@ -82,7 +82,7 @@ impl SqliteStore {
                     .max_connections
                     .unwrap_or(options::DEFAULT_MAX_CONNECTIONS),
             )
-            .acquire_timeout(options.acquire_timeout);
+            .acquire_timeout(options.acquire_timeout.unwrap_or(DEFAULT_ACQUIRE_TIMEOUT));
         let pool = connect_pool(pool_options, connect, options.busy_timeout)
             .await
             .map_err(|e| at_path(path, e))?;

@@ -136,6 +136,14 @@ impl TempDatabase {
         &self.url
     }
 
+    /// The same database with `?connect_timeout=SECONDS` on its URL: how
+    /// long the store waits for a connection before it counts as
+    /// unavailable (5 s when not given), for tests that stop the server.
+    pub fn connect_timeout(mut self, seconds: u64) -> Self {
+        self.url = format!("{}?connect_timeout={seconds}", self.url);
+        self
+    }
+
     /// The database's name.
     pub fn name(&self) -> &str {
         &self.name
