@@ -26,7 +26,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-JOBS = int(os.environ.get("LOOPWRIGHT_TEST_JOBS", "4"))
+JOBS = int(os.environ.get("LOOPWRIGHT_TEST_JOBS", "3"))
 # Test targets that run first, beside the first of the others only.
 QUIET = {"conformance"}
 # The longest executables (package, target), measured in CI, start first;
