@@ -401,6 +401,22 @@ pub struct AgentArgs {
     #[arg(long, value_name = "N")]
     pub max_tree_tokens: Option<u64>,
 
+    /// A guardrail (repeatable): `pii` redacts card numbers, keys and
+    /// e-mail addresses in the input, the answer and tool results
+    /// (`pii:block` stops the run at them); `regex:PATTERN` stops the run
+    /// at an answer that matches; `length:N` at an answer longer than N
+    /// characters. With guardrails on the answer, its text is shown only
+    /// once they passed over it; a run they stop exits with status 10.
+    /// They add to the configuration's `guardrails`.
+    #[arg(long = "guardrail", value_name = "SPEC", value_parser = parse_guardrail, action = ArgAction::Append)]
+    pub guardrails: Vec<GuardrailArg>,
+
+    /// When text held for the guardrails is checked and shown: sentence,
+    /// paragraph, chars:N, ms:N or end (nothing of a stopped answer shown)
+    /// [default: the configuration's, else sentence].
+    #[arg(long, value_name = "WHEN", value_parser = parse_checkpoint)]
+    pub guardrail_checkpoint: Option<loopwright::guardrail::Checkpoint>,
+
     /// Cancel the run after this long (milliseconds, or 30s, 10m ...)
     /// [default: defaults.runTimeout, else none]; exit status 124.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
@@ -649,6 +665,26 @@ impl AgentArgs {
     }
 }
 
+/// A `--guardrail`: the guard it names.
+#[derive(Clone)]
+pub struct GuardrailArg(pub std::sync::Arc<dyn loopwright::guardrail::Guardrail>);
+
+impl std::fmt::Debug for GuardrailArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name())
+    }
+}
+
+fn parse_guardrail(text: &str) -> Result<GuardrailArg, String> {
+    loopwright::guardrail::builtin(text)
+        .map(GuardrailArg)
+        .map_err(|e| e.to_string())
+}
+
+fn parse_checkpoint(text: &str) -> Result<loopwright::guardrail::Checkpoint, String> {
+    text.parse()
+}
+
 fn parse_duration_arg(text: &str) -> Result<std::time::Duration, String> {
     let value = match text.parse::<u64>() {
         Ok(ms) => serde_json::Value::from(ms),
@@ -701,8 +737,8 @@ impl From<OutputModeArg> for loopwright::output::OutputMode {
 const EXIT_CODES: &str = "Exit status: 0 completed, 2 usage or configuration error, 3 model error after all \
 fallbacks, 4 context window exhausted, 5 step limit reached (the model was asked to conclude), 6 the answer never \
 matched --output-schema, 7 the --plan was rejected, 8 the run's budget (--max-model-calls, --max-tree-tokens) was \
-used up, 9 the run paused on questions (--approve defer; continue it with `loopwright resume RUN_ID`), 124 the \
---timeout passed, 130 interrupted (143 on SIGTERM).";
+used up, 9 the run paused on questions (--approve defer; continue it with `loopwright resume RUN_ID`), 10 a \
+--guardrail stopped the run, 124 the --timeout passed, 130 interrupted (143 on SIGTERM).";
 
 #[cfg(test)]
 pub(crate) mod tests;

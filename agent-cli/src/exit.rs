@@ -24,6 +24,9 @@ pub const AWAITING_APPROVAL: u8 = 9;
 /// The run tree's budget of model calls or tokens was used up
 /// (`--max-model-calls`, `--max-tree-tokens`).
 pub const BUDGET_EXHAUSTED: u8 = 8;
+/// A guardrail stopped the run (`--guardrail`, or the configuration's
+/// `guardrails`): what it blocked was never printed.
+pub const TRIPPED: u8 = 10;
 /// The run's deadline (`--timeout`) passed: it was cancelled (as GNU
 /// `timeout` exits).
 pub const TIMED_OUT: u8 = 124;
@@ -44,6 +47,7 @@ pub fn for_exit(exit: ExitReason) -> u8 {
         ExitReason::PlanRejected => PLAN_REJECTED,
         ExitReason::BudgetExhausted => BUDGET_EXHAUSTED,
         ExitReason::AwaitingApproval => AWAITING_APPROVAL,
+        ExitReason::Tripped => TRIPPED,
         _ => MODEL_ERROR,
     }
 }
@@ -85,6 +89,7 @@ pub fn explain(result: &loopwright::AgentResult) -> Option<String> {
         ),
         Outcome::OutputInvalid { error } => format!("the answer never matched the output schema: {error}"),
         Outcome::PlanRejected { reason } => format!("the plan was rejected: {reason}"),
+        Outcome::Tripped { trip } => trip.to_string(),
         Outcome::Cancelled { reason: None } => "the run was cancelled".to_owned(),
         other => format!("the run ended: {:?}", other.exit()),
     };

@@ -108,6 +108,8 @@ pub(crate) struct CommandLine {
     reasoning: Option<loopwright::ReasoningEffort>,
     output: Option<loopwright::OutputSpec>,
     preflight: Option<loopwright::preflight::Preflight>,
+    guardrails: Vec<crate::args::GuardrailArg>,
+    guardrail_checkpoint: Option<loopwright::guardrail::Checkpoint>,
 }
 
 impl CommandLine {
@@ -136,6 +138,8 @@ impl CommandLine {
             reasoning: args.reasoning,
             output,
             preflight: plan.then(|| approve::preflight(args.approve)),
+            guardrails: args.guardrails.clone(),
+            guardrail_checkpoint: args.guardrail_checkpoint,
         }
     }
 
@@ -178,6 +182,27 @@ impl CommandLine {
         }
         set(&mut options.output, &self.output);
         set(&mut options.preflight, &self.preflight);
+        self.apply_guardrails(options);
+    }
+
+    /// `--guardrail`s added to the configured guardrails, and the
+    /// `--guardrail-checkpoint`.
+    fn apply_guardrails(&self, options: &mut AgentOptions) {
+        if self.guardrails.is_empty() && self.guardrail_checkpoint.is_none() {
+            return;
+        }
+        let mut rails = options
+            .guardrails
+            .take()
+            .map(|r| (*r).clone())
+            .unwrap_or_default();
+        for guard in &self.guardrails {
+            rails = rails.guard_arc(guard.0.clone());
+        }
+        if let Some(checkpoint) = self.guardrail_checkpoint {
+            rails = rails.checkpoint(checkpoint);
+        }
+        options.guardrails = (!rails.is_empty()).then(|| Arc::new(rails));
     }
 }
 

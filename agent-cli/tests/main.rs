@@ -9,6 +9,7 @@ mod cli;
 mod durable;
 mod eval;
 mod exit;
+mod guardrails;
 mod hostile;
 mod interrupt;
 mod long_sessions;

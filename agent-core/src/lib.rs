@@ -63,6 +63,7 @@ pub mod agent;
 pub mod approval;
 pub mod compaction;
 pub mod durable;
+pub mod guardrail;
 pub mod output;
 pub mod preflight;
 pub mod telemetry;

@@ -13,6 +13,7 @@ mod conversation;
 mod deadlines;
 mod durable;
 mod fallback_accounting;
+mod guardrails;
 mod hooks;
 mod limits;
 mod outcomes;

@@ -280,7 +280,13 @@ impl Driver {
             _ => {
                 if let Some(message) = failure(&result) {
                     end.status = RunStatus::Failed;
-                    end.error = Some(error_value("run_failed", &message));
+                    // A guardrail's stop is a failure of its own kind.
+                    let kind = if result.exit() == ExitReason::Tripped {
+                        "tripped"
+                    } else {
+                        "run_failed"
+                    };
+                    end.error = Some(error_value(kind, &message));
                 }
             }
         }

@@ -234,6 +234,7 @@ pub fn failure(result: &AgentResult) -> Option<String> {
         ),
         Outcome::Cancelled { .. } => "the run was cancelled: the server is shutting down".into(),
         Outcome::PlanRejected { reason } => format!("the agent's plan was rejected: {reason}"),
+        Outcome::Tripped { trip } => trip.to_string(),
         other => format!("the run ended without an answer ({:?})", other.exit()),
     })
 }

@@ -297,6 +297,7 @@ fn stop_reason(stop: Stop) -> &'static str {
     match stop {
         Stop::End => "end_turn",
         Stop::Length => "max_tokens",
+        Stop::Refused => "refusal",
     }
 }
 

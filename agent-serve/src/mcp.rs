@@ -261,7 +261,9 @@ impl ServerHandler for McpSurface {
                 "the server is shutting down and cancelled the run".to_owned()
             }
             crate::run::Ending::Failed(message) => message,
-            crate::run::Ending::Answer { .. } => format!("the run ended early ({:?})", result.exit()),
+            // A guardrail's stop says which guard stopped it, and why.
+            crate::run::Ending::Answer { .. } => crate::run::refusal(&result)
+                .unwrap_or_else(|| format!("the run ended early ({:?})", result.exit())),
         };
         let partial = if result.text.is_empty() {
             String::new()

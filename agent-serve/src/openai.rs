@@ -306,7 +306,9 @@ async fn chat_checked(instance: Arc<Instance>, body: Bytes) -> Result<Response, 
     if let Some(json) = output {
         content = json;
     }
-    let mut message = json!({"role": "assistant", "content": content, "refusal": null});
+    // A guardrail's stop: what was shown stands, with the refusal.
+    let refusal = crate::run::refusal(&result);
+    let mut message = json!({"role": "assistant", "content": content, "refusal": refusal});
     if !reasoning.is_empty() {
         message["reasoning_content"] = json!(reasoning);
     }
@@ -331,6 +333,7 @@ fn finish_reason(stop: Stop) -> &'static str {
     match stop {
         Stop::End => "stop",
         Stop::Length => "length",
+        Stop::Refused => "content_filter",
     }
 }
 
@@ -381,6 +384,9 @@ fn stream(
             .map(|json| chunk(&meta, json!({"content": json}), None))
             .into_iter()
             .collect();
+        if let Some(refusal) = crate::run::refusal(&result) {
+            tail.push(chunk(&meta, json!({"refusal": refusal}), None));
+        }
         tail.push(chunk(&meta, json!({}), Some(finish_reason(stop))));
         if include_usage {
             let data = json!({

@@ -213,6 +213,9 @@ pub(crate) enum Stop {
     End,
     /// A step or token limit cut it short.
     Length,
+    /// A guardrail stopped it: what went out before stands, the rest was
+    /// withheld (`content_filter`, a `refusal`).
+    Refused,
 }
 
 /// How a run ended, for a client.
@@ -227,6 +230,12 @@ pub(crate) enum Ending {
 /// How `result` ended, for a client: an answer unless it failed (in the
 /// words a background run's record keeps, `loopwright_runs::shared::failure`).
 pub(crate) fn ending(result: &AgentResult) -> Ending {
+    if let Outcome::Tripped { .. } = result.outcome {
+        return Ending::Answer {
+            stop: Stop::Refused,
+            output: None,
+        };
+    }
     if let Some(message) = loopwright_runs::shared::failure(result) {
         return Ending::Failed(message);
     }
@@ -299,6 +308,15 @@ pub(crate) fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// Why a guardrail stopped `result`'s run, for a client (`None` when none
+/// did).
+pub(crate) fn refusal(result: &AgentResult) -> Option<String> {
+    match &result.outcome {
+        Outcome::Tripped { trip } => Some(trip.to_string()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

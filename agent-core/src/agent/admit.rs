@@ -29,6 +29,7 @@ pub(super) fn check<'b>(
             details: Some("final_answer"),
             budget: None,
             paused: None,
+            trip: None,
         }));
     }
     if let Some(reason) = batch.refuse {
@@ -36,6 +37,9 @@ pub(super) fn check<'b>(
     }
     if let Some(message) = batch.denied.get(&call.id) {
         return Err(Box::new(error_outcome(message.clone(), "denied")));
+    }
+    if let Some(message) = batch.rejected.get(&call.id) {
+        return Err(Box::new(error_outcome(message.clone(), "guardrail")));
     }
     if let Some(offered) = batch.offered
         && !offered.contains(&call.name)

@@ -615,6 +615,44 @@ impl AgentBuilder {
         self
     }
 
+    /// Guardrails: checks at the input, the output (streamed text is held
+    /// back until they passed over it), tool arguments and tool results
+    /// (see [`crate::guardrail`]). They replace any set before.
+    ///
+    /// ```
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::guardrail::{Guardrails, Pii};
+    /// let agent = loopwright_core::Agent::builder(model).guardrails(Guardrails::new().guard(Pii::redact())).build();
+    /// assert_eq!(agent.options().guardrails.as_ref().unwrap().len(), 1);
+    /// ```
+    pub fn guardrails(mut self, guardrails: crate::guardrail::Guardrails) -> Self {
+        self.options.guardrails = (!guardrails.is_empty()).then(|| std::sync::Arc::new(guardrails));
+        self
+    }
+
+    /// Add one guardrail (with the defaults of
+    /// [`Guardrails::new`](crate::guardrail::Guardrails::new), or those set
+    /// before).
+    ///
+    /// ```
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
+    /// use loopwright_core::guardrail::Pattern;
+    /// let agent = loopwright_core::Agent::builder(model)
+    ///     .guardrail(Pattern::block("secret", "(?i)top secret").unwrap())
+    ///     .build();
+    /// assert!(agent.options().guardrails.is_some());
+    /// ```
+    pub fn guardrail(mut self, guard: impl crate::guardrail::Guardrail + 'static) -> Self {
+        let rails = self
+            .options
+            .guardrails
+            .take()
+            .map(|r| (*r).clone())
+            .unwrap_or_default();
+        self.options.guardrails = Some(std::sync::Arc::new(rails.guard(guard)));
+        self
+    }
+
     /// What a provider does with a file or audio part of a user message it
     /// cannot take: fail before sending (the default) or send its
     /// placeholder.

@@ -15,7 +15,9 @@ use tracing::Instrument;
 use super::account::LlmAttempt;
 use super::drive::{Ending, LoopState, Run};
 use super::events::AgentEvent;
+use super::hold::StepGuard;
 use super::hooks::StepSummary;
+use super::judge::Next;
 use super::policy::Policies;
 use super::prepare::Prepared;
 use super::step::{AttemptInfo, Show, StepFailure, StepIo, StepOutput, run_step};
@@ -32,7 +34,7 @@ impl Run {
         lp: &mut LoopState,
         policies: &mut Policies,
         prepared: &mut Prepared,
-    ) -> Result<StepOutput, Ending> {
+    ) -> Result<StepOutput, Next> {
         let number = prepared.step.number;
         self.tell(AgentEvent::StepStarted { step: number }).await;
         let request = std::mem::take(&mut prepared.request);
@@ -40,11 +42,14 @@ impl Run {
             Some(tool) => Show::Hiding(tool),
             None => Show::All,
         };
-        let output = match self.call_model(request, show).await {
+        let guard = policies.stream_guard(lp, &prepared.step);
+        let output = match self.call_model_guarded(request, show, guard).await {
             Ok(output) => output,
-            Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(Ending::Cancelled),
-            Err(StepFailure::Model(e)) => return Err(Ending::ModelFailed(e)),
-            Err(StepFailure::Budget(why)) => return Err(Ending::BudgetExhausted(why)),
+            Err(StepFailure::Cancelled | StepFailure::Detached | StepFailure::Tripped(_)) => {
+                return Err(Next::End(Ending::Cancelled));
+            }
+            Err(StepFailure::Model(e)) => return Err(Next::End(Ending::ModelFailed(e))),
+            Err(StepFailure::Budget(why)) => return Err(Next::End(Ending::BudgetExhausted(why))),
         };
         let progress = &mut lp.progress;
         progress.steps = number;
@@ -56,6 +61,12 @@ impl Run {
             usage: output.usage,
         })
         .await;
+        if let Some(feedback) = &output.retry {
+            // Nothing of the answer was shown or kept: the model tries
+            // again, told why, in the next request only.
+            policies.retry_answer(feedback);
+            return Err(Next::Retry);
+        }
         lp.progress.summaries.push(StepSummary {
             step: number,
             text: output.text.clone(),
@@ -64,6 +75,11 @@ impl Run {
             finish_reason: output.finish_reason.clone(),
             usage: output.usage,
         });
+        if let Some(trip) = output.trip {
+            // The blocked answer is in no message; the text shown before
+            // the trip is the run's text.
+            return Err(Next::End(Ending::Tripped(*trip)));
+        }
         if let Some(message) = output.message() {
             lp.add(message);
         }
@@ -78,7 +94,18 @@ impl Run {
         request: ModelRequest,
         show: Show,
     ) -> Result<StepOutput, StepFailure> {
-        self.call_model_on(self.model.as_ref(), request, show).await
+        self.call_model_on(self.model.as_ref(), request, show, None).await
+    }
+
+    /// [`Self::call_model`] for a step of the loop, with its guardrails.
+    async fn call_model_guarded(
+        &self,
+        request: ModelRequest,
+        show: Show,
+        guard: Option<StepGuard>,
+    ) -> Result<StepOutput, StepFailure> {
+        self.call_model_on(self.model.as_ref(), request, show, guard)
+            .await
     }
 
     /// [`Self::call_model`] on another model (a summarising one).
@@ -87,6 +114,7 @@ impl Run {
         model: &dyn LanguageModel,
         request: ModelRequest,
         show: Show,
+        guard: Option<StepGuard>,
     ) -> Result<StepOutput, StepFailure> {
         let budget = self.scope.lineage.budget.as_ref();
         if let Some(budget) = budget {
@@ -95,7 +123,7 @@ impl Run {
         let key = self.journal.next_model_call();
         let journaled = self
             .journal
-            .step(key, &self.emit, self.model_call(model, request, show))
+            .step(key, &self.emit, self.model_call(model, request, show, guard))
             .await;
         let outcome = match journaled {
             Ok(outcome) => outcome,
@@ -118,6 +146,7 @@ impl Run {
         model: &dyn LanguageModel,
         request: ModelRequest,
         show: Show,
+        guard: Option<StepGuard>,
     ) -> Result<StepOutput, StepFailure> {
         let mut attempt = AttemptInfo {
             label: model_label(model),
@@ -128,6 +157,7 @@ impl Run {
             emit: &self.emit,
             accountant: &self.accountant,
             show,
+            guard,
         };
         let span = telemetry::chat(model, &request);
         let outcome = run_step(model, request, &mut attempt, io)
@@ -136,17 +166,23 @@ impl Run {
         let traced = match &outcome {
             Ok(o) => Ok((&o.finish_reason, &o.usage)),
             Err(StepFailure::Model(e)) => Err(ChatFailure::Model(e)),
-            Err(StepFailure::Cancelled | StepFailure::Detached | StepFailure::Budget(_)) => {
-                Err(ChatFailure::Cancelled)
-            }
+            Err(
+                StepFailure::Cancelled
+                | StepFailure::Detached
+                | StepFailure::Budget(_)
+                | StepFailure::Tripped(_),
+            ) => Err(ChatFailure::Cancelled),
         };
         telemetry::record_chat(&span, &attempt.label, traced);
         let (status, error) = match &outcome {
             Ok(_) => (EntryStatus::Ok, None),
             Err(StepFailure::Model(e)) => (EntryStatus::Error, Some(error_chain(e))),
-            Err(StepFailure::Cancelled | StepFailure::Detached | StepFailure::Budget(_)) => {
-                (EntryStatus::Cancelled, None)
-            }
+            Err(
+                StepFailure::Cancelled
+                | StepFailure::Detached
+                | StepFailure::Budget(_)
+                | StepFailure::Tripped(_),
+            ) => (EntryStatus::Cancelled, None),
         };
         self.accountant
             .llm(LlmAttempt {

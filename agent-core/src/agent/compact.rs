@@ -349,7 +349,7 @@ impl Run {
             request.max_output_tokens = Some(max_tokens);
             request.cancellation = self.cancel.child_token();
             match self
-                .call_model_on(model.as_ref(), request, super::step::Show::Quiet)
+                .call_model_on(model.as_ref(), request, super::step::Show::Quiet, None)
                 .await
             {
                 Ok(output) if !output.text.trim().is_empty() => {
@@ -366,7 +366,9 @@ impl Run {
                     let why = match failure {
                         StepFailure::Model(e) => error_chain(&e),
                         StepFailure::Budget(why) => why,
-                        StepFailure::Cancelled | StepFailure::Detached => return None,
+                        StepFailure::Cancelled | StepFailure::Detached | StepFailure::Tripped(_) => {
+                            return None;
+                        }
                     };
                     self.warn(&format!(
                         "compaction: the summarising call failed ({why}); the turns were kept"

@@ -77,6 +77,8 @@ pub(super) enum Ending {
     PlanRejected(String),
     /// It waits for a person: what it waits on.
     Paused(Paused),
+    /// A guardrail stopped it.
+    Tripped(crate::guardrail::Trip),
 }
 
 /// What a resumed run continues from.
@@ -151,7 +153,8 @@ impl Run {
                 };
                 let output = match self.call(&mut lp, &mut policies, &mut prepared).await {
                     Ok(output) => output,
-                    Err(end) => break 'run end,
+                    Err(Next::End(end)) => break 'run end,
+                    Err(Next::Retry) => continue,
                 };
                 let step = prepared.step;
                 let judged = match self.judge(&mut lp, &mut policies, &step, &output).await {
@@ -251,7 +254,12 @@ impl Run {
             s
         });
         let preflight = options.preflight.clone().map(super::plan::PreflightPolicy);
+        let guardrails = options
+            .guardrails
+            .clone()
+            .map(super::guardrail::GuardrailPolicy::new);
         let list: Vec<Option<Box<dyn super::policy::Policy>>> = vec![
+            guardrails.map(|p| Box::new(p) as _),
             search.map(|p| Box::new(p) as _),
             Some(Box::new(budget)),
             structured.map(|p| Box::new(p) as _),
@@ -283,6 +291,10 @@ impl Run {
             // The history is in the state: a conversation must not keep
             // calls without their results.
             progress.new_messages.clear();
+        }
+        if let Outcome::Tripped { trip } = &outcome {
+            self.tell(AgentEvent::GuardrailTripped { trip: trip.clone() })
+                .await;
         }
         if let Some(value) = &progress.output {
             self.tell(AgentEvent::Output { value: value.clone() }).await;
@@ -330,6 +342,7 @@ impl Run {
             Ending::TokenLimit => Outcome::TokenLimit,
             Ending::OutputInvalid(error) => Outcome::OutputInvalid { error },
             Ending::PlanRejected(reason) => Outcome::PlanRejected { reason },
+            Ending::Tripped(trip) => Outcome::Tripped { trip },
             Ending::Paused(paused) => Outcome::AwaitingApproval {
                 state: Box::new(self.state(super::paused::PauseAt {
                     history: &lp.history,
@@ -408,5 +421,6 @@ fn failure_kind(exit: ExitReason) -> Option<&'static str> {
         ExitReason::PlanRejected => Some("plan_rejected"),
         ExitReason::BudgetExhausted => Some("budget_exhausted"),
         ExitReason::AwaitingApproval => None,
+        ExitReason::Tripped => Some("tripped"),
     }
 }

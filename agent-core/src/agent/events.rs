@@ -49,6 +49,8 @@ pub enum ExitReason {
     /// ([`Approvals::defer`](crate::Approvals::defer)): its state goes on
     /// with [`Agent::resume`](crate::Agent::resume).
     AwaitingApproval,
+    /// A guardrail stopped the run ([`Outcome::Tripped`](crate::Outcome::Tripped)).
+    Tripped,
 }
 
 /// One event of a run, serialisable as JSON tagged by `"type"`.
@@ -299,6 +301,40 @@ pub enum AgentEvent {
     Warning {
         /// What happened.
         message: String,
+    },
+    /// Guardrails checked something: one event per guard, point and
+    /// subject (a step's output checks are counted and reported when the
+    /// step ends).
+    ///
+    /// ```
+    /// use loopwright_core::guardrail::{GuardAction, GuardPoint};
+    /// let e = loopwright_core::AgentEvent::GuardrailChecked {
+    ///     guard: "pii".into(), point: GuardPoint::Output, verdict: GuardAction::Replace,
+    ///     step: 1, call_id: None, checks: 3, duration_ms: 0,
+    /// };
+    /// assert_eq!(serde_json::to_value(&e).unwrap()["verdict"], "replace");
+    /// ```
+    GuardrailChecked {
+        /// The guard's name.
+        guard: String,
+        /// Where.
+        point: crate::guardrail::GuardPoint,
+        /// The strongest verdict of its checks.
+        verdict: crate::guardrail::GuardAction,
+        /// The step (0: the input).
+        step: u32,
+        /// The tool call, at the tool points.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// How many checks (a step's output is checked at each checkpoint).
+        checks: u32,
+        /// Their time in all.
+        duration_ms: u64,
+    },
+    /// A guardrail stopped the run; sent just before `finished`.
+    GuardrailTripped {
+        /// Which guard, where, and why.
+        trip: crate::guardrail::Trip,
     },
     /// The final answer, validated against the output schema (sent just
     /// before `finished`, for runs with an output schema).

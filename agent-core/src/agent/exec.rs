@@ -31,6 +31,7 @@ use super::sub_agent::SubAgentEnd;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::{ApprovalRequest, Approvals};
 use crate::durable::DurableError;
+use crate::guardrail::{Decision, GuardInput, GuardPoint, Guardrails, Trip, run_guards};
 use crate::telemetry;
 use loopwright_types::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use loopwright_types::tool::ProgressQueue;
@@ -69,6 +70,11 @@ pub(crate) struct Batch<'a> {
     /// Calls a person denied (a resumed run), by call id: not run, the
     /// message is their error result.
     pub denied: &'a HashMap<String, String>,
+    /// Calls a guardrail rejected, by call id: not run, the message is
+    /// their error result.
+    pub rejected: &'a HashMap<String, String>,
+    /// The guards of the calls' results.
+    pub result_guards: Option<Arc<Guardrails>>,
     pub options: &'a AgentOptions,
     pub cancel: &'a CancellationToken,
     pub emit: &'a Emitter,
@@ -111,6 +117,8 @@ pub(super) struct Executed {
     pub over_budget: bool,
     /// A durable run's engine could not journal the calls (the run stops).
     pub journal_error: Option<DurableError>,
+    /// A result guard stopped the run (the first, in call order).
+    pub trip: Option<Trip>,
 }
 
 /// Settle call `i`'s outcome: the `on_tool_result` hook, then the context
@@ -151,6 +159,8 @@ pub(super) struct Outcome {
     pub(super) budget: Option<BudgetFigures>,
     /// The call paused instead of finishing.
     pub(super) paused: Option<Pause>,
+    /// A guard of its result stopped the run.
+    pub(super) trip: Option<Trip>,
 }
 
 pub(super) fn error_outcome(message: impl Into<String>, details: &'static str) -> Outcome {
@@ -160,6 +170,7 @@ pub(super) fn error_outcome(message: impl Into<String>, details: &'static str) -
         details: Some(details),
         budget: None,
         paused: None,
+        trip: None,
     }
 }
 
@@ -183,6 +194,7 @@ const DETAILS: &[&str] = &[
     "unknown_tool",
     "invalid_input",
     "budget_exceeded",
+    "guardrail",
 ];
 
 /// A call's outcome as a durable run journals it: before the
@@ -193,6 +205,8 @@ struct JournaledRef<'a> {
     duration_ms: u64,
     details: Option<&'a str>,
     paused: Option<&'a Pause>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trip: Option<&'a Trip>,
 }
 
 /// [`JournaledRef`], read back.
@@ -205,6 +219,8 @@ struct Journaled {
     details: Option<String>,
     #[serde(default)]
     paused: Option<Pause>,
+    #[serde(default)]
+    trip: Option<Trip>,
 }
 
 impl Outcome {
@@ -214,6 +230,7 @@ impl Outcome {
             duration_ms: u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
             details: self.details,
             paused: self.paused.as_ref(),
+            trip: self.trip.as_ref(),
         })
         .unwrap_or_default()
     }
@@ -228,6 +245,7 @@ impl Outcome {
                     .and_then(|d| DETAILS.iter().find(|known| **known == d).copied()),
                 budget: None,
                 paused: journaled.paused,
+                trip: journaled.trip,
             },
             Err(e) => error_outcome(
                 format!("The journaled result of this call cannot be read: {e}"),
@@ -479,6 +497,8 @@ struct CallTask {
     resume: Option<(Box<RunState>, SharedDecisions)>,
     exposed_name: String,
     approval: Option<(Approvals, ApprovalRequest, Emitter)>,
+    /// The guards of its result.
+    guard: Option<ResultGuard>,
 }
 
 impl CallTask {
@@ -509,6 +529,12 @@ impl CallTask {
                 .and_then(|(states, decisions)| states.get(&call.id).map(|s| (s.clone(), decisions.clone()))),
             exposed_name: exposed.name.clone(),
             approval: gate_request(batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone())),
+            guard: batch.result_guards.clone().map(|rails| ResultGuard {
+                rails,
+                emit: batch.emit.clone(),
+                call: call.clone(),
+                step: batch.step,
+            }),
         }
     }
 
@@ -526,6 +552,7 @@ impl CallTask {
             resume,
             exposed_name,
             approval,
+            guard,
         } = self;
         // Waiting for approval holds no concurrency slot and does not
         // count against the tool's timeout.
@@ -584,6 +611,10 @@ impl CallTask {
                 (ToolOutput::error(message), Some("timeout"))
             }
         };
+        let (output, details, trip) = match guard {
+            Some(guard) => Box::pin(guard.check(output, details)).await,
+            None => (output, details, None),
+        };
         telemetry::record_tool(&tracing::Span::current(), &output, details);
         Outcome {
             output,
@@ -591,6 +622,61 @@ impl CallTask {
             details,
             budget: None,
             paused: None,
+            trip,
+        }
+    }
+}
+
+/// The guards of one call's result.
+struct ResultGuard {
+    rails: Arc<Guardrails>,
+    emit: Emitter,
+    call: ToolCall,
+    step: u32,
+}
+
+impl ResultGuard {
+    /// The result as the guards leave it: redacted, rejected (an error
+    /// result), or withheld with the trip that stops the run.
+    async fn check(
+        self,
+        output: ToolOutput,
+        details: Option<&'static str>,
+    ) -> (ToolOutput, Option<&'static str>, Option<Trip>) {
+        let text = output.as_text();
+        let input = GuardInput {
+            call: Some(&self.call),
+            step: self.step,
+            ..GuardInput::new(GuardPoint::ToolResult, &text)
+        };
+        let (decision, checked) = run_guards(&self.rails, input, None).await;
+        let warnings = super::hold::failures(&checked);
+        let events =
+            super::hold::checked_events(checked, GuardPoint::ToolResult, self.step, Some(&self.call.id));
+        let warnings = warnings
+            .into_iter()
+            .map(|message| AgentEvent::Warning { message });
+        for event in events.into_iter().chain(warnings) {
+            if self.emit.send(event).await.is_err() {
+                break;
+            }
+        }
+        match decision {
+            Decision::Allow => (output, details, None),
+            Decision::Replace(text) => {
+                let mut replaced = ToolOutput::text(text);
+                replaced.is_error = output.is_error;
+                (replaced, details, None)
+            }
+            Decision::Reject { message, .. }
+            | Decision::Retry {
+                feedback: message, ..
+            } => (ToolOutput::error(message), Some("guardrail"), None),
+            Decision::Block(trip) => (
+                ToolOutput::error("Withheld: a guardrail stopped the run."),
+                Some("guardrail"),
+                Some(trip),
+            ),
         }
     }
 }
@@ -628,8 +714,13 @@ fn assemble(batch: &Batch<'_>, ran: Ran, journal_error: Option<DurableError>) ->
     } = ran;
     let mut results = Vec::with_capacity(outcomes.len());
     let mut paused = Vec::new();
+    let mut trip = None;
     for (call, outcome) in batch.calls.iter().zip(outcomes) {
-        let outcome = outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled.", "cancelled"));
+        let mut outcome =
+            outcome.unwrap_or_else(|| error_outcome("The tool call was cancelled.", "cancelled"));
+        if trip.is_none() {
+            trip = outcome.trip.take();
+        }
         if let Some(pause) = outcome.paused {
             paused.push(pause);
             continue;
@@ -647,6 +738,7 @@ fn assemble(batch: &Batch<'_>, ran: Ran, journal_error: Option<DurableError>) ->
         attached,
         over_budget,
         journal_error,
+        trip,
     }
 }
 

@@ -22,6 +22,10 @@ use super::paused::paused_calls;
 use super::policy::{Policies, Step};
 use super::step::StepOutput;
 
+/// The result of each call of a step whose arguments a guardrail stopped
+/// the run at.
+const NOT_RUN_TRIPPED: &str = "Not run: a guardrail stopped the run.";
+
 /// The result of a call made on the concluding step, which runs no tool.
 const NOT_RUN_CONCLUDING: &str =
     "Not run: tools are no longer available (the step limit or the context budget was reached).";
@@ -37,17 +41,30 @@ impl Run {
         output: &StepOutput,
         judged: &Judged,
     ) -> Result<Vec<ToolResult>, Ending> {
+        let guarded = policies.guard_calls(self, lp, step.number, &output.calls).await;
+        if let Some(guarded) = guarded.as_ref().filter(|g| g.replaced) {
+            self.rewrite_calls(lp, &guarded.calls);
+        }
+        let calls = guarded.as_ref().map_or(&output.calls, |g| &g.calls);
+        let trip = guarded.as_ref().and_then(|g| g.trip.clone());
+        let refuse = if trip.is_some() {
+            Some(NOT_RUN_TRIPPED)
+        } else {
+            step.concluding.then_some(NOT_RUN_CONCLUDING)
+        };
         let gate = policies.results_gate(self, lp, step);
         let no_denials = HashMap::new();
         let mut batch = Batch {
             step: step.number,
-            calls: &output.calls,
+            calls,
             bad_json: &output.bad_json,
             catalog: &lp.catalog,
             offered: step.offered.as_ref(),
-            refuse: step.concluding.then_some(NOT_RUN_CONCLUDING),
+            refuse,
             answered: &judged.answered,
             denied: &no_denials,
+            rejected: guarded.as_ref().map_or(&no_denials, |g| &g.rejected),
+            result_guards: policies.result_guards(),
             pre_approved: false,
             resumes: None,
             options: &self.options,
@@ -73,7 +90,15 @@ impl Run {
         }
         batch.journal = Some(&self.journal);
         let executed = execute(batch).await;
-        self.after_batch(lp, policies, step, output, executed).await
+        let results = self.after_batch(lp, policies, step, output, executed).await?;
+        match trip {
+            // Every call has its "not run" result; then the run trips.
+            Some(trip) => {
+                lp.add(tool_message(results));
+                Err(Ending::Tripped(trip))
+            }
+            None => Ok(results),
+        }
     }
 
     /// What the batch's outcome means for the run.
@@ -91,6 +116,12 @@ impl Run {
             let results = in_call_order(&output.calls, executed.results);
             lp.add(tool_message(results));
             return Err(Ending::Cancelled);
+        }
+        if let Some(trip) = executed.trip {
+            // The calls' results (the tripping one withheld) close the
+            // step; then the run trips.
+            lp.add(tool_message(in_call_order(&output.calls, executed.results)));
+            return Err(Ending::Tripped(trip));
         }
         policies.executed(lp, executed.over_budget);
         if !executed.paused.is_empty() {

@@ -238,7 +238,7 @@ impl Journaled for Result<StepOutput, StepFailure> {
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 enum ModelOutcome {
-    Completed(StepOutput),
+    Completed(Box<StepOutput>),
     Failed {
         kind: String,
         status: Option<u16>,
@@ -254,13 +254,14 @@ enum ModelOutcome {
 impl From<&Result<StepOutput, StepFailure>> for ModelOutcome {
     fn from(outcome: &Result<StepOutput, StepFailure>) -> Self {
         match outcome {
-            Ok(output) => Self::Completed(output.clone()),
+            Ok(output) => Self::Completed(Box::new(output.clone())),
             Err(StepFailure::Model(e)) => Self::Failed {
                 kind: e.kind().to_owned(),
                 status: e.status(),
                 message: e.message().to_owned(),
             },
-            Err(StepFailure::Cancelled) => Self::Cancelled,
+            // A trip is an output (its `trip`), never this failure.
+            Err(StepFailure::Cancelled | StepFailure::Tripped(_)) => Self::Cancelled,
             Err(StepFailure::Detached) => Self::Detached,
             Err(StepFailure::Budget(why)) => Self::Budget { why: why.clone() },
         }
@@ -270,7 +271,7 @@ impl From<&Result<StepOutput, StepFailure>> for ModelOutcome {
 impl From<ModelOutcome> for Result<StepOutput, StepFailure> {
     fn from(outcome: ModelOutcome) -> Self {
         match outcome {
-            ModelOutcome::Completed(output) => Ok(output),
+            ModelOutcome::Completed(output) => Ok(*output),
             ModelOutcome::Failed {
                 kind,
                 status,

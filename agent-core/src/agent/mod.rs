@@ -25,6 +25,8 @@ mod exec;
 mod execute;
 mod gate;
 mod guard;
+mod guardrail;
+mod hold;
 mod hooks;
 mod journal;
 mod judge;
@@ -304,7 +306,11 @@ fn start(
         lineage.names.last().map_or(DEFAULT_AGENT_NAME, String::as_str),
         model.as_ref(),
     );
-    let scope = Arc::new(Scope::new(lineage, emit.downgrade()));
+    let holds_output = options
+        .guardrails
+        .as_ref()
+        .is_some_and(|rails| rails.checks(crate::guardrail::GuardPoint::Output));
+    let scope = Arc::new(Scope::new(lineage, emit.downgrade()).holding_output(holds_output));
     let accountant = Accountant::new(emit.clone(), sink, &scope.path);
     let run = Run {
         model,

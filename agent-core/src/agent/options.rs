@@ -136,6 +136,9 @@ pub struct AgentOptions {
     /// Tool search over a big catalog; see [`AgentBuilder::tool_search`](crate::AgentBuilder::tool_search).
     /// Off by default.
     pub tool_search: Option<ToolSearch>,
+    /// Checks at the input, the output, tool arguments and tool results;
+    /// see [`AgentBuilder::guardrails`](crate::AgentBuilder::guardrails).
+    pub guardrails: Option<std::sync::Arc<crate::guardrail::Guardrails>>,
     /// What a provider does with a file or audio part of a user message
     /// it cannot take (default: fail before sending).
     pub unsupported_media: MediaFallback,
@@ -174,6 +177,7 @@ impl Default for AgentOptions {
             provider_options: BTreeMap::new(),
             compaction: None,
             tool_search: None,
+            guardrails: None,
             unsupported_media: MediaFallback::Error,
             durable: None,
         }

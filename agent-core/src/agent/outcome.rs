@@ -76,6 +76,12 @@ pub enum Outcome {
         /// The model's error.
         error: ModelError,
     },
+    /// A guardrail stopped the run. The text is what was shown before it
+    /// tripped; the blocked content is in no message.
+    Tripped {
+        /// Which guard, where, and why.
+        trip: crate::guardrail::Trip,
+    },
 }
 
 impl Outcome {
@@ -92,6 +98,7 @@ impl Outcome {
             Self::OutputInvalid { .. } => ExitReason::OutputInvalid,
             Self::PlanRejected { .. } => ExitReason::PlanRejected,
             Self::ModelFailed { .. } => ExitReason::ModelError,
+            Self::Tripped { .. } => ExitReason::Tripped,
         }
     }
 
@@ -109,6 +116,7 @@ impl Outcome {
             Self::PlanRejected { reason } => Some(format!("the plan was rejected: {reason}")),
             Self::BudgetExhausted { reason } => Some(reason.clone()),
             Self::Cancelled { reason } => reason.clone(),
+            Self::Tripped { trip } => Some(trip.to_string()),
             _ => None,
         }
     }
@@ -235,7 +243,12 @@ impl Serialize for AgentResult {
             Outcome::BudgetExhausted { reason } => (None, None, None, Some(reason), None),
             Outcome::Cancelled { reason } => (None, None, None, reason.as_ref(), None),
             Outcome::AwaitingApproval { state } => (None, None, None, None, Some(state.as_ref())),
+            Outcome::Tripped { trip } => (Some(trip.to_string()), None, None, None, None),
             _ => (None, None, None, None, None),
+        };
+        let trip = match &self.outcome {
+            Outcome::Tripped { trip } => Some(trip),
+            _ => None,
         };
         Wire {
             messages: &self.messages,
@@ -252,6 +265,7 @@ impl Serialize for AgentResult {
             plan_rejection,
             stopped_by,
             state,
+            trip,
         }
         .serialize(s)
     }
@@ -280,4 +294,6 @@ struct Wire<'a> {
     stopped_by: Option<&'a String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     state: Option<&'a RunState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trip: Option<&'a crate::guardrail::Trip>,
 }

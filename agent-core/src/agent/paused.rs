@@ -235,6 +235,12 @@ impl Run {
             refuse: None,
             answered: &HashMap::new(),
             denied: &denied,
+            rejected: &HashMap::new(),
+            result_guards: self
+                .options
+                .guardrails
+                .clone()
+                .filter(|rails| rails.checks(crate::guardrail::GuardPoint::ToolResult)),
             options: &self.options,
             cancel: &self.cancel,
             emit: &self.emit,

@@ -162,7 +162,9 @@ impl Run {
                 .then(|| ResponseFormat::json_schema(spec.name(), spec.wire_schema().clone()));
             let output = match self.call_model(request, super::step::Show::Quiet).await {
                 Ok(output) => output,
-                Err(StepFailure::Cancelled | StepFailure::Detached) => return Err(PlanOutcome::Cancelled),
+                Err(StepFailure::Cancelled | StepFailure::Detached | StepFailure::Tripped(_)) => {
+                    return Err(PlanOutcome::Cancelled);
+                }
                 Err(StepFailure::Model(e)) => return Err(PlanOutcome::Failed(e)),
                 Err(StepFailure::Budget(why)) => return Err(PlanOutcome::Budget(why)),
             };

@@ -20,10 +20,14 @@ use loopwright_types::{Message, ModelRequest};
 
 use super::drive::{Ending, LoopState, Run};
 use super::guard::ResultsGate;
+use super::guardrail::GuardedCalls;
+use super::hold::StepGuard;
 use super::hooks::StepSettings;
 use super::step::StepOutput;
 use super::structured::Verdict;
+use crate::guardrail::Guardrails;
 use crate::output::{OutputError, OutputMode};
+use loopwright_types::ToolCall;
 
 /// Whether the run goes on after a hook.
 pub(super) enum Flow {
@@ -103,6 +107,32 @@ pub(super) trait Policy: Send + Sync {
     /// Prepare: the request as it goes out.
     fn shape(&self, _run: &Run, _step: &Step, _request: &mut ModelRequest) {}
 
+    /// Call: the guardrails of the step's stream (its held output, the
+    /// parallel input gate).
+    fn stream_guard(&mut self, _lp: &LoopState, _step: &Step) -> Option<StepGuard> {
+        None
+    }
+
+    /// Call: an output guard sends the model back, telling it `feedback`
+    /// (in the next request only).
+    fn retry_answer(&mut self, _feedback: &str) {}
+
+    /// Execute: the step's calls as the argument guards leave them.
+    async fn guard_calls(
+        &mut self,
+        _run: &Run,
+        _lp: &LoopState,
+        _step: u32,
+        _calls: &[ToolCall],
+    ) -> Option<GuardedCalls> {
+        None
+    }
+
+    /// Execute: the guards of the calls' results.
+    fn result_guards(&self) -> Option<Arc<Guardrails>> {
+        None
+    }
+
     /// Call: the model answered (the answer is in the history).
     async fn answered(&mut self, _run: &Run, _lp: &LoopState, _output: &StepOutput) {}
 
@@ -154,9 +184,10 @@ pub(super) trait Policy: Send + Sync {
 pub(super) struct Policies(Vec<Box<dyn Policy>>);
 
 impl Policies {
-    /// Tool search, then the context budget (which needs the step's tools to
-    /// count them), then structured output (which adds its tool to the
-    /// request last), then the pre-flight plan.
+    /// The guardrails (a blocked input starts nothing), then tool search,
+    /// then the context budget (which needs the step's tools to count
+    /// them), then structured output (which adds its tool to the request
+    /// last), then the pre-flight plan.
     pub fn new(list: Vec<Option<Box<dyn Policy>>>) -> Self {
         Self(list.into_iter().flatten().collect())
     }
@@ -212,6 +243,35 @@ impl Policies {
         for policy in &self.0 {
             policy.shape(run, step, request);
         }
+    }
+
+    pub fn stream_guard(&mut self, lp: &LoopState, step: &Step) -> Option<StepGuard> {
+        self.0.iter_mut().find_map(|p| p.stream_guard(lp, step))
+    }
+
+    pub fn retry_answer(&mut self, feedback: &str) {
+        for policy in &mut self.0 {
+            policy.retry_answer(feedback);
+        }
+    }
+
+    pub async fn guard_calls(
+        &mut self,
+        run: &Run,
+        lp: &LoopState,
+        step: u32,
+        calls: &[ToolCall],
+    ) -> Option<GuardedCalls> {
+        for policy in &mut self.0 {
+            if let Some(guarded) = policy.guard_calls(run, lp, step, calls).await {
+                return Some(guarded);
+            }
+        }
+        None
+    }
+
+    pub fn result_guards(&self) -> Option<Arc<Guardrails>> {
+        self.0.iter().find_map(|p| p.result_guards())
     }
 
     pub async fn answered(&mut self, run: &Run, lp: &LoopState, output: &StepOutput) {

@@ -143,6 +143,14 @@ pub enum RunError {
         /// What the run did before (the plan call's usage).
         result: Box<AgentResult>,
     },
+    /// A guardrail stopped the run.
+    Tripped {
+        /// Which guard, where, and why.
+        trip: crate::guardrail::Trip,
+        /// What the run did before (its text: what was shown before the
+        /// trip).
+        result: Box<AgentResult>,
+    },
     /// The run's task ended without a result.
     Aborted(RunAborted),
 }
@@ -171,6 +179,7 @@ impl fmt::Display for RunError {
             },
             Self::Output { error, .. } => fmt::Display::fmt(error, f),
             Self::PlanRejected { reason, .. } => write!(f, "the plan was rejected: {reason}"),
+            Self::Tripped { trip, .. } => fmt::Display::fmt(trip, f),
             Self::Aborted(aborted) => fmt::Display::fmt(aborted, f),
         }
     }
@@ -202,7 +211,8 @@ impl RunError {
             | Self::Stopped { result }
             | Self::Cancelled { result }
             | Self::Output { result, .. }
-            | Self::PlanRejected { result, .. } => Some(result),
+            | Self::PlanRejected { result, .. }
+            | Self::Tripped { result, .. } => Some(result),
             Self::Aborted(_) => None,
         }
     }
@@ -219,7 +229,8 @@ impl RunError {
             | Self::Stopped { result }
             | Self::Cancelled { result }
             | Self::Output { result, .. }
-            | Self::PlanRejected { result, .. } => Ok(*result),
+            | Self::PlanRejected { result, .. }
+            | Self::Tripped { result, .. } => Ok(*result),
             Self::Aborted(aborted) => Err(aborted),
         }
     }
@@ -246,6 +257,7 @@ impl RunError {
             Outcome::Cancelled { .. } => Self::Cancelled { result },
             Outcome::OutputInvalid { error } => Self::Output { error, result },
             Outcome::PlanRejected { reason } => Self::PlanRejected { reason, result },
+            Outcome::Tripped { trip } => Self::Tripped { trip, result },
         })
     }
 }
@@ -281,6 +293,11 @@ impl fmt::Debug for RunError {
             Self::PlanRejected { reason, .. } => {
                 let mut s = f.debug_struct("RunError::PlanRejected");
                 s.field("reason", reason);
+                s
+            }
+            Self::Tripped { trip, .. } => {
+                let mut s = f.debug_struct("RunError::Tripped");
+                s.field("guard", &trip.guard).field("point", &trip.point);
                 s
             }
             Self::Aborted(_) => return f.write_str("RunError::Aborted"),

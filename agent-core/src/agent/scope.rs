@@ -92,6 +92,10 @@ pub(crate) struct Scope {
     /// Usage of the sub-agent runs this run started, their subtrees
     /// included. Locked only to add or read, never across an `.await`.
     pub children_usage: Mutex<Usage>,
+    /// The run's output guardrails hold its text back: its sub-agents'
+    /// deltas are not forwarded (their answers come back as results, which
+    /// its result guards see).
+    pub holds_output: bool,
 }
 
 impl Scope {
@@ -101,7 +105,14 @@ impl Scope {
             lineage,
             emit,
             children_usage: Mutex::new(Usage::default()),
+            holds_output: false,
         }
+    }
+
+    /// [`Scope::holds_output`] set.
+    pub fn holding_output(mut self, holds: bool) -> Self {
+        self.holds_output = holds;
+        self
     }
 
     /// Add a finished sub-agent run's usage (its subtree's).

@@ -11,7 +11,9 @@ use tokio::time::Instant;
 use super::account::{Accountant, LlmAttempt};
 use super::emit::Emitter;
 use super::events::AgentEvent;
+use super::hold::{Gate, Held, Hold, StepGuard, checked_events, failures};
 use crate::accounting::EntryStatus;
+use crate::guardrail::{Checked, Decision, GuardAction, GuardPoint, Trip};
 use loopwright_types::model_error::ModelError;
 use loopwright_types::{ContentPart, Message, Reasoning, Role, ToolCall};
 use loopwright_types::{FinishReason, Usage};
@@ -30,6 +32,14 @@ pub(crate) struct StepOutput {
     /// The provider compacted on its side: the input tokens it cleared,
     /// when it said (its item, if any, is among the parts).
     pub provider_compacted: Option<Option<u64>>,
+    /// A guardrail stopped the step: its text is what was released, and
+    /// it has no calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trip: Option<Box<Trip>>,
+    /// An output guard sends the model back, telling it this (nothing of
+    /// the answer was shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<String>,
 }
 
 impl StepOutput {
@@ -46,6 +56,9 @@ pub(crate) enum StepFailure {
     Detached,
     /// The run tree's budget refused the call (no call was made): why.
     Budget(String),
+    /// A guardrail stopped the step (only inside [`run_step`], which
+    /// returns it as the output's `trip`).
+    Tripped(Trip),
 }
 
 /// The model attempt in progress (a fallback starts another).
@@ -62,6 +75,8 @@ pub(crate) struct StepIo<'a> {
     pub accountant: &'a Accountant,
     /// Which deltas go to the application.
     pub show: Show,
+    /// The step's guardrails, when it has any.
+    pub guard: Option<StepGuard>,
 }
 
 /// Which of a model call's deltas go to the application.
@@ -86,6 +101,8 @@ impl StepOutput {
             finish_reason: FinishReason::Stop,
             usage: Usage::default(),
             provider_compacted: None,
+            trip: None,
+            retry: None,
         }
     }
 }
@@ -102,48 +119,43 @@ fn model_failure(error: ModelError, cancel: &CancellationToken) -> StepFailure {
     }
 }
 
-/// Run one model call to the end of its stream.
+/// Run one model call to the end of its stream. A guarded step that a
+/// guardrail stopped or sent back is an output with its `trip` or `retry`
+/// (the stream dropped, which cancels the call).
 pub(crate) async fn run_step(
     model: &dyn LanguageModel,
     request: ModelRequest,
     attempt: &mut AttemptInfo,
-    io: StepIo<'_>,
+    mut io: StepIo<'_>,
 ) -> Result<StepOutput, StepFailure> {
-    let cancel = io.cancel;
-    let mut stream = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
-        started = model.stream(request) => started.map_err(|e| model_failure(e, cancel))?,
-    };
+    let mut guard = io.guard.take();
+    let mut gate = guard.as_mut().and_then(|g| g.gate.take());
+    let hold = guard.as_ref().map(|g| Hold::new(g, gate.is_some()));
     let mut assembly = Assembly {
         out: StepOutput::empty(),
         open_reasoning: None,
         hidden: HashSet::new(),
         io,
+        hold,
     };
-    loop {
-        let next = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
-            next = stream.next() => next,
-        };
-        match next {
-            None => {
-                return Err(StepFailure::Model(ModelError::stream_cut(
-                    "the model's stream ended before its finish event",
-                )));
-            }
-            Some(Err(e)) => return Err(model_failure(e, cancel)),
-            Some(Ok(ModelEvent::Finish { reason, usage })) => {
-                let mut out = assembly.out;
-                out.finish_reason = reason;
-                if !usage.is_empty() {
-                    out.usage = usage;
-                }
-                return Ok(out);
-            }
-            Some(Ok(event)) => assembly.feed(event, attempt).await?,
+    // A trip drops the stream (which ends the call) and cancels the
+    // call's own token, for a provider that watches it.
+    let call = request.cancellation.clone();
+    match assembly.stream(model, request, attempt, &mut gate).await {
+        Ok(()) => Ok(assembly.out),
+        Err(StepFailure::Tripped(trip)) => {
+            call.cancel();
+            Ok(assembly.tripped(trip).await)
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// Wait for the gate, when there is one (else never).
+async fn decided(gate: &mut Option<Gate>) -> (Decision, Vec<Checked>) {
+    match gate {
+        Some(gate) => gate.await,
+        None => std::future::pending().await,
     }
 }
 
@@ -155,9 +167,198 @@ struct Assembly<'a> {
     /// Calls whose argument deltas are not shown ([`Show::Hiding`]).
     hidden: HashSet<String>,
     io: StepIo<'a>,
+    /// What the step's guardrails hold back.
+    hold: Option<Hold>,
 }
 
-impl Assembly<'_> {
+impl<'a> Assembly<'a> {
+    /// Read the model's stream to its finish (racing the gate, when there
+    /// is one, which must open before the step completes).
+    async fn stream(
+        &mut self,
+        model: &dyn LanguageModel,
+        request: ModelRequest,
+        attempt: &mut AttemptInfo,
+        gate: &mut Option<Gate>,
+    ) -> Result<(), StepFailure> {
+        let cancel = self.io.cancel;
+        let start = model.stream(request);
+        tokio::pin!(start);
+        let mut stream = loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
+                verdict = decided(gate) => {
+                    *gate = None;
+                    self.gate_decided(verdict).await?;
+                }
+                started = &mut start => break started.map_err(|e| model_failure(e, cancel))?,
+            }
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
+                verdict = decided(gate) => {
+                    *gate = None;
+                    self.gate_decided(verdict).await?;
+                    continue;
+                }
+                next = stream.next() => next,
+            };
+            match next {
+                None => {
+                    return Err(StepFailure::Model(ModelError::stream_cut(
+                        "the model's stream ended before its finish event",
+                    )));
+                }
+                Some(Err(e)) => return Err(model_failure(e, cancel)),
+                Some(Ok(ModelEvent::Finish { reason, usage })) => {
+                    self.out.finish_reason = reason;
+                    if !usage.is_empty() {
+                        self.out.usage = usage;
+                    }
+                    if gate.is_some() {
+                        let verdict = tokio::select! {
+                            biased;
+                            _ = cancel.cancelled() => return Err(StepFailure::Cancelled),
+                            verdict = decided(gate) => verdict,
+                        };
+                        *gate = None;
+                        self.gate_decided(verdict).await?;
+                    }
+                    return self.settle_held().await;
+                }
+                Some(Ok(event)) => self.feed(event, attempt).await?,
+            }
+        }
+    }
+
+    /// The parallel input guards decided: the held events go out, or the
+    /// step trips.
+    async fn gate_decided(
+        &mut self,
+        (decision, checked): (Decision, Vec<Checked>),
+    ) -> Result<(), StepFailure> {
+        let warnings = failures(&checked);
+        let rewriter = checked
+            .iter()
+            .find(|c| c.action == GuardAction::Replace)
+            .map(|c| c.guard.clone());
+        for event in checked_events(checked, GuardPoint::Input, 0, None) {
+            self.send(event).await?;
+        }
+        for message in warnings {
+            self.send(AgentEvent::Warning { message }).await?;
+        }
+        let trip = match decision {
+            Decision::Allow => None,
+            Decision::Replace(_) => Some(Trip::new(
+                rewriter.unwrap_or_default(),
+                GuardPoint::Input,
+                "a parallel input guard cannot rewrite input the model was already sent (make it a blocking guard)",
+            )),
+            Decision::Block(trip) => Some(trip),
+            Decision::Retry {
+                guard,
+                feedback: message,
+            }
+            | Decision::Reject { guard, message } => Some(Trip::new(guard, GuardPoint::Input, message)),
+        };
+        if let Some(trip) = trip {
+            return Err(StepFailure::Tripped(trip));
+        }
+        let queued = self.hold.as_mut().map(Hold::open_gate).unwrap_or_default();
+        for event in queued {
+            self.send(event).await?;
+        }
+        self.checkpoint().await
+    }
+
+    /// The stream finished: the last check of the held text.
+    async fn settle_held(&mut self) -> Result<(), StepFailure> {
+        let Some(hold) = &mut self.hold else {
+            return Ok(());
+        };
+        let (text, held) = hold.finish().await;
+        let events = hold.checked_events();
+        if let Some(text) = text {
+            self.send(AgentEvent::TextDelta { text }).await?;
+        }
+        for event in events {
+            self.send(event).await?;
+        }
+        match held {
+            Held::Go => {
+                self.keep_released();
+                Ok(())
+            }
+            Held::Trip(trip) => Err(StepFailure::Tripped(trip)),
+            Held::Retry(feedback) => {
+                let usage = self.out.usage;
+                self.out = StepOutput::empty();
+                self.out.usage = usage;
+                self.out.retry = Some(feedback);
+                Ok(())
+            }
+        }
+    }
+
+    /// The step's text, as released (replacements applied), in place of
+    /// the text parts the model streamed.
+    fn keep_released(&mut self) {
+        let Some(hold) = self.hold.as_ref().filter(|h| h.holds_text()) else {
+            return;
+        };
+        let released = hold.released().to_owned();
+        let parts = &mut self.out.parts;
+        let first = parts.iter().position(|p| matches!(p, ContentPart::Text { .. }));
+        parts.retain(|p| !matches!(p, ContentPart::Text { .. }));
+        if let Some(at) = first
+            && !released.is_empty()
+        {
+            parts.insert(at, ContentPart::text(released.clone()));
+        }
+        self.out.text = released;
+    }
+
+    /// A guardrail stopped the step: its output is what was released, no
+    /// calls, and the trip.
+    async fn tripped(&mut self, trip: Trip) -> StepOutput {
+        let (released, events) = match &mut self.hold {
+            Some(hold) if hold.holds_text() => (hold.released().to_owned(), hold.checked_events()),
+            Some(hold) => (String::new(), hold.checked_events()),
+            None => (String::new(), Vec::new()),
+        };
+        for event in events {
+            if self.send(event).await.is_err() {
+                break;
+            }
+        }
+        let mut out = StepOutput::empty();
+        out.usage = self.out.usage;
+        out.finish_reason = FinishReason::ContentFilter;
+        if !released.is_empty() {
+            out.parts.push(ContentPart::text(released.clone()));
+        }
+        out.text = released;
+        out.trip = Some(Box::new(trip));
+        out
+    }
+
+    /// Check the held text, when it reached a checkpoint: what passes goes
+    /// out.
+    async fn checkpoint(&mut self) -> Result<(), StepFailure> {
+        let Some(hold) = &mut self.hold else {
+            return Ok(());
+        };
+        match hold.checkpoint().await {
+            Ok(Some(text)) => self.send(AgentEvent::TextDelta { text }).await,
+            Ok(None) => Ok(()),
+            Err(trip) => Err(StepFailure::Tripped(trip)),
+        }
+    }
+
     /// Take one event of the stream (not its finish).
     async fn feed(&mut self, event: ModelEvent, attempt: &mut AttemptInfo) -> Result<(), StepFailure> {
         match event {
@@ -233,12 +434,27 @@ impl Assembly<'_> {
         }
     }
 
-    /// A delta for the application (none for a quiet call).
-    async fn tell(&self, event: AgentEvent) -> Result<(), StepFailure> {
+    /// A delta for the application (none for a quiet call; a guarded
+    /// step's are held as its guardrails say).
+    async fn tell(&mut self, event: AgentEvent) -> Result<(), StepFailure> {
         if self.io.show == Show::Quiet {
             return Ok(());
         }
-        self.io.emit.send(event).await.map_err(|_| StepFailure::Detached)
+        let event = match &mut self.hold {
+            Some(hold) => match hold.filter(event) {
+                Some(event) => event,
+                None => return self.checkpoint().await,
+            },
+            None => event,
+        };
+        self.send(event).await
+    }
+
+    /// Send `event` (through the emitter alone: the assembly holds the
+    /// gate, which is not `Sync`, so no `&self` lives across the await).
+    fn send(&self, event: AgentEvent) -> impl Future<Output = Result<(), StepFailure>> + Send + 'a {
+        let emit = self.io.emit;
+        async move { emit.send(event).await.map_err(|_| StepFailure::Detached) }
     }
 
     /// The reasoning block receiving deltas (a new one when none is open).
@@ -296,6 +512,9 @@ impl Assembly<'_> {
             .await;
         self.out = StepOutput::empty();
         self.open_reasoning = None;
+        if let Some(hold) = &mut self.hold {
+            hold.restart();
+        }
         attempt.label.clone_from(&to);
         attempt.started = Instant::now();
         self.io

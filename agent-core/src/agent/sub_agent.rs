@@ -402,7 +402,7 @@ impl AgentTool {
             tokio::select! {
                 event = run.next() => {
                     let Some(event) = event else { break };
-                    if let Some(parent) = parent {
+                    if let Some(parent) = parent.filter(|p| !(p.holds_output && is_delta(&event))) {
                         let event = match event {
                             nested @ AgentEvent::SubAgent { .. } => nested,
                             event => AgentEvent::SubAgent { path: path.clone(), event: Box::new(event) },
@@ -484,4 +484,16 @@ fn incomplete_message(path: &str, result: &AgentResult, timed_out: Option<Durati
         "The sub-agent {path} did not complete: {reason}. {partial}\n\nRetry with a smaller task, do it another way, \
          or answer with what you have."
     )
+}
+
+/// Whether `event` is a delta (text, reasoning or tool arguments), a
+/// sub-agent's at any depth included.
+fn is_delta(event: &AgentEvent) -> bool {
+    match event {
+        AgentEvent::SubAgent { event, .. } => is_delta(event),
+        AgentEvent::TextDelta { .. }
+        | AgentEvent::ReasoningDelta { .. }
+        | AgentEvent::ToolInputDelta { .. } => true,
+        _ => false,
+    }
 }

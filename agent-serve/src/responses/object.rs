@@ -62,8 +62,9 @@ impl Meta {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Status {
     Completed,
-    /// Cut short by a step or token limit.
-    Incomplete,
+    /// Cut short: by a step or token limit (`max_output_tokens`), or a
+    /// guardrail (`content_filter`).
+    Incomplete(&'static str),
     Failed(String),
     Cancelled,
 }
@@ -72,11 +73,21 @@ impl Status {
     pub(super) fn name(&self) -> &'static str {
         match self {
             Status::Completed => "completed",
-            Status::Incomplete => "incomplete",
+            Status::Incomplete(_) => "incomplete",
             Status::Failed(_) => "failed",
             Status::Cancelled => "cancelled",
         }
     }
+}
+
+/// `incomplete_details.reason` of a response a limit cut short.
+const MAX_OUTPUT_TOKENS: &str = "max_output_tokens";
+/// `incomplete_details.reason` of a response a guardrail stopped.
+const CONTENT_FILTER: &str = "content_filter";
+
+/// The `type` of a run record's error.
+fn error_type(record: &RunRecord) -> Option<&str> {
+    record.error.as_ref()?.get("type")?.as_str()
 }
 
 /// A finished run, for its response.
@@ -107,7 +118,14 @@ impl Outcome {
                     stop: Stop::Length,
                     output,
                 },
-            ) => (Status::Incomplete, output),
+            ) => (Status::Incomplete(MAX_OUTPUT_TOKENS), output),
+            (
+                _,
+                Ending::Answer {
+                    stop: Stop::Refused,
+                    output,
+                },
+            ) => (Status::Incomplete(CONTENT_FILTER), output),
             (_, Ending::Failed(message)) => (Status::Failed(message), None),
         };
         Self {
@@ -137,13 +155,17 @@ impl Outcome {
         let status = match record.status {
             RunStatus::Running | RunStatus::AwaitingApproval => return None,
             RunStatus::Cancelled => Status::Cancelled,
+            // A guardrail's stop (its record's error says so).
+            RunStatus::Failed if error_type(record) == Some("tripped") => Status::Incomplete(CONTENT_FILTER),
             RunStatus::Failed => Status::Failed(message()),
             _ => {
                 let exit = result
                     .and_then(|r| r.get("exit"))
                     .and_then(|e| serde_json::from_value::<ExitReason>(e.clone()).ok());
                 match exit {
-                    Some(ExitReason::MaxSteps | ExitReason::TokenLimit) => Status::Incomplete,
+                    Some(ExitReason::MaxSteps | ExitReason::TokenLimit) => {
+                        Status::Incomplete(MAX_OUTPUT_TOKENS)
+                    }
                     _ => Status::Completed,
                 }
             }
@@ -211,7 +233,7 @@ pub(super) fn object(
             Status::Failed(message) => {
                 out["error"] = json!({"code": "server_error", "message": message});
             }
-            Status::Incomplete => out["incomplete_details"] = json!({"reason": "max_output_tokens"}),
+            Status::Incomplete(reason) => out["incomplete_details"] = json!({"reason": reason}),
             Status::Completed | Status::Cancelled => {}
         }
     }
@@ -243,7 +265,7 @@ mod tests {
         record.result = Some(json!({"text": "", "output": {"n": 1}, "exit": "max_steps",
             "usage": {"input_tokens": 3, "output_tokens": 2}}));
         let outcome = Outcome::of_record(&record).unwrap();
-        assert_eq!(outcome.status, Status::Incomplete);
+        assert_eq!(outcome.status, Status::Incomplete(MAX_OUTPUT_TOKENS));
         assert_eq!(outcome.output.as_deref(), Some("{\"n\":1}"));
         let object = object("r", &Meta::default(), outcome.status.name(), &[], Some(&outcome));
         assert_eq!(object["usage"]["total_tokens"], 5);

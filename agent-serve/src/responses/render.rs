@@ -99,7 +99,7 @@ impl Render {
         events.extend(self.close(item_status));
         let kind = match outcome.status {
             Status::Completed => "response.completed",
-            Status::Incomplete => "response.incomplete",
+            Status::Incomplete(_) => "response.incomplete",
             Status::Failed(_) | Status::Cancelled => "response.failed",
         };
         let response = object(
