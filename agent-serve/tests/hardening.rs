@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{GatedModel, HANG_GUARD, http, post, until};
+use common::{GatedModel, HANG_GUARD, Mcp, http, post, until};
 use loopwright_core::Agent;
 use loopwright_serve::{DEFAULT_QUEUE, Running, Serve, ServedAgent, Surface};
 use serde_json::{Value, json};
@@ -323,75 +323,6 @@ async fn conversations_over_the_item_limit_are_400_in_each_surfaces_shape() {
     );
     assert_eq!(model.started.load(Ordering::SeqCst), 2);
     running.shutdown().await;
-}
-
-/// An MCP exchange over streamable HTTP, as a bare client writes it.
-struct Mcp {
-    url: String,
-    session: Option<String>,
-}
-
-impl Mcp {
-    fn new(addr: std::net::SocketAddr) -> Self {
-        Self {
-            url: format!("http://{addr}/mcp"),
-            session: None,
-        }
-    }
-
-    /// POST `message`; the status and the JSON-RPC messages answered (JSON
-    /// or server-sent events).
-    async fn post(&self, message: Value) -> (u16, Vec<Value>, Option<String>) {
-        let mut request = http()
-            .post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&message);
-        if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .map(|v| v.to_str().unwrap().to_owned());
-        let text = response.text().await.unwrap();
-        let messages = if text.trim_start().starts_with('{') {
-            vec![serde_json::from_str(&text).unwrap()]
-        } else {
-            text.lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .filter(|d| !d.trim().is_empty())
-                .map(|d| serde_json::from_str(d.trim()).unwrap())
-                .collect()
-        };
-        (status, messages, session)
-    }
-
-    async fn initialize(&mut self) -> u16 {
-        let (status, _, session) = self
-            .post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-            .await;
-        if status == 200 {
-            self.session = session;
-            let (status, _, _) = self
-                .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                .await;
-            assert_eq!(status, 202);
-        }
-        status
-    }
-
-    /// The response to request `id` among `messages`.
-    fn response(messages: &[Value], id: i64) -> Value {
-        messages
-            .iter()
-            .find(|m| m["id"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("no response to {id}: {messages:?}"))
-    }
 }
 
 /// A server with only the MCP surface: at most `sessions`, each closed

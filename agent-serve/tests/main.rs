@@ -6,6 +6,7 @@
 mod common;
 
 mod background;
+mod guardrails;
 mod hardening;
 mod limits;
 mod responses;

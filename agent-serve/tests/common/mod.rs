@@ -11,6 +11,7 @@ use loopwright_core::{
     LanguageModel, ModelError, Usage, model::FinishReason, model::ModelEvent, model::ModelRequest,
     model::ModelStream,
 };
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
 /// A plain HTTP client, as any client of a surface (reqwest is built with no
@@ -126,4 +127,73 @@ pub async fn until(what: &str, check: impl Fn() -> bool) {
     })
     .await
     .unwrap_or_else(|_| panic!("never: {what}"));
+}
+
+/// An MCP exchange over streamable HTTP, as a bare client writes it.
+pub struct Mcp {
+    url: String,
+    session: Option<String>,
+}
+
+impl Mcp {
+    pub fn new(addr: std::net::SocketAddr) -> Self {
+        Self {
+            url: format!("http://{addr}/mcp"),
+            session: None,
+        }
+    }
+
+    /// POST `message`; the status and the JSON-RPC messages answered (JSON
+    /// or server-sent events).
+    pub async fn post(&self, message: Value) -> (u16, Vec<Value>, Option<String>) {
+        let mut request = http()
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&message);
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let messages = if text.trim_start().starts_with('{') {
+            vec![serde_json::from_str(&text).unwrap()]
+        } else {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| serde_json::from_str(d.trim()).unwrap())
+                .collect()
+        };
+        (status, messages, session)
+    }
+
+    pub async fn initialize(&mut self) -> u16 {
+        let (status, _, session) = self
+            .post(serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+            .await;
+        if status == 200 {
+            self.session = session;
+            let (status, _, _) = self
+                .post(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await;
+            assert_eq!(status, 202);
+        }
+        status
+    }
+
+    /// The response to request `id` among `messages`.
+    pub fn response(messages: &[Value], id: i64) -> Value {
+        messages
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no response to {id}: {messages:?}"))
+    }
 }
