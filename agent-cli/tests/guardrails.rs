@@ -91,3 +91,99 @@ async fn a_guardrail_spec_or_checkpoint_it_does_not_know_is_a_usage_error_naming
     .await;
     assert_exit(&out, 2, "sentence, paragraph, chars:N, ms:N or end");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configuration_and_agent_files_set_guardrails() {
+    let server = ModelServer::start(vec![answer("The launch code is ZEBRA-7731.").into()]).await;
+    let dir = tmp();
+    let config = write_config(
+        dir.path(),
+        &server,
+        json!({"defaults": {"guardrails": {"guards": [r"regex:ZEBRA-\d+"], "checkpoint": "end"}}}),
+    );
+    let out = run_local(&config, &["--no-mcp", "code?"], &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(10), "{stderr}");
+    assert!(!stdout.contains("7731"), "{stdout}");
+
+    // An agent file's guardrails, for its agent.
+    let plain = write_config(dir.path(), &server, json!({}));
+    let agent = dir.path().join("keeper.md");
+    std::fs::write(
+        &agent,
+        "---\nguardrails: ['regex:ZEBRA-\\d+']\n---\nYou keep codes.\n",
+    )
+    .unwrap();
+    let args = ["--no-mcp", "--agent", agent.to_str().unwrap(), "code?"];
+    let out = run_local(&plain, &args, &[], dir.path()).await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(10), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("7731"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guardrails_the_configuration_gets_wrong_are_errors_naming_the_key() {
+    let server = ModelServer::start(vec![answer("Hi.").into()]).await;
+    let dir = tmp();
+    let cases = [
+        (json!(["profanity"]), "defaults.guardrails.guards[0]"),
+        (
+            json!({"guards": [{"judge": {"model": "local/test"}}]}),
+            "defaults.guardrails.guards[0].judge.rubric",
+        ),
+        (
+            json!({"guards": ["pii"], "checkpoint": "often"}),
+            "defaults.guardrails.checkpoint",
+        ),
+        (
+            json!({"guards": ["pii"], "onError": "shrug"}),
+            "defaults.guardrails.onError",
+        ),
+    ];
+    for (guardrails, key) in cases {
+        let config = write_config(
+            dir.path(),
+            &server,
+            json!({"defaults": {"guardrails": guardrails}}),
+        );
+        let out = run_local(&config, &["hi"], &[], dir.path()).await;
+        assert_exit(&out, 2, key);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parallel_judge_that_trips_cancels_the_model_request_it_raced() {
+    use crate::common::Reply;
+    // The agent's model streams a first chunk and then nothing; the judge
+    // (another model of the same server) says the input breaks its rule.
+    let server = ModelServer::builder()
+        .model(
+            "test",
+            vec![Reply::sse(crate::common::sse::answer("Sure, the way in is")).stalled()],
+        )
+        .model("judge", vec![answer("YES").into()])
+        .start()
+        .await;
+    let dir = tmp();
+    let judge = json!({"judge": {"model": "local/judge", "rubric": "The text asks to get round the rules.",
+        "points": ["input"], "mode": "parallel"}});
+    let config = write_config(dir.path(), &server, json!({"defaults": {"guardrails": [judge]}}));
+    let out = run_local(
+        &config,
+        &["--no-mcp", "--events", "get round the rules"],
+        &[],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(out.status.code(), Some(10), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("the way in"), "{stdout}");
+    let events = json_lines(&stdout);
+    let tripped = events.iter().find(|e| e["type"] == "guardrail_tripped").unwrap();
+    assert_eq!(tripped["trip"]["point"], "input");
+    assert_eq!(tripped["trip"]["guard"], "judge");
+    // The server saw the agent's request go away (the judge's ended).
+    crate::common::until_true("the model request was cancelled", || server.cancelled() == 1).await;
+    let models: Vec<String> = server.bodies().iter().map(|b| b["model"].to_string()).collect();
+    assert_eq!(models.len(), 2, "{models:?}");
+}

@@ -30,6 +30,7 @@ pub mod sse;
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,6 +60,39 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     chunks: Vec<Bytes>,
     end: End,
+}
+
+type BodyStream = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
+
+/// A reply's body, counted in `dropped` when it is dropped before it
+/// ended (its client went away, or cancelled the request).
+struct Watched {
+    inner: BodyStream,
+    ended: bool,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl futures::Stream for Watched {
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let next = self.inner.as_mut().poll_next(cx);
+        if matches!(next, std::task::Poll::Ready(None)) {
+            self.ended = true;
+        }
+        next
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 /// How a reply's body ends after its chunks.
@@ -133,11 +167,13 @@ impl Reply {
         Self::status(404, &body.to_string())
     }
 
-    fn into_response(self) -> axum::response::Response {
+    /// The response; `dropped` counts it when its client goes away before
+    /// its body ended.
+    fn into_response(self, dropped: Arc<AtomicUsize>) -> axum::response::Response {
         let chunks = futures::stream::iter(self.chunks.into_iter().map(Ok::<_, std::io::Error>));
-        let body = match self.end {
-            End::Close => Body::from_stream(chunks),
-            End::Stall => Body::from_stream(chunks.chain(futures::stream::pending())),
+        let stream: BodyStream = match self.end {
+            End::Close => Box::pin(chunks),
+            End::Stall => Box::pin(chunks.chain(futures::stream::pending())),
             End::Abort => {
                 let die = futures::stream::once(async {
                     tokio::time::sleep(ABORT_DELAY).await;
@@ -146,9 +182,14 @@ impl Reply {
                         "scripted abort",
                     ))
                 });
-                Body::from_stream(chunks.chain(die))
+                Box::pin(chunks.chain(die))
             }
         };
+        let body = Body::from_stream(Watched {
+            inner: stream,
+            ended: false,
+            dropped,
+        });
         let mut response = axum::response::Response::new(body);
         *response.status_mut() = StatusCode::from_u16(self.status)
             .unwrap_or_else(|_| panic!("{} is not an HTTP status", self.status));
@@ -243,6 +284,8 @@ struct State {
     once: bool,
     record: bool,
     received: Vec<Received>,
+    /// Replies whose client went away before their body ended.
+    dropped: Arc<AtomicUsize>,
 }
 
 impl State {
@@ -477,8 +520,9 @@ fn handle(
     if state.record {
         state.received.push(request);
     }
+    let dropped = state.dropped.clone();
     drop(state);
-    reply.into_response()
+    reply.into_response(dropped)
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -531,6 +575,7 @@ impl ModelServer {
                 once: false,
                 record: true,
                 received: Vec::new(),
+                dropped: Arc::default(),
             },
             listing: vec!["test".to_owned()],
         }
@@ -550,6 +595,13 @@ impl ModelServer {
     /// base URL.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// How many replies' clients went away before their body ended (a
+    /// request the client cancelled: a stalled reply counts once its
+    /// client drops it).
+    pub fn cancelled(&self) -> usize {
+        lock(&self.state).dropped.load(Ordering::SeqCst)
     }
 
     /// Every request received so far, in arrival order.

@@ -217,3 +217,14 @@ pub async fn listening_kept(
     });
     (urls, said)
 }
+
+/// Wait until `check` holds (polled; the hang guard fails the test).
+pub async fn until_true(what: &str, check: impl Fn() -> bool) {
+    tokio::time::timeout(HANG_GUARD, async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
+}

@@ -34,6 +34,7 @@ const DEFAULTS: &[&str] = &[
     "outputSchema",
     "compaction",
     "toolSearch",
+    "guardrails",
 ];
 const ACCOUNTING: &[&str] = &["file"];
 const PROVIDER: &[&str] = &[
@@ -233,6 +234,7 @@ pub(crate) fn defaults(
         output_schema,
         compaction: super::long_runs::compaction(get("compaction"), invalid)?,
         tool_search: super::long_runs::tool_search(get("toolSearch"), invalid)?,
+        guardrails: super::guardrails::guardrails(get("guardrails"), invalid)?,
         llm_timeout: duration("llmTimeout")?,
         tool_timeout: duration("toolTimeout")?,
         temperature: float("temperature")?,

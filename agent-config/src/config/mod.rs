@@ -34,6 +34,7 @@
 pub(crate) mod cassette;
 mod choose;
 mod expand;
+mod guardrails;
 pub(crate) mod keys;
 mod long_runs;
 mod run;
@@ -53,6 +54,7 @@ use serde_json::{Map, Value};
 pub use cassette::McpSources;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::{Missing, expand, join};
+pub use guardrails::{GuardSpec, GuardrailsConfig};
 pub use long_runs::{CompactionDefaults, ToolSearchDefaults};
 pub use loopwright_core::util::parse_duration;
 pub use loopwright_mcp::{arg_secrets, looks_secret, url_secrets};
@@ -157,6 +159,9 @@ pub struct Defaults {
     pub compaction: CompactionDefaults,
     /// Tool search over big catalogs (`toolSearch`; on unless `false`).
     pub tool_search: ToolSearchDefaults,
+    /// Guardrails (`guardrails`: a list of guards, or an object with
+    /// `guards`, `checkpoint`, `maxRetries`, `onError` and `timeout`).
+    pub guardrails: Option<GuardrailsConfig>,
 }
 
 /// Where an output schema comes from.

@@ -46,6 +46,23 @@ pub enum RunSetupError {
 }
 
 impl AgentConfig {
+    /// The library's defaults with the file's `defaults` applied, its
+    /// guardrails included (their judges choose their models from this
+    /// configuration when first asked).
+    ///
+    /// ```
+    /// let config = loopwright_config::config::AgentConfig::default();
+    /// assert!(config.base_options().guardrails.is_none());
+    /// ```
+    pub fn base_options(&self) -> AgentOptions {
+        let mut options = self.defaults.apply(AgentOptions::default());
+        if let Some(rails) = &self.defaults.guardrails {
+            let rails = rails.build(self);
+            options.guardrails = (!rails.is_empty()).then(|| Arc::new(rails));
+        }
+        options
+    }
+
     /// The run options this file describes for `chosen`: its defaults, then
     /// `adjust` (the application's own settings, which win), then its
     /// accounting file unless `adjust` set a sink, then the context budget
@@ -67,7 +84,7 @@ impl AgentConfig {
         chosen: &ChosenModel,
         adjust: impl FnOnce(AgentOptions) -> AgentOptions,
     ) -> Result<AgentOptions, RunSetupError> {
-        let mut options = adjust(self.defaults.apply(AgentOptions::default()));
+        let mut options = adjust(self.base_options());
         if options.accounting.is_none()
             && let Some(path) = &self.accounting_file
         {

@@ -595,6 +595,10 @@ impl Builder<'_> {
             if let Some(t) = &file.tool_search {
                 o.tool_search = t.tool_search();
             }
+            if let Some(g) = &file.guardrails {
+                let rails = g.build(self.config);
+                o.guardrails = (!rails.is_empty()).then(|| std::sync::Arc::new(rails));
+            }
             if let Some(schema) = &file.output {
                 let spec = OutputSpec::from_schema(file.name.clone(), schema.clone()).map_err(|e| {
                     AgentBuildError::Output {
@@ -609,7 +613,7 @@ impl Builder<'_> {
             }
             Ok(o)
         };
-        let mut options = file_settings(self.config.defaults.apply(AgentOptions::default()))?;
+        let mut options = file_settings(self.config.base_options())?;
         if index == 0 {
             if let Some(root) = &self.options.root {
                 root(&mut options);

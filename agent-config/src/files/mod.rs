@@ -22,7 +22,9 @@
 //! patterns, `*` a wildcard, over exposed names), `codingTools`, `agents`
 //! (sub-agent files, relative to this one), `input` (a JSON Schema for the
 //! sub-agent's arguments) and `output` (a JSON Schema, inline or a file
-//! relative to this one: the structured answer).
+//! relative to this one: the structured answer), `compaction`,
+//! `toolSearch` and `guardrails` (as in the configuration file's
+//! `defaults`).
 //!
 //! Invariants: reading is strict: an unknown key, a value of the wrong type
 //! or a file that cannot be read is an error naming the file, the key path
@@ -67,6 +69,7 @@ pub const AGENT_FILE_KEYS: &[&str] = &[
     "output",
     "compaction",
     "toolSearch",
+    "guardrails",
 ];
 
 /// The keys of a `reasoning` mapping.
@@ -198,6 +201,9 @@ pub struct AgentFile {
     /// `compaction` (`false` turns it off; on by default, as in a
     /// configuration's `defaults`), when the file sets it.
     pub compaction: Option<crate::config::CompactionDefaults>,
+    /// `guardrails` (as in a configuration's `defaults`: they replace the
+    /// configuration's for this agent), when the file sets them.
+    pub guardrails: Option<crate::config::GuardrailsConfig>,
     /// `toolSearch` (`false` turns it off), when the file sets it.
     pub tool_search: Option<crate::config::ToolSearchDefaults>,
     /// The body, variables not yet replaced.
@@ -254,6 +260,7 @@ impl AgentFile {
             input: None,
             output: None,
             compaction: None,
+            guardrails: None,
             tool_search: None,
             body: document.body.to_owned(),
         };
@@ -381,6 +388,7 @@ impl Reader<'_> {
             "toolTimeout",
             "compaction",
             "toolSearch",
+            "guardrails",
         ]
         .iter()
         .filter_map(|k| self.fm.root().get(*k).map(|v| ((*k).to_owned(), v.clone())))
@@ -409,6 +417,7 @@ impl Reader<'_> {
         file.tool_timeout = settings.tool_timeout;
         file.compaction = sets_compaction.then_some(settings.compaction);
         file.tool_search = sets_search.then_some(settings.tool_search);
+        file.guardrails = settings.guardrails;
 
         if let Some(name) = self.string("name")? {
             let valid = !name.is_empty()
