@@ -57,6 +57,23 @@ fn the_readme_library_example_is_the_compiled_one() {
 }
 
 #[test]
+fn the_readme_guardrails_are_the_compiled_ones_and_the_configuration_parses() {
+    let readme = readme_block("### Guardrails");
+    let doc = doc_example(include_str!("../agent-core/src/guardrail/mod.rs"), "//!");
+    assert!(doc.len() >= 10, "{doc:?}");
+    assert_eq!(readme, doc);
+    let text = block(README, "The same from a configuration file").join("\n");
+    let config = loopwright::config::AgentConfig::parse(&text, "README.md", &|_| None)
+        .expect("README.md's guardrails");
+    let rails = config.defaults.guardrails.expect("guardrails");
+    assert_eq!(rails.guards.len(), 3);
+    assert_eq!(
+        rails.checkpoint,
+        Some(loopwright::guardrail::Checkpoint::Sentence)
+    );
+}
+
+#[test]
 fn the_readme_replay_test_is_the_compiled_one() {
     let readme = block(TESTING_README, "The same test from Rust:");
     let compiled = doc_example(include_str!("../src/lib.rs"), "///");
