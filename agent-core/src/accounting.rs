@@ -72,7 +72,7 @@ impl From<Usage> for EntryTokens {
     }
 }
 
-/// One accounting entry, tagged `"type"`: `llm` or `tool`.
+/// One accounting entry, tagged `"type"`: `llm`, `tool` or `guard`.
 ///
 /// ```
 /// use loopwright_core::accounting::AccountingEntry;
@@ -90,6 +90,71 @@ pub enum AccountingEntry {
     Llm(LlmEntry),
     /// A tool call.
     Tool(ToolEntry),
+    /// A guardrail's checks of one thing (an input, a step's answer, a
+    /// call's arguments or result).
+    Guard(GuardEntry),
+}
+
+/// A guardrail's checks of one thing.
+///
+/// ```
+/// use loopwright_core::accounting::AccountingEntry;
+/// let line = r#"{"type":"guard","timestamp":"2026-01-01T00:00:00.000Z","guard":"pii","point":"output",
+///   "verdict":"replace","step":1,"checks":3,"latency_ms":0}"#;
+/// let e: AccountingEntry = serde_json::from_str(line).unwrap();
+/// assert!(matches!(e, AccountingEntry::Guard(ref g) if g.checks == 3));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GuardEntry {
+    /// When the last check ended (RFC 3339, UTC, milliseconds).
+    pub timestamp: String,
+    /// The guard's name.
+    pub guard: String,
+    /// Where.
+    pub point: crate::guardrail::GuardPoint,
+    /// The strongest verdict of its checks.
+    pub verdict: crate::guardrail::GuardAction,
+    /// The step (0: the input).
+    pub step: u32,
+    /// The tool call, at the tool points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// How many checks.
+    pub checks: u32,
+    /// Their time in all.
+    pub latency_ms: u64,
+    /// The path of the agent whose run it checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_path: Option<String>,
+}
+
+impl GuardEntry {
+    /// The entry of a `guardrail_checked` event (`None` for any other).
+    pub(crate) fn of(event: &crate::AgentEvent) -> Option<Self> {
+        match event {
+            crate::AgentEvent::GuardrailChecked {
+                guard,
+                point,
+                verdict,
+                step,
+                call_id,
+                checks,
+                duration_ms,
+            } => Some(Self {
+                timestamp: loopwright_types::util::rfc3339_now(),
+                guard: guard.clone(),
+                point: *point,
+                verdict: *verdict,
+                step: *step,
+                call_id: call_id.clone(),
+                checks: *checks,
+                latency_ms: *duration_ms,
+                agent_path: None,
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl AccountingEntry {
@@ -108,6 +173,7 @@ impl AccountingEntry {
         match self {
             Self::Llm(e) => e.agent_path.as_deref(),
             Self::Tool(e) => e.agent_path.as_deref(),
+            Self::Guard(e) => e.agent_path.as_deref(),
         }
     }
 
@@ -115,6 +181,7 @@ impl AccountingEntry {
         let slot = match self {
             Self::Llm(e) => &mut e.agent_path,
             Self::Tool(e) => &mut e.agent_path,
+            Self::Guard(e) => &mut e.agent_path,
         };
         *slot = Some(path.to_owned());
     }

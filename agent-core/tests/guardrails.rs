@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use loopwright_core::accounting::AccountingEntry;
 use loopwright_core::guardrail::{
     Checkpoint, GuardAction, GuardError, GuardInput, GuardMode, GuardPoint, GuardVerdict, Guardrail,
     Guardrails, OnError, Pattern, Pii,
@@ -486,6 +487,23 @@ async fn a_tool_result_a_guard_redacts_is_what_the_model_and_the_events_see() {
     )
     .await;
     assert!(!all_bytes(&events).contains("ann@example.com"));
+    // The check is accounted, with its call.
+    let entry = events.iter().find_map(|e| match e {
+        AgentEvent::Accounting {
+            entry: AccountingEntry::Guard(g),
+        } => Some(g.clone()),
+        _ => None,
+    });
+    let entry = entry.expect("a guard entry");
+    assert_eq!(
+        (entry.guard.as_str(), entry.point),
+        ("pii", GuardPoint::ToolResult)
+    );
+    assert_eq!(
+        (entry.verdict, entry.call_id.as_deref()),
+        (GuardAction::Replace, Some("c1"))
+    );
+    assert_eq!(entry.agent_path.as_deref(), Some("agent"));
     let sent = serde_json::to_string(&*model.requests()[1].messages).unwrap();
     assert!(
         sent.contains("[REDACTED email]") && !sent.contains("ann@example.com"),

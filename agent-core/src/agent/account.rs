@@ -48,6 +48,25 @@ impl Accountant {
         let _ = self.emit.send(AgentEvent::Accounting { entry }).await;
     }
 
+    /// A `guardrail_checked` event: sent, accounted and traced (an event
+    /// of the current span).
+    pub async fn guard_checked(&self, event: AgentEvent) -> bool {
+        let entry = crate::accounting::GuardEntry::of(&event);
+        let sent = self.emit.send(event).await.is_ok();
+        if let Some(entry) = entry {
+            tracing::info!(
+                target: "loopwright_core::guardrail",
+                guard = %entry.guard,
+                point = %entry.point,
+                verdict = ?entry.verdict,
+                checks = entry.checks,
+                "loopwright.guardrail"
+            );
+            self.record(AccountingEntry::Guard(entry)).await;
+        }
+        sent
+    }
+
     pub async fn llm(&self, attempt: LlmAttempt<'_>) {
         let (provider, model) = attempt.label.split_once('/').unwrap_or((attempt.label, ""));
         let stop_reason = attempt.stop_reason.map(|r| match serde_json::to_value(r) {
@@ -109,6 +128,7 @@ fn record_metrics(entry: &AccountingEntry, agent: &str) {
             metrics::histogram!(TOOL_LATENCY_METRIC, "agent" => a, "tool" => e.tool.clone(), "source" => e.source.clone())
                 .record(e.latency_ms as f64 / 1000.0);
         }
+        AccountingEntry::Guard(_) => {}
     }
 }
 

@@ -531,7 +531,7 @@ impl CallTask {
             approval: gate_request(batch, call, exposed).map(|(a, r)| (a, r, batch.emit.clone())),
             guard: batch.result_guards.clone().map(|rails| ResultGuard {
                 rails,
-                emit: batch.emit.clone(),
+                accountant: batch.accountant.clone(),
                 call: call.clone(),
                 step: batch.step,
             }),
@@ -630,7 +630,7 @@ impl CallTask {
 /// The guards of one call's result.
 struct ResultGuard {
     rails: Arc<Guardrails>,
-    emit: Emitter,
+    accountant: Accountant,
     call: ToolCall,
     step: u32,
 }
@@ -657,7 +657,7 @@ impl ResultGuard {
             .into_iter()
             .map(|message| AgentEvent::Warning { message });
         for event in events.into_iter().chain(warnings) {
-            if self.emit.send(event).await.is_err() {
+            if !self.accountant.guard_checked(event).await {
                 break;
             }
         }

@@ -64,7 +64,7 @@ async fn report(
 ) {
     let warnings = failures(&checked);
     for event in checked_events(checked, point, step, call) {
-        run.tell(event).await;
+        run.accountant.guard_checked(event).await;
     }
     run.warn_all(&warnings).await;
 }

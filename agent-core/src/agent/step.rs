@@ -151,6 +151,16 @@ pub(crate) async fn run_step(
     }
 }
 
+/// Send a step's guard events (the checks accounted); false when the
+/// receiver is gone.
+async fn report(accountant: &Accountant, events: Vec<AgentEvent>) -> bool {
+    let mut attached = true;
+    for event in events {
+        attached &= accountant.guard_checked(event).await;
+    }
+    attached
+}
+
 /// Wait for the gate, when there is one (else never).
 async fn decided(gate: &mut Option<Gate>) -> (Decision, Vec<Checked>) {
     match gate {
@@ -245,8 +255,11 @@ impl<'a> Assembly<'a> {
             .iter()
             .find(|c| c.action == GuardAction::Replace)
             .map(|c| c.guard.clone());
+        let accountant = self.io.accountant;
         for event in checked_events(checked, GuardPoint::Input, 0, None) {
-            self.send(event).await?;
+            if !accountant.guard_checked(event).await {
+                return Err(StepFailure::Detached);
+            }
         }
         for message in warnings {
             self.send(AgentEvent::Warning { message }).await?;
@@ -285,8 +298,8 @@ impl<'a> Assembly<'a> {
         if let Some(text) = text {
             self.send(AgentEvent::TextDelta { text }).await?;
         }
-        for event in events {
-            self.send(event).await?;
+        if !report(self.io.accountant, events).await {
+            return Err(StepFailure::Detached);
         }
         match held {
             Held::Go => {
@@ -330,11 +343,8 @@ impl<'a> Assembly<'a> {
             Some(hold) => (String::new(), hold.checked_events()),
             None => (String::new(), Vec::new()),
         };
-        for event in events {
-            if self.send(event).await.is_err() {
-                break;
-            }
-        }
+        // The run ends after a trip: a receiver gone meanwhile changes nothing.
+        report(self.io.accountant, events).await;
         let mut out = StepOutput::empty();
         out.usage = self.out.usage;
         out.finish_reason = FinishReason::ContentFilter;
