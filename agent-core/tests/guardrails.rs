@@ -555,3 +555,39 @@ async fn a_guard_that_fails_blocks_unless_told_to_let_it_pass() {
         AgentEvent::Warning { message } if message.contains("guardrail flaky failed")
     )));
 }
+
+#[tokio::test]
+async fn a_paused_runs_state_and_its_resumed_result_keep_the_checks_made() {
+    let (tool, runs) = counted_tool("write", "written");
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("w1", "write", r#"{"path":"a.txt"}"#)]),
+        ScriptedStep::text("Written."),
+    ]);
+    let guard = Rule::new("paths", &[GuardPoint::ToolArguments], |_| Ok(GuardVerdict::Allow));
+    let agent = Agent::builder(Arc::new(model))
+        .tools(tools(vec![tool]))
+        .approvals(loopwright_core::Approvals::defer())
+        .guardrail(guard)
+        .build();
+    let (_, paused) = collect(agent.run("write it")).await;
+    assert_eq!(paused.exit(), ExitReason::AwaitingApproval);
+    let state = paused.state().cloned().unwrap();
+    let kept: Vec<(&str, GuardPoint)> = state
+        .guardrails
+        .iter()
+        .map(|g| (g.guard.as_str(), g.point))
+        .collect();
+    assert_eq!(kept, [("paths", GuardPoint::ToolArguments)]);
+    assert_eq!(state.guardrails[0].call_id.as_deref(), Some("w1"));
+    // The state goes through JSON, as a store keeps it.
+    let state = loopwright_core::RunState::from_json(&state.to_json()).unwrap();
+    let (_, done) = collect(agent.resume(state).approve("w1").run().await.unwrap()).await;
+    assert_eq!(done.exit(), ExitReason::Completed);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        done.guardrails.len(),
+        1,
+        "the checks from before the pause: {:?}",
+        done.guardrails
+    );
+}

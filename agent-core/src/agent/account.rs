@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::emit::Emitter;
 use super::events::AgentEvent;
-use crate::accounting::{AccountingEntry, AccountingSink, EntryStatus, EntryTokens, LlmEntry};
+use crate::accounting::{AccountingEntry, AccountingSink, EntryStatus, EntryTokens, GuardEntry, LlmEntry};
 use loopwright_types::util::rfc3339_now;
 use loopwright_types::{FinishReason, Usage};
 
@@ -16,6 +16,9 @@ pub(crate) struct Accountant {
     emit: Emitter,
     sink: Option<Arc<dyn AccountingSink>>,
     path: Arc<str>,
+    /// The run's guard checks so far, for its result and paused state.
+    /// Locked only to push or copy, never across an `.await`.
+    guards: Arc<std::sync::Mutex<Vec<GuardEntry>>>,
 }
 
 /// What one model attempt did, for its entry.
@@ -34,7 +37,28 @@ impl Accountant {
             emit,
             sink,
             path: Arc::from(path),
+            guards: Arc::default(),
         }
+    }
+
+    /// The run's guard checks so far (a resumed run's from before its
+    /// pause included).
+    pub fn guard_entries(&self) -> Vec<GuardEntry> {
+        self.guards
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// A resumed run's checks from before its pause.
+    pub fn resume_guards(&self, entries: Vec<GuardEntry>) {
+        let mut guards = self
+            .guards
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut all = entries;
+        all.append(&mut guards);
+        *guards = all;
     }
 
     pub async fn record(&self, mut entry: AccountingEntry) {
@@ -62,6 +86,12 @@ impl Accountant {
                 checks = entry.checks,
                 "loopwright.guardrail"
             );
+            let mut stamped = entry.clone();
+            stamped.agent_path = Some(self.path.to_string());
+            self.guards
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(stamped);
             self.record(AccountingEntry::Guard(entry)).await;
         }
         sent

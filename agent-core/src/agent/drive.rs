@@ -191,6 +191,7 @@ impl Run {
                 progress.new_messages = state.messages.get(state.input_len..).unwrap_or_default().to_vec();
                 progress.steps = state.steps;
                 progress.usage = state.usage;
+                self.accountant.resume_guards(state.guardrails.clone());
                 self.scope.add_child_usage(state.children_usage);
                 let resumed = Resumed {
                     paused: state.paused,
@@ -321,6 +322,7 @@ impl Run {
             usage: progress.usage,
             tree_usage,
             steps: progress.summaries,
+            guardrails: self.accountant.guard_entries(),
         });
         self.tell(finished).await;
     }

@@ -174,6 +174,10 @@ pub struct AgentResult {
     /// The steps it took (a resumed run: those since it resumed), each
     /// with its text, calls, results, finish reason and usage.
     pub steps: Vec<StepSummary>,
+    /// What its guardrails checked: one entry per guard, point and thing
+    /// checked (a resumed run's from before its pause included), as the
+    /// accounting lines say.
+    pub guardrails: Vec<crate::accounting::GuardEntry>,
 }
 
 impl AgentResult {
@@ -266,6 +270,7 @@ impl Serialize for AgentResult {
             stopped_by,
             state,
             trip,
+            guardrails: &self.guardrails,
         }
         .serialize(s)
     }
@@ -296,4 +301,6 @@ struct Wire<'a> {
     state: Option<&'a RunState>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trip: Option<&'a crate::guardrail::Trip>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    guardrails: &'a [crate::accounting::GuardEntry],
 }

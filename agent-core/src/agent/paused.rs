@@ -130,6 +130,7 @@ impl Run {
             output_retries_left: at.output_retries_left,
             conclude_next: at.conclude_next,
             compacted: at.compacted,
+            guardrails: self.accountant.guard_entries(),
             paused: at.paused,
             resumed: Default::default(),
         }

@@ -68,6 +68,10 @@ pub struct RunState {
     /// carries its whole history, [`AgentResult::history`](crate::AgentResult::history)).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub compacted: bool,
+    /// The guardrails' checks so far (see
+    /// [`AgentResult::guardrails`](crate::AgentResult::guardrails)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrails: Vec<crate::accounting::GuardEntry>,
     /// Where the run stopped.
     pub paused: Paused,
     /// Set once the state (or a clone of it) was resumed in this process.
@@ -284,6 +288,7 @@ mod tests {
             output_retries_left: None,
             conclude_next: false,
             compacted: false,
+            guardrails: Vec::new(),
             paused: Paused::ToolCalls {
                 step: 1,
                 calls: Vec::new(),
