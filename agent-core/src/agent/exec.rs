@@ -23,6 +23,7 @@ use super::emit::Emitter;
 use super::events::AgentEvent;
 use super::gate;
 use super::guard::ResultsGate;
+use super::guardrail::ResultGuard;
 use super::hooks::ToolResultContext;
 use super::options::AgentOptions;
 use super::resume::SharedDecisions;
@@ -31,7 +32,7 @@ use super::sub_agent::SubAgentEnd;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::{ApprovalRequest, Approvals};
 use crate::durable::DurableError;
-use crate::guardrail::{Decision, GuardInput, GuardPoint, Guardrails, Trip, run_guards};
+use crate::guardrail::{Guardrails, Trip};
 use crate::telemetry;
 use loopwright_types::budget::{BUDGET_EXCEEDED_RESULT, BudgetFigures};
 use loopwright_types::tool::ProgressQueue;
@@ -611,10 +612,7 @@ impl CallTask {
                 (ToolOutput::error(message), Some("timeout"))
             }
         };
-        let (output, details, trip) = match guard {
-            Some(guard) => Box::pin(guard.check(output, details)).await,
-            None => (output, details, None),
-        };
+        let (output, details, trip) = ResultGuard::check_if_any(guard, output, details).await;
         telemetry::record_tool(&tracing::Span::current(), &output, details);
         Outcome {
             output,
@@ -623,60 +621,6 @@ impl CallTask {
             budget: None,
             paused: None,
             trip,
-        }
-    }
-}
-
-/// The guards of one call's result.
-struct ResultGuard {
-    rails: Arc<Guardrails>,
-    accountant: Accountant,
-    call: ToolCall,
-    step: u32,
-}
-
-impl ResultGuard {
-    /// The result as the guards leave it: redacted, rejected (an error
-    /// result), or withheld with the trip that stops the run.
-    async fn check(
-        self,
-        output: ToolOutput,
-        details: Option<&'static str>,
-    ) -> (ToolOutput, Option<&'static str>, Option<Trip>) {
-        let text = output.as_text();
-        let input = GuardInput {
-            call: Some(&self.call),
-            step: self.step,
-            ..GuardInput::new(GuardPoint::ToolResult, &text)
-        };
-        let (decision, checked) = run_guards(&self.rails, input, None).await;
-        let warnings = super::hold::failures(&checked);
-        let events =
-            super::hold::checked_events(checked, GuardPoint::ToolResult, self.step, Some(&self.call.id));
-        let warnings = warnings
-            .into_iter()
-            .map(|message| AgentEvent::Warning { message });
-        for event in events.into_iter().chain(warnings) {
-            if !self.accountant.guard_checked(event).await {
-                break;
-            }
-        }
-        match decision {
-            Decision::Allow => (output, details, None),
-            Decision::Replace(text) => {
-                let mut replaced = ToolOutput::text(text);
-                replaced.is_error = output.is_error;
-                (replaced, details, None)
-            }
-            Decision::Reject { message, .. }
-            | Decision::Retry {
-                feedback: message, ..
-            } => (ToolOutput::error(message), Some("guardrail"), None),
-            Decision::Block(trip) => (
-                ToolOutput::error("Withheld: a guardrail stopped the run."),
-                Some("guardrail"),
-                Some(trip),
-            ),
         }
     }
 }

@@ -14,9 +14,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use loopwright_types::tool::ToolOutput;
 use loopwright_types::{ContentPart, Message, ModelRequest, Role, ToolCall};
 
+use super::account::Accountant;
 use super::drive::{Ending, LoopState, Run};
+use super::events::AgentEvent;
 use super::hold::{Gate, StepGuard, checked_events, failures};
 use super::policy::{Flow, Policy, Step};
 use super::step::StepOutput;
@@ -272,6 +275,74 @@ impl Run {
         }
         if let Some(summary) = lp.progress.summaries.last_mut() {
             summary.tool_calls = calls.to_vec();
+        }
+    }
+}
+
+/// The guards of one call's result.
+pub(super) struct ResultGuard {
+    pub rails: Arc<Guardrails>,
+    pub accountant: Accountant,
+    pub call: ToolCall,
+    pub step: u32,
+}
+
+impl ResultGuard {
+    /// [`ResultGuard::check`] when there is a guard; else the result as it
+    /// is.
+    pub async fn check_if_any(
+        guard: Option<Self>,
+        output: ToolOutput,
+        details: Option<&'static str>,
+    ) -> (ToolOutput, Option<&'static str>, Option<Trip>) {
+        match guard {
+            // Boxed: the rare path stays out of every call task's future.
+            Some(guard) => Box::pin(guard.check(output, details)).await,
+            None => (output, details, None),
+        }
+    }
+
+    /// The result as the guards leave it: redacted, rejected (an error
+    /// result), or withheld with the trip that stops the run.
+    async fn check(
+        self,
+        output: ToolOutput,
+        details: Option<&'static str>,
+    ) -> (ToolOutput, Option<&'static str>, Option<Trip>) {
+        let text = output.as_text();
+        let input = GuardInput {
+            call: Some(&self.call),
+            step: self.step,
+            ..GuardInput::new(GuardPoint::ToolResult, &text)
+        };
+        let (decision, checked) = run_guards(&self.rails, input, None).await;
+        let warnings = super::hold::failures(&checked);
+        let events =
+            super::hold::checked_events(checked, GuardPoint::ToolResult, self.step, Some(&self.call.id));
+        let warnings = warnings
+            .into_iter()
+            .map(|message| AgentEvent::Warning { message });
+        for event in events.into_iter().chain(warnings) {
+            if !self.accountant.guard_checked(event).await {
+                break;
+            }
+        }
+        match decision {
+            Decision::Allow => (output, details, None),
+            Decision::Replace(text) => {
+                let mut replaced = ToolOutput::text(text);
+                replaced.is_error = output.is_error;
+                (replaced, details, None)
+            }
+            Decision::Reject { message, .. }
+            | Decision::Retry {
+                feedback: message, ..
+            } => (ToolOutput::error(message), Some("guardrail"), None),
+            Decision::Block(trip) => (
+                ToolOutput::error("Withheld: a guardrail stopped the run."),
+                Some("guardrail"),
+                Some(trip),
+            ),
         }
     }
 }

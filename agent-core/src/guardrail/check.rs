@@ -83,39 +83,13 @@ pub(crate) async fn run_guards(
             Failure::Pass(_) => continue,
             Failure::Verdict(v) => v,
         };
-        let trip = |message: String, info: serde_json::Value| {
-            Decision::Block(Trip {
-                guard: name.clone(),
-                point,
-                step: input.step,
-                call_id: input.call.map(|c| c.id.clone()),
-                message,
-                info,
-            })
-        };
-        match (verdict, point) {
-            (GuardVerdict::Allow, _) => {}
-            (GuardVerdict::Replace { text }, _) => {
+        match settle(verdict, &name, &input) {
+            Ok(None) => {}
+            Ok(Some(text)) => {
                 current = text;
                 replaced = true;
             }
-            (GuardVerdict::Block { message, info }, _) => return (trip(message, info), checked),
-            (GuardVerdict::Retry { feedback }, GuardPoint::Output) => {
-                return (
-                    Decision::Retry {
-                        guard: name,
-                        feedback,
-                    },
-                    checked,
-                );
-            }
-            (
-                GuardVerdict::Retry { feedback: message } | GuardVerdict::Reject { message },
-                GuardPoint::ToolArguments | GuardPoint::ToolResult,
-            ) => return (Decision::Reject { guard: name, message }, checked),
-            (GuardVerdict::Retry { feedback: message } | GuardVerdict::Reject { message }, _) => {
-                return (trip(message, serde_json::Value::Null), checked);
-            }
+            Err(decision) => return (decision, checked),
         }
     }
     let decision = if replaced {
@@ -124,6 +98,41 @@ pub(crate) async fn run_guards(
         Decision::Allow
     };
     (decision, checked)
+}
+
+/// What one guard's verdict means at its point: go on (with new content
+/// for a replacement), or the decision that ends the check.
+fn settle(verdict: GuardVerdict, name: &str, input: &GuardInput<'_>) -> Result<Option<String>, Decision> {
+    let point = input.point;
+    let trip = |message: String, info: serde_json::Value| {
+        Decision::Block(Trip {
+            guard: name.to_owned(),
+            point,
+            step: input.step,
+            call_id: input.call.map(|c| c.id.clone()),
+            message,
+            info,
+        })
+    };
+    match (verdict, point) {
+        (GuardVerdict::Allow, _) => Ok(None),
+        (GuardVerdict::Replace { text }, _) => Ok(Some(text)),
+        (GuardVerdict::Block { message, info }, _) => Err(trip(message, info)),
+        (GuardVerdict::Retry { feedback }, GuardPoint::Output) => Err(Decision::Retry {
+            guard: name.to_owned(),
+            feedback,
+        }),
+        (
+            GuardVerdict::Retry { feedback: message } | GuardVerdict::Reject { message },
+            GuardPoint::ToolArguments | GuardPoint::ToolResult,
+        ) => Err(Decision::Reject {
+            guard: name.to_owned(),
+            message,
+        }),
+        (GuardVerdict::Retry { feedback: message } | GuardVerdict::Reject { message }, _) => {
+            Err(trip(message, serde_json::Value::Null))
+        }
+    }
 }
 
 /// A guard's mode where it checks: parallel exists at the input only.
