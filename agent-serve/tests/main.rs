@@ -13,3 +13,4 @@ mod responses;
 mod schemas;
 mod stored;
 mod streams;
+mod ui_chat;

@@ -29,6 +29,7 @@ use crate::error::{ApiError, Kind, Shape};
 use crate::run::Instance;
 use crate::sse::{closed_or, event_stream};
 
+mod chat;
 mod runs;
 mod sessions;
 
@@ -44,6 +45,8 @@ pub(crate) fn router(instance: Arc<Instance>) -> Router {
         .route("/v1/runs/{id}/approvals", post(runs::approvals))
         .route("/v1/runs/{id}/cancel", post(runs::cancel))
         .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
+        .route("/api/chat", post(chat::chat_only))
+        .route("/api/agents/{name}/chat", post(chat::chat))
         .route("/health", get(health))
         .with_state(instance)
 }
