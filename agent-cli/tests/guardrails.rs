@@ -155,13 +155,19 @@ async fn guardrails_the_configuration_gets_wrong_are_errors_naming_the_key() {
 async fn a_parallel_judge_that_trips_cancels_the_model_request_it_raced() {
     use crate::common::Reply;
     // The agent's model streams a first chunk and then nothing; the judge
-    // (another model of the same server) says the input breaks its rule.
+    // (another model of the same server) says the input breaks its rule,
+    // once the agent's request has arrived (the two race in the command).
+    let arrived = std::sync::Arc::new(tokio::sync::Notify::new());
     let server = ModelServer::builder()
-        .model(
-            "test",
-            vec![Reply::sse(crate::common::sse::answer("Sure, the way in is")).stalled()],
-        )
-        .model("judge", vec![answer("YES").into()])
+        .respond(move |request| {
+            if request.body["model"] == "judge" {
+                Reply::sse(answer("YES")).after(arrived.clone())
+            } else {
+                arrived.notify_one();
+                Reply::sse(answer("Sure, the way in is")).stalled()
+            }
+        })
+        .listing(["test", "judge"])
         .start()
         .await;
     let dir = tmp();

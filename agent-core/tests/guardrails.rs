@@ -584,10 +584,77 @@ async fn a_paused_runs_state_and_its_resumed_result_keep_the_checks_made() {
     let (_, done) = collect(agent.resume(state).approve("w1").run().await.unwrap()).await;
     assert_eq!(done.exit(), ExitReason::Completed);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The check from before the pause, and the check again of the approved
+    // call just before it ran.
+    assert_eq!(done.guardrails.len(), 2, "{:?}", done.guardrails);
+    assert!(done.guardrails.iter().all(|g| g.call_id.as_deref() == Some("w1")));
+}
+
+#[tokio::test]
+async fn a_blocked_answer_never_enters_the_conversation() {
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::text("Noted."),
+        ScriptedStep::text("The code is ZEBRA-7731."),
+    ]);
+    let agent = Agent::builder(Arc::new(model))
+        .guardrail(Pattern::block("codes", r"ZEBRA-\d+").unwrap())
+        .build();
+    let mut chat = loopwright_core::Conversation::new();
+    let first = chat.send(&agent, "Remember the code.").await.unwrap();
+    assert_eq!(first.text, "Noted.");
+    let error = chat.send(&agent, "What was the code?").await.unwrap_err();
+    assert!(
+        matches!(error, loopwright_core::RunError::Tripped { .. }),
+        "{error:?}"
+    );
+    let kept = serde_json::to_string(&chat).unwrap();
+    assert!(!kept.contains("ZEBRA"), "{kept}");
+    assert!(kept.contains("Noted."), "the answered turn stays: {kept}");
+}
+
+#[tokio::test]
+async fn approved_calls_are_checked_again_before_they_run() {
+    let (tool, runs) = counted_tool("deploy", "deployed");
+    let model = ScriptedModel::new(vec![
+        ScriptedStep::tool_calls(&[("d1", "deploy", r#"{"env":"prod"}"#)]),
+        ScriptedStep::text("It was not deployed."),
+    ]);
+    // The first check (before the approval is asked) passes; the second,
+    // just before the approved call would run, rejects it.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = seen.clone();
+    let guard = Rule::new("freeze", &[GuardPoint::ToolArguments], move |_| {
+        Ok(if s.fetch_add(1, Ordering::SeqCst) == 0 {
+            GuardVerdict::Allow
+        } else {
+            GuardVerdict::reject("Deploys are frozen now.")
+        })
+    });
+    let agent = Agent::builder(Arc::new(model))
+        .tools(tools(vec![tool]))
+        .approvals(loopwright_core::Approvals::defer())
+        .guardrail(guard)
+        .build();
+    let (_, paused) = collect(agent.run("deploy")).await;
+    let state = paused.state().cloned().unwrap();
+    let (events, done) = collect(agent.resume(state).approve("d1").run().await.unwrap()).await;
     assert_eq!(
-        done.guardrails.len(),
-        1,
-        "the checks from before the pause: {:?}",
-        done.guardrails
+        seen.load(Ordering::SeqCst),
+        2,
+        "checked before the approval and again after it"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the approved call did not run");
+    assert_eq!(done.text, "It was not deployed.");
+    let result = events.iter().find_map(|e| match e {
+        AgentEvent::ToolResult {
+            call_id, is_error, ..
+        } if call_id == "d1" => Some(*is_error),
+        _ => None,
+    });
+    assert_eq!(result, Some(true));
+    assert!(
+        crate::common::results_by_id(&done)["d1"]
+            .1
+            .contains("Deploys are frozen now.")
     );
 }

@@ -60,6 +60,8 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     chunks: Vec<Bytes>,
     end: End,
+    /// The body waits for this before its first chunk.
+    gate: Option<Arc<tokio::sync::Notify>>,
 }
 
 type BodyStream = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Bytes, std::io::Error>> + Send>>;
@@ -132,6 +134,7 @@ impl Reply {
             headers: vec![("content-type".into(), content_type.into())],
             chunks,
             end: End::Close,
+            gate: None,
         }
     }
 
@@ -139,6 +142,14 @@ impl Reply {
     /// that name).
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// This reply with its body held until `gate` is notified (its status
+    /// and headers go at once): to order it after another request, whose
+    /// reply (a [`Builder::respond`] function) notifies the gate.
+    pub fn after(mut self, gate: Arc<tokio::sync::Notify>) -> Self {
+        self.gate = Some(gate);
         self
     }
 
@@ -184,6 +195,14 @@ impl Reply {
                 });
                 Box::pin(chunks.chain(die))
             }
+        };
+        let stream: BodyStream = match self.gate {
+            Some(gate) => Box::pin(
+                futures::stream::once(async move { gate.notified().await })
+                    .filter_map(|()| async { None })
+                    .chain(stream),
+            ),
+            None => stream,
         };
         let body = Body::from_stream(Watched {
             inner: stream,

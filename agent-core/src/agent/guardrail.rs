@@ -198,52 +198,7 @@ impl Policy for GuardrailPolicy {
         if !self.rails.checks(GuardPoint::ToolArguments) || calls.is_empty() {
             return None;
         }
-        let rails = &self.rails;
-        let checks = calls.iter().map(|call| async move {
-            let text = call.input.to_string();
-            let input = GuardInput {
-                messages: &lp.history,
-                call: Some(call),
-                step,
-                ..GuardInput::new(GuardPoint::ToolArguments, &text)
-            };
-            run_guards(rails, input, None).await
-        });
-        let decided = futures::future::join_all(checks).await;
-        let mut guarded = GuardedCalls {
-            calls: calls.to_vec(),
-            rejected: HashMap::new(),
-            trip: None,
-            replaced: false,
-        };
-        for (call, (decision, checked)) in guarded.calls.iter_mut().zip(decided) {
-            report(run, checked, GuardPoint::ToolArguments, step, Some(&call.id)).await;
-            match decision {
-                Decision::Allow => {}
-                Decision::Replace(text) => match serde_json::from_str(&text) {
-                    Ok(input) => {
-                        call.input = input;
-                        guarded.replaced = true;
-                    }
-                    Err(e) => {
-                        let message = format!(
-                            "Not run: a guardrail rewrote the arguments into something that is not JSON ({e})."
-                        );
-                        guarded.rejected.insert(call.id.clone(), message);
-                    }
-                },
-                Decision::Reject { message, .. }
-                | Decision::Retry {
-                    feedback: message, ..
-                } => {
-                    guarded.rejected.insert(call.id.clone(), message);
-                }
-                Decision::Block(trip) => {
-                    guarded.trip.get_or_insert(trip);
-                }
-            }
-        }
-        Some(guarded)
+        Some(guard_arguments(run, &self.rails, &lp.history, step, calls).await)
     }
 
     fn result_guards(&self) -> Option<Arc<Guardrails>> {
@@ -251,6 +206,84 @@ impl Policy for GuardrailPolicy {
             .checks(GuardPoint::ToolResult)
             .then(|| self.rails.clone())
     }
+}
+
+/// The argument guards on `calls` (their events and accounting sent).
+pub(super) async fn guard_arguments(
+    run: &Run,
+    rails: &Guardrails,
+    messages: &[Message],
+    step: u32,
+    calls: &[ToolCall],
+) -> GuardedCalls {
+    let checks = calls.iter().map(|call| async move {
+        let text = call.input.to_string();
+        let input = GuardInput {
+            messages,
+            call: Some(call),
+            step,
+            ..GuardInput::new(GuardPoint::ToolArguments, &text)
+        };
+        run_guards(rails, input, None).await
+    });
+    let decided = futures::future::join_all(checks).await;
+    let mut guarded = GuardedCalls {
+        calls: calls.to_vec(),
+        rejected: HashMap::new(),
+        trip: None,
+        replaced: false,
+    };
+    for (call, (decision, checked)) in guarded.calls.iter_mut().zip(decided) {
+        report(run, checked, GuardPoint::ToolArguments, step, Some(&call.id)).await;
+        match decision {
+            Decision::Allow => {}
+            Decision::Replace(text) => match serde_json::from_str(&text) {
+                Ok(input) => {
+                    call.input = input;
+                    guarded.replaced = true;
+                }
+                Err(e) => {
+                    let message = format!(
+                        "Not run: a guardrail rewrote the arguments into something that is not JSON ({e})."
+                    );
+                    guarded.rejected.insert(call.id.clone(), message);
+                }
+            },
+            Decision::Reject { message, .. }
+            | Decision::Retry {
+                feedback: message, ..
+            } => {
+                guarded.rejected.insert(call.id.clone(), message);
+            }
+            Decision::Block(trip) => {
+                guarded.trip.get_or_insert(trip);
+            }
+        }
+    }
+    guarded
+}
+
+/// The argument guards again on calls a person approved, just before they
+/// run (a resumed run): what they reject, or rewrite now (the approved
+/// arguments are no longer what the guards let through), is not run.
+pub(super) async fn recheck_approved(run: &Run, step: u32, approved: &[ToolCall]) -> Option<GuardedCalls> {
+    let rails = run
+        .options
+        .guardrails
+        .as_ref()
+        .filter(|r| r.checks(GuardPoint::ToolArguments))?;
+    if approved.is_empty() {
+        return None;
+    }
+    let mut guarded = guard_arguments(run, rails, &[], step, approved).await;
+    for (before, after) in approved.iter().zip(&guarded.calls) {
+        if before.input != after.input {
+            guarded.rejected.entry(before.id.clone()).or_insert_with(|| {
+                "Not run: a guardrail would now change the arguments that were approved; call the tool again.".to_owned()
+            });
+        }
+    }
+    Some(guarded)
 }
 
 impl Run {

@@ -53,6 +53,9 @@ pub(super) enum StepEnd {
     Done(Vec<ToolResult>),
     /// Some calls paused again.
     Paused(Paused),
+    /// A guardrail stopped the run as the approved calls were checked
+    /// again: every call has its result (those not run, "not run").
+    Tripped(Vec<ToolResult>, crate::guardrail::Trip),
 }
 
 /// The paused calls of a step that ran: split into questions and sub-agents.
@@ -111,6 +114,10 @@ impl Run {
                         Flow::Go
                     }
                     StepEnd::Paused(again) => Flow::End(Ending::Paused(again)),
+                    StepEnd::Tripped(results, trip) => {
+                        lp.add(tool_message(results));
+                        Flow::End(Ending::Tripped(trip))
+                    }
                 }
             }
         }
@@ -213,6 +220,15 @@ impl Run {
         catalog: &Arc<ToolCatalog>,
     ) -> StepEnd {
         let (denied, to_run) = self.decide_pending(&paused.pending, decisions).await;
+        let approved: Vec<ToolCall> = paused
+            .calls
+            .iter()
+            .filter(|c| to_run.contains(&c.id.as_str()))
+            .cloned()
+            .collect();
+        let rechecked = super::guardrail::recheck_approved(self, paused.step, &approved).await;
+        let trip = rechecked.as_ref().and_then(|g| g.trip.clone());
+        let no_rejections = HashMap::new();
         let states: HashMap<String, Box<RunState>> = paused
             .suspended
             .iter()
@@ -233,10 +249,10 @@ impl Run {
             bad_json: &[],
             catalog,
             offered: None,
-            refuse: None,
+            refuse: trip.is_some().then_some("Not run: a guardrail stopped the run."),
             answered: &HashMap::new(),
             denied: &denied,
-            rejected: &HashMap::new(),
+            rejected: rechecked.as_ref().map_or(&no_rejections, |g| &g.rejected),
             result_guards: self
                 .options
                 .guardrails
@@ -255,20 +271,34 @@ impl Run {
             announced: true,
         })
         .await;
+        let trip = trip.or(executed.trip);
         let mut results = paused.results;
         results.extend(executed.results);
-        if !executed.paused.is_empty() {
+        if trip.is_none() && !executed.paused.is_empty() {
             return StepEnd::Paused(paused_calls(paused.step, &paused.calls, results, executed.paused));
         }
-        // One result per call, in the model's order.
+        // One result per call, in the model's order (on a trip, a call that
+        // paused again is not run).
         let mut by_id: HashMap<String, ToolResult> =
             results.into_iter().map(|r| (r.call_id.clone(), r)).collect();
-        StepEnd::Done(
-            paused
-                .calls
-                .iter()
-                .filter_map(|call| by_id.remove(&call.id))
-                .collect(),
-        )
+        let ordered = paused
+            .calls
+            .iter()
+            .filter_map(|call| match by_id.remove(&call.id) {
+                Some(result) => Some(result),
+                None if trip.is_some() => Some(ToolResult {
+                    call_id: call.id.clone(),
+                    parts: vec![loopwright_types::ToolOutputPart::text(
+                        "Not run: a guardrail stopped the run.",
+                    )],
+                    is_error: true,
+                }),
+                None => None,
+            });
+        let ordered = ordered.collect();
+        match trip {
+            Some(trip) => StepEnd::Tripped(ordered, trip),
+            None => StepEnd::Done(ordered),
+        }
     }
 }
