@@ -25,23 +25,19 @@
 # - `cargo tree -d` must show no second reqwest, rustls, hyper or sse-stream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Its own target directory when CI runs it beside the tests (no lock shared
-# with their doctests' build; it reuses none of the tests' artifacts anyway:
-# they are built, these are checked and documented).
-target=${PACKAGE_CHECK_TARGET:-target}
-rm -f "$target"/package/*.crate
+rm -f target/package/*.crate
 # Tests, benches and examples stay out of the packages (they need tests-deps/
 # and the fixtures); cargo names each one it leaves out, which says nothing.
 # The benches and the test support are not published (publish = false).
 # Offline: the index entries Cargo.lock names are in cargo's cache once the
 # tests' build (before this in .ci/run) resolved them; updating the index
 # again would cost half a minute and change nothing.
-cargo package --workspace --exclude loopwright-benches --exclude loopwright-test-support --no-verify --offline --target-dir "$target" 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
-root=$target/package-check
+cargo package --workspace --exclude loopwright-benches --exclude loopwright-test-support --no-verify --offline 2>&1 | grep -v '^warning: ignoring \(test\|bench\|example\) '
+root=target/package-check
 rm -rf "$root"
 mkdir -p "$root"
 names=()
-for crate in "$target"/package/*.crate; do
+for crate in target/package/*.crate; do
     tar -xzf "$crate" -C "$root"
     dir=$(basename "$crate" .crate)
     names+=("${dir%-*}")
@@ -51,11 +47,11 @@ done
     echo '[workspace]'
     echo 'resolver = "3"'
     echo 'members = ['
-    for crate in "$target"/package/*.crate; do echo "    \"$(basename "$crate" .crate)\","; done
+    for crate in target/package/*.crate; do echo "    \"$(basename "$crate" .crate)\","; done
     echo ']'
     echo
     echo '[patch.crates-io]'
-    for crate in "$target"/package/*.crate; do
+    for crate in target/package/*.crate; do
         dir=$(basename "$crate" .crate)
         echo "${dir%-*} = { path = \"$dir\" }"
     done
@@ -67,8 +63,8 @@ done
 # The versions CI tests, for the dependencies from crates.io.
 cp Cargo.lock "$root/"
 echo "package check: ${names[*]}, from their .crate files"
-RUSTDOCFLAGS="-D warnings" cargo doc --quiet --manifest-path "$root/Cargo.toml" --target-dir "$target" --no-deps --workspace --all-features
-cargo check --manifest-path tests-consumer/Cargo.toml --target-dir "$target"
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --manifest-path "$root/Cargo.toml" --target-dir target --no-deps --workspace --all-features
+cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
 # Its graph: one reqwest and one rmcp (the application's are loopwright's),
 # and no aws-lc-sys (the README promises no C toolchain beyond ring's).
 consumer=$(cargo tree --manifest-path tests-consumer/Cargo.toml -e normal --prefix none --format '{p}')

@@ -17,12 +17,6 @@ The MCP conformance suite runs first, beside the longest executable only
 (the CLI's, which mostly waits on the processes it starts): it runs its own
 scenarios in parallel against timeouts of its own, which a machine busy
 with three executables failed. The others start when it is done.
-
-A shell command in LOOPWRIGHT_BESIDE_TESTS (CI's package check) starts when
-the conformance suite is done and runs beside the other executables,
-outside the pool: they mostly wait on what they start, so a build beside
-them uses the cores they leave idle. Its output is printed whole when
-everything has ended, and its status counts like an executable's.
 """
 
 import json
@@ -133,21 +127,14 @@ def main():
 
     quiet = [e for e in entries if e[1] in QUIET]
     rest = [e for e in entries if e[1] not in QUIET]
-    extra = os.environ.get("LOOPWRIGHT_BESIDE_TESTS", "").strip()
-    with ThreadPoolExecutor(max_workers=JOBS) as pool, ThreadPoolExecutor(max_workers=1) as aside:
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
         first = [pool.submit(run, e) for e in quiet]
         beside = [pool.submit(run, e) for e in rest[:1]]
         for future in first:
             report(future.result())
-        alongside = None
-        if extra:
-            entry = ("command", "beside the tests", ["bash", "-c", extra], os.getcwd())
-            alongside = aside.submit(run, entry)
         others = [pool.submit(run, e) for e in rest[1:]]
         for future in as_completed(beside + others):
             report(future.result())
-        if alongside is not None:
-            report(alongside.result())
     print("\nrun-tests: the slowest executables:")
     for took, short in sorted(timings, reverse=True)[:5]:
         print(f"  {took:7.1f} s  {short}")
