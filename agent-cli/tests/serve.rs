@@ -471,6 +471,46 @@ async fn agent_files_using_the_same_mcp_server_share_one_connection() {
     terminate(child).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guardrail_on_the_command_line_guards_the_served_agents() {
+    let server = models().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mcp.log");
+    let config = write_files(dir.path(), &server, &log);
+    let extra = [
+        "--guardrail",
+        "regex:(?i)echo said",
+        "--guardrail-checkpoint",
+        "end",
+    ];
+    let (child, urls, _) = serve_on(dir.path(), &config, &["--rest"], &extra).await;
+    let http = loopwright::providers::default_client();
+    let url = format!("{}/v1/agents/assistant", urls["rest"]);
+    let body = http
+        .post(&url)
+        .json(&json!({"prompt": "hi", "stream": true}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!body.to_lowercase().contains("echo said"), "{body}");
+    assert!(body.contains(r#""exit":"tripped""#), "{body}");
+    let result: Value = http
+        .post(&url)
+        .json(&json!({"prompt": "hi"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(result["exit"], "tripped", "{result}");
+    assert_eq!(result["trip"]["guard"], "regex");
+    terminate(child).await;
+}
+
 #[tokio::test]
 async fn agent_serve_says_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
