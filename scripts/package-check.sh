@@ -14,14 +14,18 @@
 #   code only the default features compile, behind
 #   `cfg(not(feature = ..))`, and a dependency feature a package uses
 #   without asking for it while another package asks for it are left to
-#   the publish's verification, which builds each package alone; the
-#   facade's default features are compiled by the consumer check below.)
-#   The unpacked workspace gets the workspace's profiles, so the consumer
-#   check reuses what it can of the dependencies' checks.
+#   the publish's verification, which builds each package alone.)
+#   The unpacked workspace gets the workspace's profiles.
 # - tests-consumer/ (not a workspace member, no committed lockfile) depends on
-#   the facade by path beside the newest `rmcp = "3"` and `reqwest = "0.13"`
-#   (on rustls, as loopwright's) and passes its own reqwest client to a
-#   provider: it must compile, with one reqwest, one rmcp and no aws-lc-sys;
+#   the facade by path beside `rmcp = "3"` and `reqwest = "0.13"` (on
+#   rustls, as loopwright's) and passes its own reqwest client to a
+#   provider: it is checked as a member of the unpacked workspace (with its
+#   versions and all features: its dependencies are the docs' own, checked
+#   once), and its own graph, resolved alone with the newest rmcp and
+#   reqwest, must have one reqwest, one rmcp and no aws-lc-sys. (Default
+#   features alone are no longer compiled here: the code only they compile,
+#   behind `cfg(not(feature = ..))`, is left to the publish's verification,
+#   which builds each package alone.)
 # - `cargo tree -d` must show no second reqwest, rustls, hyper or sse-stream.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +52,7 @@ done
     echo 'resolver = "3"'
     echo 'members = ['
     for crate in target/package/*.crate; do echo "    \"$(basename "$crate" .crate)\","; done
+    echo '    "consumer",'
     echo ']'
     echo
     echo '[patch.crates-io]'
@@ -62,9 +67,20 @@ done
 } > "$root/Cargo.toml"
 # The versions CI tests, for the dependencies from crates.io.
 cp Cargo.lock "$root/"
-echo "package check: ${names[*]}, from their .crate files"
+# tests-consumer as a member, on the unpacked facade (its own workspace
+# section and profiles are the unpacked workspace's).
+facade=$(cd "$root" && ls -d loopwright-[0-9]*)
+mkdir -p "$root/consumer"
+cp -r tests-consumer/src "$root/consumer/"
+awk '/^\[/{skip=($0 ~ /^\[(workspace|profile)/)} !skip' tests-consumer/Cargo.toml \
+    | sed "s|^loopwright = { path = \"..\" }|loopwright = { path = \"../$facade\" }|" > "$root/consumer/Cargo.toml"
+echo "package check: ${names[*]}, from their .crate files, and the consumer"
+# One check of everything (the consumer too: an application's own reqwest
+# and rmcp passed to loopwright compile), then the docs from the same
+# dependency checks (rustdoc needs their metadata; the two commands select
+# the same packages and features, so cargo checks each dependency once).
+cargo check --quiet --manifest-path "$root/Cargo.toml" --target-dir target --workspace --all-features
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --manifest-path "$root/Cargo.toml" --target-dir target --no-deps --workspace --all-features
-cargo check --manifest-path tests-consumer/Cargo.toml --target-dir target
 # Its graph: one reqwest and one rmcp (the application's are loopwright's),
 # and no aws-lc-sys (the README promises no C toolchain beyond ring's).
 consumer=$(cargo tree --manifest-path tests-consumer/Cargo.toml -e normal --prefix none --format '{p}')
