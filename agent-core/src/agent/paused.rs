@@ -277,28 +277,31 @@ impl Run {
         if trip.is_none() && !executed.paused.is_empty() {
             return StepEnd::Paused(paused_calls(paused.step, &paused.calls, results, executed.paused));
         }
-        // One result per call, in the model's order (on a trip, a call that
-        // paused again is not run).
-        let mut by_id: HashMap<String, ToolResult> =
-            results.into_iter().map(|r| (r.call_id.clone(), r)).collect();
-        let ordered = paused
-            .calls
-            .iter()
-            .filter_map(|call| match by_id.remove(&call.id) {
-                Some(result) => Some(result),
-                None if trip.is_some() => Some(ToolResult {
-                    call_id: call.id.clone(),
-                    parts: vec![loopwright_types::ToolOutputPart::text(
-                        "Not run: a guardrail stopped the run.",
-                    )],
-                    is_error: true,
-                }),
-                None => None,
-            });
-        let ordered = ordered.collect();
-        match trip {
-            Some(trip) => StepEnd::Tripped(ordered, trip),
-            None => StepEnd::Done(ordered),
-        }
+        in_order(&paused.calls, results, trip)
+    }
+}
+
+/// One result per call, in the model's order: the step done, or tripped
+/// (a call that paused again then gets "not run").
+fn in_order(calls: &[ToolCall], results: Vec<ToolResult>, trip: Option<crate::guardrail::Trip>) -> StepEnd {
+    let mut by_id: HashMap<String, ToolResult> =
+        results.into_iter().map(|r| (r.call_id.clone(), r)).collect();
+    let ordered = calls
+        .iter()
+        .filter_map(|call| match by_id.remove(&call.id) {
+            Some(result) => Some(result),
+            None if trip.is_some() => Some(ToolResult {
+                call_id: call.id.clone(),
+                parts: vec![loopwright_types::ToolOutputPart::text(
+                    "Not run: a guardrail stopped the run.",
+                )],
+                is_error: true,
+            }),
+            None => None,
+        })
+        .collect();
+    match trip {
+        Some(trip) => StepEnd::Tripped(ordered, trip),
+        None => StepEnd::Done(ordered),
     }
 }
