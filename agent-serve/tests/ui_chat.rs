@@ -181,5 +181,14 @@ async fn a_chat_history_the_route_cannot_read_is_a_400_naming_the_part() {
         assert!(message.contains(needle), "{message}");
     }
     assert!(model.received().is_empty(), "no run started");
+    // useChat({resume: true}) asks for the chat's active stream: none.
+    let base = format!("http://{}", running.address(Surface::Rest).unwrap());
+    for path in [
+        "/api/chat/chat-1/stream",
+        "/api/agents/assistant/chat/chat-1/stream",
+    ] {
+        let response = common::http().get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 204, "{path}");
+    }
     running.shutdown().await;
 }

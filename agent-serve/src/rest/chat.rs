@@ -103,6 +103,13 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
     }
 }
 
+/// `GET .../chat/{id}/stream`, which `useChat({resume: true})` asks on
+/// load: 204, no active stream to resume (chats are not kept by their id
+/// yet), which the AI SDK reads as nothing to resume.
+pub(super) async fn no_active_stream() -> axum::http::StatusCode {
+    axum::http::StatusCode::NO_CONTENT
+}
+
 /// The UI messages as the loop's history: user and system text, and each
 /// assistant message's steps (text, then its tool calls, then their
 /// results as a tool message).

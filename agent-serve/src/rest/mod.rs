@@ -47,6 +47,8 @@ pub(crate) fn router(instance: Arc<Instance>) -> Router {
         .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
         .route("/api/chat", post(chat::chat_only))
         .route("/api/agents/{name}/chat", post(chat::chat))
+        .route("/api/chat/{id}/stream", get(chat::no_active_stream))
+        .route("/api/agents/{name}/chat/{id}/stream", get(chat::no_active_stream))
         .route("/health", get(health))
         .with_state(instance)
 }
