@@ -115,6 +115,30 @@ async fn first_text(agent: &Agent) -> Duration {
     started.elapsed()
 }
 
+/// Each agent's time from `Agent::run` to its first `text_delta`, as a
+/// bench of `group`.
+fn time_first_text(
+    mut group: criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    cases: Vec<(&str, Agent)>,
+) {
+    for (name, agent) in cases {
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter_custom(|n| {
+                let agent = agent.clone();
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..n {
+                        total += first_text(&agent).await;
+                    }
+                    total
+                }
+            });
+        });
+    }
+    group.finish();
+}
+
 fn rails(guard: Pass, checkpoint: Checkpoint) -> Guardrails {
     Guardrails::new().guard(guard).checkpoint(checkpoint)
 }
@@ -134,7 +158,7 @@ fn bench_first_token(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
         mode,
         delay: Duration::from_millis(5),
     };
-    let cases = [
+    let cases = vec![
         ("no_guard", Agent::builder(model()).build()),
         (
             "parallel_input_guard_5ms",
@@ -149,21 +173,7 @@ fn bench_first_token(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 .build(),
         ),
     ];
-    for (name, agent) in cases {
-        group.bench_function(name, |b| {
-            b.to_async(rt).iter_custom(|n| {
-                let agent = agent.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..n {
-                        total += first_text(&agent).await;
-                    }
-                    total
-                }
-            });
-        });
-    }
-    group.finish();
+    time_first_text(group, rt, cases);
 }
 
 fn bench_per_token(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
@@ -252,21 +262,7 @@ fn bench_hold_back(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 .build(),
         ));
     }
-    for (name, agent) in cases {
-        group.bench_function(name, |b| {
-            b.to_async(rt).iter_custom(|n| {
-                let agent = agent.clone();
-                async move {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..n {
-                        total += first_text(&agent).await;
-                    }
-                    total
-                }
-            });
-        });
-    }
-    group.finish();
+    time_first_text(group, rt, cases);
 }
 
 fn bench_guardrails(c: &mut Criterion) {
