@@ -135,7 +135,49 @@ pub(crate) fn defaults(
         n.map(|n| u32::try_from(n).map_err(|_| invalid(&path(key), format!("{n} is too large"))))
             .transpose()
     };
-    let model = match get("model") {
+    let model = model_list(get("model"), invalid)?;
+    let parallel_tool_calls = get("parallelToolCalls")
+        .map(|v| {
+            v.as_bool().or_else(|| from_text(v)).ok_or_else(|| {
+                invalid(
+                    &path("parallelToolCalls"),
+                    format!("expected true or false, got {v}"),
+                )
+            })
+        })
+        .transpose()?;
+    let reasoning = reasoning(get("reasoning"), invalid)?;
+    let output_schema = output_schema(get("outputSchema"), invalid)?;
+    Ok(Defaults {
+        model,
+        reasoning,
+        output_schema,
+        compaction: super::long_runs::compaction(get("compaction"), invalid)?,
+        tool_search: super::long_runs::tool_search(get("toolSearch"), invalid)?,
+        guardrails: super::guardrails::guardrails(get("guardrails"), invalid)?,
+        llm_timeout: duration("llmTimeout")?,
+        tool_timeout: duration("toolTimeout")?,
+        temperature: float("temperature")?,
+        top_p: float("topP")?,
+        max_output_tokens: narrow("maxOutputTokens", unsigned("maxOutputTokens")?)?,
+        parallel_tool_calls,
+        max_steps: narrow("maxSteps", unsigned("maxSteps")?)?,
+        max_model_calls: unsigned("maxModelCalls")?,
+        max_tree_tokens: unsigned("maxTreeTokens")?,
+        run_timeout: duration("runTimeout")?,
+        tool_response_max_bytes: unsigned("toolResponseMaxBytes")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        context_window_buffer_tokens: unsigned("contextWindowBufferTokens")?,
+    })
+}
+
+/// `defaults.model`: a selector, a comma-separated list, or a list.
+fn model_list(
+    value: Option<&Value>,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Vec<String>, ConfigFileError> {
+    let path = |key: &str| format!("defaults.{key}");
+    Ok(match value {
         None => Vec::new(),
         Some(Value::String(s)) => s
             .split(',')
@@ -163,18 +205,16 @@ pub(crate) fn defaults(
                 ),
             ));
         }
-    };
-    let parallel_tool_calls = get("parallelToolCalls")
-        .map(|v| {
-            v.as_bool().or_else(|| from_text(v)).ok_or_else(|| {
-                invalid(
-                    &path("parallelToolCalls"),
-                    format!("expected true or false, got {v}"),
-                )
-            })
-        })
-        .transpose()?;
-    let reasoning = get("reasoning")
+    })
+}
+
+/// `defaults.reasoning`: an effort, or `{effort, budgetTokens}`.
+fn reasoning(
+    value: Option<&Value>,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Option<loopwright_core::model::ReasoningConfig>, ConfigFileError> {
+    let path = |key: &str| format!("defaults.{key}");
+    value
         .map(|v| {
             let effort = |text: &str| {
                 text.parse::<loopwright_core::ReasoningEffort>()
@@ -213,11 +253,19 @@ pub(crate) fn defaults(
                 )),
             }
         })
-        .transpose()?;
-    let output_schema = match get("outputSchema") {
+        .transpose()
+}
+
+/// `defaults.outputSchema`: a schema file or an inline schema.
+fn output_schema(
+    value: Option<&Value>,
+    invalid: &dyn Fn(&str, String) -> ConfigFileError,
+) -> Result<Option<SchemaSource>, ConfigFileError> {
+    let path = |key: &str| format!("defaults.{key}");
+    Ok(match value {
         None => None,
         Some(Value::String(file)) => Some(SchemaSource::File(file.into())),
-        Some(Value::Object(_)) => get("outputSchema").cloned().map(SchemaSource::Inline),
+        Some(Value::Object(_)) => value.cloned().map(SchemaSource::Inline),
         Some(other) => {
             return Err(invalid(
                 &path("outputSchema"),
@@ -227,27 +275,6 @@ pub(crate) fn defaults(
                 ),
             ));
         }
-    };
-    Ok(Defaults {
-        model,
-        reasoning,
-        output_schema,
-        compaction: super::long_runs::compaction(get("compaction"), invalid)?,
-        tool_search: super::long_runs::tool_search(get("toolSearch"), invalid)?,
-        guardrails: super::guardrails::guardrails(get("guardrails"), invalid)?,
-        llm_timeout: duration("llmTimeout")?,
-        tool_timeout: duration("toolTimeout")?,
-        temperature: float("temperature")?,
-        top_p: float("topP")?,
-        max_output_tokens: narrow("maxOutputTokens", unsigned("maxOutputTokens")?)?,
-        parallel_tool_calls,
-        max_steps: narrow("maxSteps", unsigned("maxSteps")?)?,
-        max_model_calls: unsigned("maxModelCalls")?,
-        max_tree_tokens: unsigned("maxTreeTokens")?,
-        run_timeout: duration("runTimeout")?,
-        tool_response_max_bytes: unsigned("toolResponseMaxBytes")?
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-        context_window_buffer_tokens: unsigned("contextWindowBufferTokens")?,
     })
 }
 
