@@ -39,6 +39,7 @@ pub(crate) mod keys;
 mod long_runs;
 mod run;
 mod secrets;
+mod sections;
 mod serve;
 
 use std::collections::BTreeMap;
@@ -48,12 +49,12 @@ use std::time::Duration;
 use loopwright_core::agent::AgentOptions;
 use loopwright_core::toolset::SourceFailure;
 use loopwright_mcp::McpServerConfig;
-use loopwright_providers::{ProviderConfig, ProvidersConfig};
+use loopwright_providers::ProvidersConfig;
 use serde_json::{Map, Value};
 
 pub use cassette::McpSources;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
-use expand::{Missing, expand, join};
+use expand::expand;
 pub use guardrails::{GuardSpec, GuardrailsConfig};
 pub use long_runs::{CompactionDefaults, ToolSearchDefaults};
 pub use loopwright_core::util::parse_duration;
@@ -455,43 +456,9 @@ impl AgentConfig {
         keys::warn_unknown(&root, &mut warn);
 
         let providers = section(&mut root, "providers", &invalid)?;
-        for (name, mut value) in providers {
-            let key = join("providers", &name);
-            if let Err(Missing { key, variable }) = expand(&mut value, &key, &|_| false, lookup) {
-                config
-                    .unusable_providers
-                    .insert(name, format!("{key}: environment variable {variable} is not set"));
-                continue;
-            }
-            let provider: ProviderConfig = serde_path_to_error::deserialize(value).map_err(|e| {
-                let inner = e.path().to_string();
-                let at = if inner == "." {
-                    key.clone()
-                } else {
-                    format!("{key}.{inner}")
-                };
-                invalid(&at, e.into_inner().to_string())
-            })?;
-            config.providers.providers.insert(name, provider);
-        }
-
+        config.read_providers(providers, lookup, &invalid)?;
         let servers = section(&mut root, "mcpServers", &invalid)?;
-        for (name, mut value) in servers {
-            let key = join("mcpServers", &name);
-            let resolved_later = |path: &str| {
-                ["env", "environment", "headers"]
-                    .iter()
-                    .any(|k| path == join(&key, k))
-            };
-            if let Err(Missing { key, variable }) = expand(&mut value, &key, &resolved_later, lookup) {
-                let why = format!("{key}: environment variable {variable} is not set");
-                config.mcp_failures.push(SourceFailure::new(name, why));
-                continue;
-            }
-            let server =
-                McpServerConfig::from_json(&name, &value).map_err(|e| invalid(&key, config_message(&e)))?;
-            config.mcp_servers.push(server);
-        }
+        config.read_mcp_servers(servers, lookup, &invalid)?;
 
         // Expanded in full: a missing variable is an error naming its key.
         let expanded = |mut value: Value, key: &str| {
