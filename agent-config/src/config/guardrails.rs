@@ -28,6 +28,15 @@ use loopwright_core::{LanguageModel, ModelError};
 use super::{AgentConfig, ConfigFileError};
 
 /// The guardrails a configuration sets.
+///
+/// ```
+/// use loopwright_config::config::{AgentConfig, GuardSpec};
+/// let text = r#"{"defaults": {"guardrails": {"guards": ["pii"], "checkpoint": "paragraph"}}}"#;
+/// let config = AgentConfig::parse(text, "agent.json", &|_| None).unwrap();
+/// let rails = config.defaults.guardrails.as_ref().unwrap();
+/// assert_eq!(rails.guards, [GuardSpec::Builtin("pii".into())]);
+/// assert_eq!(rails.build(&config).len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct GuardrailsConfig {
@@ -44,6 +53,14 @@ pub struct GuardrailsConfig {
 }
 
 /// One guard of a configuration.
+///
+/// ```
+/// use loopwright_config::config::{AgentConfig, GuardSpec};
+/// let text = r#"{"defaults": {"guardrails": [{"judge": {"model": "openai/gpt-4.1-mini", "rubric": "Rude."}}]}}"#;
+/// let config = AgentConfig::parse(text, "agent.json", &|_| None).unwrap();
+/// let guards = &config.defaults.guardrails.unwrap().guards;
+/// assert!(matches!(&guards[0], GuardSpec::Judge { name, .. } if name == "judge"));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum GuardSpec {
