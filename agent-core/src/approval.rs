@@ -167,7 +167,7 @@ impl ApprovalRequest {
 /// assert!(!d.approved());
 /// assert!(loopwright_core::ApprovalDecision::ApproveForSession.approved());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ApprovalDecision {
@@ -179,6 +179,13 @@ pub enum ApprovalDecision {
     Deny {
         /// Told to the model.
         reason: String,
+    },
+    /// Do not run it: this is its result (a [client tool](crate::agent::ClientTool)'s
+    /// output, which the client ran; or an answer given in the tool's
+    /// place).
+    Output {
+        /// The call's one result, as the model reads it.
+        output: loopwright_types::ToolOutput,
     },
 }
 
@@ -194,9 +201,19 @@ impl ApprovalDecision {
         }
     }
 
-    /// Whether the call may run.
+    /// The output the call gets in place of running (a client tool's).
+    ///
+    /// ```
+    /// let d = loopwright_core::ApprovalDecision::output(loopwright_core::ToolOutput::text("Paris"));
+    /// assert!(!d.approved());
+    /// ```
+    pub fn output(output: loopwright_types::ToolOutput) -> Self {
+        Self::Output { output }
+    }
+
+    /// Whether the call may run here.
     pub fn approved(&self) -> bool {
-        !matches!(self, Self::Deny { .. })
+        matches!(self, Self::Approve | Self::ApproveForSession)
     }
 }
 

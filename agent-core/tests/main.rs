@@ -8,6 +8,7 @@ mod common;
 mod agent_loop;
 mod approval;
 mod budget;
+mod client_tools;
 mod compaction;
 mod conversation;
 mod deadlines;

@@ -170,6 +170,7 @@ impl Driver {
                     o.durable = durable;
                 }
             })
+            .client_tools(options.client_tools.iter().cloned())
             .build();
         // Only the turn's own input is kept beside the run (the run has its
         // input; the history before the turn is stored already).

@@ -53,6 +53,12 @@ pub struct RunOptions {
     /// and cannot wait for a person (a synchronous stored response).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deny_pauses: bool,
+    /// Tools the client runs ([`AgentBuilder::client_tools`](loopwright_core::AgentBuilder::client_tools)):
+    /// a call to one pauses the run until the client's output comes
+    /// ([`Decision::output`](crate::Decision::output)), whatever
+    /// `deny_pauses` says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_tools: Vec<loopwright_core::ToolDefinition>,
 }
 
 /// A structured answer asked for: the schema's name and the schema (one

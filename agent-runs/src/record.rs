@@ -89,11 +89,17 @@ pub(crate) struct Decided {
     pub(crate) approve: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<String>,
+    /// The call's output, given in place of running it (a client tool's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) output: Option<loopwright_core::ToolOutput>,
 }
 
 impl Decided {
     /// As the core's decision.
     pub(crate) fn decision(&self) -> ApprovalDecision {
+        if let Some(output) = &self.output {
+            return ApprovalDecision::output(output.clone());
+        }
         if self.approve {
             ApprovalDecision::Approve
         } else {
@@ -323,6 +329,7 @@ mod tests {
                 agent_path: "main".into(),
                 approve: false,
                 reason: Some("not today".into()),
+                output: None,
             }],
             ..Envelope::default()
         };

@@ -35,8 +35,8 @@ pub(super) fn check<'b>(
     if let Some(reason) = batch.refuse {
         return Err(Box::new(error_outcome(reason, "not_run")));
     }
-    if let Some(message) = batch.denied.get(&call.id) {
-        return Err(Box::new(error_outcome(message.clone(), "denied")));
+    if let Some(refusal) = batch.decided.get(&call.id) {
+        return Err(Box::new(super::exec::refused_outcome(refusal.clone())));
     }
     if let Some(message) = batch.rejected.get(&call.id) {
         return Err(Box::new(error_outcome(message.clone(), "guardrail")));
@@ -96,6 +96,11 @@ pub(super) fn gate_request(
     call: &ToolCall,
     exposed: &ExposedTool,
 ) -> Option<(Approvals, ApprovalRequest)> {
+    // A client tool asks no approval here: its client decides whether to
+    // run it.
+    if super::client_tool::is_client_tool(exposed.tool.as_ref()) {
+        return None;
+    }
     let approvals = batch.options.approvals.clone().filter(|_| !batch.pre_approved)?;
     let request = ApprovalRequest {
         call_id: call.id.clone(),

@@ -29,8 +29,12 @@ use loopwright_types::budget::ContextBudget;
 use loopwright_types::tool::{Tool, ToolOutput};
 use loopwright_types::toolset::{Naming, SourceOptions, ToolSet};
 use loopwright_types::{
-    IntoTool, LanguageModel, MediaFallback, ReasoningConfig, StaticToolSource, ToolChoice,
+    IntoTool, LanguageModel, MediaFallback, ReasoningConfig, StaticToolSource, ToolChoice, ToolDefinition,
 };
+
+/// Name of the native source holding the tools given to
+/// [`AgentBuilder::client_tools`].
+pub const CLIENT_SOURCE: &str = "client";
 
 /// Name of the native source holding the tools given to
 /// [`AgentBuilder::tool`].
@@ -56,6 +60,8 @@ pub struct AgentBuilder {
     tools: Option<Arc<ToolSet>>,
     own_tools: Vec<Arc<dyn Tool>>,
     sub_agents: Vec<Arc<dyn Tool>>,
+    /// Client tools, below every other source.
+    client_tools: Vec<Arc<dyn Tool>>,
     options: AgentOptions,
     /// Kept from the agent a builder was made from.
     id: Option<AgentId>,
@@ -68,6 +74,7 @@ impl AgentBuilder {
             tools: None,
             own_tools: Vec::new(),
             sub_agents: Vec::new(),
+            client_tools: Vec::new(),
             options: AgentOptions::default(),
             id: None,
         }
@@ -79,6 +86,7 @@ impl AgentBuilder {
             tools: Some(agent.tools.clone()),
             own_tools: Vec::new(),
             sub_agents: Vec::new(),
+            client_tools: Vec::new(),
             options: agent.options.clone(),
             id: Some(agent.id.clone()),
         }
@@ -118,6 +126,29 @@ impl AgentBuilder {
     /// ```
     pub fn sub_agent(mut self, tool: AgentTool) -> Self {
         self.sub_agents.push(Arc::new(tool));
+        self
+    }
+
+    /// Add tools the client runs ([`ClientTool`](super::ClientTool)s, the
+    /// source [`CLIENT_SOURCE`]), as a served agent takes them from a
+    /// request: each under its own name, unless the agent has a tool of
+    /// that name, which then wins (the client's is left out).
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
+    /// use loopwright_core::{Agent, ToolDefinition};
+    /// let ask = ToolDefinition::new("ask_user", "Ask the user.", serde_json::json!({"type": "object"}));
+    /// let agent = Agent::builder(model).client_tools([ask]).build();
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// assert!(agent.tools().catalog().await.get("ask_user").is_some());
+    /// # });
+    /// ```
+    pub fn client_tools(mut self, tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        self.client_tools.extend(
+            tools
+                .into_iter()
+                .map(|def| Arc::new(super::ClientTool::new(def)) as Arc<dyn Tool>),
+        );
         self
     }
 
@@ -189,7 +220,7 @@ impl AgentBuilder {
     pub fn build(self) -> Agent {
         let tools = match (
             self.tools,
-            self.own_tools.is_empty() && self.sub_agents.is_empty(),
+            self.own_tools.is_empty() && self.sub_agents.is_empty() && self.client_tools.is_empty(),
         ) {
             (Some(set), true) => set,
             (None, true) => Arc::new(ToolSet::empty()),
@@ -208,6 +239,14 @@ impl AgentBuilder {
                         StaticToolSource::with_shared_tool,
                     );
                     builder = builder.source_with(agents, SourceOptions::default().naming(Naming::Prefixed));
+                }
+                if !self.client_tools.is_empty() {
+                    let client = self.client_tools.into_iter().fold(
+                        StaticToolSource::native(CLIENT_SOURCE),
+                        StaticToolSource::with_shared_tool,
+                    );
+                    let below_all = SourceOptions::default().naming(Naming::Bare).priority(i32::MIN);
+                    builder = builder.source_with(client, below_all);
                 }
                 Arc::new(builder.build())
             }

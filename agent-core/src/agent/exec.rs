@@ -68,9 +68,10 @@ pub(crate) struct Batch<'a> {
     /// Calls already answered (the final-answer tool), by call id: not run,
     /// and their results reported like any other.
     pub answered: &'a HashMap<String, ToolOutput>,
-    /// Calls a person denied (a resumed run), by call id: not run, the
-    /// message is their error result.
-    pub denied: &'a HashMap<String, String>,
+    /// Calls a decision answered (a resumed run's, or a durable run's
+    /// decided before the step): not run; a denial's error, or the output
+    /// given in the call's place, is their result.
+    pub decided: &'a HashMap<String, super::gate::Refusal>,
     /// Calls a guardrail rejected, by call id: not run, the message is
     /// their error result.
     pub rejected: &'a HashMap<String, String>,
@@ -175,6 +176,14 @@ pub(super) fn error_outcome(message: impl Into<String>, details: &'static str) -
     }
 }
 
+/// The outcome of a call a decision answered: its refusal's output.
+pub(super) fn refused_outcome(refusal: gate::Refusal) -> Outcome {
+    Outcome {
+        output: refusal.output,
+        ..error_outcome("", refusal.details)
+    }
+}
+
 fn paused_outcome(pause: Pause) -> Outcome {
     Outcome {
         paused: Some(pause),
@@ -190,6 +199,8 @@ const DETAILS: &[&str] = &[
     "panic",
     "paused",
     "denied",
+    gate::ANSWERED,
+    "client_tool",
     "not_run",
     "final_answer",
     "unknown_tool",
@@ -555,6 +566,17 @@ impl CallTask {
             approval,
             guard,
         } = self;
+        // A client tool runs in the client: the run pauses for its output.
+        if super::client_tool::is_client_tool(tool.as_ref()) {
+            return paused_outcome(Pause::Deferred(PendingCall {
+                kind: PendingKind::ClientTool,
+                call_id,
+                tool: exposed_name,
+                arguments: input,
+                tier: crate::approval::ApprovalTier::Always,
+                agent_path: scope.path.clone(),
+            }));
+        }
         // Waiting for approval holds no concurrency slot and does not
         // count against the tool's timeout.
         // (Boxed, like a sub-agent's run below: the rare paths stay out of
@@ -636,7 +658,7 @@ async fn pass_gate(
 ) -> Option<Outcome> {
     match gate::pass(&approvals, &emit, request, token).await {
         gate::Verdict::Run => None,
-        gate::Verdict::Refused(refusal) => Some(error_outcome(refusal.message, refusal.details)),
+        gate::Verdict::Refused(refusal) => Some(refused_outcome(refusal)),
         gate::Verdict::Deferred(request) => Some(paused_outcome(Pause::Deferred(PendingCall {
             kind: PendingKind::ToolCall,
             call_id: request.call_id,

@@ -53,7 +53,7 @@ impl Run {
             step.concluding.then_some(NOT_RUN_CONCLUDING)
         };
         let gate = policies.results_gate(self, lp, step);
-        let no_denials = HashMap::new();
+        let no_rejections = HashMap::new();
         let mut batch = Batch {
             step: step.number,
             calls,
@@ -62,8 +62,8 @@ impl Run {
             offered: step.offered.as_ref(),
             refuse,
             answered: &judged.answered,
-            denied: &no_denials,
-            rejected: guarded.as_ref().map_or(&no_denials, |g| &g.rejected),
+            decided: &HashMap::new(),
+            rejected: guarded.as_ref().map_or(&no_rejections, |g| &g.rejected),
             result_guards: policies.result_guards(),
             pre_approved: false,
             resumes: None,
@@ -85,7 +85,7 @@ impl Run {
                 .journal
                 .decide(step.number, requests, &self.emit, &self.cancel)
                 .await;
-            batch.denied = &decided;
+            batch.decided = &decided;
             batch.pre_approved = true;
         }
         batch.journal = Some(&self.journal);

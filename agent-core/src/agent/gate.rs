@@ -1,5 +1,6 @@
 //! The approval gate a call passes before it runs (see [`crate::approval`]).
 
+use loopwright_types::ToolOutput;
 use tokio_util::sync::CancellationToken;
 
 use super::emit::Emitter;
@@ -13,13 +14,36 @@ use crate::approval::{
 pub(crate) const NOBODY_ANSWERS: &str = "nobody can answer: the approval request was dropped unanswered (answer \
 each approval_requested event through its responder, or install an Approver)";
 
-/// Why a call may not run.
+/// Why a call does not run, and the result it gets instead.
+#[derive(Debug, Clone)]
 pub(crate) struct Refusal {
-    /// The result text the model gets.
-    pub message: String,
-    /// For accounting: `denied` or `cancelled`.
+    /// The result the model gets: why it was refused (an error), or the
+    /// output given in its place ([`ApprovalDecision::Output`]).
+    pub output: ToolOutput,
+    /// For accounting: `denied`, `cancelled` or `answered`.
     pub details: &'static str,
 }
+
+impl Refusal {
+    /// An error result saying why.
+    pub(crate) fn error(message: impl Into<String>, details: &'static str) -> Self {
+        Self {
+            output: ToolOutput::error(message),
+            details,
+        }
+    }
+
+    /// The output a decision gave in the call's place.
+    pub(crate) fn answered(output: ToolOutput) -> Self {
+        Self {
+            output,
+            details: ANSWERED,
+        }
+    }
+}
+
+/// The accounting `details` of a call answered by a decision's output.
+pub(crate) const ANSWERED: &str = "answered";
 
 /// What the gate says of a call.
 pub(crate) enum Verdict {
@@ -113,10 +137,7 @@ async fn ask(
                     reason: Some("cancelled".into()),
                 })
                 .await;
-            return Err(Refusal {
-                message: "The tool call was cancelled while waiting for approval.".into(),
-                details: "cancelled",
-            });
+            return Err(Refusal::error("The tool call was cancelled while waiting for approval.", "cancelled"));
         }
         d = from_approver => d,
         d = from_events => d,
@@ -128,7 +149,7 @@ async fn ask(
 }
 
 /// Apply a decision: remember a session approval, send `approval_resolved`,
-/// and refuse a denied call.
+/// and refuse a denied call (or one answered by its output).
 pub(crate) async fn resolve(
     approvals: &Approvals,
     emit: &Emitter,
@@ -142,6 +163,16 @@ pub(crate) async fn resolve(
             (true, None)
         }
         ApprovalDecision::Deny { reason } => (false, Some(reason.clone())),
+        ApprovalDecision::Output { output } => {
+            let _ = emit
+                .send(AgentEvent::ApprovalResolved {
+                    call_id: request.call_id.clone(),
+                    approved: false,
+                    reason: Some("answered in the tool's place".into()),
+                })
+                .await;
+            return Err(Refusal::answered(output.clone()));
+        }
     };
     let _ = emit
         .send(AgentEvent::ApprovalResolved {
@@ -158,11 +189,11 @@ pub(crate) async fn resolve(
 
 /// The refusal of a call a person denied.
 pub(crate) fn denied(tool: &str, reason: &str) -> Refusal {
-    Refusal {
-        message: format!(
+    Refusal::error(
+        format!(
             "The user denied this call to {tool}: {reason}. It was not run. Do not retry it unless the user \
              asks; continue without it or ask the user."
         ),
-        details: "denied",
-    }
+        "denied",
+    )
 }

@@ -106,7 +106,7 @@ impl Journal {
         requests: Vec<(Approvals, ApprovalRequest)>,
         emit: &Emitter,
         cancel: &CancellationToken,
-    ) -> HashMap<String, String> {
+    ) -> HashMap<String, gate::Refusal> {
         let mut denied = HashMap::new();
         let Some(engine) = &self.engine else {
             return denied;
@@ -150,7 +150,7 @@ impl Journal {
                 Err(e) => ApprovalDecision::deny(e.to_string()),
             };
             if let Err(refusal) = gate::resolve(&approvals, emit, &request, decision).await {
-                denied.insert(request.call_id.clone(), refusal.message);
+                denied.insert(request.call_id.clone(), refusal);
             }
         }
         denied

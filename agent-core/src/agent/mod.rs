@@ -16,6 +16,7 @@ mod account;
 mod admit;
 mod builder;
 mod call;
+mod client_tool;
 mod compact;
 mod conversation;
 mod drive;
@@ -53,7 +54,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-pub use builder::{APP_SOURCE, AgentBuilder};
+pub use builder::{APP_SOURCE, AgentBuilder, CLIENT_SOURCE};
+pub use client_tool::ClientTool;
 pub use conversation::{Conversation, Turn, TurnInput};
 pub use events::{AgentEvent, ExitReason};
 pub use exec::CANCEL_GRACE;

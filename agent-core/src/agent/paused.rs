@@ -175,40 +175,48 @@ impl Run {
     }
 
     /// The pending calls' decisions, each told (`approval_resolved`): the
-    /// denied ones with the result they get, the ids of the approved ones.
+    /// calls answered without running (denied, or given their output) with
+    /// the result each gets, the ids of the approved ones.
     async fn decide_pending<'p>(
         &self,
         pending: &'p [PendingCall],
         decisions: &SharedDecisions,
-    ) -> (HashMap<String, String>, Vec<&'p str>) {
-        let mut denied = HashMap::new();
+    ) -> (HashMap<String, gate::Refusal>, Vec<&'p str>) {
+        let mut decided = HashMap::new();
         let mut to_run: Vec<&str> = Vec::new();
         for call in pending {
-            let decision = self.decision(decisions, &call.call_id);
-            let (approved, reason) = match &decision {
-                ApprovalDecision::Deny { reason } => (false, Some(reason.clone())),
+            let (approved, reason, instead) = match self.decision(decisions, &call.call_id) {
+                ApprovalDecision::Deny { reason } => {
+                    let refusal = gate::denied(&call.tool, &reason);
+                    (false, Some(reason), Some(refusal))
+                }
+                ApprovalDecision::Output { output } => (
+                    false,
+                    Some("answered in the tool's place".to_owned()),
+                    Some(gate::Refusal::answered(output)),
+                ),
                 ApprovalDecision::ApproveForSession => {
                     if let Some(approvals) = &self.options.approvals {
                         approvals.session.approve(&call.tool);
                     }
-                    (true, None)
+                    (true, None, None)
                 }
-                _ => (true, None),
+                _ => (true, None, None),
             };
             self.tell(AgentEvent::ApprovalResolved {
                 call_id: call.call_id.clone(),
                 approved,
-                reason: reason.clone(),
+                reason,
             })
             .await;
-            match reason {
-                Some(reason) => {
-                    denied.insert(call.call_id.clone(), gate::denied(&call.tool, &reason).message);
+            match instead {
+                Some(refusal) => {
+                    decided.insert(call.call_id.clone(), refusal);
                 }
                 None => to_run.push(&call.call_id),
             }
         }
-        (denied, to_run)
+        (decided, to_run)
     }
 
     /// Answer every call of a paused step: approved ones run, denied ones
@@ -219,7 +227,7 @@ impl Run {
         decisions: &SharedDecisions,
         catalog: &Arc<ToolCatalog>,
     ) -> StepEnd {
-        let (denied, to_run) = self.decide_pending(&paused.pending, decisions).await;
+        let (decided, to_run) = self.decide_pending(&paused.pending, decisions).await;
         let approved: Vec<ToolCall> = paused
             .calls
             .iter()
@@ -239,7 +247,7 @@ impl Run {
             .calls
             .iter()
             .filter(|c| {
-                denied.contains_key(&c.id) || to_run.contains(&c.id.as_str()) || states.contains_key(&c.id)
+                decided.contains_key(&c.id) || to_run.contains(&c.id.as_str()) || states.contains_key(&c.id)
             })
             .cloned()
             .collect();
@@ -251,7 +259,7 @@ impl Run {
             offered: None,
             refuse: trip.is_some().then_some("Not run: a guardrail stopped the run."),
             answered: &HashMap::new(),
-            denied: &denied,
+            decided: &decided,
             rejected: rechecked.as_ref().map_or(&no_rejections, |g| &g.rejected),
             result_guards: self
                 .options

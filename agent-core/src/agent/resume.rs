@@ -105,6 +105,17 @@ pub enum ResumeError {
         /// The agents' paths.
         paths: String,
     },
+    /// A decision of the wrong kind for its call: an approval for a client
+    /// tool's call (nothing here can run it), an output for a plan.
+    #[error("call {call_id} ({tool}) cannot be decided so: {expected}")]
+    Mismatched {
+        /// The call.
+        call_id: String,
+        /// Its tool (`plan` for a plan).
+        tool: String,
+        /// What it takes.
+        expected: String,
+    },
     /// Pending calls have no decision.
     #[error("no decision for pending call(s) {call_ids}: decide every pending call")]
     Undecided {
@@ -159,6 +170,23 @@ impl Resume {
     /// (a plan: the run ends, rejected).
     pub fn deny(self, call_id: impl Into<String>, reason: impl Into<String>) -> Self {
         self.decide(call_id, ApprovalDecision::deny(reason))
+    }
+
+    /// Answer the pending call `call_id` with `output` instead of running
+    /// it: a [client tool](super::ClientTool)'s call, with what the client
+    /// ran; any other call, with an answer given in the tool's place.
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: loopwright_core::Agent, state: loopwright_core::RunState) -> Result<(), Box<dyn std::error::Error>> {
+    /// let run = agent
+    ///     .resume(state)
+    ///     .output("call_7", loopwright_core::ToolOutput::text(r#"{"city": "Paris"}"#))
+    ///     .run()
+    ///     .await?;
+    /// # drop(run); Ok(()) }
+    /// ```
+    pub fn output(self, call_id: impl Into<String>, output: loopwright_types::ToolOutput) -> Self {
+        self.decide(call_id, ApprovalDecision::output(output))
     }
 
     /// Decide the pending call `call_id`, wherever in the tree it waits.
@@ -222,7 +250,10 @@ impl Resume {
                         pending: listed(),
                     });
                 }
-                [one] => decisions.insert(&one.agent_path, call_id, decision.clone()),
+                [one] => {
+                    fits(one, decision)?;
+                    decisions.insert(&one.agent_path, call_id, decision.clone());
+                }
                 many => {
                     return Err(ResumeError::Ambiguous {
                         call_id: call_id.clone(),
@@ -248,6 +279,23 @@ impl Resume {
         debug_assert!(decisions.len() <= pending.len());
         Ok(decisions)
     }
+}
+
+/// Whether `decision` is one `call` can take: a client tool's call an
+/// output or a denial, a plan an approval or a denial.
+pub(crate) fn fits(call: &super::state::PendingCall, decision: &ApprovalDecision) -> Result<(), ResumeError> {
+    let expected = match (call.kind, decision) {
+        (PendingKind::ClientTool, ApprovalDecision::Approve | ApprovalDecision::ApproveForSession) => {
+            "its output (a client tool runs in the client), or a denial"
+        }
+        (PendingKind::Plan, ApprovalDecision::Output { .. }) => "an approval or a denial (it is a plan)",
+        _ => return Ok(()),
+    };
+    Err(ResumeError::Mismatched {
+        call_id: call.call_id.clone(),
+        tool: call.tool.clone(),
+        expected: expected.to_owned(),
+    })
 }
 
 /// Every tool the state's pending and paused calls name is in `agent`'s

@@ -158,6 +158,9 @@ pub enum PendingKind {
     ToolCall,
     /// May the run follow this plan?
     Plan,
+    /// What is this call's output? (A [`ClientTool`](super::ClientTool):
+    /// the client runs it and answers with its output.)
+    ClientTool,
 }
 
 /// A call to a sub-agent whose run is paused: the parent's call stays open

@@ -339,15 +339,7 @@ impl Runs {
                     call.call_id
                 )));
             }
-            chosen.push((
-                call.clone(),
-                Decided {
-                    call_id: call.call_id.clone(),
-                    agent_path: String::new(),
-                    approve: decision.approve,
-                    reason: decision.reason.clone(),
-                },
-            ));
+            chosen.push((call.clone(), decision.decided(&call.call_id, "")?));
         }
         // Recorded once; the same decision again is sent again (a request
         // whose answer was lost is retried), a different one is refused.

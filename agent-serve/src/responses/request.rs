@@ -118,6 +118,7 @@ pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> 
         max_output_tokens: request.max_output_tokens,
         reasoning,
         deny_pauses: !background,
+        client_tools: Vec::new(),
     };
     options
         .check()
