@@ -252,7 +252,8 @@ pub(crate) fn error_value(kind: &str, message: &str) -> Value {
 
 /// A run as `GET /v1/runs/{id}` shows it: its id, agent, session, status
 /// and times; the calls it waits for a decision on while it awaits
-/// approval; its result or error once it ended; `cancel_requested`,
+/// approval, and the sequence number its log goes on at (`next_event`);
+/// its result or error once it ended; `cancel_requested`,
 /// `durable` (its execution's attempt) and `replica` (who drives it) when
 /// they apply.
 ///
@@ -296,6 +297,10 @@ pub fn view(record: &RunRecord) -> Value {
                 })
                 .collect(),
         );
+    }
+    if record.status == RunStatus::AwaitingApproval {
+        // Where its log goes on once decided: follow it from here.
+        out["next_event"] = json!(envelope.next_seq);
     }
     if let Some(result) = &record.result {
         out["result"] = result.clone();

@@ -41,6 +41,7 @@
 mod agents;
 #[cfg(feature = "anthropic")]
 mod anthropic;
+mod client_tools;
 mod error;
 mod guard;
 mod items;
@@ -59,6 +60,7 @@ mod rest;
 mod run;
 mod server;
 mod sse;
+mod stored_turn;
 
 pub use agents::ServedAgent;
 pub use error::ServeError;

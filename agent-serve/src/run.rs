@@ -319,6 +319,47 @@ pub(crate) fn refusal(result: &AgentResult) -> Option<String> {
     }
 }
 
+/// Cancels a stored run a request waits for when dropped armed: its
+/// client left before it ended (a synchronous stored response, a chat
+/// turn).
+pub(crate) struct CancelOnDrop {
+    runs: Arc<loopwright_runs::Runs>,
+    id: String,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    pub(crate) fn new(runs: Arc<loopwright_runs::Runs>, id: &str) -> Self {
+        Self {
+            runs,
+            id: id.to_owned(),
+            armed: true,
+        }
+    }
+
+    /// The response ended: nothing to cancel.
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (runs, id) = (self.runs.clone(), std::mem::take(&mut self.id));
+        runtime.spawn(async move {
+            if let Err(e) = runs.cancel(&id).await {
+                tracing::debug!(run = %id, error = %e, "a left run was not cancelled");
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -362,6 +362,93 @@ async fn a_paused_run_waits_with_no_permit_and_continues_once_every_call_is_deci
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_tool_call_waits_for_its_output_beside_an_approval() {
+    let f = serve(
+        vec![
+            ScriptedStep::tool_calls(&[
+                ("c1", "write", "{}"),
+                ("c2", "get_location", r#"{"precise": true}"#),
+            ]),
+            ScriptedStep::text("Written, in Paris."),
+        ],
+        false,
+        1,
+    )
+    .await;
+    let tools = json!([{"name": "get_location", "description": "Where the user is.",
+        "input_schema": {"type": "object", "properties": {"precise": {"type": "boolean"}}}}]);
+    // A tool that cannot be: refused before anything is stored.
+    let (status, body) = post(
+        &format!("{}/v1/agents/writer/runs", f.base),
+        json!({"prompt": "Write it down.", "tools": [{"name": "get location"}]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("tools[0]"),
+        "{body}"
+    );
+    let (status, started) = post(
+        &format!("{}/v1/agents/writer/runs", f.base),
+        json!({"prompt": "Write it down where I am.", "tools": tools}),
+    )
+    .await;
+    assert_eq!(status, 202, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    let view = run_until(&f.base, &id, "awaiting approval", |v| {
+        v["status"] == "awaiting_approval"
+    })
+    .await;
+    let pending = view["pending_approvals"].as_array().unwrap();
+    let kinds: Vec<(&str, &str)> = pending
+        .iter()
+        .map(|p| (p["call_id"].as_str().unwrap(), p["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, [("c1", "tool_call"), ("c2", "client_tool")], "{view}");
+    assert_eq!(pending[1]["arguments"], json!({"precise": true}));
+    let url = format!("{}/v1/runs/{id}/approvals", f.base);
+    // Nothing here runs the client's tool: approving it is refused.
+    let (status, body) = post(&url, json!({"decisions": [{"call_id": "c2", "approve": true}]})).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("client tool get_location"),
+        "{body}"
+    );
+    let (status, body) = post(
+        &url,
+        json!({"decisions": [
+            {"call_id": "c1", "approve": true},
+            {"call_id": "c2", "output": {"city": "Paris"}},
+        ]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    run_until(&f.base, &id, "completed", |v| v["status"] == "completed").await;
+    assert_eq!(f.calls.load(Ordering::SeqCst), 1);
+    let requests = f.model.requests();
+    let last = requests[1].messages.last().unwrap();
+    let results: Vec<(String, String)> = last
+        .content
+        .iter()
+        .map(|p| match p {
+            ContentPart::ToolResult(r) => (r.call_id.clone(), r.text()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("c1".to_owned(), "written".to_owned()),
+            ("c2".to_owned(), r#"{"city":"Paris"}"#.to_owned())
+        ]
+    );
+    f.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_running_run_fires_the_tools_cancellation_and_a_paused_one_ends_its_stream() {
     let f = serve(vec![write_call("c1"), write_call("c9")], true, 2).await;
     // Auto-approve would be needed for the gated tool to run: decide it.

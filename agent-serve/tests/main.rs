@@ -6,6 +6,7 @@
 mod common;
 
 mod background;
+mod client_tools;
 mod guardrails;
 mod hardening;
 mod limits;

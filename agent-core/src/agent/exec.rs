@@ -568,14 +568,7 @@ impl CallTask {
         } = self;
         // A client tool runs in the client: the run pauses for its output.
         if super::client_tool::is_client_tool(tool.as_ref()) {
-            return paused_outcome(Pause::Deferred(PendingCall {
-                kind: PendingKind::ClientTool,
-                call_id,
-                tool: exposed_name,
-                arguments: input,
-                tier: crate::approval::ApprovalTier::Always,
-                agent_path: scope.path.clone(),
-            }));
+            return client_call(call_id, exposed_name, input, &scope);
         }
         // Waiting for approval holds no concurrency slot and does not
         // count against the tool's timeout.
@@ -645,6 +638,23 @@ impl CallTask {
             trip,
         }
     }
+}
+
+/// A client tool's call: paused until the client's output comes.
+fn client_call(
+    call_id: String,
+    tool: String,
+    arguments: serde_json::Value,
+    scope: &super::scope::SharedScope,
+) -> Outcome {
+    paused_outcome(Pause::Deferred(PendingCall {
+        kind: PendingKind::ClientTool,
+        call_id,
+        tool,
+        arguments,
+        tier: crate::approval::ApprovalTier::Always,
+        agent_path: scope.path.clone(),
+    }))
 }
 
 /// Ask call's approval gate: `None` when the call may run, else its

@@ -37,12 +37,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use crate::error::{ApiError, Kind, Shape};
+use crate::run::CancelOnDrop;
 use crate::run::Instance;
 use crate::sse::event_stream;
 use loopwright_runs::shared::new_id;
 use loopwright_runs::{ChainLink, RunSpec};
 use render::Render;
-use stream::{CancelOnDrop, Followed, Sink, follow_log, run_direct};
+use stream::{Followed, Sink, follow_log, run_direct};
 
 const SHAPE: Shape = Shape::OpenAi;
 

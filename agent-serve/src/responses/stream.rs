@@ -8,7 +8,7 @@
 //! - a log that cannot be read ends the stream with an `error` event (the
 //!   official client raises on it), never silently;
 //! - a synchronous response whose client leaves is cancelled
-//!   ([`CancelOnDrop`]), as a Chat Completions run is; a background one
+//!   ([`CancelOnDrop`](crate::run::CancelOnDrop)), as a Chat Completions run is; a background one
 //!   goes on.
 
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use super::object::{Outcome, Status};
 use super::render::Render;
 use crate::run::Started;
 use crate::sse::closed_or;
-use loopwright_runs::{Logged, Runs, follow};
+use loopwright_runs::{Logged, follow};
 
 /// Events buffered between the log's reader and the renderer.
 const LOG_BUFFER: usize = 64;
@@ -200,45 +200,5 @@ pub(super) async fn run_direct(started: Started, render: &mut Render, sink: Sink
         Followed::Ended
     } else {
         Followed::ClientGone
-    }
-}
-
-/// Cancels a synchronous stored response when dropped armed: its client
-/// left before it ended.
-pub(super) struct CancelOnDrop {
-    runs: Arc<Runs>,
-    id: String,
-    armed: bool,
-}
-
-impl CancelOnDrop {
-    pub(super) fn new(runs: Arc<Runs>, id: &str) -> Self {
-        Self {
-            runs,
-            id: id.to_owned(),
-            armed: true,
-        }
-    }
-
-    /// The response ended: nothing to cancel.
-    pub(super) fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let (runs, id) = (self.runs.clone(), std::mem::take(&mut self.id));
-        runtime.spawn(async move {
-            if let Err(e) = runs.cancel(&id).await {
-                tracing::debug!(response = %id, error = %e, "a left response was not cancelled");
-            }
-        });
     }
 }

@@ -36,6 +36,34 @@ struct StartRequest {
     messages: Option<Vec<Message>>,
     #[serde(default)]
     session: Option<String>,
+    /// Tools the client runs: a call to one pauses the run until its
+    /// output comes through the approvals route.
+    #[serde(default)]
+    tools: Vec<RestTool>,
+}
+
+/// A client tool, as REST declares it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RestTool {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    input_schema: Option<serde_json::Value>,
+}
+
+/// REST's declared tools, checked.
+pub(super) fn client_tools(tools: Vec<RestTool>) -> Result<Vec<loopwright_core::ToolDefinition>, ApiError> {
+    let declared = tools
+        .into_iter()
+        .map(|t| crate::client_tools::Declared {
+            name: t.name,
+            description: t.description,
+            schema: t.input_schema,
+        })
+        .collect();
+    crate::client_tools::definitions(declared, "tools").map_err(bad)
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,11 +120,12 @@ pub(super) async fn start(
             let request: StartRequest = serde_json::from_slice(&body).map_err(|e| {
                 bad(format!(
                     "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \
-                     \"session\": {e}"
+                     \"session\" and \"tools\": {e}"
                 ))
             })?;
             drop(body);
             let turn = input(request.prompt, request.messages)?;
+            let client_tools = client_tools(request.tools)?;
             let session = match request.session {
                 Some(id) => {
                     check_session_id(&id)?;
@@ -108,6 +137,10 @@ pub(super) async fn start(
                 agent: name,
                 input: turn,
                 session: Some(session),
+                options: loopwright_runs::RunOptions {
+                    client_tools,
+                    ..Default::default()
+                },
                 ..RunSpec::default()
             };
             let record = instance
@@ -178,7 +211,7 @@ pub(super) async fn approvals(
             let request: DecisionsRequest = serde_json::from_slice(&body).map_err(|e| {
                 bad(format!(
                     "the request body must be {{\"decisions\": [{{\"call_id\": string, \"approve\": bool, \
-                     \"reason\"?: string}}]}}: {e}"
+                     \"reason\"?: string}} or {{\"call_id\": string, \"output\": any, \"is_error\"?: bool}}]}}: {e}"
                 ))
             })?;
             let record = instance

@@ -1,0 +1,178 @@
+//! A run's events as the UI message stream's chunks.
+//!
+//! Invariant: every text and reasoning block opened is closed, every step
+//! started is finished, before a tool's input, a paused run's approval
+//! requests, or the `finish` chunk.
+
+use std::collections::HashSet;
+
+use loopwright_core::agent::PendingKind;
+use loopwright_core::{AgentEvent, ExitReason};
+use serde_json::{Value, json};
+
+/// The blocks open in the stream, and what the request decided.
+#[derive(Default)]
+pub(super) struct Chunks {
+    text: Option<String>,
+    reasoning: Option<String>,
+    in_step: bool,
+    blocks: u32,
+    /// What the request decided, by call id.
+    decided: Decided,
+}
+
+/// The calls a continued turn's request decided.
+#[derive(Debug, Default)]
+pub(super) struct Decided {
+    /// Denied: their results are `tool-output-denied`.
+    pub(super) denied: HashSet<String>,
+    /// Answered by the client's output, which it holds already: their
+    /// results are not sent back.
+    pub(super) answered: HashSet<String>,
+}
+
+impl Chunks {
+    /// For a stream whose request `decided` calls.
+    pub(super) fn new(decided: Decided) -> Self {
+        Self {
+            decided,
+            ..Self::default()
+        }
+    }
+
+    /// The chunks of one event.
+    pub(super) fn of(&mut self, event: &AgentEvent) -> Vec<Value> {
+        match event {
+            AgentEvent::StepStarted { .. } => {
+                let mut out = self.close();
+                self.in_step = true;
+                out.push(json!({"type": "start-step"}));
+                out
+            }
+            AgentEvent::TextDelta { text } => self.delta("text", text),
+            AgentEvent::ReasoningDelta { text } => self.delta("reasoning", text),
+            AgentEvent::ToolCall {
+                call_id, tool, input, ..
+            } => {
+                let mut out = self.close_blocks();
+                out.push(json!({"type": "tool-input-available", "toolCallId": call_id, "toolName": tool, "input": input}));
+                out
+            }
+            AgentEvent::ToolResult {
+                call_id, is_error, ..
+            } => {
+                if self.decided.answered.contains(call_id) {
+                    return Vec::new();
+                }
+                let text = event.tool_result_text().unwrap_or_default();
+                vec![if self.decided.denied.contains(call_id) {
+                    json!({"type": "tool-output-denied", "toolCallId": call_id})
+                } else if *is_error {
+                    json!({"type": "tool-output-error", "toolCallId": call_id, "errorText": text})
+                } else {
+                    json!({"type": "tool-output-available", "toolCallId": call_id, "output": text})
+                }]
+            }
+            AgentEvent::StepFinished { .. } => self.close(),
+            AgentEvent::AwaitingApproval { pending, .. } => self.paused(pending),
+            AgentEvent::Finished { exit, error, .. } => self.finished(*exit, error.as_deref()),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A paused run: an approval request for each call a person decides
+    /// (a client tool's call waits for the client's output, which its
+    /// `tool-input-available` asked for), then `finish`.
+    fn paused(&mut self, pending: &[loopwright_core::agent::PendingCall]) -> Vec<Value> {
+        let mut out = self.close();
+        for call in pending {
+            match call.kind {
+                PendingKind::ClientTool => {}
+                PendingKind::ToolCall => out.push(json!({
+                    "type": "tool-approval-request", "approvalId": call.call_id, "toolCallId": call.call_id,
+                })),
+                // A plan has no part in the UI message stream.
+                _ => out.push(json!({
+                    "type": "error",
+                    "errorText": format!("the run waits for a decision on {} ({}), which this route cannot ask", call.call_id, call.tool),
+                })),
+            }
+        }
+        out.push(json!({"type": "finish", "finishReason": "tool-calls"}));
+        out
+    }
+
+    /// The run's end: an error chunk when it failed, then `finish`.
+    pub(super) fn finished(&mut self, exit: ExitReason, error: Option<&str>) -> Vec<Value> {
+        let mut out = self.close();
+        match (exit, error) {
+            (ExitReason::Completed | ExitReason::Stopped, _) => {}
+            (ExitReason::MaxSteps | ExitReason::TokenLimit | ExitReason::Tripped, _) => {}
+            (_, Some(message)) => out.push(json!({"type": "error", "errorText": message})),
+            (other, None) => {
+                out.push(json!({"type": "error", "errorText": format!("the run ended: {other:?}")}));
+            }
+        }
+        out.push(json!({"type": "finish", "finishReason": finish_reason(exit)}));
+        out
+    }
+
+    /// A text or reasoning delta, opening its block (and closing the other
+    /// kind's) when needed.
+    fn delta(&mut self, kind: &'static str, delta: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let (mine, other) = if kind == "text" {
+            (&mut self.text, &mut self.reasoning)
+        } else {
+            (&mut self.reasoning, &mut self.text)
+        };
+        if let Some(id) = other.take() {
+            let other_kind = if kind == "text" { "reasoning" } else { "text" };
+            out.push(json!({"type": format!("{other_kind}-end"), "id": id}));
+        }
+        let id = match mine {
+            Some(id) => id.clone(),
+            None => {
+                self.blocks += 1;
+                let id = format!("{kind}-{}", self.blocks);
+                out.push(json!({"type": format!("{kind}-start"), "id": id}));
+                *mine = Some(id.clone());
+                id
+            }
+        };
+        out.push(json!({"type": format!("{kind}-delta"), "id": id, "delta": delta}));
+        out
+    }
+
+    /// The open text and reasoning blocks, ended.
+    fn close_blocks(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        if let Some(id) = self.text.take() {
+            out.push(json!({"type": "text-end", "id": id}));
+        }
+        if let Some(id) = self.reasoning.take() {
+            out.push(json!({"type": "reasoning-end", "id": id}));
+        }
+        out
+    }
+
+    /// The open blocks and the step, ended.
+    pub(super) fn close(&mut self) -> Vec<Value> {
+        let mut out = self.close_blocks();
+        if std::mem::take(&mut self.in_step) {
+            out.push(json!({"type": "finish-step"}));
+        }
+        out
+    }
+}
+
+/// The AI SDK's finish reason for how a run ended.
+fn finish_reason(exit: ExitReason) -> &'static str {
+    match exit {
+        ExitReason::Completed | ExitReason::Stopped => "stop",
+        ExitReason::MaxSteps | ExitReason::TokenLimit => "length",
+        ExitReason::Tripped => "content-filter",
+        ExitReason::AwaitingApproval => "tool-calls",
+        _ => "error",
+    }
+}

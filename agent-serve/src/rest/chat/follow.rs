@@ -1,0 +1,165 @@
+//! A chat run's log as the UI message stream: from the run's start, or,
+//! for a request that decided its pending calls, from where it paused.
+//!
+//! Invariants: the stream ends with `finish` (the run ended, or paused:
+//! `finishReason` `tool-calls`) or an `error` chunk, then `[DONE]`; a
+//! paused run's stream ends only once its record says it awaits its
+//! decisions, so the client's next request finds it paused; a run whose
+//! client leaves before it ends or pauses is cancelled.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderValue;
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use loopwright_core::AgentEvent;
+use loopwright_store::{RunStatus, Store};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::chunks::{Chunks, Decided};
+use crate::run::CancelOnDrop;
+use crate::sse::{closed_or, event_stream};
+use loopwright_runs::{Logged, follow};
+
+/// Events buffered between the log's reader and the stream.
+const LOG_BUFFER: usize = 64;
+
+/// How long a paused run's stream waits for its record to say so.
+const RECORD_PATIENCE: Duration = Duration::from_secs(5);
+
+/// What to stream.
+pub(super) struct Followed {
+    pub(super) store: Arc<dyn Store>,
+    /// The run, whose id is the assistant message's.
+    pub(super) run_id: String,
+    /// Stream the log's events after this one (`None`: all).
+    pub(super) after: Option<u64>,
+    /// What the request decided.
+    pub(super) decided: Decided,
+    /// Cancels the run if the client leaves first.
+    pub(super) guard: CancelOnDrop,
+}
+
+/// The UI message stream of `followed`.
+pub(super) fn stream(followed: Followed) -> Response {
+    let mut response = event_stream(move |tx| async move {
+        let mut followed = followed;
+        if pump(&mut followed, &tx).await {
+            followed.guard.disarm();
+        }
+    })
+    .into_response();
+    let headers = response.headers_mut();
+    headers.insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn chunk(value: &Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+/// Send `chunks`; false once the client is gone.
+async fn send(tx: &mpsc::Sender<Event>, chunks: Vec<Value>) -> bool {
+    for c in chunks {
+        if tx.send(chunk(&c)).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Stream the log to its end (true) or the client's leaving (false).
+async fn pump(f: &mut Followed, tx: &mpsc::Sender<Event>) -> bool {
+    let decided = std::mem::take(&mut f.decided);
+    let (log_tx, mut rx) = mpsc::channel(LOG_BUFFER);
+    let reader = tokio::spawn(follow(f.store.clone(), f.run_id.clone(), f.after, log_tx, |l| l));
+    let ended = pump_log(f, Chunks::new(decided), tx, &mut rx).await;
+    reader.abort();
+    ended
+}
+
+async fn pump_log(
+    f: &Followed,
+    mut ui: Chunks,
+    tx: &mpsc::Sender<Event>,
+    rx: &mut mpsc::Receiver<Logged>,
+) -> bool {
+    if !send(tx, vec![json!({"type": "start", "messageId": f.run_id})]).await {
+        return false;
+    }
+    loop {
+        let Some(next) = closed_or(tx, rx.recv()).await else {
+            return false;
+        };
+        let value = match next {
+            Some(Logged::Event(_, value)) => value,
+            Some(Logged::Unreadable(message)) => return end_with_error(tx, &mut ui, &message).await,
+            None => return ended_without_finish(f, tx, &mut ui).await,
+        };
+        let Ok(event) = serde_json::from_value::<AgentEvent>(value) else {
+            continue;
+        };
+        let last = match &event {
+            AgentEvent::Finished { .. } => true,
+            AgentEvent::AwaitingApproval { .. } => {
+                await_record(&f.store, &f.run_id).await;
+                true
+            }
+            _ => false,
+        };
+        if !send(tx, ui.of(&event)).await {
+            return false;
+        }
+        if last {
+            return tx.send(Event::default().data("[DONE]")).await.is_ok();
+        }
+    }
+}
+
+/// The open blocks closed, an error chunk, `[DONE]`.
+async fn end_with_error(tx: &mpsc::Sender<Event>, ui: &mut Chunks, message: &str) -> bool {
+    let mut chunks = ui.close();
+    chunks.push(json!({"type": "error", "errorText": message}));
+    send(tx, chunks).await && tx.send(Event::default().data("[DONE]")).await.is_ok()
+}
+
+/// The log's reader stopped before `finished`: the record says why.
+async fn ended_without_finish(f: &Followed, tx: &mpsc::Sender<Event>, ui: &mut Chunks) -> bool {
+    let message = match f.store.load_run(&f.run_id).await {
+        Ok(Some(record)) => match record
+            .error
+            .as_ref()
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+        {
+            Some(message) => message.to_owned(),
+            None => format!("the run stopped writing events while it was {}", record.status),
+        },
+        Ok(None) => format!("run {} was deleted while it was streamed", f.run_id),
+        Err(e) => format!("run {} cannot be read: {e}", f.run_id),
+    };
+    end_with_error(tx, ui, &message).await
+}
+
+/// Wait (a bounded while) until run `id`'s record is no longer running:
+/// a paused run writes its record just after its last event.
+async fn await_record(store: &Arc<dyn Store>, id: &str) {
+    let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
+    let mut wait = Duration::from_millis(1);
+    while tokio::time::Instant::now() < deadline {
+        match store.load_run(id).await {
+            Ok(Some(record)) if record.status != RunStatus::Running => return,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(run = %id, error = %e, "a paused run's record could not be read");
+            }
+            Ok(Some(_)) => {}
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,123 @@
+//! Tools the client runs, on the OpenAI surface, driven by the official
+//! clients (tests/clients/openai_tools.py, pinned in
+//! tests-deps/python/clients): the `openai` package's Chat Completions,
+//! whole and streamed, and the OpenAI Agents SDK running an agent whose
+//! model is the served agent. The agent's own tool runs on the server, the
+//! client's in the client, in one step of the model.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use loopwright_core::{Agent, tool_fn};
+use loopwright_providers::OpenAiChatModel;
+use loopwright_serve::{Running, Serve, ServedAgent, Surface};
+use loopwright_test_support::model_server::{ModelServer, sse};
+use serde_json::{Value, json};
+
+use crate::common::{self, HANG_GUARD};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct City {
+    /// The city.
+    city: String,
+}
+
+async fn serve(model: &ModelServer) -> Running {
+    common::install_tls();
+    let provider = OpenAiChatModel::openai("gpt-4.1-nano")
+        .base_url(model.base_url())
+        .api_key("sk-test")
+        .build()
+        .unwrap();
+    let weather = tool_fn("weather", "The weather in a city.", |c: City| async move {
+        Ok(format!("Sunny in {}", c.city))
+    });
+    let agent = Agent::builder(Arc::new(provider))
+        .name("assistant")
+        .tool(weather)
+        .build();
+    Serve::new()
+        .agent(ServedAgent::new(agent))
+        .openai("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap()
+}
+
+/// One model step calling the server's weather tool and the client's
+/// get_location at once, then the answer.
+fn round() -> [String; 2] {
+    [
+        sse::chat_calls(&[
+            ("call_w", "weather", json!({"city": "Lisbon"})),
+            ("call_l", "get_location", json!({"precise": true})),
+        ]),
+        sse::answer("Sunny in Lisbon, where you are."),
+    ]
+}
+
+async fn python(mode: &str, base: &str) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let run = tokio::process::Command::new(root.join("../tests-deps/python/clients/.venv/bin/python"))
+        .arg(root.join("tests/clients/openai_tools.py"))
+        .args([mode, base])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(HANG_GUARD, run)
+        .await
+        .expect("the client hung")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{mode}\nstdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("client tools ok"), "{stdout}");
+}
+
+/// The tool results of the model's `n`th request, as (call id, content).
+fn results_of(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_clients_run_their_tools_beside_the_agents_own() {
+    let replies: Vec<_> = (0..3).flat_map(|_| round()).map(Into::into).collect();
+    let model = ModelServer::start(replies).await;
+    let running = serve(&model).await;
+    let base = format!("http://{}/v1", running.address(Surface::OpenAi).unwrap());
+    python("chat", &base).await;
+    python("agents", &base).await;
+    let bodies = model.bodies();
+    assert_eq!(bodies.len(), 6, "two model calls a round: {bodies:?}");
+    for round in bodies.chunks(2) {
+        // The model was offered both tools, and read both results.
+        let mut offered: Vec<&str> = round[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        offered.sort_unstable();
+        assert_eq!(offered, ["get_location", "weather"]);
+        assert_eq!(
+            results_of(&round[1]),
+            [
+                ("call_w".to_owned(), "Sunny in Lisbon".to_owned()),
+                ("call_l".to_owned(), "Lisbon".to_owned())
+            ]
+        );
+    }
+    running.shutdown().await;
+}

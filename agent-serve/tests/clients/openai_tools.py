@@ -1,0 +1,119 @@
+"""Client tools through Chat Completions, with the official clients:
+
+  openai_tools.py chat BASE_URL     the `openai` package: a completion that
+                                    ends with the client's tool call, the
+                                    tool's result sent back, the answer;
+                                    once whole, once streamed
+  openai_tools.py agents BASE_URL   the OpenAI Agents SDK: an agent whose
+                                    model is the served agent and which has
+                                    a function tool of its own
+
+BASE_URL ends in /v1. Prints "client tools ok"; exits non-zero with the
+failing assertion on any difference.
+"""
+import asyncio
+import json
+import sys
+
+import openai
+
+mode, base = sys.argv[1], sys.argv[2]
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": "get_location",
+        "description": "The user's city, from the device.",
+        "parameters": {"type": "object", "properties": {"precise": {"type": "boolean"}}},
+    },
+}]
+ASK = [{"role": "user", "content": "What is the weather where I am?"}]
+
+
+def chat():
+    client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+    # Whole: the completion ends with the client's call alone (the
+    # agent's own weather tool ran on the server).
+    first = client.chat.completions.create(model="assistant", messages=ASK, tools=TOOLS)
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls", first
+    calls = choice.message.tool_calls
+    assert [c.function.name for c in calls] == ["get_location"], calls
+    assert json.loads(calls[0].function.arguments) == {"precise": True}, calls
+    answered = ASK + [
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": calls[0].id, "content": "Lisbon"},
+    ]
+    second = client.chat.completions.create(model="assistant", messages=answered, tools=TOOLS)
+    assert second.choices[0].message.content == "Sunny in Lisbon, where you are.", second
+    assert second.choices[0].finish_reason == "stop", second
+
+    # A result for a call nobody made: a 400 that says which.
+    try:
+        client.chat.completions.create(
+            model="assistant",
+            messages=answered[:-1] + [{"role": "tool", "tool_call_id": "call_x", "content": "?"}],
+            tools=TOOLS,
+        )
+        raise AssertionError("a result for a call nobody made was accepted")
+    except openai.BadRequestError as e:
+        assert "call_x" in str(e), e
+
+    # Streamed: the call comes as tool_calls deltas.
+    stream = client.chat.completions.create(model="assistant", messages=ASK, tools=TOOLS, stream=True)
+    ids, names, args, finish = [], [], "", None
+    for chunk in stream:
+        for c in chunk.choices:
+            for call in c.delta.tool_calls or []:
+                if call.id:
+                    ids.append(call.id)
+                if call.function and call.function.name:
+                    names.append(call.function.name)
+                args += (call.function.arguments or "") if call.function else ""
+            finish = c.finish_reason or finish
+    assert names == ["get_location"] and finish == "tool_calls", (names, finish)
+    assert json.loads(args) == {"precise": True}, args
+    streamed = ASK + [
+        {"role": "assistant", "tool_calls": [
+            {"id": ids[0], "type": "function", "function": {"name": "get_location", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": ids[0], "content": "Lisbon"},
+    ]
+    text = ""
+    for chunk in client.chat.completions.create(
+        model="assistant", messages=streamed, tools=TOOLS, stream=True
+    ):
+        for c in chunk.choices:
+            text += c.delta.content or ""
+    assert text == "Sunny in Lisbon, where you are.", text
+
+
+async def agents():
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    asked = []
+
+    @function_tool
+    def get_location(precise: bool = False) -> str:
+        """The user's city, from the device."""
+        asked.append(precise)
+        return "Lisbon"
+
+    client = openai.AsyncOpenAI(base_url=base, api_key="unused", max_retries=0)
+    agent = Agent(
+        name="front",
+        instructions="Help the user.",
+        model=OpenAIChatCompletionsModel(model="assistant", openai_client=client),
+        tools=[get_location],
+    )
+    result = await Runner.run(agent, "What is the weather where I am?")
+    assert result.final_output == "Sunny in Lisbon, where you are.", result.final_output
+    assert asked == [True], asked
+
+
+if mode == "chat":
+    chat()
+elif mode == "agents":
+    asyncio.run(agents())
+else:
+    raise SystemExit(f"unknown mode {mode}")
+print("client tools ok")
