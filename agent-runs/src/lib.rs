@@ -175,6 +175,36 @@ pub struct RunSpec {
     /// What the surface keeps in the record, opaque here (read back with
     /// [`surface`]).
     pub surface: Option<serde_json::Value>,
+    /// Continue this paused run instead of starting from `input`: its
+    /// pending calls decided (all of them), it goes on as the new run,
+    /// with the paused run's options and conversation
+    /// ([`Runs::start`] says how).
+    pub continues: Option<Continues>,
+}
+
+/// A paused run a new run continues, and the decisions for every call it
+/// waits for.
+///
+/// ```
+/// use loopwright_runs::{Continues, Decision, RunSpec};
+/// // Response `resp_2` continues `resp_1`, paused on a client tool's call.
+/// let spec = RunSpec {
+///     agent: "helper".into(),
+///     id: Some("resp_2".into()),
+///     continues: Some(Continues {
+///         run: "resp_1".into(),
+///         decisions: vec![Decision::output("call_1", serde_json::json!("Lisbon"))],
+///     }),
+///     ..RunSpec::default()
+/// };
+/// # drop(spec);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Continues {
+    /// The paused run.
+    pub run: String,
+    /// A decision for each of its pending calls.
+    pub decisions: Vec<Decision>,
 }
 
 /// The background runs of one server (a replica), over its store.
@@ -286,7 +316,21 @@ impl Runs {
     /// println!("started {}", record.id);
     /// # Ok(()) }
     /// ```
-    pub async fn start(self: &Arc<Self>, host: Arc<dyn Host>, spec: RunSpec) -> Result<RunRecord, RunsError> {
+    ///
+    /// A spec that [`continues`](RunSpec::continues) a paused run starts
+    /// no conversation of its own: the paused run, decided whole, is
+    /// closed (completed, its result naming the run that continued it)
+    /// and goes on as the new run, with its options, session and place in
+    /// its chain (the new run's chain turn follows the paused run's
+    /// predecessor: the paused run never stored a turn of its own).
+    pub async fn start(
+        self: &Arc<Self>,
+        host: Arc<dyn Host>,
+        mut spec: RunSpec,
+    ) -> Result<RunRecord, RunsError> {
+        if let Some(continues) = spec.continues.take() {
+            return self.continue_as(host, spec, continues).await;
+        }
         if host.agent(&spec.agent).is_none() {
             return Err(RunsError::UnknownAgent {
                 name: spec.agent,
@@ -350,6 +394,122 @@ impl Runs {
         }
         self.spawn(host, record.clone(), envelope, ticket, Begin::Fresh(messages));
         Ok(record)
+    }
+
+    /// [`Runs::start`] of a spec that continues a paused run.
+    async fn continue_as(
+        self: &Arc<Self>,
+        host: Arc<dyn Host>,
+        spec: RunSpec,
+        continues: Continues,
+    ) -> Result<RunRecord, RunsError> {
+        let paused = self.get(&continues.run).await?;
+        let from = continues.run.as_str();
+        if paused.agent != spec.agent {
+            return Err(RunsError::invalid(format!(
+                "run {from} is agent {}'s, not {}'s",
+                paused.agent, spec.agent
+            )));
+        }
+        if paused.status != RunStatus::AwaitingApproval {
+            return Err(RunsError::conflict(format!(
+                "run {from} is {}: only a paused run is continued",
+                paused.status
+            )));
+        }
+        let envelope = Envelope::of(&paused).map_err(RunsError::damaged)?;
+        let state = envelope
+            .paused_state()
+            .map_err(|e| RunsError::damaged(format!("run {from}: {e}")))?
+            .ok_or_else(|| {
+                RunsError::invalid(format!(
+                    "run {from} waits in its durable workflow: decide it there"
+                ))
+            })?;
+        let mut decided = envelope.decisions.clone();
+        decided.extend(match_decisions(
+            from,
+            &envelope,
+            &state.pending(),
+            &continues.decisions,
+        )?);
+        let undecided: Vec<String> = state
+            .pending()
+            .iter()
+            .filter(|p| {
+                !decided
+                    .iter()
+                    .any(|d| d.call_id == p.call_id && d.agent_path == p.agent_path)
+            })
+            .map(|p| format!("{} ({})", p.call_id, p.tool))
+            .collect();
+        if !undecided.is_empty() {
+            return Err(RunsError::invalid(format!(
+                "run {from} also waits for call(s) {}: decide every call",
+                undecided.join(", ")
+            )));
+        }
+        let ticket = host.ticket(true).map_err(RunsError::Refused)?;
+        let id = spec.id.unwrap_or_else(|| new_id("run_"));
+        self.close_continued(&paused, &envelope, &id).await?;
+        let mut keep = envelope.keep.clone();
+        keep.chain = spec.chain.map(|link| ChainLink {
+            id: link.id,
+            previous: envelope.keep.chain.as_ref().and_then(|c| c.previous.clone()),
+        });
+        let next = Envelope {
+            options: envelope.options.clone(),
+            keep,
+            surface: spec.surface,
+            ..Envelope::default()
+        };
+        let mut record = RunRecord::new(&id, &spec.agent)
+            .with_owner(&self.replica)
+            .with_state(next.to_value());
+        if let Some(session) = &paused.session {
+            record = record.with_session(session.clone());
+        }
+        self.store
+            .create_run(&record)
+            .await
+            .map_err(|e| RunsError::store(format!("run {id}"), e))?;
+        self.spawn(
+            host,
+            record.clone(),
+            next,
+            ticket,
+            Begin::Resume(Box::new(state), decided),
+        );
+        Ok(record)
+    }
+
+    /// Close paused run `paused`, continued as run `by`: completed, its
+    /// result naming `by`. A record that changed meanwhile (another
+    /// request decided or continued it) is a conflict.
+    async fn close_continued(
+        &self,
+        paused: &RunRecord,
+        envelope: &Envelope,
+        by: &str,
+    ) -> Result<(), RunsError> {
+        let mut closed = paused.clone();
+        closed.status = RunStatus::Completed;
+        closed.owner = None;
+        closed.result = Some(serde_json::json!({
+            "text": "", "exit": loopwright_core::ExitReason::AwaitingApproval, "continued_by": by,
+        }));
+        let mut kept = envelope.clone();
+        kept.decisions.clear();
+        kept.paused = None;
+        closed.state = Some(kept.to_value());
+        match self.store.update_run(&closed, paused.version).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_conflict() => Err(RunsError::conflict(format!(
+                "run {} changed while it was continued: send the request again",
+                paused.id
+            ))),
+            Err(e) => Err(RunsError::store(format!("run {}", paused.id), e)),
+        }
     }
 
     fn spawn(

@@ -91,11 +91,11 @@ pub(crate) fn exposed_id(run_id: &str, call_id: &str) -> String {
     format!("{run_id}{SEPARATOR}{call_id}")
 }
 
-/// The run and call of an [`exposed_id`], when `id` is one (a run id is
-/// `run_` and 32 hex digits).
+/// The run and call of an [`exposed_id`], when `id` is one (a run's id
+/// is `run_` or, a stored response's, `resp_`, then 32 hex digits).
 pub(crate) fn parse_exposed_id(id: &str) -> Option<(&str, &str)> {
     let (run, call) = id.split_once(SEPARATOR)?;
-    let hex = run.strip_prefix("run_")?;
+    let hex = run.strip_prefix("run_").or_else(|| run.strip_prefix("resp_"))?;
     (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) && !call.is_empty()).then_some((run, call))
 }
 
@@ -143,5 +143,10 @@ mod tests {
         assert_eq!(parse_exposed_id(&id), Some((run.as_str(), "call_1.x")));
         assert_eq!(parse_exposed_id("call_1"), None);
         assert_eq!(parse_exposed_id("run_12.call"), None);
+        let response = format!("resp_{}", "0f".repeat(16));
+        assert_eq!(
+            parse_exposed_id(&exposed_id(&response, "c")),
+            Some((response.as_str(), "c"))
+        );
     }
 }

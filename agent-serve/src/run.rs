@@ -360,6 +360,30 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// How long a paused run's reader waits for its record to say so.
+const RECORD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Wait (a bounded while) until run `id`'s record is no longer running:
+/// a run that paused writes its record just after its last event
+/// (`awaiting_approval`), and a client told of the pause may answer at
+/// once.
+pub(crate) async fn await_record(store: &Arc<dyn loopwright_store::Store>, id: &str) {
+    let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
+    let mut wait = std::time::Duration::from_millis(1);
+    while tokio::time::Instant::now() < deadline {
+        match store.load_run(id).await {
+            Ok(Some(record)) if record.status != loopwright_store::RunStatus::Running => return,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(run = %id, error = %e, "a paused run's record could not be read");
+            }
+            Ok(Some(_)) => {}
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(std::time::Duration::from_millis(50));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

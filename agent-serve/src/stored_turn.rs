@@ -206,6 +206,8 @@ impl Turn {
             match &event {
                 AgentEvent::Finished { .. } => break self.ending().await,
                 AgentEvent::AwaitingApproval { pending, .. } => {
+                    // The client may answer at once: its run must be paused by then.
+                    crate::run::await_record(&self.store, &self.run_id).await;
                     let calls = pending
                         .iter()
                         .filter(|p| p.kind == PendingKind::ClientTool)

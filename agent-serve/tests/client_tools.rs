@@ -1,8 +1,8 @@
 //! Tools the client runs, on the OpenAI surface, driven by the official
 //! clients (tests/clients/openai_tools.py, pinned in
 //! tests-deps/python/clients): the `openai` package's Chat Completions,
-//! whole and streamed, and the OpenAI Agents SDK running an agent whose
-//! model is the served agent. The agent's own tool runs on the server, the
+//! whole and streamed, and Responses API; the OpenAI Agents SDK running an
+//! agent whose model is the served agent, through either. The agent's own tool runs on the server, the
 //! client's in the client, in one step of the model.
 
 use std::path::PathBuf;
@@ -93,14 +93,16 @@ fn results_of(body: &Value) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_clients_run_their_tools_beside_the_agents_own() {
-    let replies: Vec<_> = (0..3).flat_map(|_| round()).map(Into::into).collect();
+    let replies: Vec<_> = (0..5).flat_map(|_| round()).map(Into::into).collect();
     let model = ModelServer::start(replies).await;
     let running = serve(&model).await;
     let base = format!("http://{}/v1", running.address(Surface::OpenAi).unwrap());
     python("chat", &base).await;
     python("agents", &base).await;
+    python("responses", &base).await;
+    python("agents-responses", &base).await;
     let bodies = model.bodies();
-    assert_eq!(bodies.len(), 6, "two model calls a round: {bodies:?}");
+    assert_eq!(bodies.len(), 10, "two model calls a round: {bodies:?}");
     for round in bodies.chunks(2) {
         // The model was offered both tools, and read both results.
         let mut offered: Vec<&str> = round[0]["tools"]

@@ -62,15 +62,6 @@ fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(SHAPE, Kind::BadRequest, message)
 }
 
-/// The 400 for a request with `tools` (`count` of them) on a surface that
-/// does not take a client's tools yet.
-pub(crate) fn client_tools_refused(count: usize) -> ApiError {
-    bad(format!(
-        "`tools` is not supported: this model is an agent that runs its own tools ({count} client tool(s) sent); \
-         send the request without them"
-    ))
-}
-
 async fn chat(State(instance): State<Arc<Instance>>, body: Result<Bytes, BytesRejection>) -> Response {
     let body = match crate::error::body_or_error(body, SHAPE) {
         Ok(body) => body,

@@ -41,7 +41,7 @@ use crate::run::CancelOnDrop;
 use crate::run::Instance;
 use crate::sse::event_stream;
 use loopwright_runs::shared::new_id;
-use loopwright_runs::{ChainLink, RunSpec};
+use loopwright_runs::{ChainLink, Continues, Decision, RunSpec};
 use render::Render;
 use stream::{Followed, Sink, follow_log, run_direct};
 
@@ -75,17 +75,25 @@ async fn create_checked(
 ) -> Result<Response, ApiError> {
     let body = crate::error::body_or_error(body, SHAPE)?;
     let values = crate::items::check_body(&body, "input", "input items", instance.limits, SHAPE)?;
-    let p = request::prepare(&body, values)?;
+    let mut p = request::prepare(&body, values)?;
     // A waiting request holds its parsed conversation, not its raw body.
     drop(body);
     let served = instance.agent(&p.meta.model, SHAPE)?.clone();
-    let history = match &p.meta.previous_response_id {
-        Some(previous) => stored::history(&instance, previous).await?,
-        None => Vec::new(),
-    };
     let id = new_id("resp_");
+    // Outputs of a paused response's calls: its run goes on as this one.
+    let continues = continued(&mut p)?;
+    let history = match &p.meta.previous_response_id {
+        Some(previous) if continues.is_none() => stored::history(&instance, previous).await?,
+        _ => Vec::new(),
+    };
     let render = Render::new(&id, p.meta.clone(), p.options.output.is_some());
     if !p.store {
+        if !p.options.client_tools.is_empty() {
+            return Err(bad(
+                "`tools` need a stored response (a call to one pauses its run until the function_call_output \
+                 continues it): send store=true (the default)",
+            ));
+        }
         let mut messages = history;
         messages.extend(p.input);
         let options = p.options;
@@ -114,6 +122,7 @@ async fn create_checked(
         options: p.options,
         id: Some(id.clone()),
         surface: Some(p.meta.to_surface()),
+        continues,
         ..RunSpec::default()
     };
     instance
@@ -147,6 +156,66 @@ async fn create_checked(
         return Err(ApiError::new(SHAPE, Kind::Unavailable, message));
     }
     finished(&id, &render)
+}
+
+/// The paused response `p` continues with the outputs of its function
+/// calls: the previous response's (`previous_response_id` and leading
+/// `function_call_output` items), or the one whose calls the replayed
+/// input ends with (their outputs last, the call ids naming it). The
+/// input before them is then the client's copy of what the run holds.
+fn continued(p: &mut request::Prepared) -> Result<Option<Continues>, ApiError> {
+    let answers: Vec<(String, String)> = if !p.answers.is_empty() {
+        p.answers
+            .iter()
+            .map(|a| (a.call_id.clone(), a.output.clone()))
+            .collect()
+    } else {
+        match p.input.last() {
+            Some(last) if last.role == loopwright_core::Role::Tool => last
+                .content
+                .iter()
+                .filter_map(|part| match part {
+                    loopwright_core::ContentPart::ToolResult(r) => Some((r.call_id.clone(), r.text())),
+                    _ => None,
+                })
+                .collect(),
+            _ => return Ok(None),
+        }
+    };
+    let named: Vec<Option<(&str, &str)>> = answers
+        .iter()
+        .map(|(id, _)| crate::client_tools::parse_exposed_id(id))
+        .collect();
+    // Replayed outputs of calls not made by this server: plain history.
+    if p.answers.is_empty() && named.iter().any(Option::is_none) {
+        return Ok(None);
+    }
+    let mut run: Option<&str> = None;
+    let mut decisions = Vec::with_capacity(answers.len());
+    for ((id, output), named) in answers.iter().zip(&named) {
+        let Some((of, call)) = named else {
+            return Err(bad(format!(
+                "the function_call_output for {id:?} answers a call this server did not make"
+            )));
+        };
+        if run.is_some_and(|r| r != *of) || p.meta.previous_response_id.as_deref().is_some_and(|r| r != *of) {
+            return Err(bad(format!(
+                "the function_call_output for {id:?} answers a call of response {of}: continue one response's \
+                 calls at a time, with previous_response_id naming it"
+            )));
+        }
+        run = Some(of);
+        decisions.push(Decision::output(*call, serde_json::Value::String(output.clone())));
+    }
+    let Some(run) = run else { return Ok(None) };
+    if !p.store {
+        return Err(bad(
+            "a response that continues another's function calls is stored: send store=true (the default)",
+        ));
+    }
+    let run = run.to_owned();
+    p.input.clear();
+    Ok(Some(Continues { run, decisions }))
 }
 
 /// The answer to a synchronous response that ended: its object, or 502

@@ -153,6 +153,9 @@ impl Outcome {
                 .to_owned()
         };
         let status = match record.status {
+            // Paused on the client's tools: complete, its function calls
+            // the client's to answer.
+            RunStatus::AwaitingApproval if waits_for_client(record) => Status::Completed,
             RunStatus::Running | RunStatus::AwaitingApproval => return None,
             RunStatus::Cancelled => Status::Cancelled,
             // A guardrail's stop (its record's error says so).
@@ -238,6 +241,15 @@ pub(super) fn object(
         }
     }
     out
+}
+
+/// Whether `record`'s run waits for the client's tools (every call it
+/// waits for is a client tool's).
+fn waits_for_client(record: &RunRecord) -> bool {
+    let shown = loopwright_runs::view(record);
+    shown["pending_approvals"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty() && p.iter().all(|c| c["kind"] == "client_tool"))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //!   output.
 
 use loopwright_core::AgentEvent;
+use loopwright_core::agent::PendingKind;
 use serde_json::{Value, json};
 
 use super::object::{Meta, Outcome, Status, object};
@@ -74,6 +75,9 @@ impl Render {
 
     /// The events one of the run's events makes.
     pub(super) fn step(&mut self, event: &AgentEvent) -> Vec<Value> {
+        if let AgentEvent::AwaitingApproval { pending, .. } = event {
+            return self.client_calls(pending);
+        }
         match self.transcript.piece(event) {
             Some(Piece::Text(text)) => self.delta(Kind::Message, &text),
             Some(Piece::Reasoning(text)) => self.delta(Kind::Reasoning, &text),
@@ -136,6 +140,44 @@ impl Render {
     /// How the run ended, once [`finish`](Self::finish) was called.
     pub(super) fn outcome(&self) -> Option<&Outcome> {
         self.outcome.as_ref()
+    }
+
+    /// A function call item, done, for each client tool call the run
+    /// paused on (the open item done first).
+    fn client_calls(&mut self, pending: &[loopwright_core::agent::PendingCall]) -> Vec<Value> {
+        let mut events = Vec::new();
+        for call in pending.iter().filter(|p| p.kind == PendingKind::ClientTool) {
+            events.extend(self.close("completed"));
+            let index = self.done.len();
+            let arguments = call.arguments.to_string();
+            let id = format!("fc_{}_{index}", self.id.trim_start_matches("resp_"));
+            // Naming the response, so a client that replays its input
+            // (no previous_response_id) continues it too.
+            let call_id = crate::client_tools::exposed_id(&self.id, &call.call_id);
+            let item = |status: &str, arguments: &str| {
+                json!({"type": "function_call", "id": id, "call_id": call_id, "name": call.tool,
+                    "arguments": arguments, "status": status})
+            };
+            let (added, done) = (item("in_progress", ""), item("completed", &arguments));
+            events.push(self.event(
+                "response.output_item.added",
+                json!({"output_index": index, "item": added}),
+            ));
+            events.push(self.event(
+                "response.function_call_arguments.delta",
+                json!({"item_id": id, "output_index": index, "delta": arguments}),
+            ));
+            events.push(self.event(
+                "response.function_call_arguments.done",
+                json!({"item_id": id, "output_index": index, "arguments": arguments, "name": call.tool}),
+            ));
+            events.push(self.event(
+                "response.output_item.done",
+                json!({"output_index": index, "item": done}),
+            ));
+            self.done.push(done);
+        }
+        events
     }
 
     fn event(&mut self, kind: &str, mut body: Value) -> Value {

@@ -66,6 +66,9 @@ struct CreateRequest {
 pub(super) struct Prepared {
     /// The turn's input.
     pub(super) input: Vec<Message>,
+    /// The outputs of the previous response's function calls, when the
+    /// request continues it (its input is then empty).
+    pub(super) answers: Vec<Answer>,
     /// What the request changes of the agent's options.
     pub(super) options: RunOptions,
     pub(super) stream: bool,
@@ -80,10 +83,7 @@ pub(super) struct Prepared {
 pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> {
     let request: CreateRequest = serde_json::from_slice(body)
         .map_err(|e| bad(format!("the request body is not a valid responses request: {e}")))?;
-    let tools = request.tools.as_ref().map_or(0, Vec::len);
-    if tools > 0 {
-        return Err(crate::openai::client_tools_refused(tools));
-    }
+    let client_tools = client_tools(request.tools.as_deref().unwrap_or_default())?;
     if request.conversation.is_some() {
         return Err(bad(
             "`conversation` is not supported by this server: continue a conversation with previous_response_id",
@@ -104,7 +104,17 @@ pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> 
     let Some(input) = request.input.as_ref() else {
         return Err(bad("`input` is missing: send a string or a list of input items"));
     };
-    let (input, mut system) = input_messages(input, values)?;
+    let Input {
+        messages: input,
+        mut system,
+        answers,
+    } = input_messages(input, values)?;
+    if !answers.is_empty() && request.previous_response_id.is_none() {
+        return Err(bad(
+            "`input` starts with function_call_output items for calls it does not make: give the response that \
+             made them as previous_response_id",
+        ));
+    }
     if let Some(instructions) = &request.instructions {
         system.insert(0, instructions.clone());
     }
@@ -118,13 +128,14 @@ pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> 
         max_output_tokens: request.max_output_tokens,
         reasoning,
         deny_pauses: !background,
-        client_tools: Vec::new(),
+        client_tools,
     };
     options
         .check()
         .map_err(|e| bad(format!("text.format.schema: {e}")))?;
     Ok(Prepared {
         input,
+        answers,
         options,
         stream: request.stream.unwrap_or(false),
         store,
@@ -144,6 +155,27 @@ pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> 
             metadata: request.metadata.map(Value::Object),
         },
     })
+}
+
+/// The client's function tools (`{type: "function", name, description,
+/// parameters}`).
+fn client_tools(tools: &[Value]) -> Result<Vec<loopwright_core::ToolDefinition>, ApiError> {
+    let declared = tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| match tool["type"].as_str() {
+            Some("function") => Ok(crate::client_tools::Declared {
+                name: tool["name"].as_str().unwrap_or_default().to_owned(),
+                description: tool["description"].as_str().unwrap_or_default().to_owned(),
+                schema: tool.get("parameters").cloned(),
+            }),
+            other => Err(bad(format!(
+                "tools[{i}] has type {other:?}: only function tools are supported (the agent's own tools run \
+                 on the server)"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::client_tools::definitions(declared, "tools").map_err(bad)
 }
 
 /// The structured answer `text.format` asks for, and the format to echo.
@@ -209,10 +241,31 @@ fn reasoning_effort(
     Ok((Some(effort), Some(name.to_owned())))
 }
 
+/// What `input` holds: the conversation, system texts, and the outputs
+/// of the previous response's function calls it starts with.
+#[derive(Debug, Default)]
+struct Input {
+    messages: Vec<Message>,
+    system: Vec<String>,
+    answers: Vec<Answer>,
+}
+
+/// A `function_call_output` for a call of the previous response.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Answer {
+    pub(super) call_id: String,
+    pub(super) output: String,
+}
+
 /// The messages and system texts of `input` (a string or items).
-fn input_messages(input: &Value, values: usize) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+fn input_messages(input: &Value, values: usize) -> Result<Input, ApiError> {
     let items = match input {
-        Value::String(text) => return Ok((vec![Message::user(text.clone())], Vec::new())),
+        Value::String(text) => {
+            return Ok(Input {
+                messages: vec![Message::user(text.clone())],
+                ..Input::default()
+            });
+        }
         Value::Array(items) if !items.is_empty() => items,
         Value::Array(_) => return Err(bad("`input` is empty")),
         _ => return Err(bad("`input` must be a string or a list of input items")),
@@ -241,6 +294,9 @@ struct Items {
     answerable: bool,
     /// JSON values the calls' arguments may still hold.
     values_left: usize,
+    /// Outputs, before any other item, for calls the input does not
+    /// make: the previous response's.
+    answers: Vec<Answer>,
 }
 
 impl Items {
@@ -358,35 +414,26 @@ impl Items {
             .and_then(Value::as_str)
             .ok_or_else(|| bad(format!("input[{i}] is a function_call_output without call_id")))?;
         let Some(at) = self.open_calls.iter().position(|c| c == call_id) else {
+            if self.messages.is_empty() && self.calls.is_empty() {
+                // The previous response's call: its run continues.
+                let output = ToolResult {
+                    call_id: call_id.to_owned(),
+                    parts: tool_output_parts(i, item)?,
+                    is_error: false,
+                }
+                .text();
+                self.answers.push(Answer {
+                    call_id: call_id.to_owned(),
+                    output,
+                });
+                return Ok(());
+            }
             return Err(bad(format!(
                 "input[{i}]: function_call_output for {call_id:?} answers no function_call waiting before it"
             )));
         };
         self.open_calls.remove(at);
-        let parts = match item.get("output") {
-            Some(Value::String(text)) => vec![ToolOutputPart::text(text.clone())],
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .enumerate()
-                .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
-                    Some(kind @ ("input_text" | "output_text" | "text")) => {
-                        part_text(part, "text").map(ToolOutputPart::text).ok_or_else(|| {
-                            bad(format!(
-                                "input[{i}].output[{j}]: an {kind} part needs `text`, a string"
-                            ))
-                        })
-                    }
-                    other => Err(bad(format!(
-                        "input[{i}].output[{j}] has type {other:?}; a function_call_output carries text here"
-                    ))),
-                })
-                .collect::<Result<_, _>>()?,
-            _ => {
-                return Err(bad(format!(
-                    "input[{i}].output must be a string or a list of parts"
-                )));
-            }
-        };
+        let parts = tool_output_parts(i, item)?;
         let result = ContentPart::ToolResult(ToolResult {
             call_id: call_id.to_owned(),
             parts,
@@ -400,7 +447,20 @@ impl Items {
         Ok(())
     }
 
-    fn finish(self) -> Result<(Vec<Message>, Vec<String>), ApiError> {
+    fn finish(self) -> Result<Input, ApiError> {
+        if !self.answers.is_empty() {
+            if !self.messages.is_empty() {
+                return Err(bad(
+                    "`input` continues the previous response's function calls: send their function_call_output \
+                     items alone (the run goes on from them)",
+                ));
+            }
+            return Ok(Input {
+                messages: Vec::new(),
+                system: self.system,
+                answers: self.answers,
+            });
+        }
         if !self.open_calls.is_empty() {
             return Err(bad(format!(
                 "`input` ends while function_call(s) {} have no function_call_output (each call needs exactly \
@@ -417,8 +477,40 @@ impl Items {
                  to answer",
             ));
         }
-        Ok((self.messages, self.system))
+        Ok(Input {
+            messages: self.messages,
+            system: self.system,
+            answers: Vec::new(),
+        })
     }
+}
+
+/// The parts of a `function_call_output`'s `output` (text, or text parts).
+fn tool_output_parts(i: usize, item: &Value) -> Result<Vec<ToolOutputPart>, ApiError> {
+    Ok(match item.get("output") {
+        Some(Value::String(text)) => vec![ToolOutputPart::text(text.clone())],
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .enumerate()
+            .map(|(j, part)| match part.get("type").and_then(Value::as_str) {
+                Some(kind @ ("input_text" | "output_text" | "text")) => {
+                    part_text(part, "text").map(ToolOutputPart::text).ok_or_else(|| {
+                        bad(format!(
+                            "input[{i}].output[{j}]: an {kind} part needs `text`, a string"
+                        ))
+                    })
+                }
+                other => Err(bad(format!(
+                    "input[{i}].output[{j}] has type {other:?}; a function_call_output carries text here"
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(bad(format!(
+                "input[{i}].output must be a string or a list of parts"
+            )));
+        }
+    })
 }
 
 /// The string `key` of a content part, when it is one.
@@ -584,9 +676,11 @@ mod tests {
 
     #[test]
     fn what_cannot_be_honoured_is_refused() {
-        let tools = refused(json!({"model": "a", "input": "x",
-            "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}]}));
-        assert!(tools.contains("`tools` is not supported"), "{tools}");
+        let tools = refused(json!({"model": "a", "input": "x", "tools": [{"type": "web_search"}]}));
+        assert!(tools.contains("only function tools"), "{tools}");
+        let answers = refused(json!({"model": "a",
+            "input": [{"type": "function_call_output", "call_id": "c9", "output": "ok"}]}));
+        assert!(answers.contains("previous_response_id"), "{answers}");
         let m = refused(json!({"model": "a", "input": "x", "store": false, "background": true}));
         assert!(m.contains("store=true"), "{m}");
         let m = refused(

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use axum::response::sse::Event;
 use futures::StreamExt;
 use loopwright_core::AgentEvent;
+use loopwright_core::agent::PendingKind;
 use loopwright_store::Store;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -144,6 +145,15 @@ async fn follow_events(
         };
         if !sink.send(render.step(&event)).await {
             return Followed::ClientGone;
+        }
+        // Paused on the client's tools: the response is complete, its
+        // function calls the client's to answer (a call a person decides
+        // keeps a background response going).
+        if let AgentEvent::AwaitingApproval { pending, .. } = &event
+            && pending.iter().any(|p| p.kind == PendingKind::ClientTool)
+        {
+            crate::run::await_record(store, id).await;
+            return finish_from_record(store, id, render, sink).await;
         }
     }
 }

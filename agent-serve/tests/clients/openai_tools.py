@@ -5,8 +5,15 @@
                                     tool's result sent back, the answer;
                                     once whole, once streamed
   openai_tools.py agents BASE_URL   the OpenAI Agents SDK: an agent whose
-                                    model is the served agent and which has
-                                    a function tool of its own
+                                    model is the served agent (through Chat
+                                    Completions) and which has a function
+                                    tool of its own
+  openai_tools.py responses BASE_URL  the `openai` package's Responses API:
+                                    a response ending with the function
+                                    call, continued with previous_response_id
+  openai_tools.py agents-responses BASE_URL  the Agents SDK on its default
+                                    model, the Responses API (it replays
+                                    the input, no previous_response_id)
 
 BASE_URL ends in /v1. Prints "client tools ok"; exits non-zero with the
 failing assertion on any difference.
@@ -110,10 +117,70 @@ async def agents():
     assert asked == [True], asked
 
 
+RESPONSE_TOOLS = [{
+    "type": "function",
+    "name": "get_location",
+    "description": "The user's city, from the device.",
+    "parameters": {"type": "object", "properties": {"precise": {"type": "boolean"}}},
+}]
+
+
+def responses():
+    client = openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+    first = client.responses.create(model="assistant", input="What is the weather where I am?", tools=RESPONSE_TOOLS)
+    assert first.status == "completed", first
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert [c.name for c in calls] == ["get_location"], first.output
+    assert json.loads(calls[0].arguments) == {"precise": True}, calls
+    second = client.responses.create(
+        model="assistant",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "Lisbon"}],
+        tools=RESPONSE_TOOLS,
+    )
+    assert second.output_text == "Sunny in Lisbon, where you are.", second
+    # Both are stored, and read back alike.
+    again = client.responses.retrieve(first.id)
+    assert [i.type for i in again.output] == ["function_call"], again
+    # The same calls answered again: the run went on already.
+    try:
+        client.responses.create(
+            model="assistant",
+            previous_response_id=first.id,
+            input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "Lisbon"}],
+        )
+        raise AssertionError("a continued response was continued again")
+    except openai.APIStatusError as e:
+        assert e.status_code == 409 and "only a paused run" in str(e), e
+
+
+async def agents_responses():
+    from agents import Agent, Runner, function_tool, set_default_openai_client, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    set_default_openai_client(openai.AsyncOpenAI(base_url=base, api_key="unused", max_retries=0))
+    asked = []
+
+    @function_tool
+    def get_location(precise: bool = False) -> str:
+        """The user's city, from the device."""
+        asked.append(precise)
+        return "Lisbon"
+
+    agent = Agent(name="front", instructions="Help the user.", model="assistant", tools=[get_location])
+    result = await Runner.run(agent, "What is the weather where I am?")
+    assert result.final_output == "Sunny in Lisbon, where you are.", result.final_output
+    assert asked == [True], asked
+
+
 if mode == "chat":
     chat()
 elif mode == "agents":
     asyncio.run(agents())
+elif mode == "responses":
+    responses()
+elif mode == "agents-responses":
+    asyncio.run(agents_responses())
 else:
     raise SystemExit(f"unknown mode {mode}")
 print("client tools ok")

@@ -8,13 +8,12 @@
 //! client leaves before it ends or pauses is cancelled.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::http::HeaderValue;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use loopwright_core::AgentEvent;
-use loopwright_store::{RunStatus, Store};
+use loopwright_store::Store;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -25,9 +24,6 @@ use loopwright_runs::{Logged, follow};
 
 /// Events buffered between the log's reader and the stream.
 const LOG_BUFFER: usize = 64;
-
-/// How long a paused run's stream waits for its record to say so.
-const RECORD_PATIENCE: Duration = Duration::from_secs(5);
 
 /// What to stream.
 pub(super) struct Followed {
@@ -106,7 +102,7 @@ async fn pump_log(
         let last = match &event {
             AgentEvent::Finished { .. } => true,
             AgentEvent::AwaitingApproval { .. } => {
-                await_record(&f.store, &f.run_id).await;
+                crate::run::await_record(&f.store, &f.run_id).await;
                 true
             }
             _ => false,
@@ -143,23 +139,4 @@ async fn ended_without_finish(f: &Followed, tx: &mpsc::Sender<Event>, ui: &mut C
         Err(e) => format!("run {} cannot be read: {e}", f.run_id),
     };
     end_with_error(tx, ui, &message).await
-}
-
-/// Wait (a bounded while) until run `id`'s record is no longer running:
-/// a paused run writes its record just after its last event.
-async fn await_record(store: &Arc<dyn Store>, id: &str) {
-    let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
-    let mut wait = Duration::from_millis(1);
-    while tokio::time::Instant::now() < deadline {
-        match store.load_run(id).await {
-            Ok(Some(record)) if record.status != RunStatus::Running => return,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::debug!(run = %id, error = %e, "a paused run's record could not be read");
-            }
-            Ok(Some(_)) => {}
-        }
-        tokio::time::sleep(wait).await;
-        wait = (wait * 2).min(Duration::from_millis(50));
-    }
 }
