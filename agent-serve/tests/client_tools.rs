@@ -1,8 +1,9 @@
 //! Tools the client runs, on the OpenAI surface, driven by the official
-//! clients (tests/clients/openai_tools.py, pinned in
+//! clients (tests/clients/client_tools.py, pinned in
 //! tests-deps/python/clients): the `openai` package's Chat Completions,
 //! whole and streamed, and Responses API; the OpenAI Agents SDK running an
-//! agent whose model is the served agent, through either. The agent's own tool runs on the server, the
+//! agent whose model is the served agent, through either; the `anthropic`
+//! package's Messages, whole and streamed. The agent's own tool runs on the server, the
 //! client's in the client, in one step of the model.
 
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ async fn serve(model: &ModelServer) -> Running {
     Serve::new()
         .agent(ServedAgent::new(agent))
         .openai("127.0.0.1:0".parse().unwrap())
+        .anthropic("127.0.0.1:0".parse().unwrap())
         .start()
         .await
         .unwrap()
@@ -59,7 +61,7 @@ fn round() -> [String; 2] {
 async fn python(mode: &str, base: &str) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let run = tokio::process::Command::new(root.join("../tests-deps/python/clients/.venv/bin/python"))
-        .arg(root.join("tests/clients/openai_tools.py"))
+        .arg(root.join("tests/clients/client_tools.py"))
         .args([mode, base])
         .kill_on_drop(true)
         .output();
@@ -93,7 +95,7 @@ fn results_of(body: &Value) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_clients_run_their_tools_beside_the_agents_own() {
-    let replies: Vec<_> = (0..5).flat_map(|_| round()).map(Into::into).collect();
+    let replies: Vec<_> = (0..7).flat_map(|_| round()).map(Into::into).collect();
     let model = ModelServer::start(replies).await;
     let running = serve(&model).await;
     let base = format!("http://{}/v1", running.address(Surface::OpenAi).unwrap());
@@ -101,8 +103,10 @@ async fn the_official_clients_run_their_tools_beside_the_agents_own() {
     python("agents", &base).await;
     python("responses", &base).await;
     python("agents-responses", &base).await;
+    let anthropic = format!("http://{}", running.address(Surface::Anthropic).unwrap());
+    python("anthropic", &anthropic).await;
     let bodies = model.bodies();
-    assert_eq!(bodies.len(), 10, "two model calls a round: {bodies:?}");
+    assert_eq!(bodies.len(), 14, "two model calls a round: {bodies:?}");
     for round in bodies.chunks(2) {
         // The model was offered both tools, and read both results.
         let mut offered: Vec<&str> = round[0]["tools"]

@@ -88,28 +88,7 @@ async fn create_checked(
     };
     let render = Render::new(&id, p.meta.clone(), p.options.output.is_some());
     if !p.store {
-        if !p.options.client_tools.is_empty() {
-            return Err(bad(
-                "`tools` need a stored response (a call to one pauses its run until the function_call_output \
-                 continues it): send store=true (the default)",
-            ));
-        }
-        let mut messages = history;
-        messages.extend(p.input);
-        let options = p.options;
-        let started = instance
-            .start(&served, messages, move |o| options.apply(o), SHAPE)
-            .await?;
-        if p.stream {
-            return Ok(event_stream(move |tx| async move {
-                let mut render = render;
-                run_direct(started, &mut render, Sink::Client { tx: &tx, skip: None }).await;
-            })
-            .into_response());
-        }
-        let mut render = render;
-        run_direct(started, &mut render, Sink::Nowhere).await;
-        return finished(&id, &render);
+        return unstored(&instance, &served, p, history, (&id, render)).await;
     }
     let spec = RunSpec {
         agent: p.meta.model.clone(),
@@ -156,6 +135,38 @@ async fn create_checked(
         return Err(ApiError::new(SHAPE, Kind::Unavailable, message));
     }
     finished(&id, &render)
+}
+
+/// A response that is not stored: a run of this request alone.
+async fn unstored(
+    instance: &Arc<Instance>,
+    served: &crate::agents::ServedAgent,
+    p: request::Prepared,
+    history: Vec<loopwright_core::Message>,
+    (id, render): (&str, Render),
+) -> Result<Response, ApiError> {
+    if !p.options.client_tools.is_empty() {
+        return Err(bad(
+            "`tools` need a stored response (a call to one pauses its run until the function_call_output \
+             continues it): send store=true (the default)",
+        ));
+    }
+    let mut messages = history;
+    messages.extend(p.input);
+    let options = p.options;
+    let started = instance
+        .start(served, messages, move |o| options.apply(o), SHAPE)
+        .await?;
+    if p.stream {
+        return Ok(event_stream(move |tx| async move {
+            let mut render = render;
+            run_direct(started, &mut render, Sink::Client { tx: &tx, skip: None }).await;
+        })
+        .into_response());
+    }
+    let mut render = render;
+    run_direct(started, &mut render, Sink::Nowhere).await;
+    finished(id, &render)
 }
 
 /// The paused response `p` continues with the outputs of its function

@@ -1,21 +1,26 @@
-"""Client tools through Chat Completions, with the official clients:
+"""Client tools on the served surfaces, with the official clients:
 
-  openai_tools.py chat BASE_URL     the `openai` package: a completion that
+  client_tools.py chat BASE_URL     the `openai` package: a completion that
                                     ends with the client's tool call, the
                                     tool's result sent back, the answer;
                                     once whole, once streamed
-  openai_tools.py agents BASE_URL   the OpenAI Agents SDK: an agent whose
+  client_tools.py agents BASE_URL   the OpenAI Agents SDK: an agent whose
                                     model is the served agent (through Chat
                                     Completions) and which has a function
                                     tool of its own
-  openai_tools.py responses BASE_URL  the `openai` package's Responses API:
+  client_tools.py responses BASE_URL  the `openai` package's Responses API:
                                     a response ending with the function
                                     call, continued with previous_response_id
-  openai_tools.py agents-responses BASE_URL  the Agents SDK on its default
+  client_tools.py agents-responses BASE_URL  the Agents SDK on its default
                                     model, the Responses API (it replays
                                     the input, no previous_response_id)
 
-BASE_URL ends in /v1. Prints "client tools ok"; exits non-zero with the
+  client_tools.py anthropic BASE_URL  the `anthropic` package: a message
+                                    ending with the tool_use block, the
+                                    tool_result sent back; whole and
+                                    streamed
+
+BASE_URL ends in /v1 (for anthropic: the address alone). Prints "client tools ok"; exits non-zero with the
 failing assertion on any difference.
 """
 import asyncio
@@ -173,10 +178,57 @@ async def agents_responses():
     assert asked == [True], asked
 
 
+def anthropic_messages():
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=base, api_key="unused", max_retries=0)
+    tools = [{
+        "name": "get_location",
+        "description": "The user's city, from the device.",
+        "input_schema": {"type": "object", "properties": {"precise": {"type": "boolean"}}},
+    }]
+    for streamed in (False, True):
+        if streamed:
+            with client.messages.stream(model="assistant", max_tokens=200, messages=ASK, tools=tools) as s:
+                first = s.get_final_message()
+        else:
+            first = client.messages.create(model="assistant", max_tokens=200, messages=ASK, tools=tools)
+        assert first.stop_reason == "tool_use", first
+        uses = [b for b in first.content if b.type == "tool_use"]
+        assert [u.name for u in uses] == ["get_location"] and uses[0].input == {"precise": True}, first
+        answered = ASK + [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0].id, "content": "Lisbon"}]},
+        ]
+        if streamed:
+            with client.messages.stream(model="assistant", max_tokens=200, messages=answered, tools=tools) as s:
+                second = s.get_final_message()
+        else:
+            second = client.messages.create(model="assistant", max_tokens=200, messages=answered, tools=tools)
+        text = "".join(b.text for b in second.content if b.type == "text")
+        assert text == "Sunny in Lisbon, where you are." and second.stop_reason == "end_turn", second
+    # A result for a call nobody made: a 400 that says which.
+    try:
+        client.messages.create(
+            model="assistant",
+            max_tokens=200,
+            messages=ASK + [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_x", "name": "get_location", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "?"}]},
+            ],
+            tools=tools,
+        )
+        raise AssertionError("a result for a call nobody made was accepted")
+    except anthropic.BadRequestError as e:
+        assert "toolu_x" in str(e), e
+
+
 if mode == "chat":
     chat()
 elif mode == "agents":
     asyncio.run(agents())
+elif mode == "anthropic":
+    anthropic_messages()
 elif mode == "responses":
     responses()
 elif mode == "agents-responses":
