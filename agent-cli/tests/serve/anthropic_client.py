@@ -51,11 +51,11 @@ except anthropic.NotFoundError as e:
 
 try:
     client.messages.create(
-        model="assistant", max_tokens=10, messages=ask, tools=[{"name": "t", "input_schema": {"type": "object"}}]
+        model="assistant", max_tokens=10, messages=ask, tools=[{"type": "web_search_20250305", "name": "web_search"}]
     )
-    raise AssertionError("client tools were accepted")
+    raise AssertionError("a server tool was accepted")
 except anthropic.BadRequestError as e:
-    assert "client-side tools" in str(e), e
+    assert "server tool" in str(e), e
 
 try:
     anthropic.Anthropic(base_url=base, api_key="wrong-key", max_retries=0).models.list()

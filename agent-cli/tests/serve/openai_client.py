@@ -59,11 +59,11 @@ try:
     client.chat.completions.create(
         model="assistant",
         messages=ask,
-        tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        tools=[{"type": "function", "function": {"name": "f g", "parameters": {"type": "object"}}}],
     )
-    raise AssertionError("client tools were accepted")
+    raise AssertionError("a tool named with a space was accepted")
 except openai.BadRequestError as e:
-    assert "`tools` is not supported" in str(e), e
+    assert 'tools[0] ("f g")' in str(e), e
 
 try:
     openai.OpenAI(base_url=base, api_key="wrong-key", max_retries=0).models.list()
