@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use loopwright_core::agent::PendingKind;
+use loopwright_core::agent::{PendingCall, PendingKind};
 use loopwright_core::{AgentEvent, ExitReason, Usage};
 use loopwright_store::{RunRecord, RunStatus, Store};
 use serde_json::Value;
@@ -64,6 +64,8 @@ pub(crate) enum TurnEnd {
     },
     /// The run waits for the client's tools.
     Calls(Vec<ClientCall>),
+    /// The run paused (from [`Turn::follow_events`]): what it waits for.
+    Paused(Vec<PendingCall>),
     /// No answer: what went wrong.
     Failed(String),
 }
@@ -85,6 +87,16 @@ pub(crate) async fn start(
     shape: Shape,
 ) -> Result<Turn, ApiError> {
     spec.options.deny_pauses = true;
+    start_pausing(instance, spec, shape).await
+}
+
+/// Start `spec` as a stored turn that may pause for a person too (its
+/// surface asks them, as AG-UI's interrupts do).
+pub(crate) async fn start_pausing(
+    instance: &Arc<Instance>,
+    spec: RunSpec,
+    shape: Shape,
+) -> Result<Turn, ApiError> {
     let record = instance
         .runs
         .start(instance.clone(), spec)
@@ -98,12 +110,30 @@ pub(crate) async fn start(
     })
 }
 
-/// Continue paused run `run_id` with the client's `outputs` (call id,
-/// output, is error), each for one of its pending calls, all of them.
+/// Continue paused run `run_id` with the client's `outputs`, each for one
+/// of its pending calls, all of them.
 pub(crate) async fn resume(
     instance: &Arc<Instance>,
     run_id: &str,
     outputs: Vec<ClientOutput>,
+    shape: Shape,
+) -> Result<Turn, ApiError> {
+    let decisions = outputs
+        .into_iter()
+        .map(|o| Decision {
+            is_error: o.is_error,
+            ..Decision::output(o.call_id, o.output)
+        })
+        .collect();
+    resume_decided(instance, run_id, decisions, shape).await
+}
+
+/// Continue paused run `run_id` with `decisions`, each for one of its
+/// pending calls, all of them: anything else is a 400 naming the call.
+pub(crate) async fn resume_decided(
+    instance: &Arc<Instance>,
+    run_id: &str,
+    decisions: Vec<Decision>,
     shape: Shape,
 ) -> Result<Turn, ApiError> {
     let bad = |m: String| ApiError::new(shape, Kind::BadRequest, m);
@@ -111,7 +141,7 @@ pub(crate) async fn resume(
         Ok(record) => record,
         Err(loopwright_runs::RunsError::NoSuchRun { .. }) => {
             return Err(bad(format!(
-                "the tool results answer calls of run {run_id}, which this server does not have"
+                "the answers name calls of run {run_id}, which this server does not have"
             )));
         }
         Err(e) => return Err(ApiError::runs(shape, e)),
@@ -119,26 +149,17 @@ pub(crate) async fn resume(
     let shown = view(&record);
     let Some(pending) = shown["pending_approvals"].as_array() else {
         return Err(bad(format!(
-            "the tool results answer calls of run {run_id}, which is {}: its calls were answered already",
+            "the answers name calls of run {run_id}, which is {}: its calls were answered already",
             record.status
         )));
     };
-    let mut decisions = Vec::with_capacity(outputs.len());
-    for ClientOutput {
-        call_id,
-        output,
-        is_error,
-    } in outputs
-    {
-        if !pending.iter().any(|p| p["call_id"] == call_id.as_str()) {
+    for decision in &decisions {
+        if !pending.iter().any(|p| p["call_id"] == decision.call_id.as_str()) {
             return Err(bad(format!(
-                "a tool result answers call {call_id}, which run {run_id} does not wait for"
+                "an answer names call {}, which run {run_id} does not wait for",
+                decision.call_id
             )));
         }
-        decisions.push(Decision {
-            is_error,
-            ..Decision::output(call_id, output)
-        });
     }
     let missing: Vec<String> = pending
         .iter()
@@ -153,7 +174,7 @@ pub(crate) async fn resume(
         .collect();
     if !missing.is_empty() {
         return Err(bad(format!(
-            "run {run_id} waits for the result of call(s) {} too: send a tool result for each",
+            "run {run_id} waits for an answer to call(s) {} too: answer each",
             missing.join(", ")
         )));
     }
@@ -176,10 +197,43 @@ impl Turn {
     /// makes of each piece (with no client, only `render` sees them).
     /// `None` when the client left (the run is cancelled).
     pub(crate) async fn follow<E: Send>(
-        mut self,
+        self,
         structured: bool,
         client: Option<&mpsc::Sender<E>>,
         mut render: impl FnMut(Piece) -> Vec<E>,
+    ) -> Option<TurnEnd> {
+        let run_id = self.run_id.clone();
+        let mut transcript = Transcript::new(structured);
+        let end = self
+            .follow_events(client, |event| match transcript.piece(event) {
+                Some(piece) => render(piece),
+                None => Vec::new(),
+            })
+            .await?;
+        Some(match end {
+            TurnEnd::Paused(pending) => TurnEnd::Calls(
+                pending
+                    .iter()
+                    .filter(|p| p.kind == PendingKind::ClientTool)
+                    .map(|p| ClientCall {
+                        id: crate::client_tools::exposed_id(&run_id, &p.call_id),
+                        name: p.tool.clone(),
+                        arguments: p.arguments.clone(),
+                    })
+                    .collect(),
+            ),
+            other => other,
+        })
+    }
+
+    /// Follow the turn to its end or pause, sending to `client` what
+    /// `render` makes of each of its events: [`TurnEnd::Paused`] with what
+    /// it waits for (its record says so by then), else how it ended.
+    /// `None` when the client left (the run is cancelled).
+    pub(crate) async fn follow_events<E: Send>(
+        mut self,
+        client: Option<&mpsc::Sender<E>>,
+        mut render: impl FnMut(&AgentEvent) -> Vec<E>,
     ) -> Option<TurnEnd> {
         let (tx, mut rx) = mpsc::channel(LOG_BUFFER);
         let reader = tokio::spawn(follow(
@@ -189,7 +243,6 @@ impl Turn {
             tx,
             |l| l,
         ));
-        let mut transcript = Transcript::new(structured);
         let end = loop {
             let next = match client {
                 Some(client) => closed_or(client, rx.recv()).await?,
@@ -208,23 +261,11 @@ impl Turn {
                 AgentEvent::AwaitingApproval { pending, .. } => {
                     // The client may answer at once: its run must be paused by then.
                     crate::run::await_record(&self.store, &self.run_id).await;
-                    let calls = pending
-                        .iter()
-                        .filter(|p| p.kind == PendingKind::ClientTool)
-                        .map(|p| ClientCall {
-                            id: crate::client_tools::exposed_id(&self.run_id, &p.call_id),
-                            name: p.tool.clone(),
-                            arguments: p.arguments.clone(),
-                        })
-                        .collect();
-                    break TurnEnd::Calls(calls);
+                    break TurnEnd::Paused(pending.clone());
                 }
                 _ => {}
             }
-            let Some(piece) = transcript.piece(&event) else {
-                continue;
-            };
-            for e in render(piece) {
+            for e in render(&event) {
                 if let Some(client) = client
                     && client.send(e).await.is_err()
                 {

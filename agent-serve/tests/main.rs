@@ -5,6 +5,7 @@
 
 mod common;
 
+mod agui;
 mod background;
 mod client_tools;
 mod guardrails;

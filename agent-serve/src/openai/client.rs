@@ -116,6 +116,14 @@ fn answer_of(pieces: Vec<Piece>, end: TurnEnd) -> Result<Answer, ApiError> {
             usage: Tokens::default(),
         },
         TurnEnd::Failed(message) => return Err(ApiError::new(SHAPE, Kind::Upstream, message)),
+        // `follow` tells a pause as the client's calls.
+        TurnEnd::Paused(_) => {
+            return Err(ApiError::new(
+                SHAPE,
+                Kind::Internal,
+                "the run paused unexpectedly",
+            ));
+        }
     })
 }
 

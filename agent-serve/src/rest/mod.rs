@@ -29,6 +29,7 @@ use crate::error::{ApiError, Kind, Shape};
 use crate::run::Instance;
 use crate::sse::{closed_or, event_stream};
 
+mod agui;
 mod chat;
 mod runs;
 mod sessions;
@@ -49,6 +50,10 @@ pub(crate) fn router(instance: Arc<Instance>) -> Router {
         .route("/api/agents/{name}/chat", post(chat::chat))
         .route("/api/chat/{id}/stream", get(chat::no_active_stream))
         .route("/api/agents/{name}/chat/{id}/stream", get(chat::no_active_stream))
+        .route("/agui", post(agui::agui_only))
+        .route("/agui/capabilities", get(agui::capabilities))
+        .route("/agui/{name}", post(agui::agui))
+        .route("/agui/{name}/capabilities", get(agui::capabilities))
         .route("/health", get(health))
         .with_state(instance)
 }
