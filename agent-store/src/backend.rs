@@ -241,6 +241,18 @@ where
         rows.iter().map(|row| sql::run(row)?.decode()).collect()
     }
 
+    pub(crate) async fn session_runs(
+        &self,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>, StoreError> {
+        let query = sqlx::query(self.sql().session_runs.clone())
+            .bind(session)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        let rows = self.fetch_all(query).await?;
+        rows.iter().map(|row| sql::run(row)?.decode()).collect()
+    }
+
     pub(crate) async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
         // The run's row first, as a sweep locks it (on PostgreSQL): the two
@@ -420,6 +432,7 @@ macro_rules! sql_store {
             load_run(id: &str) -> Option<$crate::record::RunRecord>;
             update_run(run: &$crate::record::RunRecord, expected_version: u64) -> u64;
             list_runs(status: Option<$crate::record::RunStatus>, limit: usize) -> Vec<$crate::record::RunRecord>;
+            session_runs(session: &str, limit: usize) -> Vec<$crate::record::RunRecord>;
             delete_run(id: &str) -> bool;
             expire_runs(cutoff: i64, limit: usize) -> u64;
         });

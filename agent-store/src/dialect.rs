@@ -149,6 +149,8 @@ statements! {
     list_runs = select_run!("ORDER BY updated_at DESC, id LIMIT $1");
     /// Status, limit: the runs with that status last written first.
     list_runs_with_status = select_run!("WHERE status = $1 ORDER BY updated_at DESC, id LIMIT $2");
+    /// Session, limit: the session's runs, the newest first.
+    session_runs = select_run!("WHERE session = $1 ORDER BY created_at DESC, id DESC LIMIT $2");
     /// Run id.
     delete_run = "DELETE FROM loopwright_runs WHERE id = $1";
     /// Run id: its event log.

@@ -187,6 +187,19 @@ impl RunStore for MemoryStore {
         Ok(runs)
     }
 
+    async fn session_runs(&self, session: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError> {
+        let data = self.data();
+        let mut runs: Vec<RunRecord> = data
+            .runs
+            .values()
+            .filter(|run| run.session.as_deref() == Some(session))
+            .cloned()
+            .collect();
+        runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+        runs.truncate(limit);
+        Ok(runs)
+    }
+
     async fn delete_run(&self, id: &str) -> Result<bool, StoreError> {
         let mut data = self.data();
         data.events.remove(id);

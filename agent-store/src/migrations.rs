@@ -30,12 +30,22 @@ pub(crate) type Step = (i64, &'static str, &'static str);
 pub(crate) const SQLITE: &[Step] = &[
     (1, "init", include_str!("migrations/sqlite/0001_init.sql")),
     (2, "chains", include_str!("migrations/sqlite/0002_chains.sql")),
+    (
+        3,
+        "session runs",
+        include_str!("migrations/sqlite/0003_session_runs.sql"),
+    ),
 ];
 
 #[cfg(feature = "postgres")]
 pub(crate) const POSTGRES: &[Step] = &[
     (1, "init", include_str!("migrations/postgres/0001_init.sql")),
     (2, "chains", include_str!("migrations/postgres/0002_chains.sql")),
+    (
+        3,
+        "session runs",
+        include_str!("migrations/postgres/0003_session_runs.sql"),
+    ),
 ];
 
 /// Records an applied migration: version, description, checksum,

@@ -83,6 +83,22 @@ pub trait RunStore: Send + Sync {
     /// first, at most `limit`.
     async fn list_runs(&self, status: Option<RunStatus>, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
 
+    /// The runs of session `session`, the newest first (by creation), at
+    /// most `limit` (a chat's turn in progress is its first, while it
+    /// runs).
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+    /// use loopwright_store::RunRecord;
+    /// let store = loopwright_store::open("memory:").await?;
+    /// store.create_run(&RunRecord::new("r1", "agent").with_session("chat-7")).await?;
+    /// store.create_run(&RunRecord::new("r2", "agent")).await?;
+    /// let runs = store.session_runs("chat-7", 10).await?;
+    /// assert_eq!(runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["r1"]);
+    /// # Ok(()) }
+    /// ```
+    async fn session_runs(&self, session: &str, limit: usize) -> Result<Vec<RunRecord>, StoreError>;
+
     /// Deletes the run `id` and its event log in one transaction; whether
     /// the run was there. A writer that loaded it before is refused
     /// ([`StoreError::Conflict`]) as for a run that never was.

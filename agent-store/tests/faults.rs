@@ -237,7 +237,7 @@ async fn a_newer_schema_is_left_alone(url: &str, backend: &str) {
         Err(StoreError::NewerSchema {
             backend: b,
             found: 99,
-            supported: 2,
+            supported: 3,
         }) => assert_eq!(b, backend),
         other => panic!("{other:?}"),
     }

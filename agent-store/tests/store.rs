@@ -21,6 +21,7 @@ per_backend!(
     conversations_are_deleted,
     runs_are_created_once_and_updated_by_compare_and_set,
     runs_are_listed_by_status_newest_first,
+    a_sessions_runs_are_listed_newest_first,
     runs_are_deleted_with_their_events,
     a_large_run_state_round_trips,
     events_are_read_from_any_sequence_number,
@@ -280,6 +281,35 @@ async fn runs_are_listed_by_status_newest_first(mut fixture: Fixture) {
             .unwrap()
             .is_empty()
     );
+}
+
+async fn a_sessions_runs_are_listed_newest_first(mut fixture: Fixture) {
+    let store = fixture.open().await;
+    for (id, session) in [
+        ("a", Some("chat-1")),
+        ("b", None),
+        ("c", Some("chat-2")),
+        ("d", Some("chat-1")),
+    ] {
+        let mut run = RunRecord::new(id, "agent");
+        if let Some(session) = session {
+            run = run.with_session(session);
+        }
+        store.create_run(&run).await.unwrap();
+        // Distinct milliseconds, so "newest first" is defined.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    // Updating an older run does not make it newer: creation orders them.
+    let a = store.load_run("a").await.unwrap().unwrap();
+    store
+        .update_run(&a.with_status(RunStatus::Completed), 1)
+        .await
+        .unwrap();
+    let ids = |runs: Vec<RunRecord>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.session_runs("chat-1", 10).await.unwrap()), ["d", "a"]);
+    assert_eq!(ids(store.session_runs("chat-1", 1).await.unwrap()), ["d"]);
+    assert_eq!(ids(store.session_runs("chat-2", 10).await.unwrap()), ["c"]);
+    assert!(store.session_runs("chat-9", 10).await.unwrap().is_empty());
 }
 
 /// A state of about 20 KB, shaped like a paused run's.

@@ -3,18 +3,18 @@
 // message stream, `readUIMessageStream` builds the assistant message from
 // its chunks, as `useChat` does.
 //
-// node ai_chat.mjs AI_PACKAGE_DIR API_URL MESSAGES_JSON
+// node ai_chat.mjs AI_PACKAGE_DIR API_URL MESSAGES_JSON [CHAT_ID]
 // prints {"message": <the assistant UI message>, "chunks": [<every chunk>]}
 // on one line; exits 1 with the error on stderr when the client fails.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [aiDir, api, messagesJson] = process.argv.slice(2);
+const [aiDir, api, messagesJson, chatId = 'chat-1'] = process.argv.slice(2);
 const ai = await import(pathToFileURL(path.join(aiDir, 'dist/index.js')).href);
 
 const transport = new ai.DefaultChatTransport({ api });
 const stream = await transport.sendMessages({
-  chatId: 'chat-1',
+  chatId,
   messages: JSON.parse(messagesJson),
   trigger: 'submit-message',
   messageId: undefined,

@@ -16,6 +16,8 @@ pub(super) struct Chunks {
     text: Option<String>,
     reasoning: Option<String>,
     in_step: bool,
+    /// Text came in the current step.
+    step_text: bool,
     blocks: u32,
     /// What the request decided, by call id.
     decided: Decided,
@@ -46,10 +48,21 @@ impl Chunks {
             AgentEvent::StepStarted { .. } => {
                 let mut out = self.close();
                 self.in_step = true;
+                self.step_text = false;
                 out.push(json!({"type": "start-step"}));
                 out
             }
-            AgentEvent::TextDelta { text } => self.delta("text", text),
+            AgentEvent::TextDelta { text } => {
+                self.step_text = true;
+                self.delta("text", text)
+            }
+            // A structured answer the model gave through its answer tool
+            // is the text of the message, as the AI SDK streams one.
+            AgentEvent::Output { value } if !self.step_text => {
+                let mut out = self.delta("text", &value.to_string());
+                out.extend(self.close_blocks());
+                out
+            }
             AgentEvent::ReasoningDelta { text } => self.delta("reasoning", text),
             AgentEvent::ToolCall {
                 call_id, tool, input, ..

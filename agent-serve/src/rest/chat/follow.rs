@@ -4,8 +4,9 @@
 //! Invariants: the stream ends with `finish` (the run ended, or paused:
 //! `finishReason` `tool-calls`) or an `error` chunk, then `[DONE]`; a
 //! paused run's stream ends only once its record says it awaits its
-//! decisions, so the client's next request finds it paused; a run whose
-//! client leaves before it ends or pauses is cancelled.
+//! decisions, so the client's next request finds it paused; the stream
+//! of a run already going (a resumed one) starts at its log's first event,
+//! and the chunks it gives are the same as the first reader's.
 
 use std::sync::Arc;
 
@@ -18,7 +19,6 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::chunks::{Chunks, Decided};
-use crate::run::CancelOnDrop;
 use crate::sse::{closed_or, event_stream};
 use loopwright_runs::{Logged, follow};
 
@@ -34,17 +34,15 @@ pub(super) struct Followed {
     pub(super) after: Option<u64>,
     /// What the request decided.
     pub(super) decided: Decided,
-    /// Cancels the run if the client leaves first.
-    pub(super) guard: CancelOnDrop,
 }
 
 /// The UI message stream of `followed`.
 pub(super) fn stream(followed: Followed) -> Response {
     let mut response = event_stream(move |tx| async move {
         let mut followed = followed;
-        if pump(&mut followed, &tx).await {
-            followed.guard.disarm();
-        }
+        // Whether the client stayed to the end or not, the run goes on
+        // (its stream can be resumed).
+        pump(&mut followed, &tx).await;
     })
     .into_response();
     let headers = response.headers_mut();

@@ -5,6 +5,7 @@
 //! 400 naming the message and the part; nothing of the request is used
 //! then.
 
+use loopwright_core::message::{FileSource, ImageSource};
 use loopwright_core::{ContentPart, Message, Role, ToolCall, ToolOutputPart, ToolResult};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -40,6 +41,7 @@ pub(super) fn history(ui: &[UiMessage], first: usize) -> Result<Vec<Message>, Ap
                 for (p, part) in message.parts.iter().enumerate() {
                     match kind(part) {
                         "text" => content.push(ContentPart::text(text_of(part))),
+                        "file" => content.push(file(part).map_err(|why| bad(format!("{}: {why}", at(p))))?),
                         "step-start" => {}
                         k if k.starts_with("data-") || k.starts_with("source-") => {}
                         other => {
@@ -128,6 +130,45 @@ fn tool_part(part: &Value, kind: &str) -> Result<(ToolCall, ToolResult), String>
     Ok((ToolCall::new(id, name, input), result))
 }
 
+/// A `file` part (`{mediaType, url, filename?}`, the URL a `data:` URL or
+/// one the provider fetches): an image part for an image, else a file.
+fn file(part: &Value) -> Result<ContentPart, String> {
+    let media_type = part["mediaType"]
+        .as_str()
+        .ok_or("a file part without its mediaType")?;
+    let url = part["url"].as_str().ok_or("a file part without its url")?;
+    let inline = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(','))
+        .and_then(|(meta, data)| meta.strip_suffix(";base64").map(|_| data.to_owned()));
+    if url.starts_with("data:") && inline.is_none() {
+        return Err("a file part's data: URL must be base64 (data:TYPE;base64,...)".into());
+    }
+    let filename = part["filename"].as_str().map(str::to_owned);
+    Ok(if media_type.starts_with("image/") {
+        let image = match inline {
+            Some(data) => ImageSource::Base64 {
+                media_type: media_type.to_owned(),
+                data,
+            },
+            None => ImageSource::Url { url: url.to_owned() },
+        };
+        ContentPart::Image { image }
+    } else {
+        let file = match inline {
+            Some(data) => FileSource::Base64 {
+                media_type: media_type.to_owned(),
+                data,
+            },
+            None => FileSource::Url {
+                url: url.to_owned(),
+                media_type: Some(media_type.to_owned()),
+            },
+        };
+        ContentPart::File { file, filename }
+    })
+}
+
 pub(super) fn kind(part: &Value) -> &str {
     part["type"].as_str().unwrap_or("(none)")
 }
@@ -141,5 +182,39 @@ pub(super) fn value_text(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn file_parts_are_images_or_files() {
+        let image =
+            file(&json!({"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,AAAA"}))
+                .unwrap();
+        assert!(
+            matches!(image, ContentPart::Image { image: ImageSource::Base64 { ref data, .. } } if data == "AAAA")
+        );
+        let pdf = file(
+            &json!({"type": "file", "mediaType": "application/pdf", "url": "https://example.com/a.pdf",
+            "filename": "a.pdf"}),
+        )
+        .unwrap();
+        assert!(
+            matches!(pdf, ContentPart::File { file: FileSource::Url { .. }, filename: Some(ref f) } if f == "a.pdf")
+        );
+        assert!(
+            file(&json!({"mediaType": "text/plain", "url": "data:text/plain,hi"}))
+                .unwrap_err()
+                .contains("base64")
+        );
+        assert!(
+            file(&json!({"url": "https://x"}))
+                .unwrap_err()
+                .contains("mediaType")
+        );
     }
 }

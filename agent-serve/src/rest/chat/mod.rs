@@ -8,23 +8,30 @@
 //! `x-vercel-ai-ui-message-stream: v1`, `data: [DONE]` at the end).
 //!
 //! Each turn is a stored run ([`loopwright_runs`]) whose id is the
-//! assistant message's: a turn that needs a person's approval, or a client
-//! tool's output, ends its stream with `finish` (`tool-calls`), the run
-//! paused in the store; the client's next request, whose last message is
-//! that assistant message with the approvals or outputs added, continues
-//! the run where it stopped, on any replica, and its stream goes on in the
-//! same message (its steps' results first, as the AI SDK expects).
+//! assistant message's, kept in the session of the chat's id (a chat is a
+//! session: `GET /v1/sessions/{id}` shows it; once it holds turns, they
+//! are the history and the request's last user message the input; a
+//! regenerated answer is not kept, the session holding the one it
+//! replaces). A turn that needs a person's approval, or a client tool's
+//! output, ends its stream with `finish` (`tool-calls`), the run paused in
+//! the store; the client's next request, whose last message is that
+//! assistant message with the approvals or outputs added, continues the
+//! run where it stopped, on any replica, and its stream goes on in the
+//! same message (its steps' results first, as the AI SDK expects). A turn
+//! goes on when its client leaves: `GET .../chat/{id}/stream` (what
+//! `useChat({resume: true})` asks on load) streams the chat's turn in
+//! progress from its log's start, on any replica; `POST
+//! /v1/runs/{message id}/cancel` stops it.
 //!
 //! Invariants: a history the route cannot read (a part type it does not
 //! know, a tool part without its output) is a 400 naming the message and
 //! the part, before any run starts; so is a continued message that leaves
-//! a pending call unanswered, or that is not a paused run of this chat;
+//! a pending call unanswered, or that is not a paused turn of this chat;
 //! every text and reasoning block the stream opens it closes, every step
 //! it starts it finishes, and the stream ends with `finish` (its
 //! `finishReason` says how the run ended; an answer a guardrail stopped is
 //! `content-filter`, a pause `tool-calls`) or with an `error` chunk, then
-//! `[DONE]`, never cut short but by the client, whose leaving cancels the
-//! run.
+//! `[DONE]`, never cut short but by the client.
 
 mod chunks;
 mod decide;
@@ -43,13 +50,10 @@ use serde_json::{Value, json};
 
 use super::{SHAPE, bad};
 use crate::error::ApiError;
-use crate::run::{CancelOnDrop, Instance};
+use crate::run::Instance;
 use follow::Followed;
 use history::{UiMessage, history};
 use loopwright_runs::{RunOptions, RunSpec, view};
-
-/// The longest chat id accepted.
-const MAX_CHAT_ID: usize = 256;
 
 /// What `DefaultChatTransport` posts (other keys, the transport's own
 /// `body`, are allowed and ignored).
@@ -59,6 +63,9 @@ struct ChatRequest {
     #[serde(default)]
     id: String,
     messages: Vec<UiMessage>,
+    /// `submit-message` or `regenerate-message`.
+    #[serde(default)]
+    trigger: Option<String>,
     /// The client's own tools.
     #[serde(default)]
     tools: Option<Value>,
@@ -100,9 +107,12 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
             ))
         })?;
         drop(body);
-        if request.id.len() > MAX_CHAT_ID {
-            return Err(bad(format!("id: a chat id is at most {MAX_CHAT_ID} bytes")));
-        }
+        super::check_session_id(&request.id).map_err(|_| {
+            bad(format!(
+                "id {:?}: a chat id is its session's, 1 to 128 letters, digits, '-', '_', '.' or ':'",
+                request.id
+            ))
+        })?;
         instance.agent(&name, SHAPE)?;
         let Some((last, earlier)) = request.messages.split_last() else {
             return Err(bad("messages is empty"));
@@ -115,7 +125,15 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
                 let input = history(std::slice::from_ref(last), earlier.len())?;
                 let tools = client_tools(request.tools.as_ref())?;
                 messages.extend(input);
-                new_turn(&instance, name, &request.id, messages, tools).await
+                let regenerate = request.trigger.as_deref() == Some("regenerate-message");
+                let turn = Turn {
+                    agent: name,
+                    chat: &request.id,
+                    messages,
+                    client_tools: tools,
+                    keep: !regenerate,
+                };
+                new_turn(&instance, turn).await
             }
         }
     }
@@ -126,24 +144,45 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
     }
 }
 
-/// A new turn: a stored run of the history, streamed from its start.
-async fn new_turn(
-    instance: &Arc<Instance>,
+/// A new turn, as the request asks it.
+struct Turn<'a> {
     agent: String,
-    chat: &str,
-    mut messages: Vec<Message>,
+    chat: &'a str,
+    /// The request's whole history.
+    messages: Vec<Message>,
     client_tools: Vec<ToolDefinition>,
-) -> Result<Response, ApiError> {
+    /// Keep the turn in the chat's session (not for a regenerated answer:
+    /// the session holds the one it replaces).
+    keep: bool,
+}
+
+/// A new turn: a stored run, streamed from its start. The chat is the
+/// session of the same id: once it holds turns, they are the history and
+/// the request's trailing user message the input; until then the
+/// request's history is.
+async fn new_turn(instance: &Arc<Instance>, turn: Turn<'_>) -> Result<Response, ApiError> {
+    let Turn {
+        agent,
+        chat,
+        mut messages,
+        client_tools,
+        keep,
+    } = turn;
     // The trailing user (or system) messages are the turn's input.
     let split = messages
         .iter()
         .rposition(|m| m.role != loopwright_core::Role::User && m.role != loopwright_core::Role::System)
         .map_or(0, |i| i + 1);
     let input = messages.split_off(split);
+    let stored = match instance.runs.store().load_conversation(chat).await {
+        Ok(stored) => stored.is_some_and(|c| c.version > 0),
+        Err(e) => return Err(ApiError::store(SHAPE, &format!("chat {chat}"), &e)),
+    };
     let spec = RunSpec {
         agent,
         input,
-        history: messages,
+        history: if keep && stored { Vec::new() } else { messages },
+        session: keep.then(|| chat.to_owned()),
         options: RunOptions {
             client_tools,
             ..RunOptions::default()
@@ -158,7 +197,6 @@ async fn new_turn(
         .map_err(|e| ApiError::runs(SHAPE, e))?;
     Ok(follow::stream(Followed {
         store: instance.runs.store().clone(),
-        guard: CancelOnDrop::new(instance.runs.clone(), &record.id),
         run_id: record.id,
         after: None,
         decided: chunks::Decided::default(),
@@ -200,7 +238,6 @@ async fn continued(instance: &Arc<Instance>, chat: &str, message: &UiMessage) ->
         .map_err(|e| ApiError::runs(SHAPE, e))?;
     Ok(follow::stream(Followed {
         store: instance.runs.store().clone(),
-        guard: CancelOnDrop::new(instance.runs.clone(), &record.id),
         run_id: record.id,
         after,
         decided,
@@ -233,9 +270,39 @@ fn client_tools(tools: Option<&Value>) -> Result<Vec<ToolDefinition>, ApiError> 
     crate::client_tools::definitions(list, "tools").map_err(bad)
 }
 
-/// `GET .../chat/{id}/stream`, which `useChat({resume: true})` asks on
-/// load: 204, no active stream to resume (chats are not kept by their id
-/// yet), which the AI SDK reads as nothing to resume.
-pub(super) async fn no_active_stream() -> axum::http::StatusCode {
-    axum::http::StatusCode::NO_CONTENT
+/// `GET /api/chat/{id}/stream`, which `useChat({resume: true})` asks on
+/// load: the stream of the chat's turn in progress, from its start, or
+/// 204 when none is (the AI SDK reads it as nothing to resume).
+pub(super) async fn resume_only(State(instance): State<Arc<Instance>>, Path(chat): Path<String>) -> Response {
+    resume(&instance, None, &chat).await
+}
+
+/// `GET /api/agents/{name}/chat/{id}/stream`.
+pub(super) async fn resume_of(
+    State(instance): State<Arc<Instance>>,
+    Path((name, chat)): Path<(String, String)>,
+) -> Response {
+    resume(&instance, Some(&name), &chat).await
+}
+
+async fn resume(instance: &Arc<Instance>, agent: Option<&str>, chat: &str) -> Response {
+    if super::check_session_id(chat).is_err() {
+        return axum::http::StatusCode::NO_CONTENT.into_response();
+    }
+    let newest = match instance.runs.store().session_runs(chat, 1).await {
+        Ok(mut runs) => runs.pop(),
+        Err(e) => return ApiError::store(SHAPE, &format!("chat {chat}"), &e).into_response(),
+    };
+    let going = newest.filter(|run| {
+        run.status == loopwright_store::RunStatus::Running && agent.is_none_or(|name| run.agent == name)
+    });
+    match going {
+        Some(run) => follow::stream(Followed {
+            store: instance.runs.store().clone(),
+            run_id: run.id,
+            after: None,
+            decided: chunks::Decided::default(),
+        }),
+        None => axum::http::StatusCode::NO_CONTENT.into_response(),
+    }
 }
