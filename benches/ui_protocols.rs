@@ -55,12 +55,21 @@ async fn ai_sdk_route(model_url: &str) -> (tokio::process::Child, String) {
 }
 
 /// Median, min and max time per request of `REQUESTS` sequential posts of
-/// `body` to `url`, over `ROUNDS` rounds.
-async fn per_request(client: &reqwest::Client, url: &str, body: &Value) -> (Duration, Duration, Duration) {
-    let post = || async {
-        let response = client.post(url).json(body).send().await.unwrap();
-        assert!(response.status().is_success(), "{url}: {}", response.status());
-        std::hint::black_box(response.bytes().await.unwrap());
+/// `body(n)` (request `n`'s) to `url`, over `ROUNDS` rounds.
+async fn per_request(
+    client: &reqwest::Client,
+    url: &str,
+    body: impl Fn(u32) -> Value,
+) -> (Duration, Duration, Duration) {
+    let mut n = 0;
+    let mut post = || {
+        n += 1;
+        let body = body(n);
+        async move {
+            let response = client.post(url).json(&body).send().await.unwrap();
+            assert!(response.status().is_success(), "{url}: {}", response.status());
+            std::hint::black_box(response.bytes().await.unwrap());
+        }
     };
     for _ in 0..REQUESTS / 4 {
         post().await;
@@ -102,18 +111,22 @@ fn main() {
         let rest = format!("http://{}", running.address(Surface::Rest).unwrap());
         let (_node, node_route) = ai_sdk_route(&model_url).await;
         let client = loopwright::providers::default_client();
-        let ui = json!({"id": "chat-1", "trigger": "submit-message",
-            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}]});
-        let agui = json!({"threadId": "t1", "runId": "r1",
-            "messages": [{"id": "u1", "role": "user", "content": "hello"}]});
-        let model_body = json!({"model": "bench", "stream": true,
-            "messages": [{"role": "user", "content": "hello"}]});
-        let floor = per_request(&client, &format!("{model_url}/chat/completions"), &model_body).await;
+        // Each request a new chat (a chat's turns are kept in its session).
+        let ui = |n: u32| {
+            json!({"id": format!("chat-{n}"), "trigger": "submit-message",
+                "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}]})
+        };
+        let agui = |n: u32| {
+            json!({"threadId": format!("t{n}"), "runId": "r1",
+                "messages": [{"id": "u1", "role": "user", "content": "hello"}]})
+        };
+        let model_body = |_| json!({"model": "bench", "stream": true, "messages": [{"role": "user", "content": "hello"}]});
+        let floor = per_request(&client, &format!("{model_url}/chat/completions"), model_body).await;
         let figures = [
             ("model server alone (the floor)", floor),
-            ("AI SDK route on Node", per_request(&client, &node_route, &ui).await),
-            ("loopwright /api/chat", per_request(&client, &format!("{rest}/api/chat"), &ui).await),
-            ("loopwright /agui", per_request(&client, &format!("{rest}/agui"), &agui).await),
+            ("AI SDK route on Node", per_request(&client, &node_route, ui).await),
+            ("loopwright /api/chat", per_request(&client, &format!("{rest}/api/chat"), ui).await),
+            ("loopwright /agui", per_request(&client, &format!("{rest}/agui"), agui).await),
         ];
         println!("per request: median [min-max] over {ROUNDS} rounds of {REQUESTS}; above the floor");
         for (label, (median, min, max)) in &figures {
