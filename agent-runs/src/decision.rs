@@ -214,6 +214,34 @@ pub(crate) fn match_decisions(
     Ok(added)
 }
 
+/// The decisions recorded and `decisions`, matched to `pending` calls:
+/// every one decided, or an error naming the ones that are not.
+pub(crate) fn decide_whole(
+    id: &str,
+    envelope: &Envelope,
+    pending: &[loopwright_core::agent::PendingCall],
+    decisions: &[Decision],
+) -> Result<Vec<Decided>, RunsError> {
+    let mut decided = envelope.decisions.clone();
+    decided.extend(match_decisions(id, envelope, pending, decisions)?);
+    let undecided: Vec<String> = pending
+        .iter()
+        .filter(|p| {
+            !decided
+                .iter()
+                .any(|d| d.call_id == p.call_id && d.agent_path == p.agent_path)
+        })
+        .map(|p| format!("{} ({})", p.call_id, p.tool))
+        .collect();
+    if !undecided.is_empty() {
+        return Err(RunsError::invalid(format!(
+            "run {id} also waits for call(s) {}: decide every call",
+            undecided.join(", ")
+        )));
+    }
+    Ok(decided)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

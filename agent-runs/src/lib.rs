@@ -426,29 +426,7 @@ impl Runs {
                     "run {from} waits in its durable workflow: decide it there"
                 ))
             })?;
-        let mut decided = envelope.decisions.clone();
-        decided.extend(match_decisions(
-            from,
-            &envelope,
-            &state.pending(),
-            &continues.decisions,
-        )?);
-        let undecided: Vec<String> = state
-            .pending()
-            .iter()
-            .filter(|p| {
-                !decided
-                    .iter()
-                    .any(|d| d.call_id == p.call_id && d.agent_path == p.agent_path)
-            })
-            .map(|p| format!("{} ({})", p.call_id, p.tool))
-            .collect();
-        if !undecided.is_empty() {
-            return Err(RunsError::invalid(format!(
-                "run {from} also waits for call(s) {}: decide every call",
-                undecided.join(", ")
-            )));
-        }
+        let decided = decision::decide_whole(from, &envelope, &state.pending(), &continues.decisions)?;
         let ticket = host.ticket(true).map_err(RunsError::Refused)?;
         let id = spec.id.unwrap_or_else(|| new_id("run_"));
         self.close_continued(&paused, &envelope, &id).await?;

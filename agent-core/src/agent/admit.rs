@@ -1,15 +1,22 @@
 //! Admitting a tool call: whether it may run (answered already, refused,
 //! denied, not offered, unknown, bad JSON, arguments against the schema),
-//! the approval it asks for first, and the messages that tell the model
-//! what to fix.
+//! the approval it asks for first, its concurrency slot, and the messages
+//! that tell the model what to fix.
 //!
 //! Invariant: a call that is not admitted gets its one result here (an
 //! error result saying why), and is never run.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::exec::{Batch, MAX_NAMES_LISTED, Outcome, error_outcome};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::emit::Emitter;
+use super::exec::{Batch, MAX_NAMES_LISTED, Outcome, Pause, error_outcome, paused_outcome, refused_outcome};
+use super::gate;
+use super::state::{PendingCall, PendingKind};
 use crate::approval::{ApprovalRequest, Approvals};
 use loopwright_types::ToolCall;
 use loopwright_types::toolset::{ExposedTool, ToolCatalog};
@@ -166,4 +173,60 @@ fn not_offered_message(name: &str, offered: &HashSet<String>, catalog: &ToolCata
         names.join(", ")
     };
     format!("Tool {name} is not available in this step. Available tools: {listed}.")
+}
+
+/// A concurrency slot for a call (none if the semaphore were closed: the
+/// call then runs unbounded), or its cancelled outcome when the run was
+/// cancelled first: a cancelled run starts no tool.
+pub(super) async fn slot(
+    token: &CancellationToken,
+    semaphore: Arc<Semaphore>,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Outcome> {
+    let permit = tokio::select! {
+        biased;
+        _ = token.cancelled() => return Err(error_outcome("The tool call was cancelled.", "cancelled")),
+        permit = semaphore.acquire_owned() => permit.ok(),
+    };
+    if token.is_cancelled() {
+        return Err(error_outcome("The tool call was cancelled.", "cancelled"));
+    }
+    Ok(permit)
+}
+
+/// A client tool's call: paused until the client's output comes.
+pub(super) fn client_call(
+    call_id: String,
+    tool: String,
+    arguments: serde_json::Value,
+    scope: &super::scope::SharedScope,
+) -> Outcome {
+    paused_outcome(Pause::Deferred(super::client_tool::pending(
+        call_id,
+        tool,
+        arguments,
+        &scope.path,
+    )))
+}
+
+/// Ask call's approval gate: `None` when the call may run, else its
+/// outcome (refused, or paused until a person decides).
+pub(super) async fn pass_gate(
+    approvals: Approvals,
+    request: ApprovalRequest,
+    emit: Emitter,
+    token: &CancellationToken,
+    scope: &super::scope::SharedScope,
+) -> Option<Outcome> {
+    match gate::pass(&approvals, &emit, request, token).await {
+        gate::Verdict::Run => None,
+        gate::Verdict::Refused(refusal) => Some(refused_outcome(refusal)),
+        gate::Verdict::Deferred(request) => Some(paused_outcome(Pause::Deferred(PendingCall {
+            kind: PendingKind::ToolCall,
+            call_id: request.call_id,
+            tool: request.tool,
+            arguments: request.input,
+            tier: request.tier,
+            agent_path: scope.path.clone(),
+        }))),
+    }
 }

@@ -81,6 +81,23 @@ impl Tool for ClientTool {
     }
 }
 
+/// What a client tool's call waits for: its output.
+pub(crate) fn pending(
+    call_id: String,
+    tool: String,
+    arguments: Value,
+    agent_path: &str,
+) -> super::PendingCall {
+    super::PendingCall {
+        kind: super::PendingKind::ClientTool,
+        call_id,
+        tool,
+        arguments,
+        tier: crate::approval::ApprovalTier::Always,
+        agent_path: agent_path.to_owned(),
+    }
+}
+
 /// Whether `tool` is a client tool (behind any wrapper that forwards
 /// [`Tool::as_any`]).
 pub(crate) fn is_client_tool(tool: &dyn Tool) -> bool {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::account::{Accountant, millis};
-use super::admit::{admit, gate_request};
+use super::admit::{admit, client_call, gate_request, pass_gate, slot};
 use super::emit::Emitter;
 use super::events::AgentEvent;
 use super::gate;
@@ -27,7 +27,7 @@ use super::guardrail::ResultGuard;
 use super::hooks::ToolResultContext;
 use super::options::AgentOptions;
 use super::resume::SharedDecisions;
-use super::state::{PendingCall, PendingKind, RunState, SuspendedCall};
+use super::state::{PendingCall, RunState, SuspendedCall};
 use super::sub_agent::SubAgentEnd;
 use crate::accounting::{AccountingEntry, EntryStatus, ToolEntry};
 use crate::approval::{ApprovalRequest, Approvals};
@@ -184,7 +184,7 @@ pub(super) fn refused_outcome(refusal: gate::Refusal) -> Outcome {
     }
 }
 
-fn paused_outcome(pause: Pause) -> Outcome {
+pub(super) fn paused_outcome(pause: Pause) -> Outcome {
     Outcome {
         paused: Some(pause),
         ..error_outcome("", "paused")
@@ -579,17 +579,10 @@ impl CallTask {
         {
             return refused;
         }
-        // The semaphore is never closed, so acquiring fails only if it
-        // were; then the call simply runs unbounded. A run cancelled
-        // meanwhile starts no tool.
-        let _permit = tokio::select! {
-            biased;
-            _ = token.cancelled() => return error_outcome("The tool call was cancelled.", "cancelled"),
-            permit = semaphore.acquire_owned() => permit.ok(),
+        let _permit = match slot(&token, semaphore).await {
+            Ok(permit) => permit,
+            Err(cancelled) => return cancelled,
         };
-        if token.is_cancelled() {
-            return error_outcome("The tool call was cancelled.", "cancelled");
-        }
         let started = Instant::now();
         let deadline = started + timeout;
         let scope: Arc<dyn loopwright_types::RunScope> = scope;
@@ -637,46 +630,6 @@ impl CallTask {
             paused: None,
             trip,
         }
-    }
-}
-
-/// A client tool's call: paused until the client's output comes.
-fn client_call(
-    call_id: String,
-    tool: String,
-    arguments: serde_json::Value,
-    scope: &super::scope::SharedScope,
-) -> Outcome {
-    paused_outcome(Pause::Deferred(PendingCall {
-        kind: PendingKind::ClientTool,
-        call_id,
-        tool,
-        arguments,
-        tier: crate::approval::ApprovalTier::Always,
-        agent_path: scope.path.clone(),
-    }))
-}
-
-/// Ask call's approval gate: `None` when the call may run, else its
-/// outcome (refused, or paused until a person decides).
-async fn pass_gate(
-    approvals: Approvals,
-    request: ApprovalRequest,
-    emit: Emitter,
-    token: &CancellationToken,
-    scope: &super::scope::SharedScope,
-) -> Option<Outcome> {
-    match gate::pass(&approvals, &emit, request, token).await {
-        gate::Verdict::Run => None,
-        gate::Verdict::Refused(refusal) => Some(refused_outcome(refusal)),
-        gate::Verdict::Deferred(request) => Some(paused_outcome(Pause::Deferred(PendingCall {
-            kind: PendingKind::ToolCall,
-            call_id: request.call_id,
-            tool: request.tool,
-            arguments: request.input,
-            tier: request.tier,
-            agent_path: scope.path.clone(),
-        }))),
     }
 }
 
