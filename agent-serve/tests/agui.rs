@@ -132,6 +132,7 @@ async fn the_ag_ui_client_runs_a_thread_through_tools_interrupts_and_frontend_to
     let model = ModelServer::start(vec![
         sse::tool_call("weather", json!({"city": "Lisbon"})).into(),
         sse::answer("Sunny in Lisbon.").into(),
+        sse::answer("Tomorrow too.").into(),
     ])
     .await;
     let running = serve(&model, false).await;
@@ -148,7 +149,7 @@ async fn the_ag_ui_client_runs_a_thread_through_tools_interrupts_and_frontend_to
     let (runs, messages) = client(&format!("{base}/agui"), "text").await;
     let k = kinds(&runs[0]);
     assert_eq!(k.first(), Some(&"RUN_STARTED"), "{k:?}");
-    assert_eq!(k.last(), Some(&"RUN_FINISHED"), "{k:?}");
+    assert_eq!(k[k.len() - 2..], ["MESSAGES_SNAPSHOT", "RUN_FINISHED"], "{k:?}");
     for kind in [
         "STEP_STARTED",
         "TOOL_CALL_START",

@@ -9,6 +9,8 @@
 //                    resumes it (approved)
 //         frontend   a run whose frontend tool the client runs, then a
 //                    run with the tool's result
+//         again      a new client of the `text` thread, with only its new
+//                    message (the thread's history is the server's)
 // prints {"runs": [{"events": [...], "outcome": ..., "interrupts": ...}],
 // "messages": [...]} on one line; exits 1 with the error on stderr.
 import path from 'node:path';
@@ -17,7 +19,11 @@ import { pathToFileURL } from 'node:url';
 const [modules, url, mode] = process.argv.slice(2);
 const agui = await import(pathToFileURL(path.join(modules, '@ag-ui/client/dist/index.mjs')).href);
 
-const agent = new agui.HttpAgent({ url, threadId: `thread-${mode}` });
+const agent = new agui.HttpAgent({
+  url,
+  threadId: mode === 'again' ? 'thread-text' : `thread-${mode}`,
+  initialState: mode === 'again' ? { page: 'forecast' } : undefined,
+});
 const tools = [{
   name: 'get_location',
   description: "The user's city, from the browser.",
@@ -45,7 +51,7 @@ async function run(params) {
 }
 
 agent.addMessage({ id: agui.randomUUID(), role: 'user', content: 'What is the weather where I am?' });
-if (mode === 'text') {
+if (mode === 'text' || mode === 'again') {
   await run({});
 } else if (mode === 'interrupt') {
   const first = await run({});
@@ -63,4 +69,4 @@ if (mode === 'text') {
 } else {
   throw new Error(`unknown mode ${mode}`);
 }
-console.log(JSON.stringify({ runs, messages: agent.messages }));
+console.log(JSON.stringify({ runs, messages: agent.messages, state: agent.state }));

@@ -27,6 +27,8 @@ struct RunAgentInput {
     context: Vec<Value>,
     #[serde(default)]
     resume: Vec<ResumeEntry>,
+    #[serde(default)]
+    state: Value,
 }
 
 /// An answer to an interrupt.
@@ -61,6 +63,12 @@ pub(super) struct Input {
     pub(super) resume: Vec<ResumeEntry>,
     /// The tool messages the thread ends with.
     pub(super) answers: Vec<ToolAnswer>,
+    /// The thread's messages as the client sent them (its activity
+    /// messages left out): what a messages snapshot starts with.
+    pub(super) raw: Vec<Value>,
+    /// The page's state, when it sent one that is not empty: the agent
+    /// reads it (a system text) and the run's state snapshot echoes it.
+    pub(super) state: Option<Value>,
 }
 
 /// Check a request body.
@@ -78,11 +86,30 @@ pub(super) fn read(body: &[u8]) -> Result<Input, ApiError> {
         Some(last) if last.role == Role::Tool => trailing_answers(&mut history),
         _ => Vec::new(),
     };
+    let raw = input
+        .messages
+        .into_iter()
+        .filter(|m| m["role"] != "activity")
+        .collect();
+    let state = Some(input.state).filter(|s| match s {
+        Value::Null => false,
+        Value::Object(map) => !map.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        _ => true,
+    });
+    let mut context = context(&input.context);
+    if let Some(state) = &state {
+        context.push(format!(
+            "The page's current state (AG-UI shared state, read-only here): {state}"
+        ));
+    }
     Ok(Input {
+        raw,
+        state,
         thread_id: input.thread_id,
         run_id: input.run_id,
         history,
-        context: context(&input.context),
+        context,
         tools: tools(&input.tools)?,
         resume: input.resume,
         answers,

@@ -18,6 +18,12 @@
 //! paused call of this server, of another thread, or leave one of the
 //! run's calls unanswered, are a 400 naming it, and nothing runs; a run
 //! the client leaves is cancelled.
+//!
+//! A thread is kept as the session of its id: a client that sends no
+//! history gets the session's (the model reads it; the run's
+//! `MESSAGES_SNAPSHOT` gives it back). The page's `state`, when not empty,
+//! is read by the agent as a system text and echoed in a `STATE_SNAPSHOT`
+//! at the run's start: the agent reads it, and does not change it.
 
 mod events;
 mod input;
@@ -81,19 +87,36 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
         let input = input::read(&body)?;
         drop(body);
         instance.agent(&name, SHAPE)?;
-        let (turn, answered) = if input.resume.is_empty() && input.answers.is_empty() {
-            (new_run(&instance, name, &input).await?, HashSet::new())
+        let (turn, answered, mut snapshot) = if input.resume.is_empty() && input.answers.is_empty() {
+            let (turn, stored) = new_run(&instance, name, &input).await?;
+            (turn, HashSet::new(), stored)
         } else {
-            continued(&instance, &input).await?
+            let (turn, answered) = continued(&instance, &input).await?;
+            (turn, answered, Vec::new())
         };
-        Ok::<_, ApiError>(stream(turn, &input, answered))
+        // The thread as the client will hold it: what the session gave, then its own.
+        snapshot.extend(input.raw.iter().cloned());
+        Ok::<_, ApiError>(stream(turn, &input, snapshot, answered))
     }
     .await;
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// A new run of the thread: its trailing user messages the input.
-async fn new_run(instance: &Arc<Instance>, agent: String, input: &Input) -> Result<Turn, ApiError> {
+/// A new run of the thread, kept as the session of its id: its trailing
+/// user messages the input; the client's messages before them the
+/// history, or, when it sends none, the session's (the client gets those
+/// back in the run's messages snapshot, returned here).
+async fn new_run(
+    instance: &Arc<Instance>,
+    agent: String,
+    input: &Input,
+) -> Result<(Turn, Vec<Value>), ApiError> {
+    super::check_session_id(&input.thread_id).map_err(|_| {
+        bad(format!(
+            "threadId {:?}: a thread's id is its session's, 1 to 128 letters, digits, '-', '_', '.' or ':'",
+            input.thread_id
+        ))
+    })?;
     let mut history = input.history.clone();
     let split = history
         .iter()
@@ -105,10 +128,20 @@ async fn new_run(instance: &Arc<Instance>, agent: String, input: &Input) -> Resu
             "messages must end with a user message, or the tool messages a paused run waits for",
         ));
     }
+    // A client that sends no history is given the session's.
+    let stored = if history.is_empty() {
+        match instance.runs.store().load_conversation(&input.thread_id).await {
+            Ok(stored) => stored.map(|c| c.messages).unwrap_or_default(),
+            Err(e) => return Err(ApiError::store(SHAPE, &format!("thread {}", input.thread_id), &e)),
+        }
+    } else {
+        Vec::new()
+    };
     let spec = RunSpec {
         agent,
         input: turn,
         history,
+        session: Some(input.thread_id.clone()),
         options: RunOptions {
             system: input.context.clone(),
             client_tools: input.tools.clone(),
@@ -117,7 +150,8 @@ async fn new_run(instance: &Arc<Instance>, agent: String, input: &Input) -> Resu
         surface: Some(json!({"agui": input.thread_id})),
         ..RunSpec::default()
     };
-    stored_turn::start_pausing(instance, spec, SHAPE).await
+    let turn = stored_turn::start_pausing(instance, spec, SHAPE).await?;
+    Ok((turn, events::thread_messages(&input.thread_id, &stored)))
 }
 
 /// The paused run the input's answers name, continued with them; the
@@ -180,12 +214,26 @@ async fn continued(instance: &Arc<Instance>, input: &Input) -> Result<(Turn, Has
     Ok((turn, answered))
 }
 
-/// The AG-UI events of `turn`.
-fn stream(turn: Turn, input: &Input, answered: HashSet<String>) -> Response {
-    let mut agui = Agui::new(&turn.run_id, &input.thread_id, &input.run_id, answered);
+/// The AG-UI events of `turn`, the thread's `messages` before it.
+fn stream(turn: Turn, input: &Input, messages: Vec<Value>, answered: HashSet<String>) -> Response {
+    let mut agui = Agui::new(
+        &turn.run_id,
+        (&input.thread_id, &input.run_id),
+        messages,
+        answered,
+    );
+    let state = input.state.clone();
     event_stream(move |tx| async move {
         let data = |v: Value| Event::default().data(v.to_string());
         if tx.send(data(agui.started())).await.is_err() {
+            return;
+        }
+        if let Some(state) = state
+            && tx
+                .send(data(json!({"type": "STATE_SNAPSHOT", "snapshot": state})))
+                .await
+                .is_err()
+        {
             return;
         }
         let end = turn
