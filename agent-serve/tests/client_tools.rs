@@ -3,25 +3,23 @@
 //! tests-deps/python/clients): the `openai` package's Chat Completions,
 //! whole and streamed, and Responses API; the OpenAI Agents SDK running an
 //! agent whose model is the served agent, through either; the `anthropic`
-//! package's Messages, whole and streamed. The agent's own tool runs on the server, the
+//! package's Messages, whole and streamed. The served agent's own tools are
+//! a reference MCP server's (npm `@modelcontextprotocol/server-everything`,
+//! over stdio): its `echo` runs on the server, the client's `get_location`
+//! in the client, in one step of the model. The agent's own tool runs on the server, the
 //! client's in the client, in one step of the model.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopwright_core::{Agent, tool_fn};
+use loopwright_core::{Agent, ToolSet};
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 use loopwright_providers::OpenAiChatModel;
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use loopwright_test_support::model_server::{ModelServer, sse};
 use serde_json::{Value, json};
 
 use crate::common::{self, HANG_GUARD};
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct City {
-    /// The city.
-    city: String,
-}
 
 async fn serve(model: &ModelServer) -> Running {
     common::install_tls();
@@ -30,12 +28,13 @@ async fn serve(model: &ModelServer) -> Running {
         .api_key("sk-test")
         .build()
         .unwrap();
-    let weather = tool_fn("weather", "The weather in a city.", |c: City| async move {
-        Ok(format!("Sunny in {}", c.city))
-    });
+    let everything = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests-deps/node_modules/.bin/mcp-server-everything");
+    let config = McpServerConfig::stdio("everything", everything.to_string_lossy()).arg("stdio");
+    let source = McpToolSource::connect(config).await.unwrap();
     let agent = Agent::builder(Arc::new(provider))
         .name("assistant")
-        .tool(weather)
+        .tools(ToolSet::builder().source(source).build())
         .build();
     Serve::new()
         .agent(ServedAgent::new(agent))
@@ -46,12 +45,12 @@ async fn serve(model: &ModelServer) -> Running {
         .unwrap()
 }
 
-/// One model step calling the server's weather tool and the client's
+/// One model step calling the MCP server's echo and the client's
 /// get_location at once, then the answer.
 fn round() -> [String; 2] {
     [
         sse::chat_calls(&[
-            ("call_w", "weather", json!({"city": "Lisbon"})),
+            ("call_w", "everything__echo", json!({"message": "Lisbon"})),
             ("call_l", "get_location", json!({"precise": true})),
         ]),
         sse::answer("Sunny in Lisbon, where you are."),
@@ -108,22 +107,23 @@ async fn the_official_clients_run_their_tools_beside_the_agents_own() {
     let bodies = model.bodies();
     assert_eq!(bodies.len(), 14, "two model calls a round: {bodies:?}");
     for round in bodies.chunks(2) {
-        // The model was offered both tools, and read both results.
-        let mut offered: Vec<&str> = round[0]["tools"]
+        // The model was offered the server's tools and the client's, and
+        // read both results.
+        let offered: Vec<&str> = round[0]["tools"]
             .as_array()
             .unwrap()
             .iter()
             .map(|t| t["function"]["name"].as_str().unwrap())
             .collect();
-        offered.sort_unstable();
-        assert_eq!(offered, ["get_location", "weather"]);
-        assert_eq!(
-            results_of(&round[1]),
-            [
-                ("call_w".to_owned(), "Sunny in Lisbon".to_owned()),
-                ("call_l".to_owned(), "Lisbon".to_owned())
-            ]
+        assert!(
+            offered.contains(&"everything__echo") && offered.contains(&"get_location"),
+            "{offered:?}"
         );
+        let results = results_of(&round[1]);
+        assert_eq!(results.len(), 2, "{results:?}");
+        assert_eq!(results[0].0, "call_w");
+        assert!(results[0].1.contains("Echo: Lisbon"), "{results:?}");
+        assert_eq!(results[1], ("call_l".to_owned(), "Lisbon".to_owned()));
     }
     running.shutdown().await;
 }

@@ -1,12 +1,14 @@
 //! The AI SDK's UI message stream (`POST /api/chat`), read by the `ai`
-//! package's own client code in Node (tests/clients/ai_chat.mjs): the
-//! answer as `useChat` would hold it, the chunks it came in, the history
-//! it sends back on the next turn.
+//! package's own client code in Node (tests/clients/ai_chat*.mjs): the
+//! answer as `useChat` would hold it (an MCP server's tool call in it), the
+//! chunks it came in, the history it sends back on the next turn;
+//! approvals, client tools, a resumed stream, files and sources.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use loopwright_core::{Agent, tool_fn};
+use loopwright_mcp::{McpServerConfig, McpToolSource};
 use loopwright_providers::OpenAiChatModel;
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use loopwright_test_support::model_server::Received;
@@ -82,15 +84,39 @@ async fn serve_with(model: &ModelServer, approvals: bool) -> Running {
         .unwrap()
 }
 
+/// Agent `assistant` on `model`, its tools a reference MCP server's (npm
+/// `@modelcontextprotocol/server-everything`, over stdio).
+async fn serve_mcp(model: &ModelServer) -> Running {
+    common::install_tls();
+    let provider = OpenAiChatModel::openai("gpt-4.1-nano")
+        .base_url(model.base_url())
+        .api_key("sk-test")
+        .build()
+        .unwrap();
+    let everything = deps().join(".bin/mcp-server-everything");
+    let config = McpServerConfig::stdio("everything", everything.to_string_lossy()).arg("stdio");
+    let source = McpToolSource::connect(config).await.unwrap();
+    let agent = Agent::builder(Arc::new(provider))
+        .name("assistant")
+        .tools(loopwright_core::ToolSet::builder().source(source).build())
+        .build();
+    Serve::new()
+        .agent(ServedAgent::new(agent))
+        .rest("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_ai_clients_chat_gets_text_tool_parts_and_steps_and_sends_them_back() {
+async fn the_ai_clients_chat_gets_text_mcp_tool_parts_and_steps_and_sends_them_back() {
     let model = ModelServer::start(vec![
-        sse::tool_call("weather", json!({"city": "Lisbon"})).into(),
+        sse::tool_call("everything__echo", json!({"message": "Lisbon"})).into(),
         sse::answer("It is sunny in Lisbon.").into(),
         sse::answer("You asked about Lisbon.").into(),
     ])
     .await;
-    let running = serve(&model).await;
+    let running = serve_mcp(&model).await;
     let api = format!("http://{}/api/chat", running.address(Surface::Rest).unwrap());
     let first =
         json!([{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather in Lisbon?"}]}]);
@@ -100,11 +126,14 @@ async fn the_ai_clients_chat_gets_text_tool_parts_and_steps_and_sends_them_back(
     let parts = message["parts"].as_array().unwrap();
     let tool = parts
         .iter()
-        .find(|p| p["type"] == "tool-weather")
-        .expect("the tool part");
+        .find(|p| p["type"] == "tool-everything__echo")
+        .expect("the MCP tool's part");
     assert_eq!(tool["state"], "output-available", "{tool}");
-    assert_eq!(tool["input"], json!({"city": "Lisbon"}));
-    assert_eq!(tool["output"], "Sunny in Lisbon");
+    assert_eq!(tool["input"], json!({"message": "Lisbon"}));
+    assert!(
+        tool["output"].as_str().unwrap().contains("Echo: Lisbon"),
+        "{tool}"
+    );
     let text: String = parts
         .iter()
         .filter(|p| p["type"] == "text")
@@ -152,12 +181,13 @@ async fn the_ai_clients_chat_gets_text_tool_parts_and_steps_and_sends_them_back(
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
+    // (The first, system, holds the MCP server's instructions.)
     assert_eq!(
         roles,
-        ["user", "assistant", "tool", "assistant", "user"],
+        ["system", "user", "assistant", "tool", "assistant", "user"],
         "{sent}"
     );
-    assert!(sent.to_string().contains("Sunny in Lisbon"), "{sent}");
+    assert!(sent.to_string().contains("Echo: Lisbon"), "{sent}");
     running.shutdown().await;
 }
 
@@ -528,5 +558,89 @@ async fn a_turn_whose_client_left_goes_on_and_its_stream_is_resumed_then_kept_in
         sent.contains("Resumed fine.") && !sent.contains("CLIENT COPY"),
         "{sent}"
     );
+    running.shutdown().await;
+}
+
+/// A tool answering a chart (an inline PNG) and the data it was drawn
+/// from (a file by URL, as an MCP resource link arrives).
+struct Chart(loopwright_core::ToolDefinition);
+
+#[async_trait::async_trait]
+impl loopwright_core::Tool for Chart {
+    fn definition(&self) -> &loopwright_core::ToolDefinition {
+        &self.0
+    }
+    async fn call(
+        &self,
+        _input: Value,
+        _ctx: loopwright_core::ToolContext,
+    ) -> Result<loopwright_core::ToolOutput, loopwright_core::ToolError> {
+        use loopwright_core::ToolOutputPart;
+        use loopwright_core::message::{FileSource, ImageSource};
+        let image = ImageSource::Base64 {
+            media_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        };
+        let data = FileSource::Url {
+            url: "https://example.com/rain.csv".into(),
+            media_type: Some("text/csv".into()),
+        };
+        Ok(loopwright_core::ToolOutput::new(vec![
+            ToolOutputPart::text("A chart of the rain."),
+            ToolOutputPart::Image { image },
+            ToolOutputPart::File {
+                file: data,
+                filename: Some("rain.csv".into()),
+            },
+        ]))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_images_and_linked_files_are_the_messages_file_and_source_parts() {
+    let model = ModelServer::start(vec![
+        sse::tool_call("chart", json!({})).into(),
+        sse::answer("Here is the chart.").into(),
+    ])
+    .await;
+    common::install_tls();
+    let provider = OpenAiChatModel::openai("gpt-4.1-nano")
+        .base_url(model.base_url())
+        .api_key("sk-test")
+        .build()
+        .unwrap();
+    let chart = Chart(loopwright_core::ToolDefinition::new(
+        "chart",
+        "Draws the rain.",
+        json!({"type": "object"}),
+    ));
+    let agent = Agent::builder(Arc::new(provider))
+        .name("assistant")
+        .tool(chart)
+        .build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .rest("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap();
+    let api = format!("http://{}/api/chat", running.address(Surface::Rest).unwrap());
+    let ask = json!([{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Chart the rain."}]}]);
+    let (message, _) = ai_client_in(&api, "chat-chart", &ask).await;
+    let parts = message["parts"].as_array().unwrap();
+    let file = parts
+        .iter()
+        .find(|p| p["type"] == "file")
+        .expect("the image as a file part");
+    assert_eq!(file["mediaType"], "image/png");
+    assert_eq!(file["url"], "data:image/png;base64,iVBORw0KGgo=");
+    let source = parts
+        .iter()
+        .find(|p| p["type"] == "source-url")
+        .expect("the linked file as a source");
+    assert_eq!(source["url"], "https://example.com/rain.csv");
+    assert_eq!(source["title"], "rain.csv");
+    let tool = parts.iter().find(|p| p["type"] == "tool-chart").unwrap();
+    assert_eq!(tool["output"], "A chart of the rain.");
     running.shutdown().await;
 }

@@ -7,7 +7,8 @@
 use std::collections::HashSet;
 
 use loopwright_core::agent::PendingKind;
-use loopwright_core::{AgentEvent, ExitReason};
+use loopwright_core::message::{FileSource, ImageSource};
+use loopwright_core::{AgentEvent, ExitReason, ToolOutputPart};
 use serde_json::{Value, json};
 
 /// The blocks open in the stream, and what the request decided.
@@ -78,13 +79,18 @@ impl Chunks {
                     return Vec::new();
                 }
                 let text = event.tool_result_text().unwrap_or_default();
-                vec![if self.decided.denied.contains(call_id) {
+                let AgentEvent::ToolResult { output, .. } = event else {
+                    return Vec::new();
+                };
+                let mut out = media(call_id, output);
+                out.push(if self.decided.denied.contains(call_id) {
                     json!({"type": "tool-output-denied", "toolCallId": call_id})
                 } else if *is_error {
                     json!({"type": "tool-output-error", "toolCallId": call_id, "errorText": text})
                 } else {
                     json!({"type": "tool-output-available", "toolCallId": call_id, "output": text})
-                }]
+                });
+                out
             }
             AgentEvent::StepFinished { .. } => self.close(),
             AgentEvent::AwaitingApproval { pending, .. } => self.paused(pending),
@@ -177,6 +183,47 @@ impl Chunks {
         }
         out
     }
+}
+
+/// The media of a tool's output as the message's own parts: inline images,
+/// audio and files as `file` chunks (a `data:` URL), files by URL (an MCP
+/// resource link) as `source-url` chunks.
+fn media(call_id: &str, output: &[ToolOutputPart]) -> Vec<Value> {
+    let file = |source: &FileSource| match source {
+        FileSource::Base64 { media_type, data } => {
+            Some((media_type.clone(), format!("data:{media_type};base64,{data}")))
+        }
+        _ => None,
+    };
+    output
+        .iter()
+        .enumerate()
+        .filter_map(|(j, part)| match part {
+            ToolOutputPart::Image {
+                image: ImageSource::Base64 { media_type, data },
+            } => Some(json!({"type": "file", "mediaType": media_type, "url": format!("data:{media_type};base64,{data}")})),
+            ToolOutputPart::Image {
+                image: ImageSource::Url { url },
+            } => Some(json!({"type": "source-url", "sourceId": format!("{call_id}-{j}"), "url": url})),
+            ToolOutputPart::Audio { audio } => {
+                file(audio).map(|(media_type, url)| json!({"type": "file", "mediaType": media_type, "url": url}))
+            }
+            ToolOutputPart::File {
+                file: FileSource::Url { url, .. },
+                filename,
+            } => {
+                let mut source = json!({"type": "source-url", "sourceId": format!("{call_id}-{j}"), "url": url});
+                if let Some(title) = filename {
+                    source["title"] = json!(title);
+                }
+                Some(source)
+            }
+            ToolOutputPart::File { file: inline, .. } => {
+                file(inline).map(|(media_type, url)| json!({"type": "file", "mediaType": media_type, "url": url}))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The AI SDK's finish reason for how a run ended.
