@@ -110,6 +110,43 @@ pub(crate) async fn start_pausing(
     })
 }
 
+/// The run a stateless client's tool results answer, and each result as
+/// its call's output: every `(id, text, is_error)` must name a call of one
+/// paused run of this server ([`crate::client_tools::exposed_id`]), or the
+/// request is a 400 naming the result (`what`: how the surface calls it,
+/// "the tool message").
+pub(crate) fn named_outputs(
+    results: impl IntoIterator<Item = (String, String, bool)>,
+    what: &str,
+    shape: Shape,
+) -> Result<(String, Vec<ClientOutput>), ApiError> {
+    let bad = |m: String| ApiError::new(shape, Kind::BadRequest, m);
+    let mut run: Option<String> = None;
+    let mut outputs = Vec::new();
+    for (id, text, is_error) in results {
+        let Some((of, call)) = crate::client_tools::parse_exposed_id(&id) else {
+            return Err(bad(format!(
+                "{what} for {id:?} answers a call this server did not make (the calls it makes have ids \
+                 run_...)"
+            )));
+        };
+        match &run {
+            Some(run) if run != of => {
+                return Err(bad(format!(
+                    "{what}s answer the calls of two runs ({run} and {of}): answer one run's calls"
+                )));
+            }
+            _ => run = Some(of.to_owned()),
+        }
+        outputs.push(ClientOutput {
+            call_id: call.to_owned(),
+            output: Value::String(text),
+            is_error,
+        });
+    }
+    Ok((run.unwrap_or_default(), outputs))
+}
+
 /// Continue paused run `run_id` with the client's `outputs`, each for one
 /// of its pending calls, all of them.
 pub(crate) async fn resume(

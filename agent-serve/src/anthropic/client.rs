@@ -13,14 +13,13 @@ use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use loopwright_runs::RunSpec;
-use serde_json::Value;
 
-use super::request::{Answered, Prepared};
-use super::{Blocks, SHAPE, Whole, bad, end_events, error_event, start_events, stop_reason};
+use super::request::Prepared;
+use super::{Blocks, SHAPE, Whole, end_events, error_event, start_events, stop_reason};
 use crate::error::{ApiError, Kind};
 use crate::run::{Instance, Piece, Tokens, push_merged};
 use crate::sse::event_stream;
-use crate::stored_turn::{self, ClientOutput, Turn, TurnEnd};
+use crate::stored_turn::{self, Turn, TurnEnd};
 
 /// Answer `p`, a request with client tools or their results, as message
 /// `id`.
@@ -35,7 +34,13 @@ pub(super) async fn answer(instance: &Arc<Instance>, p: Prepared, id: String) ->
         };
         stored_turn::start(instance, spec, SHAPE).await?
     } else {
-        let (run, outputs) = results_of(&p.results)?;
+        let (run, outputs) = stored_turn::named_outputs(
+            p.results
+                .iter()
+                .map(|r| (r.tool_use_id.clone(), r.text.clone(), r.is_error)),
+            "the tool_result",
+            SHAPE,
+        )?;
         stored_turn::resume(instance, &run, outputs, SHAPE).await?
     };
     if p.stream {
@@ -59,34 +64,6 @@ pub(super) async fn answer(instance: &Arc<Instance>, p: Prepared, id: String) ->
         }
     };
     Ok(axum::Json(whole.message(&id, &p.model)).into_response())
-}
-
-/// The run the results answer, and each result as its call's output.
-fn results_of(results: &[Answered]) -> Result<(String, Vec<ClientOutput>), ApiError> {
-    let mut run: Option<&str> = None;
-    let mut outputs = Vec::with_capacity(results.len());
-    for result in results {
-        let id = &result.tool_use_id;
-        let Some((of, call)) = crate::client_tools::parse_exposed_id(id) else {
-            return Err(bad(format!(
-                "the tool_result for {id:?} answers a call this server did not make (the calls it makes are its \
-                 messages' tool_use blocks, ids run_...)"
-            )));
-        };
-        if run.is_some_and(|r| r != of) {
-            return Err(bad(format!(
-                "the tool_result blocks answer the calls of two runs ({} and {of}): answer one message's calls",
-                run.unwrap_or_default()
-            )));
-        }
-        run = Some(of);
-        outputs.push(ClientOutput {
-            call_id: call.to_owned(),
-            output: Value::String(result.text.clone()),
-            is_error: result.is_error,
-        });
-    }
-    Ok((run.unwrap_or_default().to_owned(), outputs))
 }
 
 /// A stored turn's end as a whole answer, or a failed run's 502.

@@ -14,15 +14,14 @@ use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use loopwright_runs::RunSpec;
-use serde_json::Value;
 
 use super::request::Prepared;
-use super::{Answer, Meta, SHAPE, Tail, bad, error_event, finish_reason, first_chunk, piece_chunk};
+use super::{Answer, Meta, SHAPE, Tail, error_event, finish_reason, first_chunk, piece_chunk};
 use crate::error::{ApiError, Kind};
 use crate::run::Instance;
 use crate::run::{Piece, Tokens, push_merged};
 use crate::sse::event_stream;
-use crate::stored_turn::{self, ClientOutput, Turn, TurnEnd};
+use crate::stored_turn::{self, Turn, TurnEnd};
 
 /// Answer `p`, a request with client tools or their results.
 pub(super) async fn answer(instance: &Arc<Instance>, p: Prepared, meta: Meta) -> Result<Response, ApiError> {
@@ -36,7 +35,13 @@ pub(super) async fn answer(instance: &Arc<Instance>, p: Prepared, meta: Meta) ->
         };
         stored_turn::start(instance, spec, SHAPE).await?
     } else {
-        let (run, outputs) = results_of(&p.results)?;
+        let (run, outputs) = stored_turn::named_outputs(
+            p.results
+                .iter()
+                .map(|(id, text)| (id.clone(), text.clone(), false)),
+            "the tool message",
+            SHAPE,
+        )?;
         stored_turn::resume(instance, &run, outputs, SHAPE).await?
     };
     if p.stream {
@@ -60,35 +65,6 @@ pub(super) async fn answer(instance: &Arc<Instance>, p: Prepared, meta: Meta) ->
         }
     };
     Ok(axum::Json(answer.completion(&meta)).into_response())
-}
-
-/// The run the results answer, and each result as its call's output.
-fn results_of(results: &[(String, String)]) -> Result<(String, Vec<ClientOutput>), ApiError> {
-    let mut run: Option<&str> = None;
-    let mut outputs = Vec::with_capacity(results.len());
-    for (id, text) in results {
-        let Some((of, call)) = crate::client_tools::parse_exposed_id(id) else {
-            return Err(bad(format!(
-                "the tool message for {id:?} answers a call this server did not make (the calls it makes are \
-                 its responses' tool_calls, ids run_...)"
-            )));
-        };
-        match run {
-            Some(run) if run != of => {
-                return Err(bad(format!(
-                    "the tool messages answer the calls of two runs ({run} and {of}): answer one response's calls"
-                )));
-            }
-            _ => run = Some(of),
-        }
-        outputs.push(ClientOutput {
-            call_id: call.to_owned(),
-            output: Value::String(text.clone()),
-            is_error: false,
-        });
-    }
-    let run = run.unwrap_or_default().to_owned();
-    Ok((run, outputs))
 }
 
 /// A stored turn's end as a whole answer, or a failed run's 502.
