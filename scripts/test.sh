@@ -11,6 +11,8 @@
 #   mcp-server-git, each in its own virtual environment; clients: the
 #   official openai and anthropic packages and the MCP SDK's client, which
 #   the loopwright-serve tests drive;
+# - Debian's chromium (scripts/chromium.sh, no recommends), which
+#   playwright-core (tests-deps) drives in loopwright dev's browser tests;
 # - PostgreSQL (Debian's postgresql, without its default cluster): one
 #   throwaway server for the whole run (scripts/postgres.sh), its URL in
 #   LOOPWRIGHT_TEST_POSTGRES; each test makes a database of its own there.
@@ -23,6 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/postgres.sh
+source scripts/chromium.sh
 # What the tests run against, installed while they build (it waits on the
 # registries, the build on the cores; 40-60 s on a fresh clone). Its
 # output is printed once the build is done.
@@ -37,6 +40,8 @@ install_deps() {
         "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
     done
     postgres_install
+    chromium_install
+    echo "test.sh: $(chromium --version 2>/dev/null | head -1)"
 }
 deps_log=$(mktemp)
 messages=$(mktemp)

@@ -56,6 +56,17 @@ pub enum Command {
     /// accepting, let runs finish within --shutdown-grace, then cancel them
     /// (exit status 0 after a clean stop).
     Serve(Box<ServeArgs>),
+    /// See, drive and debug agents in the browser: the agents of `--agent`
+    /// files (or the configuration's), served on a loopback address with
+    /// the pages of `loopwright dev` (agents, a playground, runs and their
+    /// timelines, sessions, tools), runs kept in the store (default: the
+    /// SQLite file of `--store`'s default). Prints the address to open.
+    ///
+    /// The pages are compiled into this binary: nothing is fetched from
+    /// elsewhere, nothing leaves the machine. `--token` asks every request
+    /// for a new random key, put in the printed address. SIGTERM or Ctrl-C
+    /// stops it as it stops `loopwright serve`.
+    Dev(Box<DevArgs>),
     /// Continue a run that paused on questions (`--approve defer`), in this
     /// or any other process: every pending call gets a decision.
     ///
@@ -517,6 +528,32 @@ pub struct AgentArgs {
     pub verbose: u8,
 }
 
+/// `loopwright dev`: where it listens, whether it asks for a key, then the
+/// agents' settings.
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// Where the pages and the REST surface listen: PORT (on 127.0.0.1) or
+    /// HOST:PORT [default: 4111].
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// Ask every request for a key: a new random one, printed in the
+    /// address to open (`#token=...`, which the page keeps in its tab).
+    #[arg(long)]
+    pub token: bool,
+
+    /// Also serve OpenAI Chat Completions and Responses at http://ADDR/v1.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub openai: Vec<std::net::SocketAddr>,
+
+    /// The agents' settings, as for `loopwright` (no prompt).
+    #[command(flatten)]
+    pub run: AgentArgs,
+}
+
+/// Where `loopwright dev` listens when not told.
+pub const DEV_PORT: u16 = 4111;
+
 /// `loopwright serve`: its surfaces and limits, then the agents' settings.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -539,6 +576,11 @@ pub struct ServeArgs {
     /// REST at http://ADDR/v1/agents/NAME and /health.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
     pub rest: Vec<std::net::SocketAddr>,
+
+    /// Serve `loopwright dev`'s pages on each --rest address, at /ui/
+    /// (behind the same keys for everything they read and do).
+    #[arg(long, requires = "rest")]
+    pub ui: bool,
 
     /// Runs in flight per instance [default: 10]; the others wait in order.
     #[arg(long, value_name = "N")]

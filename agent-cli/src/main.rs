@@ -7,6 +7,7 @@
 mod approve;
 mod args;
 mod attach;
+mod dev;
 mod escape;
 mod eval;
 mod exit;
@@ -43,6 +44,7 @@ fn main() {
             let status = match cli.command {
                 None => runtime.block_on(run(cli.run)),
                 Some(args::Command::Serve(args)) => runtime.block_on(serve::run(*args)),
+                Some(args::Command::Dev(args)) => runtime.block_on(dev::run(*args)),
                 Some(args::Command::Eval(args)) => runtime.block_on(eval::run(*args)),
                 Some(args::Command::Mcp(args)) => runtime.block_on(mcp::run(args)),
                 Some(args::Command::Resume(args)) => runtime.block_on(resume::run(args)),

@@ -22,16 +22,30 @@ use crate::{Stop, trace};
 
 /// Serve until stopped; the exit status is 0 after a clean stop.
 pub async fn run(args: ServeArgs) -> u8 {
-    match run_checked(args).await {
+    serve_as(args, None).await
+}
+
+/// What `loopwright dev` adds to a server: its key, if it asks for one.
+#[derive(Debug, Default)]
+pub struct Dev {
+    /// The random key every request must carry (in the printed address).
+    pub token: Option<String>,
+}
+
+/// Serve `args`, as `loopwright dev` when `dev` says so (its name in
+/// messages, a store by default, the pages' address announced).
+pub async fn serve_as(args: ServeArgs, dev: Option<Dev>) -> u8 {
+    let name = if dev.is_some() { "dev" } else { "serve" };
+    match run_checked(args, dev).await {
         Ok(status) => status,
         Err(failure) => {
-            eprintln!("loopwright serve: {}", crate::escape::message(&failure.message));
+            eprintln!("loopwright {name}: {}", crate::escape::message(&failure.message));
             failure.status
         }
     }
 }
 
-async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
+async fn run_checked(mut args: ServeArgs, dev: Option<Dev>) -> Result<u8, Failure> {
     // A server has no terminal: a question goes to whoever decides it over
     // HTTP (a background run pauses; a synchronous request denies it).
     if args.run.approve == ApproveMode::Ask {
@@ -48,6 +62,7 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
     }
     // Any key of either source is accepted.
     keys.extend(config.serve.api_keys.iter().cloned());
+    keys.extend(dev.as_ref().and_then(|d| d.token.clone()));
     let run = &args.run;
     trace::init(trace::TraceOptions::of(run), config.secret_values());
     let mut stop = Stop::new()?;
@@ -62,7 +77,7 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
         }
     };
     let started = match built {
-        Ok(served) => start(&args, &config, served, keys).await,
+        Ok(served) => start(&args, &config, served, keys, dev.is_some()).await,
         Err(failure) => Err(failure),
     };
     let Started {
@@ -77,6 +92,9 @@ async fn run_checked(mut args: ServeArgs) -> Result<u8, Failure> {
         }
     };
     announce(&args, &names, store.as_ref(), &running);
+    if let Some(dev) = &dev {
+        announce_pages(&running, dev);
+    }
     let only_stdio = args.mcp_stdio && running.addresses().is_empty();
     tokio::select! {
         _ = stop.requested() => eprintln!("loopwright serve: stopping"),
@@ -99,16 +117,23 @@ struct Started {
 }
 
 /// Open the store and start serving `served` (nothing is serving when it
-/// fails).
+/// fails). `keep`: with no store named, keep runs in the default SQLite
+/// file rather than in memory (`loopwright dev`).
 async fn start(
     args: &ServeArgs,
     config: &AgentConfig,
     served: Vec<ServedAgent>,
     keys: Vec<String>,
+    keep: bool,
 ) -> Result<Started, Failure> {
     let names: Vec<String> = served.iter().map(|a| a.name().to_owned()).collect();
-    let store = match args.run.store.as_ref().or(config.store.as_ref()) {
-        Some(url) => Some(crate::persist::open(url).await?),
+    let url = match args.run.store.as_ref().or(config.store.as_ref()) {
+        Some(url) => Some(url.clone()),
+        None if keep => Some(crate::persist::store_url(None, None)?),
+        None => None,
+    };
+    let store = match url {
+        Some(url) => Some(crate::persist::open(&url).await?),
         None => None,
     };
     let retention = args.retention.or(config.serve.retention);
@@ -158,6 +183,22 @@ fn announce(args: &ServeArgs, names: &[String], store: Option<&Arc<dyn Store>>, 
     }
     if args.mcp_stdio {
         eprintln!("loopwright serve: mcp on standard input and output");
+    }
+}
+
+/// Say where `loopwright dev`'s pages are (with the key in the address
+/// when it asks for one: the page keeps it in its tab).
+fn announce_pages(running: &Running, dev: &Dev) {
+    for bound in running.addresses() {
+        if bound.surface != loopwright::serve::Surface::Rest {
+            continue;
+        }
+        let token = dev
+            .token
+            .as_ref()
+            .map(|t| format!("#token={t}"))
+            .unwrap_or_default();
+        eprintln!("loopwright dev: open {}/ui/{token}", bound.url());
     }
 }
 
@@ -258,6 +299,9 @@ fn settings(
     }
     for addr in &args.rest {
         serve = serve.rest(*addr);
+    }
+    if args.ui {
+        serve = serve.ui();
     }
     if args.mcp_stdio {
         serve = serve.mcp_stdio();

@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod dev;
 mod durable;
 mod eval;
 mod exit;

@@ -27,6 +27,9 @@ pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 pub(crate) struct Guard {
     pub(crate) instance: Arc<Instance>,
     pub(crate) shape: Shape,
+    /// The instance serves `loopwright dev`'s pages, whose files need no
+    /// key (they hold no data).
+    pub(crate) pages: bool,
 }
 
 /// Refuse requests without a valid key or from a foreign host.
@@ -36,7 +39,10 @@ pub(crate) async fn check(State(guard): State<Guard>, request: Request, next: Ne
     {
         return ApiError::new(guard.shape, Kind::Forbidden, message).into_response();
     }
-    if !guard.instance.keys.is_empty() && !key_valid(request.headers(), &guard.instance.keys) {
+    if !guard.instance.keys.is_empty()
+        && !is_page(&guard, &request)
+        && !key_valid(request.headers(), &guard.instance.keys)
+    {
         return ApiError::new(
             guard.shape,
             Kind::Unauthorized,
@@ -45,6 +51,17 @@ pub(crate) async fn check(State(guard): State<Guard>, request: Request, next: Ne
         .into_response();
     }
     next.run(request).await
+}
+
+/// Whether `request` asks for one of the pages' files.
+fn is_page(guard: &Guard, request: &Request) -> bool {
+    #[cfg(feature = "ui")]
+    return guard.pages && crate::ui::is_page(request.method(), request.uri().path());
+    #[cfg(not(feature = "ui"))]
+    {
+        let _ = (guard.pages, request);
+        false
+    }
 }
 
 /// The key the request carries: `Authorization: Bearer` (OpenAI, MCP,

@@ -61,6 +61,8 @@ mod run;
 mod server;
 mod sse;
 mod stored_turn;
+#[cfg(feature = "ui")]
+mod ui;
 
 pub use agents::ServedAgent;
 pub use error::ServeError;

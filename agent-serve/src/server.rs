@@ -158,6 +158,8 @@ pub struct Serve {
     run_lease: Duration,
     /// `None`: kept forever.
     retention: Option<Duration>,
+    /// REST instances serve `loopwright dev`'s pages.
+    ui: bool,
     #[cfg(feature = "restate")]
     restate: Option<crate::Restate>,
 }
@@ -194,6 +196,7 @@ impl Serve {
             replica: None,
             run_lease: crate::DEFAULT_RUN_LEASE,
             retention: Some(crate::DEFAULT_RETENTION),
+            ui: false,
             #[cfg(feature = "restate")]
             restate: None,
         }
@@ -294,6 +297,20 @@ impl Serve {
     /// ```
     pub fn keep_forever(mut self) -> Self {
         self.retention = None;
+        self
+    }
+
+    /// Serve `loopwright dev`'s pages on every REST instance, under `/ui/`
+    /// (`/` redirects there): agents, a playground, runs and their
+    /// timelines, sessions, tools (feature `ui`; [`Serve::start`] says so
+    /// when this build leaves them out). The pages need no key to load;
+    /// what they read and do asks for one as any client's requests do.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().rest("127.0.0.1:0".parse().unwrap()).ui();
+    /// ```
+    pub fn ui(mut self) -> Self {
+        self.ui = true;
         self
     }
 

@@ -542,6 +542,12 @@ impl loopwright_store::ConversationStore for CancelLands {
     async fn delete_conversation(&self, id: &str) -> Result<bool, loopwright_store::StoreError> {
         self.inner.delete_conversation(id).await
     }
+    async fn list_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<loopwright_store::ConversationSummary>, loopwright_store::StoreError> {
+        self.inner.list_conversations(limit).await
+    }
 }
 
 #[async_trait::async_trait]

@@ -8,6 +8,7 @@ mod common;
 mod agui;
 mod background;
 mod client_tools;
+mod dev_ui;
 mod guardrails;
 mod hardening;
 mod limits;

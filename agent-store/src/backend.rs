@@ -21,7 +21,9 @@ use crate::codec::{self, RunJson, chain_too_long, missing_previous, to_json, ver
 use crate::dialect::{Dialect, Statements};
 use crate::error::{StoreError, check_id, is_unique_violation, to_i64, to_u64};
 use crate::notify::EventSubscription;
-use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis};
+use crate::record::{
+    ConversationSummary, FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis,
+};
 use crate::sql::{self, Written};
 
 /// What a SQL back end supplies to the shared logic.
@@ -172,6 +174,15 @@ where
             .execute(sqlx::query(self.sql().delete_turns.clone()).bind(id))
             .await?;
         Ok(deleted > 0)
+    }
+
+    pub(crate) async fn list_conversations(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<ConversationSummary>, StoreError> {
+        let query =
+            sqlx::query(self.sql().list_conversations.clone()).bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        sql::conversations(&self.fetch_all(query).await?)
     }
 
     pub(crate) async fn create_run(&self, run: &RunRecord) -> Result<(), StoreError> {
@@ -426,6 +437,7 @@ macro_rules! sql_store {
             load_conversation(id: &str) -> Option<$crate::record::StoredConversation>;
             append_turn(id: &str, expected_version: u64, messages: &[loopwright_core::Message]) -> u64;
             delete_conversation(id: &str) -> bool;
+            list_conversations(limit: usize) -> Vec<$crate::record::ConversationSummary>;
         });
         $crate::backend::forward!($store, RunStore {
             create_run(run: &$crate::record::RunRecord) -> ();

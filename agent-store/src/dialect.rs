@@ -129,6 +129,11 @@ statements! {
                    FROM loopwright_conversation_turns WHERE conversation_id = $1) = $5";
     /// Conversation id: its newest version (`NULL`: none).
     turn_version = "SELECT MAX(version) FROM loopwright_conversation_turns WHERE conversation_id = $1";
+    /// Limit: `(id, version, updated_at)` of each conversation, the one
+    /// written last first.
+    list_conversations = "SELECT conversation_id, MAX(version), MAX(created_at) \
+                          FROM loopwright_conversation_turns GROUP BY conversation_id \
+                          ORDER BY MAX(created_at) DESC, conversation_id LIMIT $1";
     /// Conversation id.
     delete_turns = "DELETE FROM loopwright_conversation_turns WHERE conversation_id = $1";
 

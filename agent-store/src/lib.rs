@@ -83,7 +83,10 @@ pub use paused::{Claimed, PausedError, PausedRuns};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PostgresStore;
-pub use record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, UnknownStatus};
+pub use record::{
+    ConversationSummary, FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation,
+    UnknownStatus,
+};
 pub use session::{Session, SessionError, SessionTurn};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]

@@ -15,7 +15,9 @@ use serde_json::Value;
 use crate::codec::{chain_too_long, missing_previous, version_detail};
 use crate::error::{StoreError, check_id, to_i64};
 use crate::notify::{EventSubscription, Notifier};
-use crate::record::{FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis};
+use crate::record::{
+    ConversationSummary, FIRST_RUN_VERSION, RunRecord, RunStatus, StoredChain, StoredConversation, now_millis,
+};
 use crate::traits::{ChainStore, ConversationStore, EventLog, RunStore};
 
 /// A store in memory (`memory:`): gone with the process.
@@ -36,7 +38,8 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct Data {
     /// Messages and the number of turns.
-    conversations: HashMap<String, (Vec<Message>, u64)>,
+    /// Each conversation's messages, version and last write (Unix ms).
+    conversations: HashMap<String, (Vec<Message>, u64, i64)>,
     runs: HashMap<String, RunRecord>,
     events: HashMap<String, BTreeMap<u64, Value>>,
     /// Chains' turns by id.
@@ -97,7 +100,7 @@ impl ConversationStore for MemoryStore {
             .data()
             .conversations
             .get(id)
-            .map(|(messages, version)| StoredConversation::new(id, messages.clone(), *version)))
+            .map(|(messages, version, _)| StoredConversation::new(id, messages.clone(), *version)))
     }
 
     async fn append_turn(
@@ -109,7 +112,7 @@ impl ConversationStore for MemoryStore {
         check_id(id, "conversation")?;
         to_i64(expected_version + 1, "version")?;
         let mut data = self.data();
-        let found = data.conversations.get(id).map(|(_, version)| *version);
+        let found = data.conversations.get(id).map(|(_, version, _)| *version);
         if found.unwrap_or(0) != expected_version {
             return Err(StoreError::conflict(
                 format!("conversation {id:?}"),
@@ -119,11 +122,24 @@ impl ConversationStore for MemoryStore {
         let entry = data.conversations.entry(id.to_owned()).or_default();
         entry.0.extend_from_slice(messages);
         entry.1 = expected_version + 1;
+        entry.2 = now_millis();
         Ok(entry.1)
     }
 
     async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError> {
         Ok(self.data().conversations.remove(id).is_some())
+    }
+
+    async fn list_conversations(&self, limit: usize) -> Result<Vec<ConversationSummary>, StoreError> {
+        let data = self.data();
+        let mut listed: Vec<ConversationSummary> = data
+            .conversations
+            .iter()
+            .map(|(id, (_, version, at))| ConversationSummary::new(id.clone(), *version, *at))
+            .collect();
+        listed.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        listed.truncate(limit);
+        Ok(listed)
     }
 }
 

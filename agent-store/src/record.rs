@@ -1,4 +1,5 @@
-//! The values a store keeps: [`StoredConversation`], [`StoredChain`],
+//! The values a store keeps: [`StoredConversation`] (listed as
+//! [`ConversationSummary`]), [`StoredChain`],
 //! [`RunRecord`] and [`RunStatus`].
 //!
 //! Invariant: plain serde data, the same whichever back end holds it; a
@@ -43,6 +44,35 @@ impl StoredConversation {
             id: id.into(),
             messages,
             version,
+        }
+    }
+}
+
+/// A conversation as a listing shows it: its id, its version (the turns
+/// appended) and when its last turn was written.
+///
+/// ```
+/// let c = loopwright_store::ConversationSummary::new("c1", 2, 1_700_000_000_000);
+/// assert_eq!((c.id.as_str(), c.version), ("c1", 2));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ConversationSummary {
+    /// The conversation's id.
+    pub id: String,
+    /// The number of turns appended.
+    pub version: u64,
+    /// When its last turn was written (Unix milliseconds).
+    pub updated_at: i64,
+}
+
+impl ConversationSummary {
+    /// A summary of conversation `id`.
+    pub fn new(id: impl Into<String>, version: u64, updated_at: i64) -> Self {
+        Self {
+            id: id.into(),
+            version,
+            updated_at,
         }
     }
 }

@@ -11,7 +11,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Row, Type};
 
 use crate::codec::{self, CHAIN_TURNS, ChainRow, EVENTS, RUNS, RunJson, RunRow, TURNS, TurnRow};
 use crate::error::{StoreError, is_unique_violation};
-use crate::record::RunRecord;
+use crate::record::{ConversationSummary, RunRecord};
 
 /// A column of `row`.
 fn column<'r, R, T>(row: &'r R, index: usize, location: impl FnOnce() -> String) -> Result<T, StoreError>
@@ -39,6 +39,27 @@ where
                 version: column(row, 0, location)?,
                 messages: column(row, 1, location)?,
             })
+        })
+        .collect()
+}
+
+/// Rows of `(id, version, updated_at)` of conversations.
+pub(crate) fn conversations<R>(rows: &[R]) -> Result<Vec<ConversationSummary>, StoreError>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+    String: for<'r> Decode<'r, R::Database> + Type<R::Database>,
+{
+    let location = || format!("{TURNS} row (a conversation's summary)");
+    rows.iter()
+        .map(|row| {
+            let version: i64 = column(row, 1, location)?;
+            Ok(ConversationSummary::new(
+                column::<R, String>(row, 0, location)?,
+                u64::try_from(version).map_err(|e| StoreError::corrupt(location(), e.to_string()))?,
+                column(row, 2, location)?,
+            ))
         })
         .collect()
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 use crate::notify::{EventSubscription, FALLBACK_POLL};
-use crate::record::{RunRecord, RunStatus, StoredChain, StoredConversation};
+use crate::record::{ConversationSummary, RunRecord, RunStatus, StoredChain, StoredConversation};
 
 /// Conversations as append-only turns with a version.
 ///
@@ -48,6 +48,19 @@ pub trait ConversationStore: Send + Sync {
 
     /// Deletes every turn of `id`; whether there was any.
     async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// At most `limit` conversations, the one written last first.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), loopwright_store::StoreError> {
+    /// use loopwright_store::ConversationStore;
+    /// let store = loopwright_store::open("memory:").await?;
+    /// store.append_turn("c1", 0, &[loopwright_core::Message::user("hi")]).await?;
+    /// let listed = store.list_conversations(10).await?;
+    /// assert_eq!((listed[0].id.as_str(), listed[0].version), ("c1", 1));
+    /// # Ok(()) }
+    /// ```
+    async fn list_conversations(&self, limit: usize) -> Result<Vec<ConversationSummary>, StoreError>;
 }
 
 /// Run records with compare-and-set updates.

@@ -19,6 +19,7 @@ per_backend!(
     a_stale_version_is_a_conflict_and_writes_nothing,
     concurrent_appends_one_wins_none_lost,
     conversations_are_deleted,
+    conversations_are_listed_last_written_first,
     runs_are_created_once_and_updated_by_compare_and_set,
     runs_are_listed_by_status_newest_first,
     a_sessions_runs_are_listed_newest_first,
@@ -158,6 +159,21 @@ async fn conversations_are_deleted(mut fixture: Fixture) {
             .is_conflict()
     );
     assert_eq!(store.append_turn("c", 0, &turn(3)).await.unwrap(), 1);
+}
+
+async fn conversations_are_listed_last_written_first(mut fixture: Fixture) {
+    let store = fixture.open().await;
+    assert!(store.list_conversations(10).await.unwrap().is_empty());
+    // Writes a few milliseconds apart, so each has a time of its own.
+    for (id, version) in [("a", 0), ("b", 0), ("a", 1), ("c", 0)] {
+        store.append_turn(id, version, &turn(1)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let listed = fixture.open().await.list_conversations(10).await.unwrap();
+    let seen: Vec<(&str, u64)> = listed.iter().map(|c| (c.id.as_str(), c.version)).collect();
+    assert_eq!(seen, [("c", 1), ("a", 2), ("b", 1)]);
+    assert!(listed[0].updated_at >= listed[1].updated_at && listed[1].updated_at > listed[2].updated_at);
+    assert_eq!(store.list_conversations(1).await.unwrap().len(), 1);
 }
 
 async fn runs_are_deleted_with_their_events(mut fixture: Fixture) {

@@ -90,6 +90,11 @@ impl LanguageModel for FallbackModel {
         self.models.first().map_or("none", |m| m.model_id())
     }
 
+    /// Every model of the list, each as its own chain names it.
+    fn chain(&self) -> Vec<String> {
+        self.models.iter().flat_map(|m| m.chain()).collect()
+    }
+
     /// What every model of the list can do (the same request goes to each).
     fn capabilities(&self) -> crate::settings::ModelCapabilities {
         let mut models = self.models.iter().map(|m| m.capabilities());

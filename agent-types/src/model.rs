@@ -64,6 +64,24 @@ pub trait LanguageModel: Send + Sync {
         ModelCapabilities::default()
     }
 
+    /// The models a call may go to, in the order they are tried, as
+    /// `provider/model` (default: this one; a fallback list names each).
+    ///
+    /// ```
+    /// # use loopwright_types::{LanguageModel, ModelRequest, ModelStream, ModelError};
+    /// # struct Echo;
+    /// # #[async_trait::async_trait]
+    /// # impl LanguageModel for Echo {
+    /// #     fn provider(&self) -> &str { "example" }
+    /// #     fn model_id(&self) -> &str { "hi-1" }
+    /// #     async fn stream(&self, _: ModelRequest) -> Result<ModelStream, ModelError> { unimplemented!() }
+    /// # }
+    /// assert_eq!(Echo.chain(), ["example/hi-1"]);
+    /// ```
+    fn chain(&self) -> Vec<String> {
+        vec![format!("{}/{}", self.provider(), self.model_id())]
+    }
+
     /// Start one model call. Errors before the first event (connection,
     /// status, authentication) are returned here; later ones come through
     /// the stream.

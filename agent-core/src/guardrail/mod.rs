@@ -434,6 +434,18 @@ impl Guardrails {
         }
     }
 
+    /// Each guard's name and the points it checks, in the order added.
+    ///
+    /// ```
+    /// use loopwright_core::guardrail::{GuardPoint, Guardrails, Pattern};
+    /// let guards = Guardrails::new().guard(Pattern::block("no-keys", "sk-[A-Za-z0-9]{8,}").unwrap());
+    /// let listed: Vec<_> = guards.guards().collect();
+    /// assert_eq!(listed[0].0, "no-keys");
+    /// ```
+    pub fn guards(&self) -> impl Iterator<Item = (&str, &[GuardPoint])> {
+        self.guards.iter().map(|g| (g.name(), g.points()))
+    }
+
     /// Add a guard (guards at one point run in the order added, each on
     /// what the ones before it let through).
     pub fn guard(mut self, guard: impl Guardrail + 'static) -> Self {

@@ -1,7 +1,9 @@
 //! The REST surface: `POST /v1/agents/{name}` with `{prompt | messages,
 //! stream?, session?}` answers the run's result as JSON, or streams the
 //! same event JSON as `loopwright --events` over server-sent events;
-//! background runs ([`runs`]), sessions ([`sessions`]); `GET /health`.
+//! background runs ([`runs`]), sessions ([`sessions`]); what the server
+//! holds ([`inspect`]: agents, runs, sessions listed, a tool called);
+//! `GET /health`.
 //!
 //! Invariants: a result answers 200 whatever the run's exit (its `exit`
 //! field says how it ended); a request that never ran answers an error
@@ -31,6 +33,7 @@ use crate::sse::{closed_or, event_stream};
 
 mod agui;
 mod chat;
+mod inspect;
 mod runs;
 mod sessions;
 
@@ -39,7 +42,11 @@ const SHAPE: Shape = Shape::Plain;
 /// The routes of one instance.
 pub(crate) fn router(instance: Arc<Instance>) -> Router {
     Router::new()
-        .route("/v1/agents/{name}", post(run))
+        .route("/v1/agents", get(inspect::agents))
+        .route("/v1/agents/{name}", post(run).get(inspect::agent))
+        .route("/v1/agents/{name}/tools/{tool}", post(inspect::call_tool))
+        .route("/v1/runs", get(inspect::runs))
+        .route("/v1/sessions", get(inspect::sessions))
         .route("/v1/agents/{name}/runs", post(runs::start))
         .route("/v1/runs/{id}", get(runs::show))
         .route("/v1/runs/{id}/events", get(runs::events))

@@ -76,20 +76,31 @@ impl Turn {
     }
 }
 
-/// `GET /v1/sessions/{id}`: the stored conversation.
+/// The most runs a session's view lists (the newest).
+const SESSION_RUNS_SHOWN: usize = 100;
+
+/// `GET /v1/sessions/{id}`: the stored conversation, and the runs that
+/// wrote it (the newest first, as `GET /v1/runs/{id}` shows each).
 pub(super) async fn show(State(instance): State<Arc<Instance>>, Path(id): Path<String>) -> Response {
     let shown = async {
         check_session_id(&id)?;
-        match instance.runs.store().load_conversation(&id).await {
-            Ok(Some(stored)) => Ok(axum::Json(json!({
-                "id": stored.id,
-                "version": stored.version,
-                "messages": stored.messages,
-            }))
-            .into_response()),
-            Ok(None) => Err(no_session(&id)),
-            Err(e) => Err(ApiError::store(SHAPE, &format!("session {id}"), &e)),
-        }
+        let store = instance.runs.store();
+        let stored = match store.load_conversation(&id).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return Err(no_session(&id)),
+            Err(e) => return Err(ApiError::store(SHAPE, &format!("session {id}"), &e)),
+        };
+        let runs = store
+            .session_runs(&id, SESSION_RUNS_SHOWN)
+            .await
+            .map_err(|e| ApiError::store(SHAPE, &format!("the runs of session {id}"), &e))?;
+        Ok(axum::Json(json!({
+            "id": stored.id,
+            "version": stored.version,
+            "messages": stored.messages,
+            "runs": runs.iter().map(loopwright_runs::view).collect::<Vec<_>>(),
+        }))
+        .into_response())
     };
     shown.await.unwrap_or_else(IntoResponse::into_response)
 }

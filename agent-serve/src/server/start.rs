@@ -181,6 +181,7 @@ impl Serve {
             let guard = Guard {
                 instance: instance.clone(),
                 shape,
+                pages: self.ui && surface == Surface::Rest,
             };
             let router = router.layer(axum::middleware::from_fn_with_state(guard, check));
             apps.push(App {
@@ -279,7 +280,7 @@ fn router(surface: Surface, instance: Arc<Instance>, serve: &Serve) -> Result<Ro
         #[cfg(feature = "anthropic")]
         Surface::Anthropic => Ok(crate::anthropic::router(instance)),
         #[cfg(feature = "rest")]
-        Surface::Rest => Ok(crate::rest::router(instance)),
+        Surface::Rest => pages(crate::rest::router(instance), serve.ui),
         #[cfg(feature = "mcp")]
         Surface::McpHttp => Ok(crate::mcp_http::router(
             instance,
@@ -292,6 +293,18 @@ fn router(surface: Surface, instance: Arc<Instance>, serve: &Serve) -> Result<Ro
         other => Err(ServeError::NotBuilt {
             surface: surface_name(other),
         }),
+    }
+}
+
+/// A REST router, with the pages when they are asked for.
+#[cfg(feature = "rest")]
+fn pages(router: Router, ui: bool) -> Result<Router, ServeError> {
+    match ui {
+        #[cfg(feature = "ui")]
+        true => Ok(router.merge(crate::ui::router())),
+        #[cfg(not(feature = "ui"))]
+        true => Err(ServeError::NotBuilt { surface: "ui" }),
+        false => Ok(router),
     }
 }
 

@@ -43,7 +43,8 @@ pub(super) fn history(ui: &[UiMessage], first: usize) -> Result<Vec<Message>, Ap
                         "text" => content.push(ContentPart::text(text_of(part))),
                         "file" => content.push(file(part).map_err(|why| bad(format!("{}: {why}", at(p))))?),
                         "step-start" => {}
-                        k if k.starts_with("data-") || k.starts_with("source-") => {}
+                        // A tool's media, shown to the user (its result holds them).
+                        k if k.starts_with("data-") || k.starts_with("source-") || k == "file" => {}
                         other => {
                             return Err(bad(format!(
                                 "{}: a {role:?} part of type {other:?} is not supported",

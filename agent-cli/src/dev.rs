@@ -1,0 +1,71 @@
+//! `loopwright dev`: `loopwright serve` with REST and the pages on one
+//! loopback address (`--listen`, default 127.0.0.1:4111), runs kept in the
+//! default SQLite store unless one is named, and, with `--token`, a new
+//! random key asked of every request and put in the printed address.
+//!
+//! Invariant: it is a preset of `loopwright serve`, never a second server:
+//! whatever `serve` checks (the Host and Origin of a loopback bind, the
+//! keys, the limits) `dev` checks alike.
+
+use std::io::Read;
+
+use crate::args::{DEV_PORT, DevArgs, ServeArgs};
+use crate::exit::Failure;
+use crate::serve::{Dev, serve_as};
+
+/// Serve the agents with the pages until stopped.
+pub async fn run(args: DevArgs) -> u8 {
+    let token = match args.token.then(random_token).transpose() {
+        Ok(token) => token,
+        Err(failure) => {
+            eprintln!("loopwright dev: {}", failure.message);
+            return failure.status;
+        }
+    };
+    let listen = args
+        .listen
+        .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], DEV_PORT)));
+    serve_as(serve_args(args, listen), Some(Dev { token })).await
+}
+
+/// The `serve` flags `dev` stands for.
+fn serve_args(args: DevArgs, listen: std::net::SocketAddr) -> ServeArgs {
+    ServeArgs {
+        openai: args.openai,
+        anthropic: Vec::new(),
+        mcp_http: Vec::new(),
+        mcp_stdio: false,
+        rest: vec![listen],
+        ui: true,
+        concurrency: None,
+        queue: None,
+        run_lease: None,
+        retention: None,
+        restate_admin: None,
+        restate_ingress: None,
+        restate_listen: None,
+        restate_advertise: None,
+        restate_suspend_after: None,
+        max_connections: None,
+        header_read_timeout: None,
+        idle_timeout: None,
+        body_limit: None,
+        item_limit: None,
+        mcp_sessions: None,
+        mcp_session_idle: None,
+        api_key_env: Vec::new(),
+        allowed_hosts: Vec::new(),
+        shutdown_grace: None,
+        run: args.run,
+    }
+}
+
+/// 128 bits from the system's randomness, in hex (no randomness, no key:
+/// a guessable key would be worse than the refusal).
+fn random_token() -> Result<String, Failure> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Failure::usage(format!("--token: cannot read /dev/urandom for a key: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
