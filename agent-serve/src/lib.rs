@@ -36,6 +36,11 @@
 //! `durable` module): a replica's death then costs nothing already done.
 //! [loopwright-runs](https://docs.rs/loopwright-runs) drives them; this
 //! crate serves them over HTTP.
+//!
+//! With the `ui` feature (default), [`Serve::ui`] adds `loopwright dev`'s
+//! pages to each REST instance, under `/ui/`: agents, a playground, runs
+//! with their live timelines, sessions and tools, compiled in and fetching
+//! nothing from elsewhere.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod agents;
