@@ -59,6 +59,41 @@ pub(crate) struct Instance {
     pub(crate) runs: Arc<loopwright_runs::Runs>,
     /// What a request's conversation is held to.
     pub(crate) limits: crate::items::Limits,
+    /// The eval reports the pages ran, shared by the server's instances.
+    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
+    pub(crate) evals: Arc<EvalsKept>,
+}
+
+/// Eval reports kept in this process (the newest [`EvalsKept::MAX`]),
+/// each a JSON object with its `id`.
+#[derive(Debug, Default)]
+pub(crate) struct EvalsKept {
+    /// Locked only to push or copy, never across an `.await`.
+    reports: std::sync::Mutex<std::collections::VecDeque<Arc<serde_json::Value>>>,
+}
+
+#[cfg_attr(not(feature = "ui"), allow(dead_code))]
+impl EvalsKept {
+    /// The most reports kept: older ones are dropped.
+    pub(crate) const MAX: usize = 50;
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<Arc<serde_json::Value>>> {
+        self.reports
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keep `report`, dropping the oldest beyond [`Self::MAX`].
+    pub(crate) fn keep(&self, report: serde_json::Value) {
+        let mut reports = self.locked();
+        reports.push_front(Arc::new(report));
+        reports.truncate(Self::MAX);
+    }
+
+    /// Every report, the newest first.
+    pub(crate) fn all(&self) -> Vec<Arc<serde_json::Value>> {
+        self.locked().iter().cloned().collect()
+    }
 }
 
 /// A run in flight and its permit.

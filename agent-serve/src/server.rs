@@ -160,6 +160,8 @@ pub struct Serve {
     retention: Option<Duration>,
     /// REST instances serve `loopwright dev`'s pages.
     ui: bool,
+    /// The eval reports the pages ran (one list for every instance).
+    evals: Arc<crate::run::EvalsKept>,
     #[cfg(feature = "restate")]
     restate: Option<crate::Restate>,
 }
@@ -197,6 +199,7 @@ impl Serve {
             run_lease: crate::DEFAULT_RUN_LEASE,
             retention: Some(crate::DEFAULT_RETENTION),
             ui: false,
+            evals: Arc::default(),
             #[cfg(feature = "restate")]
             restate: None,
         }

@@ -51,6 +51,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("timeline.js", JS, include_str!("../ui/timeline.js")),
     ("sessions.js", JS, include_str!("../ui/sessions.js")),
     ("tools.js", JS, include_str!("../ui/tools.js")),
+    ("evals.js", JS, include_str!("../ui/evals.js")),
     ("favicon.svg", "image/svg+xml", include_str!("../ui/favicon.svg")),
 ];
 

@@ -78,13 +78,39 @@ async fn browse(base: &str, shots: &std::path::Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The model: each request answered by what it asks (the eval's cases run
+/// at once, in any order): the weather with the MCP tool, then its answer;
+/// a greeting; a sum that is wrong the first time it is asked.
+async fn model() -> ModelServer {
+    let sums = std::sync::atomic::AtomicUsize::new(0);
+    ModelServer::builder()
+        .respond(move |received| {
+            let messages = received.body["messages"].as_array().cloned().unwrap_or_default();
+            let asked = messages
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")
+                .map(|m| m["content"].to_string());
+            let asked = asked.unwrap_or_default();
+            let answered_tool = messages.iter().any(|m| m["role"] == "tool");
+            if asked.contains("weather in Lisbon") && !answered_tool {
+                sse::tool_call("everything__echo", json!({"message": "Lisbon"})).into()
+            } else if asked.contains("weather in Lisbon") {
+                sse::answer("It is sunny in Lisbon.").into()
+            } else if asked.contains("2 + 2") {
+                let first = sums.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+                sse::answer(if first { "5" } else { "4" }).into()
+            } else {
+                sse::answer("hello there").into()
+            }
+        })
+        .start()
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium() {
-    let model = ModelServer::start(vec![
-        sse::tool_call("everything__echo", json!({"message": "Lisbon"})).into(),
-        sse::answer("It is sunny in Lisbon.").into(),
-    ])
-    .await;
+    let model = model().await;
     let dir = tempfile::tempdir().unwrap();
     let running = replica(agent(&model).await, &dir.path().join("dev.db")).await;
     let base = format!("http://{}", running.address(Surface::Rest).unwrap());
@@ -171,6 +197,7 @@ async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium()
         "runs",
         "session",
         "tools",
+        "evals",
         "narrow",
     ] {
         assert!(
@@ -178,7 +205,21 @@ async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium()
             "no screenshot of {view}"
         );
     }
-    assert_eq!(model.received().len(), 2);
+    // Two runs of a two-case eval: the sum failed, then passed.
+    let evals = &views["evals"];
+    assert_eq!(evals["first"], "dataset.yaml: 1 of 2 passed", "{seen}");
+    assert!(
+        evals["why"].as_str().unwrap().contains("contains \"4\""),
+        "{seen}"
+    );
+    assert_eq!(evals["second"], "dataset.yaml: 2 of 2 passed", "{seen}");
+    assert_eq!(evals["changed"], "1 case changed", "{seen}");
+    assert_eq!(evals["change"], json!(["failed → passed"]), "{seen}");
+    assert_eq!(
+        model.received().len(),
+        6,
+        "the chat's two steps and four eval cases"
+    );
     running.shutdown().await;
 }
 
@@ -367,7 +408,42 @@ async fn listings_and_tool_calls_answer_alike_on_a_second_replica() {
             .contains("everything__echo"),
         "{refused}"
     );
-    assert_eq!(model.received().len(), 1, "no tool call reached the model");
+    // An eval: its report kept by the replica that ran it; a dataset that
+    // does not parse is a 400 naming its line, and nothing runs.
+    let dataset =
+        json!({"dataset": "cases:\n  - name: hi\n    prompt: Hi\n    expect: [{contains: Hello}]\n"});
+    let (status, ran) = call(&one, "/v1/agents/assistant/evals", &dataset.to_string()).await;
+    assert_eq!(status, 200, "{ran}");
+    assert_eq!(
+        (ran["report"]["passed"].as_u64(), ran["name"].as_str()),
+        (Some(1), Some("dataset.yaml"))
+    );
+    let (_, listed) = read(&one, "/v1/evals").await;
+    assert_eq!(listed["evals"][0]["id"], ran["id"], "{listed}");
+    let (status, shown) = read(&one, &format!("/v1/evals/{}", ran["id"].as_str().unwrap())).await;
+    assert_eq!(
+        (status, &shown["report"]["cases"][0]["name"]),
+        (200, &json!("hi"))
+    );
+    assert_eq!(
+        read(&two, "/v1/evals").await.1,
+        json!({"evals": []}),
+        "kept by the replica that ran it"
+    );
+    assert_eq!(read(&two, "/v1/evals/eval_nope").await.0, 404);
+    let broken = json!({"dataset": "cases:\n  - name: hi\n    prompt: [unclosed\n", "name": "broken.yaml"});
+    let (status, refused) = call(&one, "/v1/agents/assistant/evals", &broken.to_string()).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broken.yaml"),
+        "{refused}"
+    );
+    let (status, _) = call(&one, "/v1/agents/nobody/evals", &dataset.to_string()).await;
+    assert_eq!(status, 404);
+    assert_eq!(model.received().len(), 2, "the run and the eval's one case");
     first.shutdown().await;
     second.shutdown().await;
 }

@@ -8,6 +8,7 @@ import { runsView } from './runs.js';
 import { timelineView } from './timeline.js';
 import { sessionsView, sessionView } from './sessions.js';
 import { toolsView } from './tools.js';
+import { evalsView } from './evals.js';
 
 const routes = {
   agents: (arg) => (arg ? agentView(arg) : agentsView()),
@@ -15,6 +16,7 @@ const routes = {
   runs: (arg, query) => (arg ? timelineView(arg) : runsView(query)),
   sessions: (arg) => (arg ? sessionView(arg) : sessionsView()),
   tools: (arg) => toolsView(arg),
+  evals: () => evalsView(),
 };
 
 let stop = null;

@@ -3,6 +3,7 @@
 //! same event JSON as `loopwright --events` over server-sent events;
 //! background runs ([`runs`]), sessions ([`sessions`]); what the server
 //! holds ([`inspect`]: agents, runs, sessions listed, a tool called);
+//! evals run on a served agent (`evals`, feature `ui`);
 //! `GET /health`.
 //!
 //! Invariants: a result answers 200 whatever the run's exit (its `exit`
@@ -33,6 +34,8 @@ use crate::sse::{closed_or, event_stream};
 
 mod agui;
 mod chat;
+#[cfg(feature = "ui")]
+mod evals;
 mod inspect;
 mod runs;
 mod sessions;
@@ -41,7 +44,13 @@ const SHAPE: Shape = Shape::Plain;
 
 /// The routes of one instance.
 pub(crate) fn router(instance: Arc<Instance>) -> Router {
-    Router::new()
+    let router = Router::new();
+    #[cfg(feature = "ui")]
+    let router = router
+        .route("/v1/agents/{name}/evals", post(evals::start))
+        .route("/v1/evals", get(evals::list))
+        .route("/v1/evals/{id}", get(evals::show));
+    router
         .route("/v1/agents", get(inspect::agents))
         .route("/v1/agents/{name}", post(run).get(inspect::agent))
         .route("/v1/agents/{name}/tools/{tool}", post(inspect::call_tool))

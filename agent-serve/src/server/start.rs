@@ -53,6 +53,7 @@ impl Serve {
                 items: self.item_limit,
                 body: self.body_limit,
             },
+            evals: self.evals.clone(),
         })
     }
 

@@ -118,11 +118,41 @@ try {
   if (logged.length !== 1 || !logged[0].includes('status of 400')) out.errors.push(...logged);
   out.views.tools = { result, refused };
 
+  // Evals: a two-case dataset run twice (the model gets the sum right the
+  // second time), then the two runs compared.
+  await page.goto(`${base}/ui/#/evals`);
+  await page.locator('#dataset').fill([
+    'cases:',
+    '  - name: greeting',
+    '    prompt: Say hello.',
+    '    expect: [{contains: hello}]',
+    '  - name: sum',
+    '    prompt: What is 2 + 2?',
+    '    expect: [{contains: "4"}]',
+  ].join('\n'));
+  await page.getByRole('button', { name: 'Run the eval' }).click();
+  await page.locator('#eval-result h2').waitFor();
+  const once = await page.locator('#eval-result h2').textContent();
+  const why = await page.locator('#eval-result tbody tr', { hasText: 'sum' }).locator('li').first().textContent();
+  await page.getByRole('button', { name: 'Run the eval' }).click();
+  await page.locator('#eval-result h2', { hasText: '2 of 2' }).waitFor();
+  const twice = await page.locator('#eval-result h2').textContent();
+  await page.getByRole('button', { name: 'Compare' }).click();
+  await page.locator('#compared h3').waitFor();
+  const changed = await page.locator('#compared h3').textContent();
+  const change = await page.locator('#compared strong').allTextContents();
+  out.views.evals = { first: once, why, second: twice, changed, change };
+  await shot('evals');
+
   // A narrow window: the views still fit and the navigation is reachable.
   await page.setViewportSize({ width: 380, height: 800 });
   await page.goto(`${base}/ui/#/runs`);
   await page.locator('tbody tr').first().waitFor();
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  // What sticks out, for the failure message (a table scrolls in its own box).
+  const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
+    .filter((e) => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest('.table-wrap'))
+    .map((e) => `${e.tagName.toLowerCase()}.${e.className}`).slice(0, 5));
   // Keyboard, on a page just loaded: the first Tab reaches the skip link,
   // the next ones the views.
   await page.reload();
@@ -132,7 +162,7 @@ try {
   await page.keyboard.press('Tab');
   await page.keyboard.press('Tab');
   const third = await page.evaluate(() => document.activeElement?.textContent?.trim());
-  out.views.narrow = { scroll_width: width, first, third, nav: await page.getByRole('link', { name: 'Sessions' }).isVisible() };
+  out.views.narrow = { scroll_width: width, wide, first, third, nav: await page.getByRole('link', { name: 'Sessions' }).isVisible() };
   await shot('narrow');
 } finally {
   await browser.close();
