@@ -523,6 +523,13 @@ pub struct AgentArgs {
     #[arg(long)]
     pub otel: bool,
 
+    /// With --otel, put the conversation in the spans: each model call's
+    /// messages and answer, each tool call's arguments and result (may hold
+    /// personal data; also on with
+    /// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
+    #[arg(long, requires = "otel")]
+    pub otel_content: bool,
+
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,

@@ -110,6 +110,18 @@ pub(crate) struct CommandLine {
     preflight: Option<loopwright::preflight::Preflight>,
     guardrails: Vec<crate::args::GuardrailArg>,
     guardrail_checkpoint: Option<loopwright::guardrail::Checkpoint>,
+    trace_content: bool,
+}
+
+/// The environment variable the OpenTelemetry GenAI instrumentations read
+/// to put message content in spans.
+const CAPTURE_CONTENT_VAR: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
+
+/// Whether spans carry the conversation: `--otel` with `--otel-content`
+/// or the conventions' environment variable set to `true`.
+fn trace_content(args: &AgentArgs) -> bool {
+    let env = std::env::var(CAPTURE_CONTENT_VAR).is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    args.otel && (args.otel_content || env)
 }
 
 impl CommandLine {
@@ -140,6 +152,7 @@ impl CommandLine {
             preflight: plan.then(|| approve::preflight(args.approve)),
             guardrails: args.guardrails.clone(),
             guardrail_checkpoint: args.guardrail_checkpoint,
+            trace_content: trace_content(args),
         }
     }
 
@@ -182,6 +195,7 @@ impl CommandLine {
         }
         set(&mut options.output, &self.output);
         set(&mut options.preflight, &self.preflight);
+        options.trace_content |= self.trace_content;
         self.apply_guardrails(options);
     }
 

@@ -93,8 +93,10 @@ mcp: [test]
 You research.
 ";
 
-#[tokio::test]
-async fn otel_exports_the_span_tree_of_a_run_with_a_sub_agent_and_an_mcp_call() {
+/// The coordinator asks the researcher, which calls the test server's
+/// echo, with `--otel` and `extra` flags: every span the collector got
+/// (all sent before the command exited).
+async fn export(extra: &[&str]) -> Vec<Span> {
     let collector = Collector::start().await;
     let server = routed(vec![
         (
@@ -124,25 +126,27 @@ async fn otel_exports_the_span_tree_of_a_run_with_a_sub_agent_and_an_mcp_call() 
     std::fs::write(dir.path().join("researcher.md"), RESEARCHER).unwrap();
 
     let endpoint = format!("http://{}", collector.addr);
-    let out = run_agent(
-        &[
-            "--config",
-            config_path.to_str().unwrap(),
-            "--agent",
-            dir.path().join("coordinator.md").to_str().unwrap(),
-            "--otel",
-            "Ask the researcher",
-        ],
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
-        dir.path(),
-    )
-    .await;
+    let coordinator = dir.path().join("coordinator.md");
+    let mut args = vec![
+        "--config",
+        config_path.to_str().unwrap(),
+        "--agent",
+        coordinator.to_str().unwrap(),
+        "--otel",
+    ];
+    args.extend(extra);
+    args.push("Ask the researcher");
+    let out = run_agent(&args, &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)], dir.path()).await;
     let (stdout, stderr) = texts(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout, "The researcher heard ping.\n");
 
-    // Every span was sent before the command exited.
-    let spans = collector.spans.lock().unwrap().clone();
+    collector.spans.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn otel_exports_the_span_tree_of_a_run_with_a_sub_agent_and_an_mcp_call() {
+    let spans = export(&[]).await;
     let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), s)).collect();
     let named = |name: &str| -> Vec<&Span> { spans.iter().filter(|s| s.name == name).collect() };
     let one = |name: &str| -> &Span {
@@ -200,4 +204,50 @@ async fn otel_exports_the_span_tree_of_a_run_with_a_sub_agent_and_an_mcp_call() 
     assert_eq!(text(mcp, "network.transport"), Some("pipe"));
     assert!(text(mcp, "jsonrpc.request.id").is_some_and(|id| !id.is_empty()));
     assert_eq!(text(mcp, "error.type"), None);
+    // No conversation in the spans unless asked for.
+    for span in &spans {
+        for key in [
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.arguments",
+            "gen_ai.tool.call.result",
+        ] {
+            assert_eq!(text(span, key), None, "{key} in {}", span.name);
+        }
+    }
+}
+
+#[tokio::test]
+async fn otel_content_puts_the_conversation_in_the_spans() {
+    let spans = export(&["--otel-content"]).await;
+    let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat coord-model").collect();
+    let first = chats
+        .iter()
+        .find(|c| text(c, "gen_ai.response.finish_reasons") == Some("tool_calls"))
+        .unwrap();
+    let input: serde_json::Value =
+        serde_json::from_str(text(first, "gen_ai.input.messages").unwrap()).unwrap();
+    assert_eq!(
+        input[0],
+        json!({"role": "user", "parts": [{"type": "text", "content": "Ask the researcher"}]})
+    );
+    let system: serde_json::Value =
+        serde_json::from_str(text(first, "gen_ai.system_instructions").unwrap()).unwrap();
+    assert!(
+        system[0]["content"].as_str().unwrap().contains("You coordinate."),
+        "{system}"
+    );
+    let output: serde_json::Value =
+        serde_json::from_str(text(first, "gen_ai.output.messages").unwrap()).unwrap();
+    assert_eq!(output[0]["parts"][0]["name"], "agent__researcher");
+    assert_eq!(output[0]["finish_reason"], "tool_calls");
+    let echo = spans
+        .iter()
+        .find(|s| s.name == "execute_tool test__echo")
+        .unwrap();
+    assert_eq!(
+        text(echo, "gen_ai.tool.call.arguments"),
+        Some(r#"{"text":"ping"}"#)
+    );
+    assert!(text(echo, "gen_ai.tool.call.result").unwrap().contains("ping"));
 }

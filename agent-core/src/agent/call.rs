@@ -159,7 +159,8 @@ impl Run {
             show,
             guard,
         };
-        let span = telemetry::chat(model, &request);
+        let content = self.options.trace_content;
+        let span = telemetry::chat(model, &request, content);
         let outcome = run_step(model, request, &mut attempt, io)
             .instrument(span.clone())
             .await;
@@ -174,6 +175,9 @@ impl Run {
             ) => Err(ChatFailure::Cancelled),
         };
         telemetry::record_chat(&span, &attempt.label, traced);
+        if let (true, Ok(output)) = (content, &outcome) {
+            telemetry::record_output(&span, &output.text, &output.calls, &output.finish_reason);
+        }
         let (status, error) = match &outcome {
             Ok(_) => (EntryStatus::Ok, None),
             Err(StepFailure::Model(e)) => (EntryStatus::Error, Some(error_chain(e))),

@@ -369,8 +369,14 @@ async fn run_calls(
         match admit(batch, call, &bad_json).await {
             Ok(exposed) => {
                 let task = CallTask::new(batch, i, exposed, &semaphore, &running);
-                let span =
-                    telemetry::execute_tool(&exposed.name, &call.id, &exposed.source, &exposed.original_name);
+                let arguments = batch.options.trace_content.then_some(&call.input);
+                let span = telemetry::execute_tool(
+                    &exposed.name,
+                    &call.id,
+                    &exposed.source,
+                    &exposed.original_name,
+                    arguments,
+                );
                 let handle = running.tasks.spawn(task.run().instrument(span));
                 running.task_index.insert(handle.id(), i);
                 running.aborts.insert(i, handle);
@@ -511,6 +517,8 @@ struct CallTask {
     approval: Option<(Approvals, ApprovalRequest, Emitter)>,
     /// The guards of its result.
     guard: Option<ResultGuard>,
+    /// Its result goes into its span ([`AgentOptions::trace_content`]).
+    trace_content: bool,
 }
 
 impl CallTask {
@@ -547,6 +555,7 @@ impl CallTask {
                 call: call.clone(),
                 step: batch.step,
             }),
+            trace_content: batch.options.trace_content,
         }
     }
 
@@ -565,6 +574,7 @@ impl CallTask {
             exposed_name,
             approval,
             guard,
+            trace_content,
         } = self;
         // A client tool runs in the client: the run pauses for its output.
         if super::client_tool::is_client_tool(tool.as_ref()) {
@@ -621,7 +631,7 @@ impl CallTask {
             }
         };
         let (output, details, trip) = ResultGuard::check_if_any(guard, output, details).await;
-        telemetry::record_tool(&tracing::Span::current(), &output, details);
+        telemetry::record_tool(&tracing::Span::current(), &output, details, trace_content);
         Outcome {
             output,
             duration: started.elapsed(),

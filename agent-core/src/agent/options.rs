@@ -144,6 +144,13 @@ pub struct AgentOptions {
     pub unsupported_media: MediaFallback,
     /// The run's id and durable engine; see [`AgentBuilder::durable`](crate::AgentBuilder::durable).
     pub durable: Option<crate::durable::DurableRun>,
+    /// Put the conversation in the trace spans: the system prompt and
+    /// messages of each model call, what it answered, each tool call's
+    /// arguments and result (the GenAI conventions' `gen_ai.input.messages`,
+    /// `gen_ai.output.messages`, `gen_ai.tool.call.arguments`, ...). Off by
+    /// default: they may hold personal data. See
+    /// [`AgentBuilder::trace_content`](crate::AgentBuilder::trace_content).
+    pub trace_content: bool,
 }
 
 impl Default for AgentOptions {
@@ -180,6 +187,7 @@ impl Default for AgentOptions {
             guardrails: None,
             unsupported_media: MediaFallback::Error,
             durable: None,
+            trace_content: false,
         }
     }
 }

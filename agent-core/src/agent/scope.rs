@@ -45,6 +45,8 @@ pub(crate) struct Lineage {
     /// (`run/call_3/call_1`), so calls of two sub-agent runs never share a
     /// key even when their models number calls alike.
     pub key_prefix: Option<Arc<str>>,
+    /// The root put the conversation in its spans: so does the whole tree.
+    pub trace_content: bool,
 }
 
 impl Lineage {
@@ -64,6 +66,7 @@ impl Lineage {
                 .durable
                 .as_ref()
                 .map(crate::durable::DurableRun::shared_id),
+            trace_content: options.trace_content,
         }
     }
 

@@ -329,6 +329,7 @@ impl AgentTool {
         // A durable tree is journaled at its root: the child runs inside
         // the root's journaled tool step, so it journals nothing itself.
         options.durable = None;
+        options.trace_content |= lineage.trace_content;
         let run = start(agent.model.clone(), agent.tools.clone(), input, options, lineage);
         self.follow(run, path, parent.as_ref(), ctx).await
     }

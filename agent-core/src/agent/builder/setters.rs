@@ -337,6 +337,21 @@ impl AgentBuilder {
         self
     }
 
+    /// Put the conversation in the trace spans (off by default: it may
+    /// hold personal data): each model call's system prompt, messages and
+    /// answer, each tool call's arguments and result, as the OpenTelemetry
+    /// GenAI conventions name them, for a trace viewer that shows them.
+    ///
+    /// ```
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).trace_content(true).build();
+    /// assert!(agent.options().trace_content);
+    /// ```
+    pub fn trace_content(mut self, on: bool) -> Self {
+        self.options.trace_content = on;
+        self
+    }
+
     /// Merge `options` (a JSON object) into `provider`'s request bodies, for
     /// what this library does not model. Keys given again replace earlier
     /// ones.

@@ -17,10 +17,15 @@
 //! spawned tasks; the span name is set at creation through `otel.name` (an
 //! OpenTelemetry layer reads it only then); token counts are recorded as
 //! `i64` (exporters turn `u64` fields into strings); a failed span gets
-//! `error.type` and `otel.status_code = "error"`.
+//! `error.type` and `otel.status_code = "error"`; the conversation itself
+//! (messages, tool arguments and results) is in a span only when the
+//! agent opts in ([`AgentOptions::trace_content`](crate::agent::AgentOptions::trace_content);
+//! `content`).
 
 use tracing::Span;
 use tracing::field::Empty;
+
+mod content;
 
 use loopwright_types::model_error::ModelError;
 use loopwright_types::tool::ToolOutput;
@@ -74,8 +79,9 @@ pub(crate) fn record_run(span: &Span, usage: &Usage, failure: Option<&str>) {
     }
 }
 
-/// The span of one model call (`chat {model}`), a child of the current span.
-pub(crate) fn chat(model: &dyn LanguageModel, request: &ModelRequest) -> Span {
+/// The span of one model call (`chat {model}`), a child of the current
+/// span; with `content`, the request's system prompt and messages.
+pub(crate) fn chat(model: &dyn LanguageModel, request: &ModelRequest, content: bool) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "chat",
@@ -95,8 +101,23 @@ pub(crate) fn chat(model: &dyn LanguageModel, request: &ModelRequest) -> Span {
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
         gen_ai.usage.reasoning.output_tokens = Empty,
+        gen_ai.system_instructions = Empty,
+        gen_ai.input.messages = Empty,
+        gen_ai.output.messages = Empty,
         error.type = Empty,
     );
+    if content {
+        if let Some(system) = &request.system {
+            span.record(
+                "gen_ai.system_instructions",
+                content::system_instructions(system).as_str(),
+            );
+        }
+        span.record(
+            "gen_ai.input.messages",
+            content::input_messages(&request.messages).as_str(),
+        );
+    }
     if let Some(t) = request.temperature {
         span.record("gen_ai.request.temperature", f64::from(t));
     }
@@ -145,6 +166,18 @@ pub(crate) fn record_chat(
     }
 }
 
+/// Record what a model call answered (`gen_ai.output.messages`), when the
+/// agent opted in.
+pub(crate) fn record_output(
+    span: &Span,
+    text: &str,
+    calls: &[loopwright_types::ToolCall],
+    reason: &FinishReason,
+) {
+    let written = content::output_messages(text, calls, &finish_reason_name(reason));
+    span.record("gen_ai.output.messages", written.as_str());
+}
+
 /// Why a model call has no answer.
 pub(crate) enum ChatFailure<'a> {
     Model(&'a ModelError),
@@ -153,9 +186,16 @@ pub(crate) enum ChatFailure<'a> {
 
 /// The span of one tool call (`execute_tool {name}`), a child of the
 /// current span. `name` is the exposed name; `source` and `original_name`
-/// say where the tool comes from.
-pub(crate) fn execute_tool(name: &str, call_id: &str, source: &str, original_name: &str) -> Span {
-    tracing::info_span!(
+/// say where the tool comes from; `arguments`, when the agent opted in to
+/// content.
+pub(crate) fn execute_tool(
+    name: &str,
+    call_id: &str,
+    source: &str,
+    original_name: &str,
+    arguments: Option<&serde_json::Value>,
+) -> Span {
+    let span = tracing::info_span!(
         target: TARGET,
         "execute_tool",
         otel.name = %format!("execute_tool {name}"),
@@ -167,13 +207,25 @@ pub(crate) fn execute_tool(name: &str, call_id: &str, source: &str, original_nam
         gen_ai.tool.type = "function",
         agent.tool.source = %source,
         agent.tool.original_name = %original_name,
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
         error.type = Empty,
-    )
+    );
+    if let Some(arguments) = arguments {
+        span.record("gen_ai.tool.call.arguments", arguments.to_string().as_str());
+    }
+    span
 }
 
 /// Record a tool call's outcome: `error.type` (`timeout`, `cancelled`, or
-/// `tool_error`) when it failed.
-pub(crate) fn record_tool(span: &Span, output: &ToolOutput, details: Option<&str>) {
+/// `tool_error`) when it failed; with `content`, its result.
+pub(crate) fn record_tool(span: &Span, output: &ToolOutput, details: Option<&str>, content: bool) {
+    if content {
+        span.record(
+            "gen_ai.tool.call.result",
+            content::tool_result(&output.parts).as_str(),
+        );
+    }
     if output.is_error {
         span.record("error.type", details.unwrap_or("tool_error"));
         span.record("otel.status_code", "error");
