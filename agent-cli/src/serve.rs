@@ -315,19 +315,7 @@ fn settings(
     if let Some(lease) = args.run_lease {
         serve = serve.run_lease(lease);
     }
-    serve = with_retention(serve, retention);
-    if let (Some(admin), Some(ingress), Some(listen)) =
-        (&args.restate_admin, &args.restate_ingress, args.restate_listen)
-    {
-        let mut restate = loopwright::serve::Restate::new(admin.clone(), ingress.clone(), listen);
-        if let Some(advertise) = &args.restate_advertise {
-            restate = restate.advertise(advertise.clone());
-        }
-        if let Some(after) = args.restate_suspend_after {
-            restate = restate.suspend_after(after);
-        }
-        serve = serve.restate(restate);
-    }
+    serve = with_restate(with_retention(serve, retention), args);
     if let Some(grace) = args.shutdown_grace {
         serve = serve.shutdown_grace(grace);
     }
@@ -359,6 +347,23 @@ fn settings(
         serve = serve.api_key(key);
     }
     Ok(serve)
+}
+
+/// `serve` with durable runs on Restate when the flags name it.
+fn with_restate(serve: Serve, args: &ServeArgs) -> Serve {
+    let (Some(admin), Some(ingress), Some(listen)) =
+        (&args.restate_admin, &args.restate_ingress, args.restate_listen)
+    else {
+        return serve;
+    };
+    let mut restate = loopwright::serve::Restate::new(admin.clone(), ingress.clone(), listen);
+    if let Some(advertise) = &args.restate_advertise {
+        restate = restate.advertise(advertise.clone());
+    }
+    if let Some(after) = args.restate_suspend_after {
+        restate = restate.suspend_after(after);
+    }
+    serve.restate(restate)
 }
 
 /// `serve` keeping stored responses and runs as `retention` says (the
