@@ -35,6 +35,8 @@ LONGEST = [
     ("loopwright-cli", "integration"),
     ("loopwright-mcp", "integration"),
     ("loopwright-serve", "integration"),
+    # Mostly waiting for Arize Phoenix to start.
+    ("loopwright-cli", "phoenix"),
 ]
 
 

@@ -221,7 +221,7 @@ async fn tool_input_deltas_come_in_order_before_their_call() {
     let seen: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ToolInputDelta { call_id, delta } => Some(format!("{call_id}:{delta}")),
+            AgentEvent::ToolInputDelta { call_id, delta, .. } => Some(format!("{call_id}:{delta}")),
             AgentEvent::ToolCall { call_id, .. } => Some(format!("call {call_id}")),
             _ => None,
         })

@@ -56,7 +56,7 @@ fn check(events: &[AgentEvent]) -> usize {
     let mut called = 0;
     for (i, event) in events.iter().enumerate() {
         match event {
-            AgentEvent::ToolInputDelta { call_id, delta } => {
+            AgentEvent::ToolInputDelta { call_id, delta, .. } => {
                 joined.entry(call_id).or_default().push_str(delta);
             }
             AgentEvent::ToolCall { call_id, input, .. } => {

@@ -158,7 +158,14 @@ async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium()
             .contains("Largest prompt: 100"),
         "{seen}"
     );
-    assert_eq!(views["runs"]["first"], timeline["run"], "{seen}");
+    // The chat's run, and the background run approved from its timeline.
+    assert_eq!(views["runs"]["rows"], 2, "{seen}");
+    assert_eq!(views["runs"]["first"], timeline["run"], "the oldest run: {seen}");
+    assert_eq!(
+        views["approved"],
+        json!({"answer": "It is sunny in Lisbon.", "llm": 2}),
+        "{seen}"
+    );
     assert_eq!(views["session"]["runs"], 1, "{seen}");
     assert!(views["session"]["messages"].as_u64().unwrap() >= 3, "{seen}");
     assert!(
@@ -217,8 +224,8 @@ async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium()
     assert_eq!(evals["change"], json!(["failed → passed"]), "{seen}");
     assert_eq!(
         model.received().len(),
-        6,
-        "the chat's two steps and four eval cases"
+        8,
+        "the chat's and the background run's two steps each, four eval cases"
     );
     running.shutdown().await;
 }

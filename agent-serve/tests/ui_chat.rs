@@ -597,10 +597,11 @@ impl loopwright_core::Tool for Chart {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tools_images_and_linked_files_are_the_messages_file_and_source_parts() {
+async fn a_tools_images_and_linked_files_are_the_messages_file_and_source_parts_and_come_back() {
     let model = ModelServer::start(vec![
         sse::tool_call("chart", json!({})).into(),
         sse::answer("Here is the chart.").into(),
+        sse::answer("It rained on Tuesday.").into(),
     ])
     .await;
     common::install_tls();
@@ -642,5 +643,13 @@ async fn a_tools_images_and_linked_files_are_the_messages_file_and_source_parts(
     assert_eq!(source["title"], "rain.csv");
     let tool = parts.iter().find(|p| p["type"] == "tool-chart").unwrap();
     assert_eq!(tool["output"], "A chart of the rain.");
+    // The chat's next request sends that message back, its media with it.
+    let next =
+        json!([ask[0], message, {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "When?"}]}]);
+    let (answer, _) = ai_client_in(&api, "chat-chart", &next).await;
+    assert_eq!(
+        answer["parts"].as_array().unwrap().last().unwrap()["text"],
+        "It rained on Tuesday."
+    );
     running.shutdown().await;
 }

@@ -85,23 +85,28 @@ export async function stream(path, { body, signal, onEvent, extraHeaders = {} })
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let lastId = null;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end;
-    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
-      let id = null;
-      const data = [];
-      for (const line of block.split(/\r?\n/)) {
-        if (line.startsWith('id:')) id = line.slice(3).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let end;
+      while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+        let id = null;
+        const data = [];
+        for (const line of block.split(/\r?\n/)) {
+          if (line.startsWith('id:')) id = line.slice(3).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+        }
+        if (id !== null) lastId = id;
+        if (data.length) onEvent({ id, data: data.join('\n') });
       }
-      if (id !== null) lastId = id;
-      if (data.length) onEvent({ id, data: data.join('\n') });
     }
+  } finally {
+    // A handler that threw, or an abort: the connection is closed, not leaked.
+    reader.cancel().catch(() => {});
   }
   return lastId;
 }

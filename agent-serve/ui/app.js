@@ -52,6 +52,11 @@ document.getElementById('key-dialog').addEventListener('close', (e) => {
   if (e.target.returnValue === 'save') { setKey(document.getElementById('key-input').value.trim()); render(); }
 });
 document.getElementById('key-button').addEventListener('click', keyDialog);
+// The skip link moves the focus; it is not a view to route to.
+document.querySelector('.skip').addEventListener('click', (e) => {
+  e.preventDefault();
+  document.getElementById('main').focus();
+});
 whenUnauthorized(keyDialog);
 takeTokenFromAddress();
 if (!location.hash || location.hash === '#') history.replaceState(null, '', '#/agents');

@@ -11,15 +11,18 @@ import { stream } from './api.js';
  */
 export async function send({ agent, chatId, messages, assistant, changed, signal }) {
   const body = { id: chatId, messages, trigger: 'submit-message' };
+  let done = false;
   await stream(`/api/agents/${encodeURIComponent(agent)}/chat`, {
     body,
     signal,
     onEvent: ({ data }) => {
-      if (data === '[DONE]') return;
+      if (data === '[DONE]') { done = true; return; }
       apply(assistant, JSON.parse(data));
       changed();
     },
   });
+  // The route always ends with [DONE]: a stream without it was cut.
+  if (!done) throw new Error('the answer stopped before its end (the connection was cut)');
 }
 
 function toolPart(message, id) {

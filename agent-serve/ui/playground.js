@@ -1,6 +1,6 @@
 // Playground: chat with an agent over the chat route: streaming text,
 // reasoning and tool cards, approvals answered inline, files attached.
-import { get } from './api.js';
+import { get, post } from './api.js';
 import { send, wire } from './chat.js';
 import { errorBox, fill, h, json, link } from './dom.js';
 
@@ -9,8 +9,10 @@ export async function playgroundView(name) {
   if (!agents.length) return { node: h('p', {}, 'No agent is served.'), title: 'Playground' };
   const agent = agents.some((a) => a.name === name) ? name : agents[0].name;
   const state = { agent, chatId: newChatId(), messages: [], busy: null, files: [] };
-  const list = h('div', { class: 'chat', 'aria-live': 'polite' });
+  const list = h('div', { class: 'chat' });
   const problem = h('div');
+  // What screen readers hear: the turn's state, not every delta.
+  const status = h('p', { class: 'muted', role: 'status', 'aria-live': 'polite' });
   const input = h('textarea', { id: 'prompt', 'aria-label': 'Message', placeholder: 'Ask something (Enter sends, Shift+Enter for a new line)' });
   const attach = h('input', { type: 'file', multiple: true, 'aria-label': 'Attach files' });
   const attached = h('span', { class: 'muted' });
@@ -19,7 +21,11 @@ export async function playgroundView(name) {
   const picker = h('select', { 'aria-label': 'Agent' }, agents.map((a) => h('option', { value: a.name, selected: a.name === agent }, a.name)));
 
   const redraw = () => fill(list, state.messages.map((m) => message(m, state, answer)));
-  const busy = (on) => { sendButton.disabled = on; stopButton.disabled = !on; };
+  const busy = (on) => {
+    sendButton.disabled = on;
+    stopButton.disabled = !on;
+    fill(status, on ? 'Answering…' : waiting(state) ? 'A call waits for your approval.' : '');
+  };
 
   async function run() {
     const controller = new AbortController();
@@ -37,6 +43,7 @@ export async function playgroundView(name) {
     } catch (error) {
       if (error.name !== 'AbortError') fill(problem, errorBox(error));
       if (!assistant.parts.length) state.messages.pop();
+      else settle(assistant);
     } finally {
       state.busy = null;
       busy(false);
@@ -57,6 +64,10 @@ export async function playgroundView(name) {
     e.preventDefault();
     const text = input.value.trim();
     if (!text || state.busy) return;
+    if (waiting(state)) {
+      fill(problem, errorBox(new Error('Approve or deny the waiting call first: the turn goes on once it is decided.')));
+      return;
+    }
     const parts = [...state.files, { type: 'text', text }];
     state.messages.push({ id: 'user-' + crypto.randomUUID(), role: 'user', parts });
     input.value = '';
@@ -72,21 +83,46 @@ export async function playgroundView(name) {
     fill(attached, state.files.map((f) => f.filename).join(', '));
   });
   input.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); e.target.form.requestSubmit(); }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); e.target.form.requestSubmit(); }
   });
-  stopButton.addEventListener('click', () => state.busy?.abort());
+  // Stopping cancels the run on the server too (it goes on when only its
+  // client leaves).
+  const stop = () => {
+    state.busy?.abort();
+    const id = state.messages.at(-1)?.role === 'assistant' ? state.messages.at(-1).id : '';
+    if (id) post(`/v1/runs/${encodeURIComponent(id)}/cancel`).catch(() => {});
+  };
+  stopButton.addEventListener('click', stop);
   picker.addEventListener('change', () => { location.hash = '#/playground/' + encodeURIComponent(picker.value); });
   const reset = h('button', { type: 'button', class: 'quiet', onclick: () => {
-    state.busy?.abort(); state.messages = []; state.chatId = newChatId(); redraw();
+    if (state.busy) stop();
+    state.messages = []; state.chatId = newChatId(); redraw(); busy(false);
   } }, 'New chat');
 
   const node = h('section', {},
     h('div', { class: 'row spread' }, h('h1', {}, 'Playground'), h('div', { class: 'row' }, picker, reset)),
-    list, problem,
+    list, status, problem,
     h('form', { class: 'composer', onsubmit: submit },
       input,
       h('div', { class: 'row spread' }, h('div', { class: 'row' }, attach, attached), h('div', { class: 'row' }, stopButton, sendButton))));
   return { node, title: 'Playground', stop: () => state.busy?.abort() };
+}
+
+/** Whether the last turn waits for an approval. */
+function waiting(state) {
+  return state.messages.at(-1)?.parts?.some((p) => p.state === 'approval-requested') ?? false;
+}
+
+/**
+ * A turn cut short: its calls without a result get one saying so, so the
+ * chat's next request reads (every call in the history has its result).
+ */
+function settle(assistant) {
+  for (const part of assistant.parts) {
+    if (part.type?.startsWith('tool-') && (part.state === 'input-streaming' || part.state === 'input-available')) {
+      Object.assign(part, { state: 'output-error', errorText: 'stopped before it ran', input: part.input ?? {} });
+    }
+  }
 }
 
 function newChatId() {

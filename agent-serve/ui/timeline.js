@@ -2,7 +2,7 @@
 // last event seen), its pending approvals answered, cancelled; its steps as
 // a waterfall of model calls, tool calls and guardrail checks, each opened
 // for what went in and came out; the context used against the window.
-import { get, post, stream } from './api.js';
+import { ApiError, get, post, stream } from './api.js';
 import { figure } from './agents.js';
 import { tokens } from './runs.js';
 import { badge, count, errorBox, fill, h, json, link, ms, when } from './dom.js';
@@ -18,9 +18,13 @@ export async function timelineView(id) {
   const body = h('div', {}, h('p', { class: 'muted' }, 'Reading the run’s events…'));
   const controller = new AbortController();
 
+  const live = h('p', { class: 'warn', role: 'status' });
   const redraw = () => {
+    // The focused waterfall row keeps the focus across a redraw.
+    const focused = document.activeElement?.dataset?.row;
     fill(head, header(state, path, act));
     fill(body, timeline(state, redraw));
+    if (focused !== undefined) body.querySelector(`[data-row="${focused}"]`)?.focus();
   };
   async function act(what) {
     try {
@@ -32,36 +36,58 @@ export async function timelineView(id) {
       head.append(errorBox(error));
     }
   }
+  // Follow the log from the last event seen, reconnecting after a cut,
+  // until the run ends or pauses (a paused run's log waits for its
+  // decisions: the stream is left, and taken up again once decided).
   let following = false;
   async function follow() {
     if (following) return;
     following = true;
     while (!controller.signal.aborted) {
       const after = state.last === null ? '' : '?after=' + state.last;
+      const connection = new AbortController();
+      const stopConnection = () => connection.abort();
+      controller.signal.addEventListener('abort', stopConnection);
+      let paused = false;
       try {
         await stream(`${path}/events${after}`, {
-          signal: controller.signal,
+          signal: connection.signal,
           onEvent: ({ id: seq, data }) => {
             const event = JSON.parse(data);
+            if (event.type === 'error' && seq === null) throw new Error(event.error?.message ?? 'the log cannot be read');
             if (seq !== null) state.last = Number(seq);
             state.events.push(event);
+            fill(live);
             redraw();
+            if (event.type === 'awaiting_approval') { paused = true; connection.abort(); }
           },
         });
-        state.run = await get(path);
-        redraw();
-        if (state.run.status !== 'running') break;
       } catch (error) {
         if (controller.signal.aborted) break;
-        fill(body.querySelector('.live') ?? head.appendChild(h('div', { class: 'live' })), h('span', { class: 'warn' }, `Reconnecting: ${error.message}`));
-        await new Promise((r) => setTimeout(r, RECONNECT_MS));
+        if (error instanceof ApiError && error.status < 500) { fill(live, error.message); break; }
+        if (!paused) fill(live, `Reconnecting: ${error.message}`);
+      } finally {
+        controller.signal.removeEventListener('abort', stopConnection);
       }
+      state.run = await (paused ? settled(path, controller.signal) : get(path, { signal: controller.signal })).catch(() => state.run);
+      redraw();
+      if (state.run.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, RECONNECT_MS));
     }
     following = false;
   }
   redraw();
   follow();
-  return { node: h('section', {}, head, body), title: 'Run ' + id, stop: () => controller.abort() };
+  return { node: h('section', {}, head, live, body), title: 'Run ' + id, stop: () => controller.abort() };
+}
+
+/** A paused run's record, once it says so (it is written just after the log). */
+async function settled(path, signal) {
+  for (let tries = 1; ; tries += 1) {
+    const run = await get(path, { signal });
+    if (run.status !== 'running' || tries === 20) return run;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 function header(state, path, act) {
@@ -89,7 +115,7 @@ function header(state, path, act) {
       pending.map((call) => h('div', { class: 'tool-card awaiting' },
         h('strong', {}, call.tool), ' ', h('span', { class: 'muted' }, call.kind.replaceAll('_', ' ')),
         json(call.arguments),
-        call.kind === 'approval' ? h('div', { class: 'row' },
+        call.kind !== 'client_tool' ? h('div', { class: 'row' },
           h('button', { type: 'button', onclick: () => decide(call, true) }, 'Approve'),
           h('button', { type: 'button', class: 'danger', onclick: () => decide(call, false) }, 'Deny')) : null))) : null,
     run.result?.text ? h('div', {}, h('h2', {}, 'Answer'), h('div', { class: 'card text' }, run.result.text)) : null,
@@ -120,8 +146,16 @@ function rows(events) {
       out.push({ kind: 'mark', event, step });
     }
   }
-  for (const row of out) {
-    if (row.kind === 'tool') row.io = [...calls.values()].find((c) => c.result && !c.used && c.result.tool === row.entry.tool && (c.used = true));
+  // An entry names its tool, not its call: the call of that tool that took
+  // as long, else the first of that tool not matched yet.
+  const free = [...calls.values()].filter((c) => c.result);
+  const take = (test) => {
+    const i = free.findIndex(test);
+    return i < 0 ? undefined : free.splice(i, 1)[0];
+  };
+  for (const row of out.filter((r) => r.kind === 'tool')) {
+    const same = (c) => c.result.tool === row.entry.tool;
+    row.io = take((c) => same(c) && c.result.duration_ms === row.entry.latency_ms) ?? take(same);
   }
   return out;
 }
@@ -156,7 +190,7 @@ function bar(row, i, t0, span, state, redraw) {
     : ms(e.latency_ms);
   const open = state.open.has(i);
   const button = h('button', {
-    type: 'button', class: 'wf-row', 'aria-expanded': String(open), 'data-kind': row.kind,
+    type: 'button', class: 'wf-row', 'aria-expanded': String(open), 'data-kind': row.kind, 'data-row': i,
     onclick: () => { if (open) state.open.delete(i); else state.open.add(i); redraw(); },
   },
   h('span', { class: 'wf-label' }, label, e.status === 'error' ? h('span', { class: 'bad' }, ' ✗') : null),

@@ -111,12 +111,19 @@ pub enum AgentEvent {
     /// `tool_call` event carries the whole, parsed input.
     ///
     /// ```
-    /// let e = loopwright_core::AgentEvent::ToolInputDelta { call_id: "c1".into(), delta: "{\"pa".into() };
+    /// let e = loopwright_core::AgentEvent::ToolInputDelta {
+    ///     call_id: "c1".into(),
+    ///     tool: "weather".into(),
+    ///     delta: "{\"pa".into(),
+    /// };
     /// assert_eq!(serde_json::to_value(&e).unwrap()["type"], "tool_input_delta");
     /// ```
     ToolInputDelta {
         /// The call's id.
         call_id: String,
+        /// The tool's exposed name, as the model named it when it began
+        /// the call (empty when the provider did not say it first).
+        tool: String,
         /// The new argument text.
         delta: String,
     },

@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use tokio_util::sync::CancellationToken;
 
 use tokio::time::Instant;
@@ -135,6 +135,7 @@ pub(crate) async fn run_step(
         out: StepOutput::empty(),
         open_reasoning: None,
         hidden: HashSet::new(),
+        begun: HashMap::new(),
         io,
         hold,
     };
@@ -176,6 +177,9 @@ struct Assembly<'a> {
     open_reasoning: Option<usize>,
     /// Calls whose argument deltas are not shown ([`Show::Hiding`]).
     hidden: HashSet<String>,
+    /// The tool each call the model began is for, by call id (its
+    /// argument deltas name it).
+    begun: HashMap<String, String>,
     io: StepIo<'a>,
     /// What the step's guardrails hold back.
     hold: Option<Hold>,
@@ -411,11 +415,19 @@ impl<'a> Assembly<'a> {
             ModelEvent::ToolCallStart { id, name } => {
                 if matches!(self.io.show, Show::Hiding(tool) if tool == name) {
                     self.hidden.insert(id);
+                } else {
+                    self.begun.insert(id, name);
                 }
                 Ok(())
             }
             ModelEvent::ToolCallDelta { id, delta } if !delta.is_empty() && !self.hidden.contains(&id) => {
-                self.tell(AgentEvent::ToolInputDelta { call_id: id, delta }).await
+                let tool = self.begun.get(&id).cloned().unwrap_or_default();
+                self.tell(AgentEvent::ToolInputDelta {
+                    call_id: id,
+                    tool,
+                    delta,
+                })
+                .await
             }
             ModelEvent::Compacted { item, cleared_tokens } => {
                 if let Some(item) = item {

@@ -90,10 +90,26 @@ try {
   };
   await shot('timeline');
 
+  // A background run paused on its call, approved from its timeline.
+  const started = await fetch(`${base}/v1/agents/assistant/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'What is the weather in Lisbon?' }),
+  }).then((r) => r.json());
+  await page.goto(`${base}/ui/#/runs/${started.id}`);
+  await page.locator('.badge.awaiting_approval').first().waitFor();
+  await page.getByRole('button', { name: 'Approve' }).click();
+  await page.locator('.badge.completed').first().waitFor();
+  await page.locator('.wf-row[data-kind="llm"]').nth(1).waitFor();
+  out.views.approved = {
+    answer: await page.locator('.card.text').textContent(),
+    llm: await page.locator('.wf-row[data-kind="llm"]').count(),
+  };
+
   // Runs and sessions.
   await page.goto(`${base}/ui/#/runs`);
   await page.locator('tbody tr').first().waitFor();
-  out.views.runs = { rows: await page.locator('tbody tr').count(), first: await page.locator('tbody tr td a').first().textContent() };
+  out.views.runs = { rows: await page.locator('tbody tr').count(), first: await page.locator('tbody tr td a').last().textContent() };
   await shot('runs');
   await page.goto(`${base}/ui/#/sessions`);
   await page.locator('tbody tr td a').first().click();

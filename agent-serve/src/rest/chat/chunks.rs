@@ -22,6 +22,8 @@ pub(super) struct Chunks {
     blocks: u32,
     /// What the request decided, by call id.
     decided: Decided,
+    /// Calls whose arguments are streaming (`tool-input-start` sent).
+    streaming: HashSet<String>,
 }
 
 /// The calls a continued turn's request decided.
@@ -65,6 +67,16 @@ impl Chunks {
                 out
             }
             AgentEvent::ReasoningDelta { text } => self.delta("reasoning", text),
+            // The arguments as the model writes them, once the tool is
+            // known (a provider that does not name it first streams none).
+            AgentEvent::ToolInputDelta { call_id, tool, delta } if !tool.is_empty() => {
+                let mut out = self.close_blocks();
+                if self.streaming.insert(call_id.clone()) {
+                    out.push(json!({"type": "tool-input-start", "toolCallId": call_id, "toolName": tool}));
+                }
+                out.push(json!({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": delta}));
+                out
+            }
             AgentEvent::ToolCall {
                 call_id, tool, input, ..
             } => {

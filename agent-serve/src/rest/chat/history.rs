@@ -43,8 +43,7 @@ pub(super) fn history(ui: &[UiMessage], first: usize) -> Result<Vec<Message>, Ap
                         "text" => content.push(ContentPart::text(text_of(part))),
                         "file" => content.push(file(part).map_err(|why| bad(format!("{}: {why}", at(p))))?),
                         "step-start" => {}
-                        // A tool's media, shown to the user (its result holds them).
-                        k if k.starts_with("data-") || k.starts_with("source-") || k == "file" => {}
+                        k if k.starts_with("data-") || k.starts_with("source-") => {}
                         other => {
                             return Err(bad(format!(
                                 "{}: a {role:?} part of type {other:?} is not supported",
@@ -88,7 +87,8 @@ fn assistant(
             "step-start" => flush(&mut content, &mut results),
             "text" => content.push(ContentPart::text(text_of(part))),
             "reasoning" => {}
-            k if k.starts_with("data-") || k.starts_with("source-") => {}
+            // A tool's media, shown to the user (its result holds them).
+            k if k.starts_with("data-") || k.starts_with("source-") || k == "file" => {}
             k if k.starts_with("tool-") || k == "dynamic-tool" => {
                 let (call, result) = tool_part(part, k).map_err(|why| bad(format!("{}: {why}", at(p))))?;
                 content.push(ContentPart::ToolCall(call));
