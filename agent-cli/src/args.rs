@@ -553,6 +553,11 @@ pub struct DevArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
     pub openai: Vec<std::net::SocketAddr>,
 
+    /// Offer this model too (PROVIDER/MODEL, repeatable) in the
+    /// playground's model list, beside each agent's own models.
+    #[arg(long, value_name = "MODEL", action = ArgAction::Append)]
+    pub offer_model: Vec<String>,
+
     /// The agents' settings, as for `loopwright` (no prompt).
     #[command(flatten)]
     pub run: AgentArgs,
@@ -588,6 +593,11 @@ pub struct ServeArgs {
     /// (behind the same keys for everything they read and do).
     #[arg(long, requires = "rest")]
     pub ui: bool,
+
+    /// Offer this model (PROVIDER/MODEL, repeatable) to runs that pick
+    /// their model: the chat route's and a background run's `model`.
+    #[arg(long, value_name = "MODEL", action = ArgAction::Append)]
+    pub offer_model: Vec<String>,
 
     /// Runs in flight per instance [default: 10]; the others wait in order.
     #[arg(long, value_name = "N")]

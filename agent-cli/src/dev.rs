@@ -37,6 +37,7 @@ fn serve_args(args: DevArgs, listen: std::net::SocketAddr) -> ServeArgs {
         mcp_stdio: false,
         rest: vec![listen],
         ui: true,
+        offer_model: args.offer_model,
         concurrency: None,
         queue: None,
         run_lease: None,

@@ -137,7 +137,11 @@ async fn start(
         None => None,
     };
     let retention = args.retention.or(config.serve.retention);
+    let offered = offers(args, config, &served, keep).await?;
     let mut serve = settings(args, served, keys, retention)?;
+    for (label, model) in offered {
+        serve = serve.offer_model(label, model);
+    }
     if let Some(store) = &store {
         serve = serve.store(store.clone());
     }
@@ -147,6 +151,41 @@ async fn start(
         store,
         names,
     })
+}
+
+/// The models runs may pick: `--offer-model`'s, and with `loopwright dev`
+/// (`all`) every agent's own models and fallbacks, each on its own.
+async fn offers(
+    args: &ServeArgs,
+    config: &AgentConfig,
+    served: &[ServedAgent],
+    all: bool,
+) -> Result<Vec<(String, Arc<dyn loopwright::LanguageModel>)>, Failure> {
+    // Asked for: each must be found. The agents' own: those the
+    // configuration can build (a model given in code may not be).
+    let asked = args.offer_model.iter().map(|l| (l.clone(), true));
+    let own: Vec<String> = if all {
+        served.iter().flat_map(|a| a.agent().model().chain()).collect()
+    } else {
+        Vec::new()
+    };
+    let mut offered: Vec<(String, Arc<dyn loopwright::LanguageModel>)> = Vec::new();
+    for (label, required) in asked.chain(own.into_iter().map(|l| (l, false))) {
+        if offered.iter().any(|(l, _)| *l == label) {
+            continue;
+        }
+        match crate::model::choose(std::slice::from_ref(&label), config, args.run.llm_timeout).await {
+            Ok(chosen) => offered.push((label, chosen.model)),
+            Err(f) if required => {
+                return Err(Failure::usage(format!("--offer-model {label}: {}", f.message)));
+            }
+            Err(f) => eprintln!(
+                "warning: the model {label} is not offered to the playground: {}",
+                f.message
+            ),
+        }
+    }
+    Ok(offered)
 }
 
 /// Say on standard error what is served where.

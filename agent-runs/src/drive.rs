@@ -160,9 +160,18 @@ impl Driver {
             );
         };
         let options = self.envelope.options.clone();
+        let mut builder = agent.to_builder();
+        if let Some(label) = &options.model {
+            let Some(model) = self.host.model(label) else {
+                return End::failed(
+                    "unknown_model",
+                    format!("model {label:?} is not offered by this replica"),
+                );
+            };
+            builder = builder.model(model);
+        }
         let durable = self.durable.take();
-        let agent = agent
-            .to_builder()
+        let agent = builder
             .cancellation(self.token.clone())
             .configure(|o| {
                 *o = options.apply_for_background(std::mem::take(o));

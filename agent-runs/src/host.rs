@@ -61,6 +61,14 @@ pub trait Host: Send + Sync {
     /// them).
     fn agent_names(&self) -> Vec<String>;
 
+    /// A model the server offers for runs that pick one
+    /// ([`RunOptions::model`](crate::RunOptions::model)), by its label
+    /// (default: none is offered).
+    fn model(&self, label: &str) -> Option<std::sync::Arc<dyn loopwright_core::LanguageModel>> {
+        let _ = label;
+        None
+    }
+
     /// Refuse a run whose whole conversation (`stored` messages of the
     /// conversation it continues, named by `whose`, then the request's
     /// `input`) is over the host's limits, naming both and the limit

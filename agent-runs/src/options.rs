@@ -59,6 +59,11 @@ pub struct RunOptions {
     /// `deny_pauses` says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_tools: Vec<loopwright_core::ToolDefinition>,
+    /// The model the run uses instead of its agent's: one the server
+    /// offers by this label ([`Host::model`](crate::Host::model)), found
+    /// again by whichever replica drives the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A structured answer asked for: the schema's name and the schema (one

@@ -59,9 +59,56 @@ pub(crate) struct Instance {
     pub(crate) runs: Arc<loopwright_runs::Runs>,
     /// What a request's conversation is held to.
     pub(crate) limits: crate::items::Limits,
+    /// The models a run may pick instead of its agent's.
+    pub(crate) models: Arc<OfferedModels>,
     /// The eval reports the pages ran, shared by the server's instances.
     #[cfg_attr(not(feature = "ui"), allow(dead_code))]
     pub(crate) evals: Arc<EvalsKept>,
+}
+
+/// The models a server offers for runs that pick one, by label, in the
+/// order offered.
+#[derive(Default, Clone)]
+pub(crate) struct OfferedModels(pub(crate) Vec<(String, Arc<dyn loopwright_core::LanguageModel>)>);
+
+impl std::fmt::Debug for OfferedModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(label, _)| label))
+            .finish()
+    }
+}
+
+impl OfferedModels {
+    /// The model offered as `label`.
+    pub(crate) fn get(&self, label: &str) -> Option<Arc<dyn loopwright_core::LanguageModel>> {
+        self.0.iter().find(|(l, _)| l == label).map(|(_, m)| m.clone())
+    }
+
+    /// Every label, in order.
+    pub(crate) fn labels(&self) -> Vec<&str> {
+        self.0.iter().map(|(l, _)| l.as_str()).collect()
+    }
+
+    /// `label` when it is offered, else a 400 naming what is.
+    pub(crate) fn check(&self, label: &str, shape: Shape) -> Result<String, ApiError> {
+        if self.get(label).is_some() {
+            return Ok(label.to_owned());
+        }
+        let offered = self.labels();
+        Err(ApiError::new(
+            shape,
+            crate::error::Kind::BadRequest,
+            if offered.is_empty() {
+                format!("model {label:?}: this server offers no model to pick; leave model out")
+            } else {
+                format!(
+                    "model {label:?} is not offered here (offered: {})",
+                    offered.join(", ")
+                )
+            },
+        ))
+    }
 }
 
 /// Eval reports kept in this process (the newest [`EvalsKept::MAX`]),
@@ -152,6 +199,10 @@ impl Host for Instance {
 
     fn agent_names(&self) -> Vec<String> {
         self.agents.names()
+    }
+
+    fn model(&self, label: &str) -> Option<Arc<dyn loopwright_core::LanguageModel>> {
+        self.models.get(label)
     }
 
     fn check_conversation(

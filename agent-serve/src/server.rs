@@ -162,6 +162,8 @@ pub struct Serve {
     ui: bool,
     /// The eval reports the pages ran (one list for every instance).
     evals: Arc<crate::run::EvalsKept>,
+    /// Models a run may pick instead of its agent's.
+    models: crate::run::OfferedModels,
     #[cfg(feature = "restate")]
     restate: Option<crate::Restate>,
 }
@@ -200,6 +202,7 @@ impl Serve {
             retention: Some(crate::DEFAULT_RETENTION),
             ui: false,
             evals: Arc::default(),
+            models: crate::run::OfferedModels::default(),
             #[cfg(feature = "restate")]
             restate: None,
         }
@@ -314,6 +317,25 @@ impl Serve {
     /// ```
     pub fn ui(mut self) -> Self {
         self.ui = true;
+        self
+    }
+
+    /// Offer `model` as `label` for runs that pick their model (the chat
+    /// route's and a background run's `model`; the playground's model
+    /// list): such a run is its agent's, on this model. Every replica
+    /// serving a store must offer the same labels.
+    ///
+    /// ```
+    /// # let model = std::sync::Arc::new(loopwright_testing::ScriptedModel::new(vec![]));
+    /// let serve = loopwright_serve::Serve::new().offer_model("scripted/test", model);
+    /// ```
+    pub fn offer_model(mut self, label: impl Into<String>, model: impl loopwright_core::IntoModel) -> Self {
+        let label = label.into();
+        let model = model.into_model();
+        match self.models.0.iter_mut().find(|(l, _)| *l == label) {
+            Some(offered) => offered.1 = model,
+            None => self.models.0.push((label, model)),
+        }
         self
     }
 

@@ -42,12 +42,20 @@ async fn agent(model: &ModelServer) -> Agent {
         .build()
 }
 
-/// A replica with the pages, behind [`KEY`], on the SQLite file `db`.
-async fn replica(agent: Agent, db: &std::path::Path) -> Running {
+/// A replica with the pages, behind [`KEY`], on the SQLite file `db`,
+/// offering a second model of the agent's server to runs that pick one.
+async fn replica(model: &ModelServer, db: &std::path::Path) -> Running {
+    let agent = agent(model).await;
     let store = loopwright_store::open(&format!("sqlite:{}", db.display()))
         .await
         .unwrap();
+    let mini = OpenAiChatModel::openai("gpt-4.1-mini")
+        .base_url(model.base_url())
+        .api_key("sk-test")
+        .build()
+        .unwrap();
     Serve::new()
+        .offer_model("openai/gpt-4.1-mini", Arc::new(mini))
         .agent(ServedAgent::new(agent).with_description("Answers with the help of the everything server."))
         .rest("127.0.0.1:0".parse().unwrap())
         .ui()
@@ -112,7 +120,7 @@ async fn model() -> ModelServer {
 async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium() {
     let model = model().await;
     let dir = tempfile::tempdir().unwrap();
-    let running = replica(agent(&model).await, &dir.path().join("dev.db")).await;
+    let running = replica(&model, &dir.path().join("dev.db")).await;
     let base = format!("http://{}", running.address(Surface::Rest).unwrap());
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dev-ui");
     std::fs::create_dir_all(&shots).unwrap();
@@ -222,6 +230,13 @@ async fn a_user_chats_approves_reads_the_timeline_and_calls_a_tool_in_chromium()
     assert_eq!(evals["second"], "dataset.yaml: 2 of 2 passed", "{seen}");
     assert_eq!(evals["changed"], "1 case changed", "{seen}");
     assert_eq!(evals["change"], json!(["failed → passed"]), "{seen}");
+    // The chat's turn ran on the model picked for it, its continuation too.
+    let on = |name: &str| model.bodies().iter().filter(|b| b["model"] == name).count();
+    assert_eq!(
+        (on("gpt-4.1-mini"), on("gpt-4.1-nano")),
+        (2, 6),
+        "the chat's two steps on mini"
+    );
     assert_eq!(
         model.received().len(),
         8,
@@ -245,7 +260,7 @@ async fn get(url: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::Head
 async fn the_pages_load_without_the_key_but_nothing_they_read_does() {
     let model = ModelServer::start(vec![]).await;
     let dir = tempfile::tempdir().unwrap();
-    let running = replica(agent(&model).await, &dir.path().join("dev.db")).await;
+    let running = replica(&model, &dir.path().join("dev.db")).await;
     let base = format!("http://{}", running.address(Surface::Rest).unwrap());
     let bearer = format!("Bearer {KEY}");
 
@@ -320,8 +335,8 @@ async fn listings_and_tool_calls_answer_alike_on_a_second_replica() {
     let model = ModelServer::start(vec![sse::answer("Hello.").into()]).await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dev.db");
-    let first = replica(agent(&model).await, &db).await;
-    let second = replica(agent(&model).await, &db).await;
+    let first = replica(&model, &db).await;
+    let second = replica(&model, &db).await;
     let one = format!("http://{}", first.address(Surface::Rest).unwrap());
     let two = format!("http://{}", second.address(Surface::Rest).unwrap());
 
@@ -361,6 +376,34 @@ async fn listings_and_tool_calls_answer_alike_on_a_second_replica() {
     assert_eq!(sessions["sessions"][0]["id"], "s-1", "{sessions}");
     let (_, session) = read(&two, "/v1/sessions/s-1").await;
     assert_eq!(session["runs"][0]["id"], json!(id), "{session}");
+
+    // The models a run may pick; a run on one; a model not offered.
+    let (_, listed) = read(&two, "/v1/agents").await;
+    assert_eq!(listed["models"], json!(["openai/gpt-4.1-mini"]));
+    let on_mini = json!({"prompt": "Hi", "model": "openai/gpt-4.1-mini"}).to_string();
+    let (status, started) = call(&two, "/v1/agents/assistant/runs", &on_mini).await;
+    assert_eq!(status, 202, "{started}");
+    let mini_run = started["id"].as_str().unwrap().to_owned();
+    let mut shown = Value::Null;
+    for _ in 0..200 {
+        shown = read(&one, &format!("/v1/runs/{mini_run}")).await.1;
+        if shown["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(shown["status"], "completed", "{shown}");
+    assert_eq!(model.last_body()["model"], "gpt-4.1-mini");
+    let elsewhere = json!({"prompt": "Hi", "model": "openai/gpt-5"}).to_string();
+    let (status, refused) = call(&two, "/v1/agents/assistant/runs", &elsewhere).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("offered: openai/gpt-4.1-mini"),
+        "{refused}"
+    );
 
     // The agent whole: its model, its tools with their sources and schemas.
     let (_, agent) = read(&two, "/v1/agents/assistant").await;
@@ -450,7 +493,7 @@ async fn listings_and_tool_calls_answer_alike_on_a_second_replica() {
     );
     let (status, _) = call(&one, "/v1/agents/nobody/evals", &dataset.to_string()).await;
     assert_eq!(status, 404);
-    assert_eq!(model.received().len(), 2, "the run and the eval's one case");
+    assert_eq!(model.received().len(), 3, "two runs and the eval's one case");
     first.shutdown().await;
     second.shutdown().await;
 }

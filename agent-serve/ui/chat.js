@@ -5,12 +5,14 @@
 import { stream } from './api.js';
 
 /**
- * Send the chat: `messages` (UI messages) to `/api/agents/{agent}/chat`;
+ * Send the chat: `messages` (UI messages) to `/api/agents/{agent}/chat`
+ * (on `model`, one the server offers, when given);
  * the answer's chunks update `assistant` (a UI message; a continued turn
  * goes on in the same one), `changed()` after each.
  */
-export async function send({ agent, chatId, messages, assistant, changed, signal }) {
+export async function send({ agent, chatId, messages, assistant, changed, signal, model }) {
   const body = { id: chatId, messages, trigger: 'submit-message' };
+  if (model) body.model = model;
   let done = false;
   await stream(`/api/agents/${encodeURIComponent(agent)}/chat`, {
     body,

@@ -5,7 +5,7 @@ import { send, wire } from './chat.js';
 import { errorBox, fill, h, json, link } from './dom.js';
 
 export async function playgroundView(name) {
-  const { agents } = await get('/v1/agents');
+  const { agents, models } = await get('/v1/agents');
   if (!agents.length) return { node: h('p', {}, 'No agent is served.'), title: 'Playground' };
   const agent = agents.some((a) => a.name === name) ? name : agents[0].name;
   const state = { agent, chatId: newChatId(), messages: [], busy: null, files: [] };
@@ -19,6 +19,10 @@ export async function playgroundView(name) {
   const sendButton = h('button', { type: 'submit' }, 'Send');
   const stopButton = h('button', { type: 'button', class: 'quiet', disabled: true }, 'Stop');
   const picker = h('select', { 'aria-label': 'Agent' }, agents.map((a) => h('option', { value: a.name, selected: a.name === agent }, a.name)));
+  // The model of the next turn: the agent's own, or one the server offers.
+  const modelPicker = h('select', { 'aria-label': 'Model', id: 'model' },
+    h('option', { value: '' }, 'the agent’s model'),
+    (models ?? []).map((m) => h('option', { value: m }, m)));
 
   const redraw = () => fill(list, state.messages.map((m) => message(m, state, answer)));
   const busy = (on) => {
@@ -39,7 +43,10 @@ export async function playgroundView(name) {
     }
     const messages = state.messages.filter((m) => m !== assistant || m.id).map(wire);
     try {
-      await send({ agent: state.agent, chatId: state.chatId, messages, assistant, changed: redraw, signal: controller.signal });
+      await send({
+        agent: state.agent, chatId: state.chatId, messages, assistant, changed: redraw, signal: controller.signal,
+        model: modelPicker.value || undefined,
+      });
     } catch (error) {
       if (error.name !== 'AbortError') fill(problem, errorBox(error));
       if (!assistant.parts.length) state.messages.pop();
@@ -100,7 +107,7 @@ export async function playgroundView(name) {
   } }, 'New chat');
 
   const node = h('section', {},
-    h('div', { class: 'row spread' }, h('h1', {}, 'Playground'), h('div', { class: 'row' }, picker, reset)),
+    h('div', { class: 'row spread' }, h('h1', {}, 'Playground'), h('div', { class: 'row' }, picker, modelPicker, reset)),
     list, status, problem,
     h('form', { class: 'composer', onsubmit: submit },
       input,

@@ -129,6 +129,8 @@ pub(super) fn prepare(body: &[u8], values: usize) -> Result<Prepared, ApiError> 
         reasoning,
         deny_pauses: !background,
         client_tools,
+        // The request's `model` names the agent.
+        model: None,
     };
     options
         .check()

@@ -1,6 +1,7 @@
 //! What a server holds, read over REST (by `loopwright dev`'s pages and any
 //! client): `GET /v1/agents` and `GET /v1/agents/{name}` (each agent's
-//! models, tools with their schemas and sources, MCP servers, guardrails),
+//! models, tools with their schemas and sources, MCP servers, guardrails;
+//! the models a run may pick),
 //! `GET /v1/runs` (the runs kept, filtered), `GET /v1/sessions` (the
 //! conversations kept), and `POST /v1/agents/{name}/tools/{tool}` (one tool
 //! called directly).
@@ -40,7 +41,7 @@ const AGENT_FILTER_WINDOW: usize = 5_000;
 /// `GET /v1/agents`: each served agent, briefly.
 pub(super) async fn agents(State(instance): State<Arc<Instance>>) -> Response {
     let agents: Vec<Value> = instance.agents.all().iter().map(brief).collect();
-    axum::Json(json!({ "agents": agents })).into_response()
+    axum::Json(json!({ "agents": agents, "models": instance.models.labels() })).into_response()
 }
 
 fn brief(served: &ServedAgent) -> Value {

@@ -40,6 +40,9 @@ struct StartRequest {
     /// output comes through the approvals route.
     #[serde(default)]
     tools: Vec<RestTool>,
+    /// A model the server offers, instead of the agent's.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// A client tool, as REST declares it.
@@ -120,12 +123,13 @@ pub(super) async fn start(
             let request: StartRequest = serde_json::from_slice(&body).map_err(|e| {
                 bad(format!(
                     "the request body must be {{\"prompt\": string}} or {{\"messages\": [...]}}, with an optional \
-                     \"session\" and \"tools\": {e}"
+                     \"session\", \"tools\" and \"model\": {e}"
                 ))
             })?;
             drop(body);
             let turn = input(request.prompt, request.messages)?;
             let client_tools = client_tools(request.tools)?;
+            let model = request.model.map(|m| instance.models.check(&m, SHAPE)).transpose()?;
             let session = match request.session {
                 Some(id) => {
                     check_session_id(&id)?;
@@ -139,6 +143,7 @@ pub(super) async fn start(
                 session: Some(session),
                 options: loopwright_runs::RunOptions {
                     client_tools,
+                    model,
                     ..Default::default()
                 },
                 ..RunSpec::default()

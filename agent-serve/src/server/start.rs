@@ -54,6 +54,7 @@ impl Serve {
                 body: self.body_limit,
             },
             evals: self.evals.clone(),
+            models: Arc::new(self.models.clone()),
         })
     }
 

@@ -1,6 +1,7 @@
 // loopwright dev's pages in a real browser: Debian's chromium, driven by
 // playwright-core (tests-deps, pinned) as a user would drive it: the key
-// from the address, the agents, a chat in the playground whose MCP tool
+// from the address, the agents, a chat in the playground (on a model the
+// server offers, picked for it) whose MCP tool
 // call waits for an approval given inline, the run's timeline with its
 // steps and token counts, the runs, the session, a tool called from the
 // tools view (and arguments its schema refuses). Every request the pages
@@ -62,6 +63,7 @@ try {
 
   // Playground: the tool card waits for approval; approved, the answer comes.
   await page.goto(`${base}/ui/#/playground/assistant`);
+  await page.getByLabel('Model').selectOption('openai/gpt-4.1-mini');
   await page.getByLabel('Message').fill('What is the weather in Lisbon?');
   await page.getByLabel('Message').press('Enter');
   const card = page.locator('.tool-card');

@@ -29,7 +29,8 @@ use loopwright_types::budget::ContextBudget;
 use loopwright_types::tool::{Tool, ToolOutput};
 use loopwright_types::toolset::{Naming, SourceOptions, ToolSet};
 use loopwright_types::{
-    IntoTool, LanguageModel, MediaFallback, ReasoningConfig, StaticToolSource, ToolChoice, ToolDefinition,
+    IntoModel, IntoTool, LanguageModel, MediaFallback, ReasoningConfig, StaticToolSource, ToolChoice,
+    ToolDefinition,
 };
 
 mod setters;

@@ -337,6 +337,21 @@ impl AgentBuilder {
         self
     }
 
+    /// Use `model` instead of the one the builder was made with (for a run
+    /// of an agent on another model: `agent.to_builder().model(other)`).
+    ///
+    /// ```
+    /// # let model = loopwright_testing::ScriptedModel::new(vec![]);
+    /// # let other = loopwright_testing::ScriptedModel::new(vec![]);
+    /// let agent = loopwright_core::Agent::builder(model).build();
+    /// let on_other = agent.to_builder().model(other).build();
+    /// assert_eq!(on_other.model().provider(), "scripted");
+    /// ```
+    pub fn model(mut self, model: impl IntoModel) -> Self {
+        self.model = model.into_model();
+        self
+    }
+
     /// Put the conversation in the trace spans (off by default: it may
     /// hold personal data): each model call's system prompt, messages and
     /// answer, each tool call's arguments and result, as the OpenTelemetry

@@ -69,6 +69,9 @@ struct ChatRequest {
     /// The client's own tools.
     #[serde(default)]
     tools: Option<Value>,
+    /// A model the server offers, for this turn instead of the agent's.
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// `POST /api/chat`: the one agent served.
@@ -124,6 +127,10 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
             _ => {
                 let input = history(std::slice::from_ref(last), earlier.len())?;
                 let tools = client_tools(request.tools.as_ref())?;
+                let model = request
+                    .model
+                    .map(|m| instance.models.check(&m, SHAPE))
+                    .transpose()?;
                 messages.extend(input);
                 let regenerate = request.trigger.as_deref() == Some("regenerate-message");
                 let turn = Turn {
@@ -131,6 +138,7 @@ async fn answer(instance: Arc<Instance>, name: String, body: Result<Bytes, Bytes
                     chat: &request.id,
                     messages,
                     client_tools: tools,
+                    model,
                     keep: !regenerate,
                 };
                 new_turn(&instance, turn).await
@@ -151,6 +159,8 @@ struct Turn<'a> {
     /// The request's whole history.
     messages: Vec<Message>,
     client_tools: Vec<ToolDefinition>,
+    /// The offered model it runs on, if it picked one.
+    model: Option<String>,
     /// Keep the turn in the chat's session (not for a regenerated answer:
     /// the session holds the one it replaces).
     keep: bool,
@@ -166,6 +176,7 @@ async fn new_turn(instance: &Arc<Instance>, turn: Turn<'_>) -> Result<Response, 
         chat,
         mut messages,
         client_tools,
+        model,
         keep,
     } = turn;
     // The trailing user (or system) messages are the turn's input.
@@ -185,6 +196,7 @@ async fn new_turn(instance: &Arc<Instance>, turn: Turn<'_>) -> Result<Response, 
         session: keep.then(|| chat.to_owned()),
         options: RunOptions {
             client_tools,
+            model,
             ..RunOptions::default()
         },
         surface: Some(json!({"chat": chat})),
