@@ -66,7 +66,7 @@ pub enum Command {
     /// elsewhere, nothing leaves the machine. `--token` asks every request
     /// for a new random key, put in the printed address. SIGTERM or Ctrl-C
     /// stops it as it stops `loopwright serve`.
-    Dev(Box<DevArgs>),
+    Dev(Box<crate::dev::DevArgs>),
     /// Continue a run that paused on questions (`--approve defer`), in this
     /// or any other process: every pending call gets a decision.
     ///
@@ -535,37 +535,6 @@ pub struct AgentArgs {
     pub verbose: u8,
 }
 
-/// `loopwright dev`: where it listens, whether it asks for a key, then the
-/// agents' settings.
-#[derive(Debug, clap::Args)]
-pub struct DevArgs {
-    /// Where the pages and the REST surface listen: PORT (on 127.0.0.1) or
-    /// HOST:PORT [default: 4111].
-    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
-    pub listen: Option<std::net::SocketAddr>,
-
-    /// Ask every request for a key: a new random one, printed in the
-    /// address to open (`#token=...`, which the page keeps in its tab).
-    #[arg(long)]
-    pub token: bool,
-
-    /// Also serve OpenAI Chat Completions and Responses at http://ADDR/v1.
-    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
-    pub openai: Vec<std::net::SocketAddr>,
-
-    /// Offer this model too (PROVIDER/MODEL, repeatable) in the
-    /// playground's model list, beside each agent's own models.
-    #[arg(long, value_name = "MODEL", action = ArgAction::Append)]
-    pub offer_model: Vec<String>,
-
-    /// The agents' settings, as for `loopwright` (no prompt).
-    #[command(flatten)]
-    pub run: AgentArgs,
-}
-
-/// Where `loopwright dev` listens when not told.
-pub const DEV_PORT: u16 = 4111;
-
 /// `loopwright serve`: its surfaces and limits, then the agents' settings.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -699,7 +668,8 @@ pub struct ServeArgs {
     pub run: AgentArgs,
 }
 
-fn parse_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+/// ADDR: PORT (on 127.0.0.1) or HOST:PORT.
+pub(crate) fn parse_addr(text: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(port) = text.parse::<u16>() {
         return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     }

@@ -9,9 +9,42 @@
 
 use std::io::Read;
 
-use crate::args::{DEV_PORT, DevArgs, ServeArgs};
+use clap::ArgAction;
+
+use crate::args::{AgentArgs, ServeArgs, parse_addr};
 use crate::exit::Failure;
 use crate::serve::{Dev, serve_as};
+
+/// `loopwright dev`: where it listens, whether it asks for a key, then the
+/// agents' settings.
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// Where the pages and the REST surface listen: PORT (on 127.0.0.1) or
+    /// HOST:PORT [default: 4111].
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// Ask every request for a key: a new random one, printed in the
+    /// address to open (`#token=...`, which the page keeps in its tab).
+    #[arg(long)]
+    pub token: bool,
+
+    /// Also serve OpenAI Chat Completions and Responses at http://ADDR/v1.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub openai: Vec<std::net::SocketAddr>,
+
+    /// Offer this model too (PROVIDER/MODEL, repeatable) in the
+    /// playground's model list, beside each agent's own models.
+    #[arg(long, value_name = "MODEL", action = ArgAction::Append)]
+    pub offer_model: Vec<String>,
+
+    /// The agents' settings, as for `loopwright` (no prompt).
+    #[command(flatten)]
+    pub run: AgentArgs,
+}
+
+/// Where `loopwright dev` listens when not told.
+pub const DEV_PORT: u16 = 4111;
 
 /// Serve the agents with the pages until stopped.
 pub async fn run(args: DevArgs) -> u8 {

@@ -602,15 +602,8 @@ impl CallTask {
             .with_deadline(deadline)
             .with_progress(progress)
             .with_scope(scope);
-        // A sub-agent is run by the loop itself: it may pause its caller.
-        let called = async {
-            match super::sub_agent::sub_agent(tool.as_ref()) {
-                Some(sub) => Box::pin(sub.run(input, resume, ctx)).await,
-                None => SubAgentEnd::Done(tool.call(input, ctx).await),
-            }
-        };
         let (output, details) = tokio::select! {
-            ended = called => match ended {
+            ended = call_or_delegate(tool.as_ref(), input, resume, ctx) => match ended {
                 SubAgentEnd::Done(Ok(output)) => (output, None),
                 SubAgentEnd::Done(Err(ToolError::Cancelled)) => {
                     (ToolOutput::error("The tool call was cancelled."), Some("cancelled"))
@@ -760,4 +753,18 @@ async fn report(batch: &Batch<'_>, i: usize, outcome: &Outcome) -> bool {
         })
         .await
         .is_ok()
+}
+
+/// Call `tool`, or run the sub-agent it is (the loop runs those itself:
+/// one may pause its caller).
+async fn call_or_delegate(
+    tool: &dyn loopwright_types::tool::Tool,
+    input: serde_json::Value,
+    resume: Option<(Box<RunState>, SharedDecisions)>,
+    ctx: ToolContext,
+) -> SubAgentEnd {
+    match super::sub_agent::sub_agent(tool) {
+        Some(sub) => Box::pin(sub.run(input, resume, ctx)).await,
+        None => SubAgentEnd::Done(tool.call(input, ctx).await),
+    }
 }

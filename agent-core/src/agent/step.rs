@@ -373,6 +373,16 @@ impl<'a> Assembly<'a> {
         }
     }
 
+    /// The model began call `id` of tool `name`: its argument deltas name
+    /// the tool, unless the call is one whose deltas are not shown.
+    fn begin(&mut self, id: String, name: String) {
+        if matches!(self.io.show, Show::Hiding(tool) if tool == name) {
+            self.hidden.insert(id);
+        } else {
+            self.begun.insert(id, name);
+        }
+    }
+
     /// Take one event of the stream (not its finish).
     async fn feed(&mut self, event: ModelEvent, attempt: &mut AttemptInfo) -> Result<(), StepFailure> {
         match event {
@@ -413,21 +423,14 @@ impl<'a> Assembly<'a> {
                 Ok(())
             }
             ModelEvent::ToolCallStart { id, name } => {
-                if matches!(self.io.show, Show::Hiding(tool) if tool == name) {
-                    self.hidden.insert(id);
-                } else {
-                    self.begun.insert(id, name);
-                }
+                self.begin(id, name);
                 Ok(())
             }
             ModelEvent::ToolCallDelta { id, delta } if !delta.is_empty() && !self.hidden.contains(&id) => {
                 let tool = self.begun.get(&id).cloned().unwrap_or_default();
-                self.tell(AgentEvent::ToolInputDelta {
-                    call_id: id,
-                    tool,
-                    delta,
-                })
-                .await
+                let call_id = id;
+                self.tell(AgentEvent::ToolInputDelta { call_id, tool, delta })
+                    .await
             }
             ModelEvent::Compacted { item, cleared_tokens } => {
                 if let Some(item) = item {
