@@ -558,6 +558,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
     pub rest: Vec<std::net::SocketAddr>,
 
+    /// A2A v1.0 over JSON-RPC: each agent's card at
+    /// http://ADDR/NAME/.well-known/agent-card.json, its endpoint at
+    /// http://ADDR/NAME.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
+    pub a2a: Vec<std::net::SocketAddr>,
+
     /// Serve `loopwright dev`'s pages on each --rest address, at /ui/
     /// (behind the same keys for everything they read and do).
     #[arg(long, requires = "rest")]

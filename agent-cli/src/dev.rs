@@ -69,6 +69,7 @@ fn serve_args(args: DevArgs, listen: std::net::SocketAddr) -> ServeArgs {
         mcp_http: Vec::new(),
         mcp_stdio: false,
         rest: vec![listen],
+        a2a: Vec::new(),
         ui: true,
         offer_model: args.offer_model,
         concurrency: None,

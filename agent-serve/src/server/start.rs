@@ -271,6 +271,7 @@ fn surface_name(surface: Surface) -> &'static str {
         Surface::Rest => "rest",
         Surface::McpHttp => "mcp-http",
         Surface::McpStdio => "mcp-stdio",
+        Surface::A2a => "a2a",
     }
 }
 
@@ -283,6 +284,8 @@ fn router(surface: Surface, instance: Arc<Instance>, serve: &Serve) -> Result<Ro
         Surface::Anthropic => Ok(crate::anthropic::router(instance)),
         #[cfg(feature = "rest")]
         Surface::Rest => pages(crate::rest::router(instance), serve.ui),
+        #[cfg(feature = "a2a")]
+        Surface::A2a => Ok(crate::a2a::router(instance)),
         #[cfg(feature = "mcp")]
         Surface::McpHttp => Ok(crate::mcp_http::router(
             instance,

@@ -197,3 +197,41 @@ impl Mcp {
             .unwrap_or_else(|| panic!("no response to {id}: {messages:?}"))
     }
 }
+
+/// An OpenAI Chat Completions model `id` on the test model server `server`.
+pub fn openai_on(
+    server: &loopwright_test_support::model_server::ModelServer,
+    id: &str,
+) -> Arc<dyn LanguageModel> {
+    install_tls();
+    Arc::new(
+        loopwright_providers::OpenAiChatModel::openai(id)
+            .base_url(server.base_url())
+            .api_key("sk-test")
+            .build()
+            .unwrap(),
+    )
+}
+
+/// Run a third-party client (`program` on `script`, with `args`) under
+/// the hang guard; what it printed on standard output, as JSON. It must
+/// succeed (its standard error is the failure's message).
+pub async fn client_json(
+    program: &std::path::Path,
+    script: &std::path::Path,
+    args: &[&str],
+    patience: Duration,
+) -> Value {
+    let run = tokio::process::Command::new(program)
+        .arg(script)
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(patience, run)
+        .await
+        .unwrap_or_else(|_| panic!("{} hung", script.display()))
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{} failed: {stderr}", script.display());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
