@@ -30,6 +30,9 @@ pub(crate) struct Guard {
     /// The instance serves `loopwright dev`'s pages, whose files need no
     /// key (they hold no data).
     pub(crate) pages: bool,
+    /// The instance serves A2A agent cards, which a client reads before it
+    /// knows how to authenticate (the card says how): they need no key.
+    pub(crate) cards: bool,
 }
 
 /// Refuse requests without a valid key or from a foreign host.
@@ -53,8 +56,12 @@ pub(crate) async fn check(State(guard): State<Guard>, request: Request, next: Ne
     next.run(request).await
 }
 
-/// Whether `request` asks for one of the pages' files.
+/// Whether `request` asks for one of the pages' files or an agent card.
 fn is_page(guard: &Guard, request: &Request) -> bool {
+    let read = request.method() == axum::http::Method::GET || request.method() == axum::http::Method::HEAD;
+    if guard.cards && read && request.uri().path().ends_with("/.well-known/agent-card.json") {
+        return true;
+    }
     #[cfg(feature = "ui")]
     return guard.pages && crate::ui::is_page(request.method(), request.uri().path());
     #[cfg(not(feature = "ui"))]

@@ -142,3 +142,61 @@ async fn bad_requests_get_the_protocols_error_codes_and_start_nothing() {
     assert!(model.received().is_empty(), "nothing ran");
     running.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_keys_the_card_is_public_and_says_how_to_authenticate() {
+    let model = ModelServer::start(vec![sse::answer("Hello.").into()]).await;
+    let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
+        .name("assistant")
+        .build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .a2a("127.0.0.1:0".parse().unwrap())
+        .api_key("a2a-key")
+        .start()
+        .await
+        .unwrap();
+    let base = format!("http://{}", running.address(Surface::A2a).unwrap());
+    let card: Value = common::http()
+        .get(format!("{base}/assistant/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "bearer",
+        "{card}"
+    );
+    assert_eq!(
+        card["securityRequirements"][0]["schemes"]["bearer"],
+        json!({"list": []}),
+        "{card}"
+    );
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}});
+    let refused = common::http()
+        .post(format!("{base}/assistant"))
+        .json(&send)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let answered: Value = common::http()
+        .post(format!("{base}/assistant"))
+        .bearer_auth("a2a-key")
+        .header("a2a-version", "1.0")
+        .json(&send)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        answered["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+    running.shutdown().await;
+}

@@ -184,6 +184,7 @@ impl Serve {
                 instance: instance.clone(),
                 shape,
                 pages: self.ui && surface == Surface::Rest,
+                cards: surface == Surface::A2a,
             };
             let router = router.layer(axum::middleware::from_fn_with_state(guard, check));
             apps.push(App {
