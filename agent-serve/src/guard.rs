@@ -6,7 +6,8 @@
 //! a foreign host or origin); the host is the `Host` header, or on HTTP/2
 //! the request's `:authority`; keys are compared as SHA-256 digests, in a
 //! time that depends on neither key's content nor its length, and never
-//! logged.
+//! logged; the only requests that need no key are reads of public files:
+//! `loopwright dev`'s pages on REST, agent cards on A2A.
 
 use std::sync::Arc;
 
