@@ -46,7 +46,7 @@ async fn the_a2a_python_sdk_sends_a_message_reads_the_task_and_goes_on_in_its_co
     .await;
     let running = serve(&model).await;
     let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
-    let seen = python("a2a_client.py", &[&url]).await;
+    let seen = python("a2a_client.py", &["basic", &url]).await;
 
     let card = &seen["card"];
     assert_eq!(card["name"], "assistant");

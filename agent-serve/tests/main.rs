@@ -6,6 +6,7 @@
 mod common;
 
 mod a2a;
+mod a2a_tasks;
 mod agui;
 mod background;
 mod client_tools;

@@ -1,99 +1,73 @@
-//! A served agent as A2A sees it: its card, its messages started as
-//! background runs, and a run read back as a task.
+//! A2A's operations on tasks, whatever the binding: a message started as a
+//! background run or answering a paused one, a run read back as a task,
+//! listed, cancelled.
+//!
+//! Invariants: a request that fails its checks starts and records nothing;
+//! a task is only ever one of its agent's runs (another agent's run id is
+//! "not found", as an unknown one); a message for a task names the task's
+//! own context, if any; a finished task takes no message.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use a2a::jsonrpc::JsonRpcError;
 use a2a::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, HttpAuthSecurityScheme, Message,
-    Part, PartContent, Role, SecurityScheme, SendMessageRequest, Task, TaskState, TaskStatus, error_code,
+    A2AError, Artifact, CancelTaskRequest, ListTasksRequest, ListTasksResponse, Message, Part, PartContent,
+    Role, SendMessageRequest, Task, TaskState, TaskStatus, error_code,
 };
-use loopwright_runs::{Logged, RunSpec, RunsError};
+use loopwright_runs::{Decision, Logged, RunSpec, RunsError};
 use loopwright_store::{RunRecord, RunStatus};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::error;
-use crate::agents::ServedAgent;
 use crate::run::Instance;
 
-/// The card of `served`, its JSON-RPC endpoint at `url`, a bearer key
-/// asked for when `keys`.
-pub(super) fn card(served: &ServedAgent, url: &str, keys: bool) -> AgentCard {
-    let (security_schemes, security_requirements) = if keys {
-        let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
-            scheme: "bearer".to_owned(),
-            description: Some("The server's API key, as `Authorization: Bearer <key>`.".to_owned()),
-            bearer_format: None,
-        });
-        (
-            Some(HashMap::from([("bearer".to_owned(), scheme)])),
-            Some(vec![HashMap::from([("bearer".to_owned(), Vec::new())])]),
-        )
-    } else {
-        (None, None)
-    };
-    AgentCard {
-        name: served.name().to_owned(),
-        description: served.description().to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        supported_interfaces: vec![AgentInterface::new(url, "JSONRPC")],
-        capabilities: AgentCapabilities {
-            streaming: Some(false),
-            push_notifications: Some(false),
-            extensions: None,
-            extended_agent_card: Some(false),
-        },
-        default_input_modes: vec!["text/plain".to_owned()],
-        default_output_modes: vec!["text/plain".to_owned()],
-        skills: vec![AgentSkill {
-            id: served.name().to_owned(),
-            name: served.name().to_owned(),
-            description: served.description().to_owned(),
-            tags: vec!["agent".to_owned()],
-            examples: None,
-            input_modes: None,
-            output_modes: None,
-            security_requirements: None,
-        }],
-        provider: None,
-        documentation_url: None,
-        icon_url: None,
-        security_schemes,
-        security_requirements,
-        signatures: None,
-    }
+/// Tasks read per `ListTasks` page when the client does not say.
+const PAGE: usize = 50;
+/// The most tasks one page holds.
+const MAX_PAGE: usize = 100;
+/// How many of the newest runs `ListTasks` looks through.
+const WINDOW: usize = 5_000;
+
+/// A run a message started or continued, and where its log goes on from.
+pub(super) struct Started {
+    /// The task's (the run's) id.
+    pub(super) id: String,
+    /// The last event before this message's: follow the log after it.
+    pub(super) after: Option<u64>,
 }
 
-/// `SendMessage`: the message's text as a new task (a background run) in
-/// its context (a session), answered once the run ended or paused, or at
-/// once with `returnImmediately`.
-pub(super) async fn send(
+/// The message of `request` as a new task of `agent` (a background run in
+/// the message's context, a stored session), or, naming a task, as the
+/// answer its pause waits for.
+pub(super) async fn start(
     instance: &Arc<Instance>,
     agent: &str,
     request: SendMessageRequest,
-) -> Result<Task, JsonRpcError> {
+) -> Result<Started, A2AError> {
     let message = request.message;
     if message.role != Role::User {
-        return Err(error(
-            error_code::INVALID_PARAMS,
-            "message.role must be ROLE_USER",
-        ));
+        return Err(A2AError::invalid_params("message.role must be ROLE_USER"));
     }
-    if let Some(task) = &message.task_id {
-        get(instance, agent, task).await?;
-        return Err(error(
-            error_code::UNSUPPORTED_OPERATION,
-            format!(
-                "message.taskId {task}: continuing a task is not served yet; send a new message in its context"
-            ),
-        ));
+    if request
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.task_push_notification_config.is_some())
+    {
+        return Err(super::ops::push_refused());
+    }
+    if let Some(modes) = request
+        .configuration
+        .as_ref()
+        .and_then(|c| c.accepted_output_modes.as_ref())
+    {
+        accepts(modes)?;
+    }
+    if let Some(task) = message.task_id.clone() {
+        return answer(instance, agent, &task, &message).await;
     }
     let text = text_of(&message)?;
     let context = match message.context_id {
         Some(context) => {
-            crate::rest::check_session_id(&context)
-                .map_err(|e| error(error_code::INVALID_PARAMS, e.message))?;
+            crate::rest::check_session_id(&context).map_err(|e| A2AError::invalid_params(e.message))?;
             context
         }
         None => loopwright_runs::shared::new_id("ctx_"),
@@ -102,7 +76,7 @@ pub(super) async fn send(
         agent: agent.to_owned(),
         input: vec![loopwright_core::Message::user(text)],
         session: Some(context),
-        surface: Some(serde_json::json!({"a2a": true})),
+        surface: Some(json!({"a2a": true})),
         ..RunSpec::default()
     };
     let record = instance
@@ -110,46 +84,138 @@ pub(super) async fn send(
         .start(instance.clone(), spec)
         .await
         .map_err(runs_error)?;
-    let immediately = request.configuration.and_then(|c| c.return_immediately) == Some(true);
-    if !immediately {
-        settle(instance, &record.id).await;
+    Ok(Started {
+        id: record.id,
+        after: None,
+    })
+}
+
+/// Refused unless the client takes text or JSON (or anything).
+fn accepts(modes: &[String]) -> Result<(), A2AError> {
+    let served = ["text/plain", "application/json", "*/*", "text/*"];
+    if modes.is_empty() || modes.iter().any(|m| served.contains(&m.as_str())) {
+        return Ok(());
     }
-    get(instance, agent, &record.id).await
+    Err(A2AError::new(
+        error_code::CONTENT_TYPE_NOT_SUPPORTED,
+        format!(
+            "configuration.acceptedOutputModes {modes:?}: this agent answers in text/plain and application/json"
+        ),
+    ))
 }
 
 /// The message's text parts, joined; any other part is refused.
-fn text_of(message: &Message) -> Result<String, JsonRpcError> {
+fn text_of(message: &Message) -> Result<String, A2AError> {
     let mut texts = Vec::new();
     for (i, part) in message.parts.iter().enumerate() {
         match &part.content {
-            PartContent::Text(text) => texts.push(text.as_str()),
+            PartContent::Text(text) => texts.push(text.clone()),
+            PartContent::Data(data) => texts.push(data.to_string()),
             _ => {
-                return Err(error(
+                return Err(A2AError::new(
                     error_code::CONTENT_TYPE_NOT_SUPPORTED,
-                    format!("message.parts[{i}]: only text parts are served yet"),
+                    format!("message.parts[{i}]: only text and data parts are served (not files)"),
                 ));
             }
         }
     }
     if texts.is_empty() {
-        return Err(error(error_code::INVALID_PARAMS, "message.parts holds no text"));
+        return Err(A2AError::invalid_params("message.parts holds no text"));
     }
     Ok(texts.join("\n"))
 }
 
-/// Wait until run `id` ended or paused for a decision (its log says so),
-/// and its record says so too.
-async fn settle(instance: &Instance, id: &str) {
+/// `message` answering task `id`'s pause: its data part's decisions
+/// recorded, the run continued (wherever it was paused).
+async fn answer(
+    instance: &Arc<Instance>,
+    agent: &str,
+    id: &str,
+    message: &Message,
+) -> Result<Started, A2AError> {
+    let record = record_of(instance, agent, id).await?;
+    if let Some(context) = &message.context_id
+        && record.session.as_deref() != Some(context.as_str())
+    {
+        return Err(A2AError::invalid_params(format!(
+            "message.contextId {context}: task {id} is in context {}",
+            record.session.as_deref().unwrap_or("(none)")
+        )));
+    }
+    if record.status.is_finished() {
+        return Err(A2AError::unsupported_operation(format!(
+            "task {id} is {}: it takes no more messages; send a new message in its context",
+            state_name(&state_of(&record))
+        )));
+    }
+    if record.status != RunStatus::AwaitingApproval {
+        return Err(A2AError::unsupported_operation(format!(
+            "task {id} is working: it asks for nothing yet; follow it with SubscribeToTask"
+        )));
+    }
+    let view = loopwright_runs::view(&record);
+    let pending = view["pending_approvals"].as_array().cloned().unwrap_or_default();
+    let decisions = decisions_of(message, &pending)?;
+    let after = view["next_event"].as_u64().and_then(|n| n.checked_sub(1));
+    instance
+        .runs
+        .decide(instance.clone(), id, &decisions)
+        .await
+        .map_err(runs_error)?;
+    Ok(Started {
+        id: id.to_owned(),
+        after,
+    })
+}
+
+/// The decisions a message carries in a data part: `{"decisions": [{call_id,
+/// approve, reason} | {call_id, output}]}`, or `{"approve": bool, "reason"}`
+/// for every pending call.
+fn decisions_of(message: &Message, pending: &[Value]) -> Result<Vec<Decision>, A2AError> {
+    let how = "answer with a data part {\"approve\": true} (or false, with a \"reason\"), or {\"decisions\": [{\"call_id\": ..., \"approve\": true}]}";
+    let data = message
+        .parts
+        .iter()
+        .find_map(|p| match &p.content {
+            PartContent::Data(data) => Some(data),
+            _ => None,
+        })
+        .ok_or_else(|| A2AError::invalid_params(format!("the task waits for a decision: {how}")))?;
+    if let Some(listed) = data.get("decisions") {
+        return serde_json::from_value(listed.clone())
+            .map_err(|e| A2AError::invalid_params(format!("the data part's decisions: {e}; {how}")));
+    }
+    let Some(approve) = data.get("approve").and_then(Value::as_bool) else {
+        return Err(A2AError::invalid_params(format!("the data part {data}: {how}")));
+    };
+    let reason = data
+        .get("reason")
+        .and_then(Value::as_str)
+        .unwrap_or("denied by the A2A client");
+    Ok(pending
+        .iter()
+        .filter_map(|p| p["call_id"].as_str())
+        .map(|call| {
+            if approve {
+                Decision::approve(call)
+            } else {
+                Decision::deny(call, reason)
+            }
+        })
+        .collect())
+}
+
+/// Wait until the run ended or paused (after event `after`), and its record
+/// says so too.
+pub(super) async fn settle(instance: &Instance, id: &str, after: Option<u64>) {
     let (tx, mut rx) = mpsc::channel(64);
-    let follow = loopwright_runs::follow(instance.runs.store().clone(), id.to_owned(), None, tx, |logged| {
-        logged
-    });
+    let follow = loopwright_runs::follow(instance.runs.store().clone(), id.to_owned(), after, tx, |l| l);
     let watch = async move {
         while let Some(logged) = rx.recv().await {
             match logged {
                 Logged::Event(_, event) if event["type"] == "awaiting_approval" => break,
                 Logged::Event(..) => {}
-                _ => break,
+                Logged::Unreadable(_) => break,
             }
         }
     };
@@ -157,79 +223,234 @@ async fn settle(instance: &Instance, id: &str) {
     crate::run::await_record(instance.runs.store(), id).await;
 }
 
-/// `GetTask`: run `id` as a task, if it is one of `agent`'s.
-pub(super) async fn get(instance: &Instance, agent: &str, id: &str) -> Result<Task, JsonRpcError> {
-    let missing = || {
-        error(
-            error_code::TASK_NOT_FOUND,
-            format!("no task {id} of agent {agent}"),
-        )
-    };
-    let record = match instance.runs.get(id).await {
-        Ok(record) => record,
-        Err(RunsError::NoSuchRun { .. }) => return Err(missing()),
-        Err(e) => return Err(runs_error(e)),
-    };
-    if record.agent != agent {
-        return Err(missing());
+/// Run `id`'s record, if it is one of `agent`'s.
+pub(super) async fn record_of(instance: &Instance, agent: &str, id: &str) -> Result<RunRecord, A2AError> {
+    let missing = || A2AError::task_not_found(&format!("{id} (of agent {agent})"));
+    match instance.runs.get(id).await {
+        Ok(record) if record.agent == agent => Ok(record),
+        Ok(_) | Err(RunsError::NoSuchRun { .. }) => Err(missing()),
+        Err(e) => Err(runs_error(e)),
     }
-    Ok(task_of(&record))
 }
 
-fn task_of(record: &RunRecord) -> Task {
-    let state = match record.status {
+/// `GetTask`: run `id` as a task, if it is one of `agent`'s.
+pub(super) async fn get(instance: &Instance, agent: &str, id: &str) -> Result<Task, A2AError> {
+    Ok(task_of(&record_of(instance, agent, id).await?))
+}
+
+/// `ListTasks`: `agent`'s tasks (the runs A2A started), the one changed
+/// last first, filtered by context and state; the page token is how many
+/// were listed before.
+pub(super) async fn list(
+    instance: &Instance,
+    agent: &str,
+    request: &ListTasksRequest,
+) -> Result<ListTasksResponse, A2AError> {
+    let size = match request.page_size {
+        None => PAGE,
+        Some(n) if (1..=MAX_PAGE as i32).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(A2AError::invalid_params(format!(
+                "pageSize {n}: give 1 to {MAX_PAGE}"
+            )));
+        }
+    };
+    let skip = match request.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(token) => token.parse::<usize>().map_err(|_| {
+            A2AError::invalid_params(format!("pageToken {token:?} is not one this server gave"))
+        })?,
+    };
+    // Unspecified (as some clients send for "any") filters nothing.
+    let status = request.status.as_ref().filter(|s| **s != TaskState::Unspecified);
+    let records = instance
+        .runs
+        .store()
+        .list_runs(None, WINDOW)
+        .await
+        .map_err(|e| A2AError::internal(format!("the tasks cannot be read: {e}")))?;
+    let matching: Vec<&RunRecord> = records
+        .iter()
+        .filter(|r| r.agent == agent && loopwright_runs::surface(r).is_some_and(|s| s["a2a"] == true))
+        .filter(|r| {
+            request
+                .context_id
+                .as_deref()
+                .is_none_or(|c| r.session.as_deref() == Some(c))
+        })
+        .filter(|r| status.is_none_or(|s| *s == state_of(r)))
+        .filter(|r| {
+            request
+                .status_timestamp_after
+                .is_none_or(|t| r.updated_at >= t.timestamp_millis())
+        })
+        .collect();
+    let artifacts = request.include_artifacts == Some(true);
+    let tasks: Vec<Task> = matching
+        .iter()
+        .skip(skip)
+        .take(size)
+        .map(|r| {
+            let mut task = task_of(r);
+            if !artifacts {
+                task.artifacts = None;
+            }
+            task
+        })
+        .collect();
+    let next = skip + tasks.len();
+    Ok(ListTasksResponse {
+        next_page_token: if next < matching.len() {
+            next.to_string()
+        } else {
+            String::new()
+        },
+        page_size: size as i32,
+        total_size: matching.len() as i32,
+        tasks,
+    })
+}
+
+/// `CancelTask`: the run cancelled, answered once its record says so.
+pub(super) async fn cancel(
+    instance: &Instance,
+    agent: &str,
+    request: &CancelTaskRequest,
+) -> Result<Task, A2AError> {
+    let id = &request.id;
+    record_of(instance, agent, id).await?;
+    match instance.runs.cancel(id).await {
+        Ok(_) => {}
+        Err(RunsError::Conflict { message }) => {
+            return Err(A2AError::new(error_code::TASK_NOT_CANCELABLE, message));
+        }
+        Err(e) => return Err(runs_error(e)),
+    }
+    crate::run::await_record(instance.runs.store(), id).await;
+    get(instance, agent, id).await
+}
+
+/// A run's state as A2A names it: a guardrail's stop is `rejected`.
+pub(super) fn state_of(record: &RunRecord) -> TaskState {
+    match record.status {
         RunStatus::Running => TaskState::Working,
         RunStatus::AwaitingApproval => TaskState::InputRequired,
         RunStatus::Completed => TaskState::Completed,
         RunStatus::Cancelled => TaskState::Canceled,
+        _ if record.error.as_ref().is_some_and(|e| e["type"] == "tripped") => TaskState::Rejected,
         _ => TaskState::Failed,
-    };
-    let answer = record
-        .result
-        .as_ref()
-        .and_then(|r| r["text"].as_str())
-        .filter(|t| !t.is_empty());
-    let said = answer.map(str::to_owned).or_else(|| {
-        record
-            .error
-            .as_ref()
-            .and_then(|e| e["message"].as_str())
-            .map(str::to_owned)
-    });
-    let status_message = said.map(|text| Message {
-        context_id: record.session.clone(),
-        task_id: Some(record.id.clone()),
-        ..Message::new(Role::Agent, vec![Part::text(text)])
-    });
-    let artifacts = answer.map(|text| {
-        vec![Artifact {
-            artifact_id: format!("{}-answer", record.id),
-            name: Some("answer".to_owned()),
-            description: None,
-            parts: vec![Part::text(text)],
-            metadata: None,
-            extensions: None,
-        }]
-    });
+    }
+}
+
+/// `TASK_STATE_COMPLETED` and the like.
+pub(super) fn state_name(state: &TaskState) -> String {
+    serde_json::to_value(state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Run `record` as a task: its answer the status message and the `answer`
+/// artifact, a structured answer the `output` artifact (a data part), the
+/// calls it waits for a data part of the status message.
+pub(super) fn task_of(record: &RunRecord) -> Task {
+    let state = state_of(record);
+    let message = status_message(record, &state);
     Task {
         id: record.id.clone(),
         context_id: record.session.clone().unwrap_or_default(),
         status: TaskStatus {
             state,
-            message: status_message,
-            timestamp: None,
+            message,
+            timestamp: chrono::DateTime::from_timestamp_millis(record.updated_at),
         },
-        artifacts,
+        artifacts: artifacts_of(record),
         history: None,
         metadata: None,
     }
 }
 
-/// A background run's error, as a JSON-RPC error.
-fn runs_error(e: RunsError) -> JsonRpcError {
+fn answer_text(record: &RunRecord) -> Option<&str> {
+    record
+        .result
+        .as_ref()
+        .and_then(|r| r["text"].as_str())
+        .filter(|t| !t.is_empty())
+}
+
+fn status_message(record: &RunRecord, state: &TaskState) -> Option<Message> {
+    let parts = if *state == TaskState::InputRequired {
+        let view = loopwright_runs::view(record);
+        let pending = view["pending_approvals"].clone();
+        let asked: Vec<String> = pending
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| format!("{} {}", p["tool"].as_str().unwrap_or("?"), p["arguments"]))
+            .collect();
+        vec![
+            Part::text(format!(
+                "Approve or deny: {}. Answer with a data part {{\"approve\": true}} (or false, with a \"reason\").",
+                asked.join("; ")
+            )),
+            Part::data(json!({ "pending": pending })),
+        ]
+    } else {
+        let said = answer_text(record).map(str::to_owned).or_else(|| {
+            record
+                .error
+                .as_ref()
+                .and_then(|e| e["message"].as_str())
+                .map(str::to_owned)
+        })?;
+        vec![Part::text(said)]
+    };
+    Some(Message {
+        context_id: record.session.clone(),
+        task_id: Some(record.id.clone()),
+        message_id: format!("{}-status-{}", record.id, record.version),
+        ..Message::new(Role::Agent, parts)
+    })
+}
+
+/// The answer's artifacts: `answer` (text), `output` (the structured
+/// answer, a data part).
+pub(super) fn artifacts_of(record: &RunRecord) -> Option<Vec<Artifact>> {
+    let mut artifacts = Vec::new();
+    if let Some(text) = answer_text(record) {
+        artifacts.push(artifact(&record.id, "answer", Part::text(text)));
+    }
+    if let Some(output) = record
+        .result
+        .as_ref()
+        .map(|r| &r["output"])
+        .filter(|o| !o.is_null())
+    {
+        let mut part = Part::data(output.clone());
+        part.media_type = Some("application/json".to_owned());
+        artifacts.push(artifact(&record.id, "output", part));
+    }
+    (!artifacts.is_empty()).then_some(artifacts)
+}
+
+/// Artifact `name` of task `id`.
+pub(super) fn artifact(id: &str, name: &str, part: Part) -> Artifact {
+    Artifact {
+        artifact_id: format!("{id}-{name}"),
+        name: Some(name.to_owned()),
+        description: None,
+        parts: vec![part],
+        metadata: None,
+        extensions: None,
+    }
+}
+
+/// A background run's error, as A2A's.
+pub(super) fn runs_error(e: RunsError) -> A2AError {
     match e {
-        RunsError::NoSuchRun { .. } => error(error_code::TASK_NOT_FOUND, e.to_string()),
-        RunsError::Invalid { .. } => error(error_code::INVALID_PARAMS, e.to_string()),
-        other => error(error_code::INTERNAL_ERROR, other.to_string()),
+        RunsError::NoSuchRun { .. } => A2AError::new(error_code::TASK_NOT_FOUND, e.to_string()),
+        RunsError::Invalid { .. } => A2AError::invalid_params(e.to_string()),
+        RunsError::Conflict { .. } => A2AError::unsupported_operation(e.to_string()),
+        other => A2AError::internal(other.to_string()),
     }
 }
