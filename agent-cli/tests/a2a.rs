@@ -57,3 +57,70 @@ async fn serve_a2a_answers_a_message_as_a_task() {
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], "Pong.");
     child.kill().await.unwrap();
 }
+
+/// The card of the serve README's example agent, as a v1.0 client reads
+/// it, checked by tests/a2a/card_schema.py against the schema of A2A's own
+/// proto (as its Python SDK ships it); the same card with v0.3's fields,
+/// as a client that does not say its version gets it, is not a v1.0 card.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_agents_card_validates_against_the_specifications_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(Vec::new()).await;
+    // The researcher's MCP server `demo`, played by the in-repo test server.
+    let demo = json!({"mcpServers": {"demo": {"command": common::mcp_test_server()}}});
+    let config = common::write_config(dir.path(), &model, demo);
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let example = root.join("../examples/agents/coordinator.md");
+    let args = [
+        "serve",
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        "local/m",
+        "--agent",
+        example.to_str().unwrap(),
+        "--a2a",
+        "0",
+    ];
+    let mut child = agent_command(&args, &[], dir.path()).spawn().unwrap();
+    let (urls, _) = listening(&mut child, 1).await;
+    let url = format!("{}/coordinator/.well-known/agent-card.json", urls["a2a"]);
+    let check = |card: Value| {
+        let path = dir.path().join("card.json");
+        std::fs::write(&path, card.to_string()).unwrap();
+        let out = std::process::Command::new(root.join("../tests-deps/python/clients/.venv/bin/python"))
+            .arg(root.join("tests/a2a/card_schema.py"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let card: Value = reqwest_client()
+        .get(&url)
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["name"], "coordinator");
+    let checked = check(card.clone());
+    assert_eq!(checked["valid"], true, "{checked} {card}");
+    assert!(
+        checked["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("supportedInterfaces"))
+    );
+    let (_, hybrid) = get(&url).await;
+    assert_eq!(hybrid["protocolVersion"], "0.3.0", "{hybrid}");
+    let checked = check(hybrid);
+    assert_eq!(checked["valid"], false, "{checked}");
+    assert!(
+        checked["errors"].to_string().contains("protocolVersion"),
+        "{checked}"
+    );
+    child.kill().await.unwrap();
+}

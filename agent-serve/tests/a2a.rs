@@ -146,8 +146,10 @@ async fn bad_requests_get_the_protocols_error_codes_and_start_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_keys_the_card_is_public_and_says_how_to_authenticate() {
     let model = ModelServer::start(vec![sse::answer("Hello.").into()]).await;
+    let clock = loopwright_core::tool_fn("clock", "The time now.", |_: Value| async move { Ok("noon") });
     let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
         .name("assistant")
+        .tool(clock)
         .build();
     let running = Serve::new()
         .agent(ServedAgent::new(agent))
@@ -198,5 +200,24 @@ async fn with_keys_the_card_is_public_and_says_how_to_authenticate() {
         answered["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{answered}"
     );
+    // The extended card, for a client with the key: every tool a skill.
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true, "{card}");
+    let extended: Value = common::http()
+        .get(format!("{base}/assistant/extendedAgentCard"))
+        .bearer_auth("a2a-key")
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let skills: Vec<&str> = extended["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["assistant", "clock"], "{extended}");
     running.shutdown().await;
 }

@@ -226,3 +226,155 @@ async fn the_javascript_sdk_speaks_v1_and_v03_with_the_servers_key() {
     assert_eq!(v03["missing"], "JsonRpcTaskNotFoundError", "{seen}");
     running.shutdown().await;
 }
+
+/// A JSON-RPC call of `method` on `url` (v1.0, or v0.3's names without the
+/// header); the response.
+async fn call(url: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = common::http().post(url).json(&body);
+    if !method.contains('/') {
+        request = request.header("a2a-version", "1.0");
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+fn code(v: &Value) -> Option<i64> {
+    v["error"]["code"].as_i64()
+}
+
+fn say(text: &str, task: Option<&str>, context: Option<&str>, data: Option<Value>) -> Value {
+    let mut parts = vec![json!({"text": text})];
+    if let Some(data) = data {
+        parts = vec![json!({ "data": data })];
+    }
+    let mut message = json!({"messageId": "m", "role": "ROLE_USER", "parts": parts});
+    if let Some(task) = task {
+        message["taskId"] = json!(task);
+    }
+    if let Some(context) = context {
+        message["contextId"] = json!(context);
+    }
+    json!({ "message": message })
+}
+
+/// Messages for tasks that cannot take them, operations a task's state
+/// refuses, push notifications, a body beyond the limit, and the HTTP+JSON
+/// binding's errors: each the protocol's code naming what was wrong, and
+/// nothing started or recorded beyond the two tasks that ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_a_task_cannot_take_are_refused_and_change_nothing() {
+    let model = ModelServer::start(vec![
+        sse::answer("Done.").into(),
+        sse::tool_call("weather", json!({"city": "Paris"})).into(),
+    ])
+    .await;
+    let (running, calls) = serve(&model, None).await;
+    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let done = call(&url, "SendMessage", say("Hi", None, None, None)).await;
+    let done = done["result"]["task"].clone();
+    let asking = call(&url, "SendMessage", say("Paris?", None, None, None)).await;
+    let asking = asking["result"]["task"].clone();
+    assert_eq!(state(&asking), "TASK_STATE_INPUT_REQUIRED", "{asking}");
+    let (a, b) = (done["id"].as_str().unwrap(), asking["id"].as_str().unwrap());
+
+    let finished = call(&url, "SendMessage", say("More", Some(a), None, None)).await;
+    assert_eq!(code(&finished), Some(-32004), "{finished}");
+    assert!(
+        finished["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("COMPLETED")
+    );
+    let elsewhere = call(
+        &url,
+        "SendMessage",
+        say("x", Some(b), Some("ctx_other"), Some(json!({"approve": true}))),
+    )
+    .await;
+    assert_eq!(code(&elsewhere), Some(-32602), "{elsewhere}");
+    assert!(
+        elsewhere["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ctx_other")
+    );
+    let no_decision = call(&url, "SendMessage", say("yes please", Some(b), None, None)).await;
+    assert_eq!(code(&no_decision), Some(-32602), "{no_decision}");
+    assert!(
+        no_decision["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"approve\": true")
+    );
+    let unknown = call(&url, "SendMessage", say("x", Some("run_nope"), None, None)).await;
+    assert_eq!(code(&unknown), Some(-32001), "{unknown}");
+    assert_eq!(
+        code(&call(&url, "SubscribeToTask", json!({"id": a})).await),
+        Some(-32004)
+    );
+    assert_eq!(
+        code(&call(&url, "CancelTask", json!({"id": a})).await),
+        Some(-32002)
+    );
+    let push = json!({"taskId": b, "url": "https://example.com/hook"});
+    assert_eq!(
+        code(&call(&url, "CreateTaskPushNotificationConfig", push).await),
+        Some(-32003)
+    );
+    let mut pushed = say("Hi", None, None, None);
+    pushed["configuration"] =
+        json!({"taskPushNotificationConfig": {"taskId": "", "url": "https://example.com/hook"}});
+    assert_eq!(code(&call(&url, "SendMessage", pushed).await), Some(-32003));
+    assert_eq!(
+        code(&call(&url, "GetExtendedAgentCard", json!({})).await),
+        Some(-32007)
+    );
+    assert_eq!(
+        code(&call(&url, "tasks/get", json!({"id": "run_nope"})).await),
+        Some(-32001)
+    );
+    let video = json!({"message": {"kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "video"}]}});
+    assert_eq!(code(&call(&url, "message/send", video).await), Some(-32602));
+    let huge = say(&"x".repeat(9 * 1024 * 1024), None, None, None);
+    assert_eq!(code(&call(&url, "SendMessage", huge).await), Some(-32600));
+
+    // The HTTP+JSON binding: its status and a google.rpc.Status body.
+    let missing = common::http()
+        .get(format!("{url}/tasks/run_nope"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["status"], "NOT_FOUND", "{body}");
+    assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
+    let garbled = common::http()
+        .post(format!("{url}/message:send"))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(garbled.status(), 400);
+    let paged = common::http()
+        .get(format!("{url}/tasks?pageSize=lots"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paged.status(), 400);
+    let body: Value = paged.json().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("pageSize"),
+        "{body}"
+    );
+
+    // Nothing else ran or was recorded; the paused task still waits.
+    assert_eq!(model.received().len(), 2);
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    let listed = call(&url, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 2, "{listed}");
+    let still = call(&url, "GetTask", json!({"id": b})).await;
+    assert_eq!(state(&still["result"]), "TASK_STATE_INPUT_REQUIRED");
+    running.shutdown().await;
+}
