@@ -6,6 +6,7 @@
 mod common;
 
 mod a2a;
+mod a2a_replicas;
 mod cli;
 mod dev;
 mod durable;
