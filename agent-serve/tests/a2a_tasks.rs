@@ -378,3 +378,60 @@ async fn messages_a_task_cannot_take_are_refused_and_change_nothing() {
     assert_eq!(state(&still["result"]), "TASK_STATE_INPUT_REQUIRED");
     running.shutdown().await;
 }
+
+/// A loopwright agent calling a served one over A2A (loopwright-a2a): the
+/// served agent's pause for approval is the calling run's question, and
+/// the answer given there continues the served run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopwright_agent_calls_a_served_one_and_answers_its_approval() {
+    use futures::StreamExt;
+    use loopwright_core::AgentEvent;
+    use loopwright_core::user_input::UserInputAnswer;
+
+    let served_model = ModelServer::start(vec![
+        sse::tool_call("weather", json!({"city": "Paris"})).into(),
+        sse::answer("Sunny in Paris, as the tool said.").into(),
+    ])
+    .await;
+    let (running, calls) = serve(&served_model, Some("a2a-key")).await;
+    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let remote = loopwright_a2a::A2aAgents::new()
+        .agent(loopwright_a2a::A2aAgent::new("assistant", &url).header("Authorization", "Bearer a2a-key"));
+    let model = ModelServer::start(vec![
+        sse::tool_call(
+            "a2a__assistant",
+            json!({"message": "What is the weather in Paris?"}),
+        )
+        .into(),
+        sse::answer("Paris is sunny.").into(),
+    ])
+    .await;
+    let caller = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
+        .tools(loopwright_core::ToolSet::builder().source(remote).build())
+        .build();
+    let mut run = caller.run("Ask the assistant about Paris.");
+    let (mut asked, mut answer) = (None, None);
+    while let Some(event) = tokio::time::timeout(HANG_GUARD, run.next()).await.unwrap() {
+        match event {
+            AgentEvent::InputRequested {
+                request, responder, ..
+            } => {
+                asked = Some(request.message.clone());
+                responder.respond(UserInputAnswer::Accept {
+                    content: Some(json!({"approve": true})),
+                });
+            }
+            AgentEvent::ToolResult { output, is_error, .. } => {
+                assert!(!is_error, "{output:?}");
+                answer = Some(format!("{output:?}"));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(run.await.unwrap().text, "Paris is sunny.");
+    let asked = asked.expect("the served run's pause reached the caller");
+    assert!(asked.contains("weather {\"city\":\"Paris\"}"), "{asked}");
+    assert!(answer.unwrap().contains("Sunny in Paris, as the tool said."));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "approved once, run once");
+    running.shutdown().await;
+}
