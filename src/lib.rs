@@ -62,6 +62,11 @@ pub use loopwright_core::*;
 #[cfg(feature = "mcp")]
 pub use loopwright_mcp as mcp;
 
+/// Remote A2A agents as tool sources (feature `a2a`): their cards read,
+/// their tasks sent, streamed, answered and cancelled.
+#[cfg(feature = "a2a")]
+pub use loopwright_a2a as a2a;
+
 /// HTTP providers (feature `providers`): OpenAI, Anthropic, Gemini,
 /// OpenRouter, Ollama and any OpenAI-compatible server.
 #[cfg(feature = "providers")]

@@ -97,6 +97,15 @@ pub async fn build_with(
             .map_err(|e| Failure::usage(format!("--mcp: {e}")))?;
         (servers.add_to(builder), servers.connected)
     };
+    // The configuration's remote A2A agents, recorded and replayed as the
+    // other sources are.
+    let builder = match config.a2a_source() {
+        Some(remote) => builder.shared_source(
+            through(cassette, Arc::new(remote)),
+            loopwright::toolset::SourceOptions::default(),
+        ),
+        None => builder,
+    };
     Ok(Tools {
         set: std::sync::Arc::new(builder.build()),
         connected,

@@ -124,3 +124,60 @@ async fn the_readme_agents_card_validates_against_the_specifications_schema() {
     );
     child.kill().await.unwrap();
 }
+
+/// `a2aAgents` in the configuration: a remote agent made with A2A's Python
+/// SDK (loopwright-a2a's tests/clients/a2a_server.py) called as a tool by
+/// `loopwright`, its headers' variables expanded; its question (asked when
+/// told to delete) declined, as a run with nobody at a terminal declines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_agents_in_the_configuration_are_tools() {
+    use tokio::io::AsyncBufReadExt;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let marks = tempfile::tempdir().unwrap();
+    let mut remote = tokio::process::Command::new(root.join("../tests-deps/python/clients/.venv/bin/python"))
+        .arg(root.join("../agent-a2a/tests/clients/a2a_server.py"))
+        .args(["stream", marks.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(remote.stdout.take().unwrap()).lines();
+    let line = lines.next_line().await.unwrap().unwrap();
+    let url = serde_json::from_str::<Value>(&line).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let model = ModelServer::start(vec![
+        common::tool_call("a2a__clerk", json!({"message": "file the memo"})).into(),
+        common::tool_call("a2a__clerk", json!({"message": "delete the memo"})).into(),
+        common::answer("Filed, not deleted.").into(),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let clerk = json!({"a2aAgents": {"clerk": {"url": url, "headers": {"X-Clerk": "${CLERK_KEY}"}}}});
+    let config = common::write_config(dir.path(), &model, clerk);
+    let out = common::run_local(
+        &config,
+        &["--events", "File the memo."],
+        &[("CLERK_KEY", "k")],
+        dir.path(),
+    )
+    .await;
+    let (stdout, stderr) = common::texts(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let events = common::json_lines(&stdout);
+    let results: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| e["output"].to_string())
+        .collect();
+    assert!(results[0].contains("Echo: file the memo (turn 1)"), "{results:?}");
+    assert!(results[1].contains("Kept the memo: declined"), "{results:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "input_requested" && e["request"]["source"] == "clerk"),
+        "{stdout}"
+    );
+}

@@ -10,6 +10,7 @@ const TOP: &[&str] = &[
     "$schema",
     "providers",
     "mcpServers",
+    "a2aAgents",
     "defaults",
     "accounting",
     "skills",
@@ -73,6 +74,11 @@ pub(super) fn warn_unknown(root: &Map<String, Value>, warn: &mut dyn FnMut(Strin
             if let Some(entry) = entry.as_object() {
                 unknown(entry, &format!("{path}.models.{model}"), MODEL, warn);
             }
+        }
+    }
+    for (name, agent) in object("a2aAgents").into_iter().flatten() {
+        if let Some(agent) = agent.as_object() {
+            unknown(agent, &format!("a2aAgents.{name}"), super::a2a::KEYS, warn);
         }
     }
     for (name, server) in object("mcpServers").into_iter().flatten() {

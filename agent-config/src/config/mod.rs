@@ -31,6 +31,7 @@
 //!   value of the wrong type is an error that names its key path
 //!   (`defaults.maxSteps: expected an unsigned integer`).
 
+mod a2a;
 pub(crate) mod cassette;
 mod choose;
 mod expand;
@@ -55,6 +56,8 @@ use serde_json::{Map, Value};
 pub use cassette::McpSources;
 pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
 use expand::expand;
+
+pub use a2a::A2aAgentConfig;
 pub use guardrails::{GuardSpec, GuardrailsConfig};
 pub use long_runs::{CompactionDefaults, ToolSearchDefaults};
 pub use loopwright_core::util::parse_duration;
@@ -319,6 +322,9 @@ pub struct AgentConfig {
     pub mcp_servers: Vec<McpServerConfig>,
     /// MCP servers left out of [`Self::mcp_servers`], with why.
     pub mcp_failures: Vec<SourceFailure>,
+    /// Remote A2A agents (`a2aAgents`), offered as tools
+    /// ([`AgentConfig::a2a_source`]).
+    pub a2a_agents: Vec<A2aAgentConfig>,
     /// Run defaults.
     pub defaults: Defaults,
     /// Where accounting entries go (JSONL), relative paths resolved against
@@ -459,6 +465,8 @@ impl AgentConfig {
         config.read_providers(providers, lookup, &invalid)?;
         let servers = section(&mut root, "mcpServers", &invalid)?;
         config.read_mcp_servers(servers, lookup, &invalid)?;
+        let a2a_agents = section(&mut root, "a2aAgents", &invalid)?;
+        config.read_a2a_agents(a2a_agents, lookup, &invalid)?;
 
         // Expanded in full: a missing variable is an error naming its key.
         let expanded = |mut value: Value, key: &str| {

@@ -687,6 +687,13 @@ impl Builder<'_> {
             builder =
                 builder.connection_report(loopwright_core::toolset::ConnectionReport::new(servers, failed));
         }
+        // The configuration's remote A2A agents, for the root agent.
+        if index == 0
+            && let Some(remote) = self.config.a2a_source()
+        {
+            let remote = through(self.options.cassette.as_ref(), Arc::new(remote));
+            builder = builder.shared_source(remote, loopwright_core::toolset::SourceOptions::default());
+        }
         // The application's skills are always offered, like sub-agents.
         let always = vec![format!("{SUB_AGENT_SOURCE}{NAMESPACE_SEPARATOR}*")];
         #[cfg(feature = "skills")]
