@@ -59,7 +59,10 @@ impl Connected {
             self.server_names().into_iter().map(str::to_string).collect(),
             self.failed
                 .iter()
-                .map(|f| SourceFailure::new(f.server.clone(), f.error.to_string()))
+                .map(|f| {
+                    SourceFailure::new(f.server.clone(), f.error.to_string())
+                        .signing_in(f.error.needs_login())
+                })
                 .collect(),
         )
     }

@@ -435,3 +435,78 @@ async fn a_loopwright_agent_calls_a_served_one_and_answers_its_approval() {
     assert_eq!(calls.load(Ordering::SeqCst), 1, "approved once, run once");
     running.shutdown().await;
 }
+
+/// An agent one of whose MCP servers waits for a sign-in (as loopwright-mcp
+/// reports a server that asks for OAuth nobody signed in to): a message is
+/// an `auth-required` task naming the server, and nothing runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_waiting_for_a_sign_in_answers_auth_required_and_runs_nothing() {
+    use loopwright_core::toolset::{ConnectionReport, SourceFailure};
+    let model = ModelServer::start(vec![sse::answer("unused").into()]).await;
+    let waiting =
+        SourceFailure::new("linear", "mcp server linear needs login: no sign-in stored").signing_in(true);
+    let tools = loopwright_core::ToolSet::builder()
+        .connection_report(ConnectionReport::new(Vec::new(), vec![waiting]))
+        .build();
+    let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
+        .name("assistant")
+        .tools(tools)
+        .build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .a2a("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap();
+    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let sent = call(&url, "SendMessage", say("Any issues?", None, None, None)).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_AUTH_REQUIRED", "{sent}");
+    let said = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(said.contains("linear") && said.contains("sign in"), "{said}");
+    let got = call(&url, "GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(state(&got["result"]), "TASK_STATE_AUTH_REQUIRED");
+    assert!(model.received().is_empty(), "nothing ran");
+    running.shutdown().await;
+}
+
+/// A guardrail's stop is a `rejected` task, and no byte of what it stopped
+/// is in the task, its stream or its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guardrails_stop_is_a_rejected_task_that_holds_nothing_it_stopped() {
+    use loopwright_core::guardrail::{Guardrails, Pattern};
+    let model = ModelServer::start(vec![
+        sse::answer("The code is ZEBRA-42.").into(),
+        sse::answer("The code is ZEBRA-43.").into(),
+    ])
+    .await;
+    let guard = Pattern::block("launch-codes", r"ZEBRA-\d+").unwrap();
+    let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
+        .name("assistant")
+        .guardrails(Guardrails::new().guard(guard))
+        .build();
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent))
+        .a2a("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap();
+    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let sent = call(&url, "SendMessage", say("The code?", None, None, None)).await;
+    assert_eq!(state(&sent["result"]["task"]), "TASK_STATE_REJECTED", "{sent}");
+    assert!(!sent.to_string().contains("ZEBRA"), "{sent}");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": say("Again?", None, None, None)});
+    let streamed = common::http()
+        .post(&url)
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(streamed.contains("TASK_STATE_REJECTED"), "{streamed}");
+    assert!(!streamed.contains("ZEBRA"), "{streamed}");
+    running.shutdown().await;
+}

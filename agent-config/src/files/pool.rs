@@ -69,7 +69,10 @@ impl Servers {
             failed: connected
                 .failed
                 .iter()
-                .map(|f| SourceFailure::new(f.server.clone(), f.error.to_string()))
+                .map(|f| {
+                    SourceFailure::new(f.server.clone(), f.error.to_string())
+                        .signing_in(f.error.needs_login())
+                })
                 .collect(),
         }
     }
@@ -143,9 +146,10 @@ impl McpServerPool {
                 }
                 for failure in connected.failed {
                     if !servers.has(&failure.server) {
-                        servers
-                            .failed
-                            .push(SourceFailure::new(failure.server, failure.error.to_string()));
+                        servers.failed.push(
+                            SourceFailure::new(failure.server, failure.error.to_string())
+                                .signing_in(failure.error.needs_login()),
+                        );
                     }
                 }
             }

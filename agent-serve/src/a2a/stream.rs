@@ -44,7 +44,18 @@ pub(super) async fn relay(
         context: first.context_id.clone(),
         fresh: true,
     };
+    // A task recorded ended (one that never ran) has no log to follow.
+    let ended = first.status.state.is_terminal() || first.status.state == TaskState::AuthRequired;
+    let snapshot = ended.then(|| first.clone());
     if tx.send(Ok(StreamResponse::Task(first))).await.is_err() {
+        return;
+    }
+    if let Some(task) = snapshot {
+        for update in last(task) {
+            if tx.send(Ok(update)).await.is_err() {
+                return;
+            }
+        }
         return;
     }
     let (logged_tx, mut logged) = mpsc::channel(64);

@@ -72,6 +72,9 @@ pub(super) async fn start(
         }
         None => loopwright_runs::shared::new_id("ctx_"),
     };
+    if let Some(started) = signed_out(instance, agent, &context).await? {
+        return Ok(started);
+    }
     let spec = RunSpec {
         agent: agent.to_owned(),
         input: vec![loopwright_core::Message::user(text)],
@@ -88,6 +91,48 @@ pub(super) async fn start(
         id: record.id,
         after: None,
     })
+}
+
+/// When one of `agent`'s MCP servers waits for a sign-in, the task is
+/// recorded `auth-required` (a run that ended before it began: nothing ran),
+/// its status naming the servers and how to sign in.
+async fn signed_out(
+    instance: &Arc<Instance>,
+    agent: &str,
+    context: &str,
+) -> Result<Option<Started>, A2AError> {
+    let Some(served) = instance.agents.get(agent) else {
+        return Ok(None);
+    };
+    let Some(report) = served.agent().tools().connection_report() else {
+        return Ok(None);
+    };
+    let waiting: Vec<String> = report
+        .failed
+        .iter()
+        .filter(|f| f.needs_sign_in)
+        .map(|f| format!("{} ({})", f.server, f.error))
+        .collect();
+    if waiting.is_empty() {
+        return Ok(None);
+    }
+    let id = loopwright_runs::shared::new_id("run_");
+    let message = format!(
+        "the agent's MCP servers wait for a sign-in: {}; sign in where the server runs, then send the message again",
+        waiting.join("; ")
+    );
+    let mut record = RunRecord::new(id.clone(), agent)
+        .with_status(RunStatus::Failed)
+        .with_session(context)
+        .with_state(json!({"surface": {"a2a": true}}));
+    record.error = Some(json!({"type": "auth_required", "message": message}));
+    instance
+        .runs
+        .store()
+        .create_run(&record)
+        .await
+        .map_err(|e| A2AError::internal(format!("the task could not be recorded: {e}")))?;
+    Ok(Some(Started { id, after: None }))
 }
 
 /// Refused unless the client takes text or JSON (or anything).
@@ -208,6 +253,10 @@ fn decisions_of(message: &Message, pending: &[Value]) -> Result<Vec<Decision>, A
 /// Wait until the run ended or paused (after event `after`), and its record
 /// says so too.
 pub(super) async fn settle(instance: &Instance, id: &str, after: Option<u64>) {
+    // A task recorded ended (one that never ran) has no log to wait for.
+    if matches!(instance.runs.get(id).await, Ok(r) if r.status.is_finished()) {
+        return;
+    }
     let (tx, mut rx) = mpsc::channel(64);
     let follow = loopwright_runs::follow(instance.runs.store().clone(), id.to_owned(), after, tx, |l| l);
     let watch = async move {
@@ -338,6 +387,13 @@ pub(super) fn state_of(record: &RunRecord) -> TaskState {
         RunStatus::Completed => TaskState::Completed,
         RunStatus::Cancelled => TaskState::Canceled,
         _ if record.error.as_ref().is_some_and(|e| e["type"] == "tripped") => TaskState::Rejected,
+        _ if record
+            .error
+            .as_ref()
+            .is_some_and(|e| e["type"] == "auth_required") =>
+        {
+            TaskState::AuthRequired
+        }
         _ => TaskState::Failed,
     }
 }

@@ -21,6 +21,10 @@ pub struct SourceFailure {
     pub server: String,
     /// Why it is left out (names what was wrong).
     pub error: String,
+    /// The server asks for a sign-in (OAuth) that nobody made yet: signing
+    /// in, not fixing the configuration, brings it in.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_sign_in: bool,
 }
 
 impl SourceFailure {
@@ -29,7 +33,20 @@ impl SourceFailure {
         Self {
             server: server.into(),
             error: error.into(),
+            needs_sign_in: false,
         }
+    }
+
+    /// The same failure, marked as one that a sign-in ends.
+    ///
+    /// ```
+    /// let f = loopwright_types::toolset::SourceFailure::new("linear", "needs login").signing_in(true);
+    /// assert!(f.needs_sign_in);
+    /// assert_eq!(serde_json::to_value(&f).unwrap()["needs_sign_in"], true);
+    /// ```
+    pub fn signing_in(mut self, needs: bool) -> Self {
+        self.needs_sign_in = needs;
+        self
     }
 }
 
