@@ -558,9 +558,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
     pub rest: Vec<std::net::SocketAddr>,
 
-    /// A2A v1.0 over JSON-RPC: each agent's card at
-    /// http://ADDR/NAME/.well-known/agent-card.json, its endpoint at
-    /// http://ADDR/NAME.
+    /// A2A (v1.0 over JSON-RPC and HTTP+JSON, v0.3 over JSON-RPC): each
+    /// agent's card at http://ADDR/NAME/.well-known/agent-card.json, its
+    /// endpoint at http://ADDR/NAME.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, action = ArgAction::Append)]
     pub a2a: Vec<std::net::SocketAddr>,
 

@@ -1,6 +1,7 @@
 //! Serve agents to other programs: as a model behind the OpenAI Chat
 //! Completions (or Responses) or Anthropic Messages API that every client
-//! already speaks, as tools of an MCP server, or over plain REST.
+//! already speaks, as tools of an MCP server, as A2A agents, or over plain
+//! REST.
 //!
 //! ```no_run
 //! # async fn demo(agent: loopwright_core::Agent) -> Result<(), loopwright_serve::ServeError> {
@@ -36,6 +37,11 @@
 //! `durable` module): a replica's death then costs nothing already done.
 //! [loopwright-runs](https://docs.rs/loopwright-runs) drives them; this
 //! crate serves them over HTTP.
+//!
+//! With the `a2a` feature (default), [`Serve::a2a`] makes each agent an A2A
+//! agent: its card, its messages as tasks (background runs) over JSON-RPC
+//! and HTTP+JSON, streamed, listed, cancelled and subscribed to from any
+//! replica, a pause for approval answered by the client's next message.
 //!
 //! With the `ui` feature (default), [`Serve::ui`] adds `loopwright dev`'s
 //! pages to each REST instance, under `/ui/`: agents, a playground, runs

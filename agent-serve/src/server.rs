@@ -379,10 +379,11 @@ impl Serve {
         self.listen(Surface::McpHttp, addr)
     }
 
-    /// A2A v1.0 over JSON-RPC on `addr` (feature `a2a`): each agent's card
-    /// at `http://addr/{name}/.well-known/agent-card.json`, its endpoint at
-    /// `POST http://addr/{name}`; messages are background runs (tasks),
-    /// contexts sessions.
+    /// A2A on `addr` (feature `a2a`): each agent's card at
+    /// `http://addr/{name}/.well-known/agent-card.json`, its JSON-RPC
+    /// endpoint at `POST http://addr/{name}` (v1.0, and v0.3's method
+    /// names), its HTTP+JSON routes under it; messages are background runs
+    /// (tasks), contexts sessions, a pause for approval `input-required`.
     ///
     /// ```
     /// let serve = loopwright_serve::Serve::new().a2a("127.0.0.1:0".parse().unwrap());
