@@ -436,6 +436,18 @@ async fn a_loopwright_agent_calls_a_served_one_and_answers_its_approval() {
     running.shutdown().await;
 }
 
+/// `agent`, named `assistant`, alone on an A2A address; its URL.
+async fn alone(agent: loopwright_core::AgentBuilder) -> (Running, String) {
+    let running = Serve::new()
+        .agent(ServedAgent::new(agent.name("assistant").build()))
+        .a2a("127.0.0.1:0".parse().unwrap())
+        .start()
+        .await
+        .unwrap();
+    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    (running, url)
+}
+
 /// An agent one of whose MCP servers waits for a sign-in (as loopwright-mcp
 /// reports a server that asks for OAuth nobody signed in to): a message is
 /// an `auth-required` task naming the server, and nothing runs.
@@ -448,17 +460,8 @@ async fn an_agent_waiting_for_a_sign_in_answers_auth_required_and_runs_nothing()
     let tools = loopwright_core::ToolSet::builder()
         .connection_report(ConnectionReport::new(Vec::new(), vec![waiting]))
         .build();
-    let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
-        .name("assistant")
-        .tools(tools)
-        .build();
-    let running = Serve::new()
-        .agent(ServedAgent::new(agent))
-        .a2a("127.0.0.1:0".parse().unwrap())
-        .start()
-        .await
-        .unwrap();
-    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano")).tools(tools);
+    let (running, url) = alone(agent).await;
     let sent = call(&url, "SendMessage", say("Any issues?", None, None, None)).await;
     let task = &sent["result"]["task"];
     assert_eq!(state(task), "TASK_STATE_AUTH_REQUIRED", "{sent}");
@@ -481,17 +484,9 @@ async fn a_guardrails_stop_is_a_rejected_task_that_holds_nothing_it_stopped() {
     ])
     .await;
     let guard = Pattern::block("launch-codes", r"ZEBRA-\d+").unwrap();
-    let agent = Agent::builder(common::openai_on(&model, "gpt-4.1-nano"))
-        .name("assistant")
-        .guardrails(Guardrails::new().guard(guard))
-        .build();
-    let running = Serve::new()
-        .agent(ServedAgent::new(agent))
-        .a2a("127.0.0.1:0".parse().unwrap())
-        .start()
-        .await
-        .unwrap();
-    let url = format!("http://{}/assistant", running.address(Surface::A2a).unwrap());
+    let agent =
+        Agent::builder(common::openai_on(&model, "gpt-4.1-nano")).guardrails(Guardrails::new().guard(guard));
+    let (running, url) = alone(agent).await;
     let sent = call(&url, "SendMessage", say("The code?", None, None, None)).await;
     assert_eq!(state(&sent["result"]["task"]), "TASK_STATE_REJECTED", "{sent}");
     assert!(!sent.to_string().contains("ZEBRA"), "{sent}");
