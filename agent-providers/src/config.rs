@@ -214,6 +214,14 @@ pub enum ConfigError {
     /// Building the model failed (a malformed header).
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// `local/NAME` names no model this build can run.
+    #[error("local/{name}: {message}")]
+    LocalModel {
+        /// The name.
+        name: String,
+        /// Why not.
+        message: String,
+    },
 }
 
 /// A provider ready to build models: kind and resolved settings.
@@ -349,6 +357,10 @@ impl Providers {
     /// itself contain `/`, as OpenRouter ids do).
     pub fn model(&self, selector: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
         let (provider, model) = split_selector(selector)?;
+        // `local/NAME` is the embedded model, unless a provider is named so.
+        if provider == "local" && !self.resolved.contains_key(provider) {
+            return embedded(model);
+        }
         let r = self
             .resolved
             .get(provider)
@@ -477,6 +489,29 @@ fn resolve(
         settings,
         models: cfg.models,
         supports_required: cfg.supports_required_tool_choice,
+    })
+}
+
+/// `local/{name}`: the embedded model, loaded on first use.
+#[cfg(feature = "local")]
+fn embedded(name: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
+    crate::NamedLocalModel::new(name)
+        .map(|m| Arc::new(m) as Arc<dyn LanguageModel>)
+        .map_err(|e| ConfigError::LocalModel {
+            name: name.to_owned(),
+            message: e.to_string(),
+        })
+}
+
+/// `local/{name}` in a build without the embedded model.
+#[cfg(not(feature = "local"))]
+fn embedded(name: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
+    Err(ConfigError::LocalModel {
+        name: name.to_owned(),
+        message:
+            "this build has no embedded model (loopwright-providers' feature `local`); configure a provider \
+                  named local, or build with the feature"
+                .to_owned(),
     })
 }
 

@@ -76,7 +76,10 @@ pub use config::{
     ConfigError, DEFAULT_MODELS, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig,
 };
 #[cfg(feature = "local")]
-pub use embedded::{DEFAULT_LOCAL_MAX_TOKENS, LocalModel, LocalModelError};
+pub use embedded::{
+    DEFAULT_LOCAL_MAX_TOKENS, DownloadProgress, KNOWN_LOCAL_MODELS, LOCAL_MODEL_ENV, LocalModel,
+    LocalModelError, NamedLocalModel, QWEN3_0_6B, hub,
+};
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};
 pub use http::{HttpOptions, default_client, install_tls_provider};
 pub use local::{

@@ -13,6 +13,8 @@ mod fallback;
 mod gemini;
 #[cfg(feature = "local")]
 mod local;
+#[cfg(feature = "local")]
+mod local_hub;
 mod media;
 mod ollama;
 mod openai_chat;

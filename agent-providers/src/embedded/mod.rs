@@ -20,6 +20,8 @@
 //! likely token each time).
 
 mod generate;
+pub mod hub;
+mod named;
 mod split;
 mod template;
 mod weights;
@@ -32,6 +34,8 @@ use futures::StreamExt;
 use loopwright_types::{LanguageModel, ModelError};
 use loopwright_types::{ModelRequest, ModelStream};
 use tokio::sync::mpsc;
+
+pub use named::{DownloadProgress, KNOWN_LOCAL_MODELS, LOCAL_MODEL_ENV, NamedLocalModel, QWEN3_0_6B};
 
 /// Answers generated when a request does not limit them.
 pub const DEFAULT_LOCAL_MAX_TOKENS: usize = 1024;
