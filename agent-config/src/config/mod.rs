@@ -468,6 +468,21 @@ impl AgentConfig {
         let a2a_agents = section(&mut root, "a2aAgents", &invalid)?;
         config.read_a2a_agents(a2a_agents, lookup, &invalid)?;
 
+        config.read_expanded(&mut root, origin, lookup, &invalid)?;
+        config.read_serve(serve_section, origin, lookup, &invalid)?;
+        Ok(config)
+    }
+
+    /// The sections read with every `${VAR}` expanded (a missing variable
+    /// is an error naming its key): `defaults`, `toolOverrides`, `skills`,
+    /// `store` and `accounting`.
+    fn read_expanded(
+        &mut self,
+        root: &mut Map<String, Value>,
+        origin: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        invalid: &dyn Fn(&str, String) -> ConfigFileError,
+    ) -> Result<(), ConfigFileError> {
         // Expanded in full: a missing variable is an error naming its key.
         let expanded = |mut value: Value, key: &str| {
             expand(&mut value, key, &|_| false, lookup)
@@ -478,25 +493,22 @@ impl AgentConfig {
                     variable: m.variable,
                 })
         };
-        let defaults_value = expanded(
-            Value::Object(section(&mut root, "defaults", &invalid)?),
-            "defaults",
-        )?;
-        config.defaults = keys::defaults(&defaults_value, &invalid)?;
+        let defaults_value = expanded(Value::Object(section(root, "defaults", invalid)?), "defaults")?;
+        self.defaults = keys::defaults(&defaults_value, invalid)?;
 
         let overrides = expanded(
             root.remove("toolOverrides").unwrap_or(Value::Null),
             "toolOverrides",
         )?;
         if !overrides.is_null() {
-            config.tool_overrides = loopwright_core::toolset::ToolOverrides::from_json(&overrides)
+            self.tool_overrides = loopwright_core::toolset::ToolOverrides::from_json(&overrides)
                 .map_err(|e| invalid(&e.path, e.message))?;
         }
 
         let skills = expanded(root.remove("skills").unwrap_or(Value::Null), "skills")?;
-        config.skills = keys::skills(&skills, lookup("HOME").as_deref(), &invalid)?;
+        self.skills = keys::skills(&skills, lookup("HOME").as_deref(), invalid)?;
 
-        config.store = match expanded(root.remove("store").unwrap_or(Value::Null), "store")? {
+        self.store = match expanded(root.remove("store").unwrap_or(Value::Null), "store")? {
             Value::Null => None,
             Value::String(url) if !url.trim().is_empty() => Some(url.trim().to_owned()),
             other => {
@@ -510,11 +522,8 @@ impl AgentConfig {
             }
         };
 
-        let accounting_value = expanded(
-            Value::Object(section(&mut root, "accounting", &invalid)?),
-            "accounting",
-        )?;
-        config.accounting_file = match accounting_value.get("file") {
+        let accounting_value = expanded(Value::Object(section(root, "accounting", invalid)?), "accounting")?;
+        self.accounting_file = match accounting_value.get("file") {
             None | Some(Value::Null) => None,
             Some(Value::String(file)) => Some(PathBuf::from(file)),
             Some(other) => {
@@ -525,7 +534,18 @@ impl AgentConfig {
             }
         };
 
-        serve::check_keys(&serve_section, &invalid)?;
+        Ok(())
+    }
+
+    /// `serve`, its keys checked strictly, then expanded.
+    fn read_serve(
+        &mut self,
+        serve_section: Map<String, Value>,
+        origin: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        invalid: &dyn Fn(&str, String) -> ConfigFileError,
+    ) -> Result<(), ConfigFileError> {
+        serve::check_keys(&serve_section, invalid)?;
         let mut serve_value = Value::Object(serve_section);
         expand(&mut serve_value, "serve", &|_| false, lookup).map_err(|m| {
             ConfigFileError::MissingVariable {
@@ -534,8 +554,8 @@ impl AgentConfig {
                 variable: m.variable,
             }
         })?;
-        config.serve = serve::serve(&serve_value, &invalid)?;
-        Ok(config)
+        self.serve = serve::serve(&serve_value, invalid)?;
+        Ok(())
     }
 
     /// How a native source (the coding tools, the skills) joins a tool set:
