@@ -75,6 +75,11 @@ pub struct A2aAgent {
 
 impl A2aAgent {
     /// Agent `name` at `url`.
+    ///
+    /// ```
+    /// let clerk = loopwright_a2a::A2aAgent::new("clerk", "http://127.0.0.1:8090/clerk");
+    /// assert_eq!(clerk.name(), "clerk");
+    /// ```
     pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -85,18 +90,32 @@ impl A2aAgent {
     }
 
     /// A header every request carries (a key, say).
+    ///
+    /// ```
+    /// let clerk = loopwright_a2a::A2aAgent::new("clerk", "https://a.example/clerk").header("Authorization", "Bearer k");
+    /// # drop(clerk);
+    /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
     /// How long one call may take (the agent's tool timeout otherwise).
+    ///
+    /// ```
+    /// let slow = loopwright_a2a::A2aAgent::new("slow", "https://a.example/slow").timeout(std::time::Duration::from_secs(900));
+    /// # drop(slow);
+    /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
     /// The configured name.
+    ///
+    /// ```
+    /// assert_eq!(loopwright_a2a::A2aAgent::new("w", "http://h/w").name(), "w");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -141,6 +160,11 @@ impl Default for A2aAgents {
 
 impl A2aAgents {
     /// No agents yet, named `a2a`.
+    ///
+    /// ```
+    /// use loopwright_types::ToolSource;
+    /// assert_eq!(loopwright_a2a::A2aAgents::new().name(), "a2a");
+    /// ```
     pub fn new() -> Self {
         Self {
             name: "a2a".to_owned(),
@@ -152,6 +176,12 @@ impl A2aAgents {
     }
 
     /// Add `agent`.
+    ///
+    /// ```
+    /// use loopwright_a2a::{A2aAgent, A2aAgents};
+    /// let remote = A2aAgents::new().agent(A2aAgent::new("a", "http://h/a")).agent(A2aAgent::new("b", "http://h/b"));
+    /// # drop(remote);
+    /// ```
     pub fn agent(mut self, agent: A2aAgent) -> Self {
         self.agents.push(agent);
         self
@@ -170,6 +200,11 @@ impl A2aAgents {
 
     /// The HTTP client to use (one with ring as rustls' provider is built
     /// otherwise).
+    ///
+    /// ```no_run
+    /// let remote = loopwright_a2a::A2aAgents::new().client(reqwest::Client::new());
+    /// # drop(remote);
+    /// ```
     pub fn client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
         self

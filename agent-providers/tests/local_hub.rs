@@ -97,6 +97,14 @@ async fn hub(bytes: Arc<Vec<u8>>, behaviour: Behaviour) -> Hub {
     Hub { url, seen }
 }
 
+/// The file's bytes, served by a Hub that cuts its first download or not
+/// and takes ranges or not.
+async fn served(cut_first: bool, ranges: bool) -> (Arc<Vec<u8>>, Hub) {
+    let bytes = bytes();
+    let hub = hub(bytes.clone(), Behaviour { cut_first, ranges }).await;
+    (bytes, hub)
+}
+
 fn bytes() -> Arc<Vec<u8>> {
     Arc::new((0..200_000u32).map(|i| (i * 31 % 251) as u8).collect())
 }
@@ -129,15 +137,7 @@ async fn fetch(file: &HubFile, cache: &Path, url: &str) -> Result<std::path::Pat
 
 #[tokio::test]
 async fn a_file_is_fetched_once_into_the_hub_cache_layout() {
-    let bytes = bytes();
-    let hub = hub(
-        bytes.clone(),
-        Behaviour {
-            cut_first: false,
-            ranges: true,
-        },
-    )
-    .await;
+    let (bytes, hub) = served(false, true).await;
     let cache = tempfile::tempdir().unwrap();
     let pinned = file(&sha256(&bytes), bytes.len());
     let path = fetch(&pinned, cache.path(), &hub.url).await.unwrap();
@@ -162,15 +162,7 @@ async fn a_file_is_fetched_once_into_the_hub_cache_layout() {
 
 #[tokio::test]
 async fn a_file_whose_digest_differs_is_refused_and_removed() {
-    let bytes = bytes();
-    let hub = hub(
-        bytes.clone(),
-        Behaviour {
-            cut_first: false,
-            ranges: true,
-        },
-    )
-    .await;
+    let (bytes, hub) = served(false, true).await;
     let cache = tempfile::tempdir().unwrap();
     let pinned = file(&"0".repeat(64), bytes.len());
     let e = fetch(&pinned, cache.path(), &hub.url).await.unwrap_err();
@@ -191,15 +183,7 @@ async fn a_file_whose_digest_differs_is_refused_and_removed() {
 
 #[tokio::test]
 async fn a_cut_download_goes_on_from_where_it_stopped() {
-    let bytes = bytes();
-    let hub = hub(
-        bytes.clone(),
-        Behaviour {
-            cut_first: true,
-            ranges: true,
-        },
-    )
-    .await;
+    let (bytes, hub) = served(true, true).await;
     let cache = tempfile::tempdir().unwrap();
     let pinned = file(&sha256(&bytes), bytes.len());
     let e = fetch(&pinned, cache.path(), &hub.url).await.unwrap_err();
@@ -215,15 +199,7 @@ async fn a_cut_download_goes_on_from_where_it_stopped() {
 
 #[tokio::test]
 async fn a_server_that_takes_no_range_sends_the_file_again() {
-    let bytes = bytes();
-    let hub = hub(
-        bytes.clone(),
-        Behaviour {
-            cut_first: true,
-            ranges: false,
-        },
-    )
-    .await;
+    let (bytes, hub) = served(true, false).await;
     let cache = tempfile::tempdir().unwrap();
     let pinned = file(&sha256(&bytes), bytes.len());
     assert!(fetch(&pinned, cache.path(), &hub.url).await.is_err());
@@ -233,15 +209,7 @@ async fn a_server_that_takes_no_range_sends_the_file_again() {
 
 #[tokio::test]
 async fn a_cache_that_cannot_be_written_is_named() {
-    let bytes = bytes();
-    let hub = hub(
-        bytes.clone(),
-        Behaviour {
-            cut_first: false,
-            ranges: true,
-        },
-    )
-    .await;
+    let (bytes, hub) = served(false, true).await;
     let dir = tempfile::tempdir().unwrap();
     // A file where the cache's folder should be: not writable, even as root.
     let blocked = dir.path().join("hub");

@@ -86,6 +86,11 @@ async fn the_a2a_python_sdk_sends_a_message_reads_the_task_and_goes_on_in_its_co
     running.shutdown().await;
 }
 
+/// What `request` answers, as JSON.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 async fn rpc(url: &str, version: Option<&str>, body: &str) -> Value {
     let mut request = common::http()
         .post(url)
@@ -159,14 +164,7 @@ async fn with_keys_the_card_is_public_and_says_how_to_authenticate() {
         .await
         .unwrap();
     let base = format!("http://{}", running.address(Surface::A2a).unwrap());
-    let card: Value = common::http()
-        .get(format!("{base}/assistant/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = json_of(common::http().get(format!("{base}/assistant/.well-known/agent-card.json"))).await;
     assert_eq!(
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "bearer",
         "{card}"
@@ -185,33 +183,22 @@ async fn with_keys_the_card_is_public_and_says_how_to_authenticate() {
         .await
         .unwrap();
     assert_eq!(refused.status(), 401);
-    let answered: Value = common::http()
-        .post(format!("{base}/assistant"))
-        .bearer_auth("a2a-key")
-        .header("a2a-version", "1.0")
-        .json(&send)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let keyed =
+        |request: reqwest::RequestBuilder| request.bearer_auth("a2a-key").header("a2a-version", "1.0");
+    let answered = json_of(keyed(
+        common::http().post(format!("{base}/assistant")).json(&send),
+    ))
+    .await;
     assert_eq!(
         answered["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{answered}"
     );
     // The extended card, for a client with the key: every tool a skill.
     assert_eq!(card["capabilities"]["extendedAgentCard"], true, "{card}");
-    let extended: Value = common::http()
-        .get(format!("{base}/assistant/extendedAgentCard"))
-        .bearer_auth("a2a-key")
-        .header("a2a-version", "1.0")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let extended = json_of(keyed(
+        common::http().get(format!("{base}/assistant/extendedAgentCard")),
+    ))
+    .await;
     let skills: Vec<&str> = extended["skills"]
         .as_array()
         .unwrap()

@@ -53,6 +53,10 @@ pub struct DownloadError {
 
 /// The Hub cache: `HF_HUB_CACHE`, `HUGGINGFACE_HUB_CACHE`, `$HF_HOME/hub`,
 /// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
+///
+/// ```
+/// println!("{}", loopwright_providers::hub::cache_dir().display());
+/// ```
 pub fn cache_dir() -> PathBuf {
     cache_dir_from(&|name| {
         std::env::var_os(name)
@@ -73,6 +77,10 @@ fn cache_dir_from(var: &dyn Fn(&str) -> Option<PathBuf>) -> PathBuf {
 }
 
 /// Where the Hub is: `HF_ENDPOINT`, else huggingface.co.
+///
+/// ```
+/// assert!(loopwright_providers::hub::endpoint().starts_with("http"));
+/// ```
 pub fn endpoint() -> String {
     std::env::var("HF_ENDPOINT")
         .ok()
@@ -88,6 +96,11 @@ impl HubFile {
     }
 
     /// Where the file is once cached (`snapshots/{revision}/{file}`).
+    ///
+    /// ```
+    /// let path = loopwright_providers::QWEN3_0_6B.snapshot(std::path::Path::new("/c"));
+    /// assert!(path.ends_with("snapshots/50968a4468ef4233ed78cd7c3de230dd1d61a56b/Qwen3-0.6B-Q4_K_M.gguf"));
+    /// ```
     pub fn snapshot(&self, cache: &Path) -> PathBuf {
         self.folder(cache)
             .join("snapshots")
@@ -96,11 +109,20 @@ impl HubFile {
     }
 
     /// The resolve URL of the file at its revision on `endpoint`.
+    ///
+    /// ```
+    /// let url = loopwright_providers::QWEN3_0_6B.url("https://huggingface.co");
+    /// assert!(url.starts_with("https://huggingface.co/unsloth/Qwen3-0.6B-GGUF/resolve/"));
+    /// ```
     pub fn url(&self, endpoint: &str) -> String {
         format!("{endpoint}/{}/resolve/{}/{}", self.repo, self.revision, self.file)
     }
 
     /// The cached file, if it is there.
+    ///
+    /// ```
+    /// assert!(loopwright_providers::QWEN3_0_6B.cached(std::path::Path::new("/nowhere")).is_none());
+    /// ```
     pub fn cached(&self, cache: &Path) -> Option<PathBuf> {
         let path = self.snapshot(cache);
         std::fs::metadata(&path)
@@ -111,6 +133,16 @@ impl HubFile {
 
     /// The file, from the cache or fetched from `endpoint` into it;
     /// `progress(done, total)` is told as bytes arrive.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopwright_providers::hub::DownloadError> {
+    /// use loopwright_providers::hub;
+    /// let client = loopwright_providers::default_client();
+    /// let path = loopwright_providers::QWEN3_0_6B
+    ///     .fetch(&client, &hub::cache_dir(), &hub::endpoint(), &mut |done, total| eprint!("\r{done}/{total}"))
+    ///     .await?;
+    /// # drop(path); Ok(()) }
+    /// ```
     pub async fn fetch(
         &self,
         client: &reqwest::Client,

@@ -88,6 +88,12 @@ impl std::fmt::Debug for LocalModel {
 
 impl LocalModel {
     /// Load `path` (on a blocking thread); its id is the file's stem.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopwright_providers::LocalModelError> {
+    /// let model = loopwright_providers::LocalModel::load("/models/SmolLM2-135M-Instruct.Q4_1.gguf").await?;
+    /// # drop(model); Ok(()) }
+    /// ```
     pub async fn load(path: impl AsRef<Path>) -> Result<Self, LocalModelError> {
         let path = path.as_ref().to_path_buf();
         let id = path
@@ -111,29 +117,60 @@ impl LocalModel {
     }
 
     /// The same model named `id` (`local/{id}`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopwright_providers::LocalModelError> {
+    /// let model = loopwright_providers::LocalModel::load("m.gguf").await?.with_id("smollm2");
+    /// # drop(model); Ok(()) }
+    /// ```
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
         self
     }
 
     /// The sampling seed when the temperature is above 0 (default 0).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopwright_providers::LocalModelError> {
+    /// let model = loopwright_providers::LocalModel::load("m.gguf").await?.with_seed(42);
+    /// # drop(model); Ok(()) }
+    /// ```
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
     }
 
     /// How many tokens the model attends to (from its file).
+    ///
+    /// ```no_run
+    /// # async fn demo(model: loopwright_providers::LocalModel) {
+    /// println!("{} tokens", model.context_length());
+    /// # }
+    /// ```
     pub fn context_length(&self) -> usize {
         self.context
     }
 
     /// The prompt `request` renders to with the model's own template.
+    ///
+    /// ```no_run
+    /// # fn demo(model: loopwright_providers::LocalModel) -> Result<(), loopwright_types::ModelError> {
+    /// let request = loopwright_types::ModelRequest::new(vec![loopwright_types::Message::user("Hi")]);
+    /// println!("{}", model.prompt(&request)?);
+    /// # Ok(()) }
+    /// ```
     pub fn prompt(&self, request: &ModelRequest) -> Result<String, ModelError> {
         template::render(&self.template, request).map_err(|e| ModelError::invalid_request(None, e))
     }
 
     /// `text` as the model's tokens (special tokens written in it, such as
     /// `<|im_start|>`, are one token each).
+    ///
+    /// ```no_run
+    /// # fn demo(model: loopwright_providers::LocalModel) -> Result<(), loopwright_types::ModelError> {
+    /// assert_eq!(model.tokens("<|im_start|>")?.len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn tokens(&self, text: &str) -> Result<Vec<u32>, ModelError> {
         let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         loaded
@@ -144,6 +181,12 @@ impl LocalModel {
     }
 
     /// How many tokens `text` is.
+    ///
+    /// ```no_run
+    /// # fn demo(model: loopwright_providers::LocalModel) -> Result<(), loopwright_types::ModelError> {
+    /// println!("{} tokens", model.count_tokens("Hello, world")?);
+    /// # Ok(()) }
+    /// ```
     pub fn count_tokens(&self, text: &str) -> Result<usize, ModelError> {
         self.tokens(text).map(|t| t.len())
     }

@@ -63,6 +63,12 @@ impl std::fmt::Debug for NamedLocalModel {
 impl NamedLocalModel {
     /// `local/{name}`, from the environment's `LOOPWRIGHT_LOCAL_MODEL`, a
     /// `.gguf` path, or a known name.
+    ///
+    /// ```
+    /// let model = loopwright_providers::NamedLocalModel::new("/models/m.gguf").unwrap();
+    /// assert!(model.hub_file().is_none());
+    /// assert!(loopwright_providers::NamedLocalModel::new("gpt-7").is_err());
+    /// ```
     pub fn new(name: &str) -> Result<Self, LocalModelError> {
         let env = std::env::var_os(LOCAL_MODEL_ENV)
             .filter(|v| !v.is_empty())
@@ -98,6 +104,13 @@ impl NamedLocalModel {
     }
 
     /// Told the download's progress (bytes done, bytes in all).
+    ///
+    /// ```
+    /// let model = loopwright_providers::NamedLocalModel::new("qwen3-0.6b")
+    ///     .unwrap()
+    ///     .on_download(std::sync::Arc::new(|done, total| eprint!("\r{done}/{total}")));
+    /// # drop(model);
+    /// ```
     pub fn on_download(mut self, progress: DownloadProgress) -> Self {
         self.progress = Some(progress);
         self
@@ -105,6 +118,13 @@ impl NamedLocalModel {
 
     /// The Hub file it fetches, when it is one (to say what is about to be
     /// downloaded, and how big it is).
+    ///
+    /// ```
+    /// # if std::env::var_os("LOOPWRIGHT_LOCAL_MODEL").is_none() {
+    /// let model = loopwright_providers::NamedLocalModel::new("qwen3-0.6b").unwrap();
+    /// assert_eq!(model.hub_file().unwrap().size, 396_705_472);
+    /// # }
+    /// ```
     pub fn hub_file(&self) -> Option<HubFile> {
         match self.source {
             Source::Hub(file) => Some(file),
@@ -113,6 +133,13 @@ impl NamedLocalModel {
     }
 
     /// The model, loaded (fetched first when it is a Hub file not cached).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopwright_types::ModelError> {
+    /// let model = loopwright_providers::NamedLocalModel::new("qwen3-0.6b").unwrap();
+    /// println!("{} tokens of context", model.ready().await?.context_length());
+    /// # Ok(()) }
+    /// ```
     pub async fn ready(&self) -> Result<&LocalModel, ModelError> {
         self.ready
             .get_or_try_init(|| async {
