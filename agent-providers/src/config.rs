@@ -529,4 +529,27 @@ mod tests {
         assert!(split_selector("gpt-4").is_err());
         assert!(split_selector("/m").is_err());
     }
+
+    #[test]
+    fn local_is_the_embedded_model_unless_a_provider_is_named_so() {
+        let providers = Providers::with_env(ProvidersConfig::default(), |_| None).unwrap();
+        let chosen = providers.model("local/models/m.gguf");
+        #[cfg(feature = "local")]
+        {
+            let model = chosen.unwrap();
+            assert_eq!((model.provider(), model.model_id()), ("local", "models/m.gguf"));
+            let e = providers.model("local/gpt-7").err().unwrap().to_string();
+            assert!(
+                e.contains("local/gpt-7") && e.contains("known: qwen3-0.6b"),
+                "{e}"
+            );
+        }
+        #[cfg(not(feature = "local"))]
+        assert!(chosen.err().unwrap().to_string().contains("feature `local`"));
+        let config: ProvidersConfig = serde_json::from_value(serde_json::json!({"providers": {
+            "local": {"type": "openai-compatible", "baseUrl": "http://localhost:8000/v1"}}}))
+        .unwrap();
+        let configured = Providers::with_env(config, |_| None).unwrap();
+        assert_eq!(configured.model("local/qwen").unwrap().model_id(), "qwen");
+    }
 }
