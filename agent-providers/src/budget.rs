@@ -32,6 +32,8 @@ pub const KNOWN_CONTEXT_WINDOWS: &[(&str, u64)] = &[
     ("gemini-2.0-", 1_048_576),
     ("gemini-1.5-pro", 2_097_152),
     ("gemini-1.5-", 1_048_576),
+    // The embedded model's default (`local/qwen3-0.6b`, its file's context length)
+    ("qwen3-0.6b", 40_960),
 ];
 
 /// The window a known model id has, by its longest matching prefix in

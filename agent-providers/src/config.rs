@@ -233,11 +233,32 @@ struct Resolved {
     supports_required: Option<bool>,
 }
 
+/// What a model download tells as it goes: bytes done, bytes in all (the
+/// embedded model's first use, feature `local`).
+///
+/// ```
+/// let progress: loopwright_providers::DownloadProgress =
+///     std::sync::Arc::new(|done, total| eprint!("\r{done}/{total}"));
+/// # drop(progress);
+/// ```
+pub type DownloadProgress = Arc<dyn Fn(u64, u64) + Send + Sync>;
+
 /// Configured and built-in providers, building models from `provider/model`
 /// selectors.
 #[derive(Debug, Clone, Default)]
 pub struct Providers {
     resolved: BTreeMap<String, Resolved>,
+    download: Option<Progress>,
+}
+
+/// A [`DownloadProgress`] in a struct that derives `Debug`.
+#[derive(Clone)]
+struct Progress(DownloadProgress);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 impl Providers {
@@ -292,7 +313,10 @@ impl Providers {
         for (name, cfg) in config.providers {
             resolved.insert(name.clone(), resolve(&name, cfg, env)?);
         }
-        Ok(Self { resolved })
+        Ok(Self {
+            resolved,
+            download: None,
+        })
     }
 
     /// Use `options` (retries, backoff, stream inactivity timeout) for every
@@ -328,6 +352,22 @@ impl Providers {
         self
     }
 
+    /// Tell `progress` how the download of an embedded model (`local/NAME`,
+    /// feature `local`) goes, the first time one is used and not cached.
+    /// Without the feature there is nothing to download and it is never
+    /// called.
+    ///
+    /// ```
+    /// let providers = loopwright_providers::Providers::from_env()
+    ///     .unwrap()
+    ///     .on_download(std::sync::Arc::new(|done, total| eprint!("\r{done}/{total}")));
+    /// # let _ = providers;
+    /// ```
+    pub fn on_download(mut self, progress: DownloadProgress) -> Self {
+        self.download = Some(Progress(progress));
+        self
+    }
+
     /// Add (or replace) one provider.
     ///
     /// ```
@@ -359,7 +399,7 @@ impl Providers {
         let (provider, model) = split_selector(selector)?;
         // `local/NAME` is the embedded model, unless a provider is named so.
         if provider == "local" && !self.resolved.contains_key(provider) {
-            return embedded(model);
+            return embedded(model, self.download.as_ref().map(|p| p.0.clone()));
         }
         let r = self
             .resolved
@@ -494,8 +534,12 @@ fn resolve(
 
 /// `local/{name}`: the embedded model, loaded on first use.
 #[cfg(feature = "local")]
-fn embedded(name: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
+fn embedded(name: &str, progress: Option<DownloadProgress>) -> Result<Arc<dyn LanguageModel>, ConfigError> {
     crate::NamedLocalModel::new(name)
+        .map(|m| match progress {
+            Some(progress) => m.on_download(progress),
+            None => m,
+        })
         .map(|m| Arc::new(m) as Arc<dyn LanguageModel>)
         .map_err(|e| ConfigError::LocalModel {
             name: name.to_owned(),
@@ -505,7 +549,7 @@ fn embedded(name: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
 
 /// `local/{name}` in a build without the embedded model.
 #[cfg(not(feature = "local"))]
-fn embedded(name: &str) -> Result<Arc<dyn LanguageModel>, ConfigError> {
+fn embedded(name: &str, _progress: Option<DownloadProgress>) -> Result<Arc<dyn LanguageModel>, ConfigError> {
     Err(ConfigError::LocalModel {
         name: name.to_owned(),
         message:

@@ -73,11 +73,12 @@ pub use anthropic::{
 };
 pub use budget::{KNOWN_CONTEXT_WINDOWS, context_window_for, known_context_window};
 pub use config::{
-    ConfigError, DEFAULT_MODELS, ModelConfig, ProviderConfig, ProviderKind, Providers, ProvidersConfig,
+    ConfigError, DEFAULT_MODELS, DownloadProgress, ModelConfig, ProviderConfig, ProviderKind, Providers,
+    ProvidersConfig,
 };
 #[cfg(feature = "local")]
 pub use embedded::{
-    DEFAULT_LOCAL_MAX_TOKENS, DownloadProgress, KNOWN_LOCAL_MODELS, LOCAL_MODEL_ENV, LocalModel,
+    DEFAULT_LOCAL_MAX_TOKENS, DEFAULT_LOCAL_MODEL, KNOWN_LOCAL_MODELS, LOCAL_MODEL_ENV, LocalModel,
     LocalModelError, NamedLocalModel, QWEN3_0_6B, hub,
 };
 pub use gemini::{GEMINI_BASE_URL, GeminiBuilder, GeminiModel};

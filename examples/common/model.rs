@@ -5,7 +5,9 @@
 //! `defaults.model`), else what
 //! `loopwright::config::AgentConfig::choose_model` finds: the first provider
 //! whose API key is in the environment, else a local Ollama or
-//! OpenAI-compatible server that answers.
+//! OpenAI-compatible server that answers, else the embedded model
+//! `local/qwen3-0.6b`, run in this process (said before its one download,
+//! with a progress bar on a terminal).
 
 use std::sync::Arc;
 
@@ -45,7 +47,8 @@ async fn chosen_from_env() -> Result<(AgentConfig, ChosenModel), String> {
     for warning in &config.warnings {
         eprintln!("warning: {warning}");
     }
-    let chosen = config.choose_model(&requested, None).await.map_err(|e| match e {
+    let progress = loopwright::providers::hub::terminal_progress("downloading the model");
+    let chosen = config.choose_model_with(&requested, None, Some(progress)).await.map_err(|e| match e {
         ModelChoiceError::NoModel => format!(
             "{e}\n  (the examples read the same configuration and LOOPWRIGHT_MODEL as the loopwright command)"
         ),
@@ -53,6 +56,9 @@ async fn chosen_from_env() -> Result<(AgentConfig, ChosenModel), String> {
     })?;
     for (selector, why) in &chosen.skipped {
         eprintln!("warning: model {selector} left out: {why}");
+    }
+    if let Some(fallback) = &chosen.embedded {
+        eprintln!("note: {fallback}");
     }
     Ok((config, chosen))
 }

@@ -1,7 +1,8 @@
 //! Choosing the model of a run from a configuration: the selectors asked
 //! for, else `defaults.model`, else the first provider whose API key is in
 //! the environment, else a local Ollama or OpenAI-compatible server that
-//! answers. Several usable selectors make a [`FallbackModel`] chain.
+//! answers, else (feature `local`) the embedded model `local/qwen3-0.6b`.
+//! Several usable selectors make a [`FallbackModel`] chain.
 //!
 //! Invariant: one unusable selector (its provider's key or variable is
 //! missing, the provider is unknown) is skipped and reported, never fatal
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopwright_core::{ContextBudget, FallbackModel, LanguageModel};
-use loopwright_providers::{Providers, detect_local_server};
+use loopwright_providers::{DownloadProgress, Providers, detect_local_server};
 
 use super::AgentConfig;
 
@@ -21,7 +22,8 @@ use super::AgentConfig;
 pub const NO_MODEL_HELP: &str = "no model is configured. Do one of:
   - set an API key: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (or GOOGLE_API_KEY) or OPENROUTER_API_KEY;
   - name a model as provider/model (for example ollama/qwen3) in LOOPWRIGHT_MODEL, or set \"defaults\": {\"model\": ...} in ./.ai-agent.json or ~/.ai-agent.json;
-  - start a local server: Ollama (OLLAMA_HOST, default http://localhost:11434) or an OpenAI-compatible one on port 8000, 1234 or 8080.";
+  - start a local server: Ollama (OLLAMA_HOST, default http://localhost:11434) or an OpenAI-compatible one on port 8000, 1234 or 8080;
+  - or build with loopwright's feature `local`, and the embedded model local/qwen3-0.6b (a 397 MB download, once) answers.";
 
 /// Why no model could be chosen.
 ///
@@ -69,6 +71,78 @@ pub struct ChosenModel {
     pub skipped: Vec<(String, String)>,
     /// The providers the models came from (budgets, more models).
     pub providers: Providers,
+    /// Set when nothing named a model and the embedded one was chosen
+    /// (feature `local`): what to tell the user before the run.
+    pub embedded: Option<EmbeddedFallback>,
+}
+
+/// The embedded model chosen as the model of last resort, and the download
+/// its first use makes (if the file is not cached yet); its `Display` is
+/// the line to show the user.
+///
+/// ```
+/// let fallback = loopwright_config::config::EmbeddedFallback {
+///     selector: "local/qwen3-0.6b".into(),
+///     file: None,
+///     download: None,
+/// };
+/// assert!(fallback.to_string().starts_with("no API key, configured model or local model server was found: \
+///     using the embedded model local/qwen3-0.6b"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedFallback {
+    /// `local/NAME`.
+    pub selector: String,
+    /// The file it runs instead of the named model's, from
+    /// `LOOPWRIGHT_LOCAL_MODEL`.
+    pub file: Option<std::path::PathBuf>,
+    /// The file fetched on first use, when it is not in the cache yet.
+    pub download: Option<PendingDownload>,
+}
+
+/// A model file about to be fetched.
+///
+/// ```
+/// let pending = loopwright_config::config::PendingDownload {
+///     url: "https://huggingface.co/org/m/resolve/rev/m.gguf".into(),
+///     size: 396_705_472,
+///     cache: "/home/me/.cache/huggingface/hub".into(),
+/// };
+/// assert_eq!(pending.size / 1_000_000, 396);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingDownload {
+    /// Where from.
+    pub url: String,
+    /// How many bytes.
+    pub size: u64,
+    /// The Hugging Face cache it goes into.
+    pub cache: std::path::PathBuf,
+}
+
+impl std::fmt::Display for EmbeddedFallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no API key, configured model or local model server was found: using the embedded model {}, run \
+             on this machine's CPU",
+            self.selector
+        )?;
+        if let Some(file) = &self.file {
+            write!(f, " (the file {}, from LOOPWRIGHT_LOCAL_MODEL)", file.display())?;
+        }
+        if let Some(pending) = &self.download {
+            write!(
+                f,
+                ". First it downloads {} ({} MB, once) into {} (LOOPWRIGHT_LOCAL_MODEL=/path/model.gguf uses a \
+                 file you have instead)",
+                pending.url,
+                pending.size.div_ceil(1_000_000),
+                pending.cache.display()
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for ChosenModel {
@@ -76,6 +150,7 @@ impl std::fmt::Debug for ChosenModel {
         f.debug_struct("ChosenModel")
             .field("selectors", &self.selectors)
             .field("skipped", &self.skipped)
+            .field("embedded", &self.embedded)
             .finish_non_exhaustive()
     }
 }
@@ -132,8 +207,34 @@ impl AgentConfig {
         requested: &[String],
         llm_timeout: Option<Duration>,
     ) -> Result<ChosenModel, ModelChoiceError> {
+        self.choose_model_with(requested, llm_timeout, None).await
+    }
+
+    /// As [`AgentConfig::choose_model`], telling `on_download` how the
+    /// embedded model's first download goes (a progress bar:
+    /// `loopwright_providers::hub::terminal_progress`).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), loopwright_config::config::ModelChoiceError> {
+    /// let config = loopwright_config::config::AgentConfig::default();
+    /// let progress = std::sync::Arc::new(|done: u64, total: u64| eprint!("\r{done}/{total}"));
+    /// let chosen = config.choose_model_with(&[], None, Some(progress)).await?;
+    /// if let Some(fallback) = &chosen.embedded {
+    ///     eprintln!("{fallback}"); // what is about to be downloaded, and how big it is
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn choose_model_with(
+        &self,
+        requested: &[String],
+        llm_timeout: Option<Duration>,
+        on_download: Option<DownloadProgress>,
+    ) -> Result<ChosenModel, ModelChoiceError> {
         let mut providers = Providers::from_config(self.providers.clone())
             .map_err(|e| ModelChoiceError::Providers(e.to_string()))?;
+        if let Some(progress) = on_download {
+            providers = providers.on_download(progress);
+        }
         let mut selectors: Vec<String> = if requested.is_empty() {
             self.defaults.model.clone()
         } else {
@@ -154,9 +255,13 @@ impl AgentConfig {
                 selectors.push(local.selector());
             }
         }
-        if selectors.is_empty() {
-            return Err(ModelChoiceError::NoModel);
-        }
+        let embedded = if selectors.is_empty() {
+            let fallback = embedded_fallback().ok_or(ModelChoiceError::NoModel)?;
+            selectors.push(fallback.selector.clone());
+            Some(fallback)
+        } else {
+            None
+        };
         if let Some(timeout) = llm_timeout.or(self.defaults.llm_timeout) {
             providers = providers.inactivity_timeout(timeout);
         }
@@ -186,8 +291,36 @@ impl AgentConfig {
             selectors: usable,
             skipped,
             providers,
+            embedded,
         })
     }
+}
+
+/// The embedded default model, and what its first use downloads.
+#[cfg(feature = "local")]
+fn embedded_fallback() -> Option<EmbeddedFallback> {
+    use loopwright_providers::{DEFAULT_LOCAL_MODEL, NamedLocalModel, hub};
+    let model = NamedLocalModel::new(DEFAULT_LOCAL_MODEL).ok()?;
+    let cache = hub::cache_dir();
+    let download = model
+        .hub_file()
+        .filter(|file| file.cached(&cache).is_none())
+        .map(|file| PendingDownload {
+            url: file.url(&hub::endpoint()),
+            size: file.size,
+            cache,
+        });
+    Some(EmbeddedFallback {
+        selector: format!("local/{DEFAULT_LOCAL_MODEL}"),
+        file: model.file().map(std::path::Path::to_path_buf),
+        download,
+    })
+}
+
+/// Without the embedded model there is no model of last resort.
+#[cfg(not(feature = "local"))]
+fn embedded_fallback() -> Option<EmbeddedFallback> {
+    None
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ use loopwright_providers::ProvidersConfig;
 use serde_json::{Map, Value};
 
 pub use cassette::McpSources;
-pub use choose::{ChosenModel, ModelChoiceError, NO_MODEL_HELP};
+pub use choose::{ChosenModel, EmbeddedFallback, ModelChoiceError, NO_MODEL_HELP, PendingDownload};
 use expand::expand;
 
 pub use a2a::A2aAgentConfig;

@@ -90,6 +90,48 @@ pub fn endpoint() -> String {
         .to_owned()
 }
 
+/// A progress bar for [`HubFile::fetch`] (and
+/// [`Providers::on_download`](crate::Providers::on_download)) on standard
+/// error, redrawn in place at each whole percent, when standard error is a
+/// terminal; silent otherwise (a log is no place for a bar).
+///
+/// ```
+/// let bar = loopwright_providers::hub::terminal_progress("Qwen3-0.6B-Q4_K_M.gguf");
+/// bar(198_352_736, 396_705_472); // "Qwen3-0.6B-Q4_K_M.gguf [###############               ] 198.4 / 396.7 MB  50%"
+/// ```
+pub fn terminal_progress(label: impl Into<String>) -> crate::DownloadProgress {
+    use std::io::IsTerminal;
+    let label = label.into();
+    let terminal = std::io::stderr().is_terminal();
+    let shown = std::sync::atomic::AtomicU64::new(u64::MAX);
+    std::sync::Arc::new(move |done, total| {
+        let percent = (done.saturating_mul(100))
+            .checked_div(total)
+            .unwrap_or(100)
+            .min(100);
+        if !terminal || shown.swap(percent, std::sync::atomic::Ordering::Relaxed) == percent {
+            return;
+        }
+        eprint!("\r{}", bar_line(&label, done, total, percent));
+        if percent == 100 {
+            eprintln!();
+        }
+    })
+}
+
+fn bar_line(label: &str, done: u64, total: u64, percent: u64) -> String {
+    const WIDTH: u64 = 30;
+    let filled = (percent * WIDTH / 100) as usize;
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    format!(
+        "{label} [{}{}] {:.1} / {:.1} MB {percent:>3}%",
+        "#".repeat(filled),
+        " ".repeat(WIDTH as usize - filled),
+        mb(done),
+        mb(total)
+    )
+}
+
 impl HubFile {
     fn folder(&self, cache: &Path) -> PathBuf {
         cache.join(format!("models--{}", self.repo.replace('/', "--")))
@@ -304,6 +346,18 @@ async fn sha256_of(path: &Path) -> std::io::Result<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_bar_shows_megabytes_and_the_share_done() {
+        assert_eq!(
+            bar_line("m.gguf", 198_352_736, 396_705_472, 50),
+            "m.gguf [###############               ] 198.4 / 396.7 MB  50%"
+        );
+        assert_eq!(
+            bar_line("m.gguf", 1, 1, 100),
+            format!("m.gguf [{}] 0.0 / 0.0 MB 100%", "#".repeat(30))
+        );
+    }
 
     #[test]
     fn the_cache_is_where_hugging_faces_tools_keep_it() {

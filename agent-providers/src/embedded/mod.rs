@@ -35,7 +35,7 @@ use loopwright_types::{LanguageModel, ModelError};
 use loopwright_types::{ModelRequest, ModelStream};
 use tokio::sync::mpsc;
 
-pub use named::{DownloadProgress, KNOWN_LOCAL_MODELS, LOCAL_MODEL_ENV, NamedLocalModel, QWEN3_0_6B};
+pub use named::{DEFAULT_LOCAL_MODEL, KNOWN_LOCAL_MODELS, LOCAL_MODEL_ENV, NamedLocalModel, QWEN3_0_6B};
 
 /// Answers generated when a request does not limit them.
 pub const DEFAULT_LOCAL_MAX_TOKENS: usize = 1024;

@@ -8,13 +8,13 @@
 //! naming the known ones. Concurrent first requests load the model once.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use loopwright_types::{LanguageModel, ModelError, ModelRequest, ModelStream};
 
 use super::hub::{self, HubFile};
 use super::{LocalModel, LocalModelError};
+use crate::DownloadProgress;
 
 /// The variable that points every `local/...` at a file.
 pub const LOCAL_MODEL_ENV: &str = "LOOPWRIGHT_LOCAL_MODEL";
@@ -31,7 +31,10 @@ pub const QWEN3_0_6B: HubFile = HubFile {
 };
 
 /// The names `local/NAME` knows, and their files.
-pub const KNOWN_LOCAL_MODELS: &[(&str, HubFile)] = &[("qwen3-0.6b", QWEN3_0_6B)];
+pub const KNOWN_LOCAL_MODELS: &[(&str, HubFile)] = &[(DEFAULT_LOCAL_MODEL, QWEN3_0_6B)];
+
+/// The local model used when nothing else is configured: `local/qwen3-0.6b`.
+pub const DEFAULT_LOCAL_MODEL: &str = "qwen3-0.6b";
 
 /// Where a named model comes from.
 #[derive(Debug, Clone)]
@@ -39,9 +42,6 @@ enum Source {
     File(PathBuf),
     Hub(HubFile),
 }
-
-/// What a download tells as it goes: bytes done, bytes in all.
-pub type DownloadProgress = Arc<dyn Fn(u64, u64) + Send + Sync>;
 
 /// A local model by name, loaded on first use.
 pub struct NamedLocalModel {
@@ -129,6 +129,20 @@ impl NamedLocalModel {
         match self.source {
             Source::Hub(file) => Some(file),
             Source::File(_) => None,
+        }
+    }
+
+    /// The file it runs, when it is one (`LOOPWRIGHT_LOCAL_MODEL`, or a
+    /// name that is a path).
+    ///
+    /// ```
+    /// let model = loopwright_providers::NamedLocalModel::new("/models/m.gguf").unwrap();
+    /// assert_eq!(model.file(), Some(std::path::Path::new("/models/m.gguf")));
+    /// ```
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match &self.source {
+            Source::File(path) => Some(path),
+            Source::Hub(_) => None,
         }
     }
 
