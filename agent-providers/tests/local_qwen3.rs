@@ -42,6 +42,42 @@ fn make_qwen3(dir: &Path) -> PathBuf {
     file
 }
 
+/// A Qwen3 file in Q4_K_M's mix, as the default model's: K-quant matrices
+/// (Q4_K, the embedding Q6_K), written by candle from a wide Q8_0 file.
+fn make_qwen3_q4k(dir: &Path) -> PathBuf {
+    use candle_core::Device;
+    use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
+    let wide = dir.join("qwen3-wide.gguf");
+    run_python(&[
+        models().join("make_qwen3.py").as_os_str(),
+        wide.as_os_str(),
+        "--wide".as_ref(),
+    ]);
+    let mut file = std::fs::File::open(&wide).unwrap();
+    let content = gguf_file::Content::read(&mut file).unwrap();
+    let mut tensors = Vec::new();
+    for name in content.tensor_infos.keys() {
+        let tensor = content.tensor(&mut file, name, &Device::Cpu).unwrap();
+        let tensor = match tensor.dtype() {
+            GgmlDType::Q8_0 => {
+                let kind = if name == "token_embd.weight" {
+                    GgmlDType::Q6K
+                } else {
+                    GgmlDType::Q4K
+                };
+                QTensor::quantize(&tensor.dequantize(&Device::Cpu).unwrap(), kind).unwrap()
+            }
+            _ => tensor,
+        };
+        tensors.push((name.as_str(), tensor));
+    }
+    let metadata: Vec<_> = content.metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensors: Vec<_> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    let out = dir.join("qwen3-q4k.gguf");
+    gguf_file::write(&mut std::fs::File::create(&out).unwrap(), &metadata, &tensors).unwrap();
+    out
+}
+
 /// Everything streamed: the text deltas, the finish reason, the usage.
 async fn generate(model: &LocalModel, request: ModelRequest) -> (Vec<String>, FinishReason, (u64, u64)) {
     let mut stream = model.stream(request).await.unwrap();
@@ -97,6 +133,22 @@ async fn a_qwen3_file_made_here_loads_and_generates_through_the_same_path() {
             .unwrap()
             .ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_models_k_quants_run_on_the_kernels_this_cpu_allows() {
+    // Q4_K is where candle uses AVX-512 VNNI and AMX tiles when the CPU has
+    // them and Linux grants them (these machines do: llama.cpp built for
+    // the native CPU died here with an illegal instruction); the same
+    // generation twice, on whichever kernels were picked at run time.
+    let dir = tempfile::tempdir().unwrap();
+    let model = LocalModel::load(make_qwen3_q4k(dir.path())).await.unwrap();
+    let mut request = ModelRequest::new(vec![Message::user("Say something long.")]);
+    request.max_output_tokens = Some(16);
+    let (first, _, (_, output)) = generate(&model, request.clone()).await;
+    let (second, ..) = generate(&model, request).await;
+    assert_eq!(first.concat(), second.concat());
+    assert!(output > 0, "{output}");
 }
 
 /// A request as the loop would send the conversation of a chat file

@@ -1,7 +1,7 @@
 """Write a small Qwen3 GGUF file: Qwen3-0.6B's layout scaled down, random
 weights, a byte-level BPE vocabulary and Qwen3's own chat template.
 
-    make_qwen3.py OUT.gguf [--seed N] [--f32]
+    make_qwen3.py OUT.gguf [--seed N] [--f32] [--full | --wide]
 
 It is what `candle_transformers::models::quantized_qwen3` and candle's
 `TokenizerFromGguf` read from a real Qwen3 file (llama.cpp's converter's
@@ -16,7 +16,11 @@ to 64), ffn 3072 -> 192 (3 x hidden), tied embeddings (no output.weight:
 candle falls back to token_embd.weight, as for the real file), rope base
 1e6, rms eps 1e-6, context 40960. Matrices are Q8_0 (Qwen's own GGUF of
 0.6B is Q8_0; every row length is a multiple of the 32-wide block), norms
-F32, as llama.cpp writes them; --f32 writes every tensor as F32.
+F32, as llama.cpp writes them; --f32 writes every tensor as F32. --full
+writes Qwen3-0.6B's own shapes (vocabulary padded to its 151936 rows;
+about 630 MB, in Qwen's own Q8_0 format): the benches' stand-in for the
+real file, which cannot be fetched where only package registries are
+reachable.
 
 Run with tests-deps/python/gguf/.venv/bin/python (requirements there).
 """
@@ -32,13 +36,11 @@ import gguf
 
 HERE = Path(__file__).resolve().parent
 
-# Qwen3-0.6B scaled down.
-LAYERS = 2
-HIDDEN = 64
-HEADS = 4
-KV_HEADS = 2
-HEAD_DIM = 32
-FFN = 192
+# Qwen3-0.6B scaled down, and (--full) as it is.
+TINY = {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 32, "ffn": 192, "vocab": None}
+# Rows of 256 (Q4_K's block) and 16-row tiles, for the K-quant kernels.
+WIDE = {"layers": 2, "hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "ffn": 768, "vocab": None}
+FULL = {"layers": 28, "hidden": 1024, "heads": 16, "kv_heads": 8, "head_dim": 128, "ffn": 3072, "vocab": 151936}
 CONTEXT = 40960
 ROPE_BASE = 1_000_000.0
 RMS_EPS = 1e-6
@@ -132,7 +134,7 @@ def learn_merges(byte_chars: dict[int, str], count: int) -> list[tuple[str, str]
     return merges
 
 
-def vocabulary() -> tuple[list[str], list[int], list[str]]:
+def vocabulary(size: int | None) -> tuple[list[str], list[int], list[str]]:
     byte_chars = bytes_to_unicode()
     tokens = list(byte_chars.values())
     merges = learn_merges(byte_chars, MERGES)
@@ -144,7 +146,7 @@ def vocabulary() -> tuple[list[str], list[int], list[str]]:
         tokens.append(token)
         looks_special = token.startswith("<|") and token.endswith("|>")
         types.append(gguf.TokenType.CONTROL if token in SPECIAL or looks_special else gguf.TokenType.USER_DEFINED)
-    while len(tokens) % PAD_TO:
+    while len(tokens) % PAD_TO or (size is not None and len(tokens) < size):
         tokens.append(f"[PAD{len(tokens)}]")
         types.append(gguf.TokenType.UNUSED)
     return tokens, [int(t) for t in types], [f"{a} {b}" for a, b in merges]
@@ -155,9 +157,15 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--f32", action="store_true", help="every tensor F32 (default: matrices Q8_0)")
+    parser.add_argument("--full", action="store_true", help="Qwen3-0.6B's own shapes (default: scaled down)")
+    parser.add_argument("--wide", action="store_true", help="scaled down, rows a multiple of 256 (for Q4_K)")
     args = parser.parse_args()
+    shape = FULL if args.full else WIDE if args.wide else TINY
+    LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = (
+        shape[k] for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn")
+    )
 
-    tokens, types, merges = vocabulary()
+    tokens, types, merges = vocabulary(shape["vocab"])
     template = (HERE / "qwen3.jinja").read_text(encoding="utf-8")
     rng = np.random.default_rng(args.seed)
     matrix_type = gguf.GGMLQuantizationType.F32 if args.f32 else gguf.GGMLQuantizationType.Q8_0
@@ -165,7 +173,7 @@ def main() -> None:
     w = gguf.GGUFWriter(str(args.out), "qwen3")
     w.add_type("model")
     w.add_name("Qwen3 0.6B Layout Test")
-    w.add_size_label("tiny")
+    w.add_size_label("0.6B" if args.full else "tiny")
     w.add_license("apache-2.0")
     w.add_context_length(CONTEXT)
     w.add_embedding_length(HIDDEN)
