@@ -25,8 +25,9 @@ fn ask(text: &str) -> ModelRequest {
     request
 }
 
-/// The streamed text, and how the stream finished.
-async fn answer(
+/// The streamed text, its deltas, how the stream finished and its usage
+/// (also the Qwen3 file's tests').
+pub(crate) async fn answer(
     model: &LocalModel,
     request: ModelRequest,
 ) -> (String, Vec<String>, FinishReason, (u64, u64)) {

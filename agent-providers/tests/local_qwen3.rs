@@ -8,11 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures::StreamExt;
 use loopwright_providers::LocalModel;
+
+use crate::local::answer;
 use loopwright_types::{
-    ContentPart, FinishReason, LanguageModel, Message, ModelEvent, ModelRequest, Reasoning, Role, ToolCall,
-    ToolDefinition, ToolOutputPart, ToolResult,
+    ContentPart, FinishReason, Message, ModelRequest, Reasoning, Role, ToolCall, ToolDefinition,
+    ToolOutputPart, ToolResult,
 };
 use serde_json::Value;
 
@@ -78,26 +79,6 @@ fn make_qwen3_q4k(dir: &Path) -> PathBuf {
     out
 }
 
-/// Everything streamed: the text deltas, the finish reason, the usage.
-async fn generate(model: &LocalModel, request: ModelRequest) -> (Vec<String>, FinishReason, (u64, u64)) {
-    let mut stream = model.stream(request).await.unwrap();
-    let (mut deltas, mut finish) = (Vec::new(), None);
-    while let Some(event) = stream.next().await {
-        match event.unwrap() {
-            ModelEvent::TextDelta { text } => deltas.push(text),
-            ModelEvent::Finish { reason, usage } => {
-                finish = Some((
-                    reason,
-                    (usage.input_tokens.unwrap(), usage.output_tokens.unwrap()),
-                ))
-            }
-            _ => {}
-        }
-    }
-    let (reason, usage) = finish.expect("the stream finished");
-    (deltas, reason, usage)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_qwen3_file_made_here_loads_and_generates_through_the_same_path() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,10 +95,10 @@ async fn a_qwen3_file_made_here_loads_and_generates_through_the_same_path() {
     assert!(model.tokens("héllo wörld").unwrap().len() < "héllo wörld".len());
     let mut request = ModelRequest::new(vec![Message::user("Say something.")]);
     request.max_output_tokens = Some(24);
-    let (first, reason, (input, output)) = generate(&model, request.clone()).await;
-    let (second, ..) = generate(&model, request.clone()).await;
+    let (first, _, reason, (input, output)) = answer(&model, request.clone()).await;
+    let (second, ..) = answer(&model, request.clone()).await;
     // Random weights say nothing sensible, but the same thing each time.
-    assert_eq!(first.concat(), second.concat());
+    assert_eq!(first, second);
     assert!(
         matches!(reason, FinishReason::Length | FinishReason::Stop),
         "{reason:?}"
@@ -145,9 +126,9 @@ async fn the_default_models_k_quants_run_on_the_kernels_this_cpu_allows() {
     let model = LocalModel::load(make_qwen3_q4k(dir.path())).await.unwrap();
     let mut request = ModelRequest::new(vec![Message::user("Say something long.")]);
     request.max_output_tokens = Some(16);
-    let (first, _, (_, output)) = generate(&model, request.clone()).await;
-    let (second, ..) = generate(&model, request).await;
-    assert_eq!(first.concat(), second.concat());
+    let (first, _, _, (_, output)) = answer(&model, request.clone()).await;
+    let (second, ..) = answer(&model, request).await;
+    assert_eq!(first, second);
     assert!(output > 0, "{output}");
 }
 
