@@ -14,8 +14,9 @@
 //! Cursor / VS Code format (`{"mcpServers": {"name": {"command": ...}}}`); a
 //! server that fails to start is reported and the run goes on without it.
 //! The model is `LOOPWRIGHT_MODEL` (`provider/model`, such as `ollama/qwen3` for a
-//! local Ollama server), else the first provider whose key is set. With
-//! neither, it says what to set and exits with status 2.
+//! local Ollama server), else the first provider whose key is set, else a
+//! local model server, else the embedded model `local/qwen3-0.6b` (said
+//! before its one download of 397 MB).
 //!
 //! The run gets what the configuration gives the model, as the `loopwright`
 //! command's runs do: its context window's budget, and compaction (old tool

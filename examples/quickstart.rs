@@ -1,6 +1,7 @@
 //! The quickstart: a real model, one MCP server, a streamed answer.
 //!
 //! ```sh
+//! cargo run --release --example quickstart   # no key: the embedded model (397 MB, fetched once)
 //! ANTHROPIC_API_KEY=... cargo run --release --example quickstart
 //! cargo run --release --example quickstart -- "How many words are in 'to be or not to be'?"
 //! cargo run --release --example quickstart -- --mcp-command "npx -y @modelcontextprotocol/server-everything" "Add 2 and 40"
@@ -9,10 +10,14 @@
 //! The model is `LOOPWRIGHT_MODEL` (`provider/model`), else the first provider
 //! whose key is in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
 //! GEMINI_API_KEY, OPENROUTER_API_KEY), else a local Ollama or
-//! OpenAI-compatible server that answers on its default port. The MCP server
-//! is this repository's demo server (this binary, run with `--serve-mcp`)
-//! unless `--mcp-command "COMMAND ARGS"` names another stdio server. With no model it
-//! still connects the server, lists its tools, says what to set and exits 2.
+//! OpenAI-compatible server that answers on its default port, else the
+//! embedded model `local/qwen3-0.6b`, run in this process on the CPU (it says
+//! so, and what its first use downloads; `LOOPWRIGHT_LOCAL_MODEL` names a
+//! `.gguf` file instead). The MCP server is this repository's demo server
+//! (this binary, run with `--serve-mcp`) unless `--mcp-command "COMMAND
+//! ARGS"` names another stdio server. When no model can be had (every
+//! model the configuration names is unusable), it still connects the server,
+//! lists its tools, says what to fix and exits 2.
 
 use loopwright::mcp::{McpServerConfig, connect_all};
 use loopwright::{Agent, ToolSet};

