@@ -26,7 +26,13 @@ struct Behaviour {
     cut_first: bool,
     /// Answer a range with 206 (else the whole file, 200).
     ranges: bool,
+    /// Send the resolve URL on to the bytes' storage with a 302, as the
+    /// Hub does (to its CDN), keeping the request's range.
+    redirect: bool,
 }
+
+const RESOLVE: &str = "/org/tiny/resolve/0123abcd/tiny.gguf";
+const STORAGE: &str = "/storage/tiny?signature=abc";
 
 async fn hub(bytes: Arc<Vec<u8>>, behaviour: Behaviour) -> Hub {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -52,7 +58,13 @@ async fn hub(bytes: Arc<Vec<u8>>, behaviour: Behaviour) -> Hub {
                 let head = String::from_utf8_lossy(&head).to_string();
                 log.lock().unwrap().push(head.clone());
                 let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
-                if path != "/org/tiny/resolve/0123abcd/tiny.gguf" {
+                if behaviour.redirect && path == RESOLVE {
+                    let moved =
+                        format!("HTTP/1.1 302 Found\r\nlocation: {STORAGE}\r\ncontent-length: 0\r\n\r\n");
+                    let _ = socket.write_all(moved.as_bytes()).await;
+                    return;
+                }
+                if path != if behaviour.redirect { STORAGE } else { RESOLVE } {
                     let _ = socket
                         .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
                         .await;
@@ -101,7 +113,12 @@ async fn hub(bytes: Arc<Vec<u8>>, behaviour: Behaviour) -> Hub {
 /// and takes ranges or not.
 async fn served(cut_first: bool, ranges: bool) -> (Arc<Vec<u8>>, Hub) {
     let bytes = bytes();
-    let hub = hub(bytes.clone(), Behaviour { cut_first, ranges }).await;
+    let behaviour = Behaviour {
+        cut_first,
+        ranges,
+        redirect: false,
+    };
+    let hub = hub(bytes.clone(), behaviour).await;
     (bytes, hub)
 }
 
@@ -157,6 +174,36 @@ async fn a_file_is_fetched_once_into_the_hub_cache_layout() {
         hub.seen.lock().unwrap().len(),
         1,
         "the second time it was in the cache"
+    );
+}
+
+#[tokio::test]
+async fn the_hubs_redirect_to_its_storage_is_followed_and_a_cut_resumed_there() {
+    let bytes = bytes();
+    let behaviour = Behaviour {
+        cut_first: true,
+        ranges: true,
+        redirect: true,
+    };
+    let hub = hub(bytes.clone(), behaviour).await;
+    let cache = tempfile::tempdir().unwrap();
+    let pinned = file(&sha256(&bytes), bytes.len());
+    let cut = fetch(&pinned, cache.path(), &hub.url).await.unwrap_err();
+    assert!(cut.contains("run again to go on"), "{cut}");
+    let path = fetch(&pinned, cache.path(), &hub.url).await.unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), *bytes);
+    let seen = hub.seen.lock().unwrap().clone();
+    let paths: Vec<&str> = seen
+        .iter()
+        .map(|h| h.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(paths, [RESOLVE, STORAGE, RESOLVE, STORAGE]);
+    assert!(
+        seen[3]
+            .to_ascii_lowercase()
+            .contains(&format!("range: bytes={}-", bytes.len() / 2)),
+        "{}",
+        seen[3]
     );
 }
 

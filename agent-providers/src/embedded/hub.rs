@@ -52,7 +52,8 @@ pub struct DownloadError {
 }
 
 /// The Hub cache: `HF_HUB_CACHE`, `HUGGINGFACE_HUB_CACHE`, `$HF_HOME/hub`,
-/// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`.
+/// `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub` (the
+/// account's home when `HOME` is unset).
 ///
 /// ```
 /// println!("{}", loopwright_providers::hub::cache_dir().display());
@@ -72,7 +73,14 @@ fn cache_dir_from(var: &dyn Fn(&str) -> Option<PathBuf>) -> PathBuf {
     if let Some(home) = var("HF_HOME") {
         return home.join("hub");
     }
-    let cache = var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache"));
+    // Without HOME, the account's home (never a folder relative to
+    // wherever the process happens to run).
+    let home = || {
+        var("HOME")
+            .or_else(std::env::home_dir)
+            .unwrap_or_else(std::env::temp_dir)
+    };
+    let cache = var("XDG_CACHE_HOME").unwrap_or_else(|| home().join(".cache"));
     cache.join("huggingface").join("hub")
 }
 

@@ -34,6 +34,11 @@ pub const QWEN3_0_6B: HubFile = HubFile {
 pub const KNOWN_LOCAL_MODELS: &[(&str, HubFile)] = &[(DEFAULT_LOCAL_MODEL, QWEN3_0_6B)];
 
 /// The local model used when nothing else is configured: `local/qwen3-0.6b`.
+///
+/// ```
+/// let (name, file) = loopwright_providers::KNOWN_LOCAL_MODELS[0];
+/// assert_eq!((name, file.size), (loopwright_providers::DEFAULT_LOCAL_MODEL, 396_705_472));
+/// ```
 pub const DEFAULT_LOCAL_MODEL: &str = "qwen3-0.6b";
 
 /// Where a named model comes from.
