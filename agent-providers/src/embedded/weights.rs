@@ -138,7 +138,7 @@ const SCALAR_ONLY: [GgmlDType; 3] = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType
 
 /// When the file holds tensors of a [`SCALAR_ONLY`] type: the same file in
 /// memory with those tensors requantized to Q8_0 (finer than any of them, so
-/// nothing is lost but memory: about 1.8 times theirs), whose kernels use
+/// nothing is lost but memory: 1.4 to 1.7 times theirs), whose kernels use
 /// AVX2 where the CPU has it. `None` when there is nothing to convert.
 fn requantized(
     content: &Content,
