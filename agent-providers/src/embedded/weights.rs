@@ -137,9 +137,10 @@ fn open_weights<R: std::io::Read + std::io::Seek>(
 const SCALAR_ONLY: [GgmlDType; 3] = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1];
 
 /// When the file holds tensors of a [`SCALAR_ONLY`] type: the same file in
-/// memory with those tensors requantized to Q8_0 (finer than any of them, so
-/// nothing is lost but memory: 1.4 to 1.7 times theirs), whose kernels use
-/// AVX2 where the CPU has it. `None` when there is nothing to convert.
+/// memory with those tensors requantized to Q8_0, whose kernels use AVX2 and
+/// AVX-512 where the CPU has them. Q8_0's grid is finer than any of theirs,
+/// so each weight moves by at most half a Q8_0 step; the memory is 1.4 to
+/// 1.7 times theirs. `None` when there is nothing to convert.
 fn requantized(
     content: &Content,
     file: &mut File,
